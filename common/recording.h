@@ -1,0 +1,81 @@
+// Loading, validating and saving .rec recordings (proto/irontune/v1/
+// recording.proto). Every function here is thread-compatible and keeps no
+// state. Errors are absl::InvalidArgumentError whose message starts with the
+// field path of what is wrong, e.g.
+//   calls[0].recording.steps[3].op: no operator 7
+// No input, however malformed, crashes, hangs or allocates without bound.
+#ifndef IRONTUNE_COMMON_RECORDING_H_
+#define IRONTUNE_COMMON_RECORDING_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "irontune/v1/recording.pb.h"
+
+namespace irontune {
+
+enum class RecordingFormat {
+  kBinary,  // .rec: the protobuf binary encoding
+  kText,    // .txtpb: the protobuf text format
+  kJson,    // .json: the protobuf JSON mapping
+};
+
+// The format named by `path`'s extension (.rec, .txtpb, .json).
+// Fails with InvalidArgument naming the extension otherwise.
+absl::StatusOr<RecordingFormat> RecordingFormatFromPath(std::string_view path);
+
+// Bounds every recording must respect, so hostile input cannot exhaust the
+// daemon. The defaults are far above any real model's.
+struct RecordingLimits {
+  uint64_t max_bytes = 512ull << 20;          // whole encoded file
+  int max_operators = 16384;
+  int max_calls = 1024;
+  int max_steps = 1 << 20;                    // per recording
+  int max_buffers = 1 << 20;                  // graph buffers per recording
+  int max_params = 256;                       // per operator
+  int max_tunables = 64;                      // per operator
+  int max_domain = 4096;                      // values per tunable
+  int max_rank = 8;                           // dims per buffer
+  uint64_t max_buffer_bytes = 64ull << 30;    // one buffer
+  int max_expression_depth = 64;
+  int max_points = 4096;                      // per call
+  uint64_t max_content_bytes = 256ull << 20;  // summed over a call
+};
+
+// Parses `bytes` in `format` and validates the result.
+absl::StatusOr<v1::Calls> ParseRecording(
+    std::string_view bytes, RecordingFormat format,
+    const RecordingLimits& limits = RecordingLimits());
+
+// Checks every cross-reference and bound of an already parsed `calls`
+// (see docs/recording-format.md for the rules). OK or the first problem.
+absl::Status ValidateRecording(const v1::Calls& calls,
+                               const RecordingLimits& limits = RecordingLimits());
+
+// Reads `path` (format from its extension) and validates it. Errors name the
+// path as well as the field.
+absl::StatusOr<v1::Calls> LoadRecording(
+    const std::string& path, const RecordingLimits& limits = RecordingLimits());
+
+// Encodes `calls` in `format`. The binary encoding is deterministic (map
+// entries sorted), so the same Calls always gives the same bytes.
+absl::StatusOr<std::string> SerializeRecording(const v1::Calls& calls,
+                                               RecordingFormat format);
+
+// Writes `calls` to `path` in the format its extension names, atomically
+// (a temporary file renamed into place).
+absl::Status SaveRecording(const v1::Calls& calls, const std::string& path);
+
+// Byte size of one element of `dtype`; 0 for DTYPE_UNSPECIFIED or an unknown
+// enum value.
+uint64_t DTypeSize(v1::DType dtype);
+
+// Lower-case name of `dtype` ("bf16", ...); "unspecified" otherwise.
+std::string_view DTypeName(v1::DType dtype);
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_COMMON_RECORDING_H_
