@@ -23,8 +23,8 @@ struct Dim {
 
 struct Family {
   std::string class_name;
-  std::vector<Dim> dims;               // in the order a profile entry lists them
-  std::vector<std::string> tunables;   // in the order a profile entry lists them
+  std::vector<Dim> dims;              // in the order a profile entry lists them
+  std::vector<std::string> tunables;  // in the order a profile entry lists them
 };
 
 // The family of `class_name`, or nullptr for a class irontune does not know.

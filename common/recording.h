@@ -30,16 +30,16 @@ absl::StatusOr<RecordingFormat> RecordingFormatFromPath(std::string_view path);
 // Bounds every recording must respect, so hostile input cannot exhaust the
 // daemon. The defaults are far above any real model's.
 struct RecordingLimits {
-  uint64_t max_bytes = 512ull << 20;          // whole encoded file
+  uint64_t max_bytes = 512ull << 20;  // whole encoded file
   int max_operators = 16384;
   int max_calls = 1024;
-  int max_steps = 1 << 20;                    // per recording
-  int max_buffers = 1 << 20;                  // graph buffers per recording
-  int max_params = 256;                       // per operator
-  int max_tunables = 64;                      // per operator
-  int max_domain = 4096;                      // values per tunable
-  int max_rank = 8;                           // dims per buffer
-  uint64_t max_buffer_bytes = 64ull << 30;    // one buffer
+  int max_steps = 1 << 20;                  // per recording
+  int max_buffers = 1 << 20;                // graph buffers per recording
+  int max_params = 256;                     // per operator
+  int max_tunables = 64;                    // per operator
+  int max_domain = 4096;                    // values per tunable
+  int max_rank = 8;                         // dims per buffer
+  uint64_t max_buffer_bytes = 64ull << 30;  // one buffer
   int max_expression_depth = 64;
   int max_points = 4096;                      // per call
   uint64_t max_content_bytes = 256ull << 20;  // summed over a call
@@ -52,8 +52,8 @@ absl::StatusOr<v1::Calls> ParseRecording(
 
 // Checks every cross-reference and bound of an already parsed `calls`
 // (see docs/recording-format.md for the rules). OK or the first problem.
-absl::Status ValidateRecording(const v1::Calls& calls,
-                               const RecordingLimits& limits = RecordingLimits());
+absl::Status ValidateRecording(
+    const v1::Calls& calls, const RecordingLimits& limits = RecordingLimits());
 
 // Reads `path` (format from its extension) and validates it. Errors name the
 // path as well as the field.

@@ -25,8 +25,8 @@ double Median(absl::Span<const double> samples);
 std::optional<double> MedianStandardError(absl::Span<const double> samples);
 
 struct Difference {
-  double delta = 0;                  // median(a) - median(b)
-  std::optional<double> noise;       // its standard error
+  double delta = 0;             // median(a) - median(b)
+  std::optional<double> noise;  // its standard error
 };
 
 // How much larger `a` is than `b`, with `a[i]` and `b[i]` measured together

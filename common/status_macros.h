@@ -10,12 +10,12 @@
 #define IRONTUNE_CONCAT_(a, b) IRONTUNE_CONCAT_INNER_(a, b)
 
 // Returns `expr`'s status from the enclosing function unless it is OK.
-#define RETURN_IF_ERROR(expr)                     \
-  do {                                            \
-    ::absl::Status irontune_status_ = (expr);     \
-    if (!irontune_status_.ok()) {                 \
-      return irontune_status_;                    \
-    }                                             \
+#define RETURN_IF_ERROR(expr)                 \
+  do {                                        \
+    ::absl::Status irontune_status_ = (expr); \
+    if (!irontune_status_.ok()) {             \
+      return irontune_status_;                \
+    }                                         \
   } while (false)
 
 // Evaluates `rexpr` (an absl::StatusOr<T>); returns its status unless OK,

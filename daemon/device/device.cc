@@ -27,9 +27,9 @@ std::string_view PowerModeName(PowerMode mode) {
 
 absl::StatusOr<PowerMode> ParsePowerMode(std::string_view text) {
   std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
-  for (PowerMode mode : {PowerMode::kDefault, PowerMode::kPowersaver,
-                         PowerMode::kBalanced, PowerMode::kPerformance,
-                         PowerMode::kTurbo}) {
+  for (PowerMode mode :
+       {PowerMode::kDefault, PowerMode::kPowersaver, PowerMode::kBalanced,
+        PowerMode::kPerformance, PowerMode::kTurbo}) {
     if (lower == PowerModeName(mode)) return mode;
   }
   return absl::InvalidArgumentError(absl::StrCat(

@@ -36,17 +36,17 @@ struct Platform {
   std::string name;        // "NPU Strix", "NPU Phoenix"
   std::string generation;  // "npu1" or "npu2": which profile file applies
   PowerMode power_mode = PowerMode::kDefault;
-  int columns = 0;         // usable columns
-  int core_mhz = 0;        // AIE core (H) clock at the present power mode
-  int hw_contexts = 0;     // hardware contexts at once (hwctx_limit)
-  bool full_elf = false;   // supports full-ELF packaging
+  int columns = 0;        // usable columns
+  int core_mhz = 0;       // AIE core (H) clock at the present power mode
+  int hw_contexts = 0;    // hardware contexts at once (hwctx_limit)
+  bool full_elf = false;  // supports full-ELF packaging
 };
 
 // One operator buffer of one step of an artifact, as the host sees it.
 struct ArtifactBuffer {
-  std::string name;  // unique within the artifact, e.g. "s3.b"
-  int step = 0;      // the step it belongs to (the first, when shared)
-  int op_buffer = 0; // index into the operator's buffers
+  std::string name;   // unique within the artifact, e.g. "s3.b"
+  int step = 0;       // the step it belongs to (the first, when shared)
+  int op_buffer = 0;  // index into the operator's buffers
   uint64_t nbytes = 0;
   bool fills = false;   // the host writes it before a run
   bool drains = false;  // the step writes it
@@ -83,10 +83,12 @@ class Image {
 
   // Writes per-call values by symbol. InvalidArgument for a symbol the
   // artifact does not take.
-  virtual absl::Status WriteValues(const std::map<std::string, int64_t>& values) = 0;
+  virtual absl::Status WriteValues(
+      const std::map<std::string, int64_t>& values) = 0;
   // Replaces the contents of buffer `name`. REQUIRES: bytes.size() equals
   // the buffer's nbytes (else InvalidArgument).
-  virtual absl::Status WriteBuffer(std::string_view name, std::string_view bytes) = 0;
+  virtual absl::Status WriteBuffer(std::string_view name,
+                                   std::string_view bytes) = 0;
   // The buffer's present contents.
   virtual absl::StatusOr<std::string> ReadBuffer(std::string_view name) = 0;
   // One call: runs every step once. Fails (Internal, Unavailable) when the
@@ -103,7 +105,8 @@ class Device {
   // Loads `artifact` into a new image holding one hardware context.
   // ResourceExhausted when every context is taken; InvalidArgument for an
   // artifact built for another device.
-  virtual absl::StatusOr<std::unique_ptr<Image>> Load(const Artifact& artifact) = 0;
+  virtual absl::StatusOr<std::unique_ptr<Image>> Load(
+      const Artifact& artifact) = 0;
   // The pids of processes other than this one holding NPU contexts.
   virtual absl::StatusOr<std::vector<int>> OtherHolders() = 0;
 };
@@ -119,7 +122,8 @@ class DeviceWrapper : public Device {
   absl::StatusOr<Platform> GetPlatform() override {
     return target_->GetPlatform();
   }
-  absl::StatusOr<std::unique_ptr<Image>> Load(const Artifact& artifact) override;
+  absl::StatusOr<std::unique_ptr<Image>> Load(
+      const Artifact& artifact) override;
   absl::StatusOr<std::vector<int>> OtherHolders() override {
     return target_->OtherHolders();
   }
@@ -140,10 +144,12 @@ class ImageWrapper : public Image {
   explicit ImageWrapper(std::unique_ptr<Image> target)
       : target_(std::move(target)) {}
 
-  absl::Status WriteValues(const std::map<std::string, int64_t>& values) override {
+  absl::Status WriteValues(
+      const std::map<std::string, int64_t>& values) override {
     return target_->WriteValues(values);
   }
-  absl::Status WriteBuffer(std::string_view name, std::string_view bytes) override {
+  absl::Status WriteBuffer(std::string_view name,
+                           std::string_view bytes) override {
     return target_->WriteBuffer(name, bytes);
   }
   absl::StatusOr<std::string> ReadBuffer(std::string_view name) override {

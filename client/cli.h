@@ -1,0 +1,25 @@
+// irontune-client's command line. main.cc calls RunClient; tests call it
+// with their own streams.
+#ifndef IRONTUNE_CLIENT_CLI_H_
+#define IRONTUNE_CLIENT_CLI_H_
+
+#include <iosfwd>
+
+namespace irontune {
+
+// Exit codes, as `irontune-client --help` documents them.
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitError = 1,
+  kExitUsage = 2,
+  kExitProfileChanged = 3,  // submit --check: the tuned profile differs
+};
+
+// Parses argv and runs the command. Results go to `out`, errors and
+// progress to `err`. Returns one of ExitCode.
+int RunClient(int argc, const char* const* argv, std::ostream& out,
+              std::ostream& err);
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_CLIENT_CLI_H_

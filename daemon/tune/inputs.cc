@@ -1,0 +1,88 @@
+#include "daemon/tune/inputs.h"
+
+#include <cstring>
+#include <random>
+
+#include "common/recording.h"
+
+namespace irontune {
+namespace {
+
+uint64_t Mix(uint64_t x) {
+  // splitmix64's finaliser: spreads nearby seeds apart.
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+template <typename T>
+void Put(std::string& out, size_t i, T v) {
+  std::memcpy(out.data() + i * sizeof(T), &v, sizeof(T));
+}
+
+}  // namespace
+
+uint64_t InputSeed(uint64_t seed, int step, int op_buffer) {
+  return Mix(Mix(seed) ^ (static_cast<uint64_t>(step) << 32) ^
+             static_cast<uint32_t>(op_buffer));
+}
+
+std::string SeededInput(v1::DType dtype, uint64_t nbytes, uint64_t seed) {
+  std::string out(nbytes, '\0');
+  const uint64_t size = DTypeSize(dtype);
+  if (size == 0) return out;
+  const size_t count = nbytes / size;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> small(-8, 8);
+  std::uniform_int_distribution<int> small_unsigned(0, 16);
+  for (size_t i = 0; i < count; ++i) {
+    switch (dtype) {
+      case v1::DTYPE_BF16: {
+        float f = unit(rng);
+        uint32_t bits;
+        std::memcpy(&bits, &f, 4);
+        Put<uint16_t>(out, i, static_cast<uint16_t>(bits >> 16));
+        break;
+      }
+      case v1::DTYPE_F16: {
+        // Sign, exponent 11..14 (2^-4 .. 2^-1 scale), random mantissa.
+        uint64_t r = rng();
+        uint16_t bits = static_cast<uint16_t>(
+            ((r & 1) << 15) | ((11 + (r >> 1) % 4) << 10) | ((r >> 8) & 0x3ff));
+        Put<uint16_t>(out, i, bits);
+        break;
+      }
+      case v1::DTYPE_F32:
+        Put<float>(out, i, unit(rng));
+        break;
+      case v1::DTYPE_I8:
+        Put<int8_t>(out, i, static_cast<int8_t>(small(rng)));
+        break;
+      case v1::DTYPE_U8:
+        Put<uint8_t>(out, i, static_cast<uint8_t>(small_unsigned(rng)));
+        break;
+      case v1::DTYPE_I16:
+        Put<int16_t>(out, i, static_cast<int16_t>(small(rng)));
+        break;
+      case v1::DTYPE_U16:
+        Put<uint16_t>(out, i, static_cast<uint16_t>(small_unsigned(rng)));
+        break;
+      case v1::DTYPE_I32:
+        Put<int32_t>(out, i, small(rng));
+        break;
+      case v1::DTYPE_U32:
+        Put<uint32_t>(out, i, static_cast<uint32_t>(small_unsigned(rng)));
+        break;
+      case v1::DTYPE_I64:
+        Put<int64_t>(out, i, small(rng));
+        break;
+      default:
+        return out;
+    }
+  }
+  return out;
+}
+
+}  // namespace irontune

@@ -1,0 +1,25 @@
+// Seeded input data for timing runs: random values a buffer of each dtype
+// could really hold (no NaN or infinity bit patterns), the same for every
+// setting of a design, so their outputs compare.
+#ifndef IRONTUNE_DAEMON_TUNE_INPUTS_H_
+#define IRONTUNE_DAEMON_TUNE_INPUTS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "irontune/v1/recording.pb.h"
+
+namespace irontune {
+
+// The seed for operator buffer `op_buffer` of step `step`, from the
+// request's seed.
+uint64_t InputSeed(uint64_t seed, int step, int op_buffer);
+
+// `nbytes` bytes of values of `dtype` drawn from `seed`: floats uniform in
+// [-1, 1), integers small (within [-8, 8] or [0, 16]). A trailing partial
+// element is zero. Deterministic for a given (dtype, nbytes, seed).
+std::string SeededInput(v1::DType dtype, uint64_t nbytes, uint64_t seed);
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_DAEMON_TUNE_INPUTS_H_

@@ -1,0 +1,98 @@
+// measure(): timing settings of one operator design on the NPU, IRON's way.
+//
+// Each setting is built twice, as a 1-step and a `repeats`-step runlist; a
+// step's time per round is (many - one) / (repeats - 1), so the dispatch
+// cancels. Settings are timed in batches as large as the device's hardware
+// contexts allow (contexts / 2 - 1 settings plus the default), interleaved
+// round by round with the default, so every setting pairs with it.
+// Cached settings are taken from the cache unless `remeasure`.
+//
+// Threads: runs on the thread that owns the Device and the Builder.
+#ifndef IRONTUNE_DAEMON_TUNE_MEASURE_H_
+#define IRONTUNE_DAEMON_TUNE_MEASURE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/expression.h"
+#include "daemon/build/builder.h"
+#include "daemon/device/device.h"
+#include "daemon/tune/interleave.h"
+#include "irontune/v1/measurement.pb.h"
+#include "irontune/v1/recording.pb.h"
+
+namespace irontune {
+
+class Cache;
+
+// Above this many bytes of the default's buffers, the steps of a many-step
+// runlist share one set of buffers (IRON's DISTINCT_BYTES, NPU_FACTS.md).
+inline constexpr uint64_t kDistinctBytes = 256ull << 20;
+
+struct MeasureRequest {
+  // The settings to time: one design's operator at each setting, the
+  // recorded (default) setting first.
+  std::vector<v1::Operator> settings;
+  v1::Timing timing;  // zero fields take IRON's defaults
+  int repeats = 9;
+  v1::Packaging packaging = v1::PACKAGING_FULL_ELF;
+  // The per-call values, by CallValue name.
+  CallValues values;
+  // Input buffers whose contents are given, by operator buffer name; the
+  // rest hold seeded random values of their dtype.
+  std::map<std::string, std::string> inputs;
+  bool remeasure = false;
+  uint64_t seed = 0;
+};
+
+// What one setting wrote when run once, for judging its output.
+struct SettingOutput {
+  std::map<std::string, std::string> inputs;   // by operator buffer name
+  std::map<std::string, std::string> written;  // drained buffers, by name
+};
+
+struct MeasureResult {
+  // Each setting timed or taken from the cache, by index into `settings`.
+  // A setting other than the default that does not build is left out.
+  std::map<int, v1::Measurement> measurements;
+  // Why settings were left out, by index.
+  std::map<int, std::string> refused;
+  // Indices taken from the cache.
+  std::vector<int> cached;
+  // What each setting built in this call wrote (not those from the cache).
+  std::map<int, SettingOutput> outputs;
+};
+
+struct MeasureDeps {
+  Device* device = nullptr;    // not owned; REQUIRES: non-null
+  Builder* builder = nullptr;  // not owned; REQUIRES: non-null
+  Cache* cache = nullptr;      // not owned; may be null
+  InterleaveEnv env;           // env.device is set to `device`
+};
+
+// Times `request.settings`. Errors: the default does not build
+// (FailedPrecondition with the builder's reason), a load or run fails (the
+// device's status), the cache is for another power mode or the power mode
+// changed during a batch (FailedPrecondition), the NPU stayed held
+// (DeadlineExceeded), cancellation (Cancelled).
+absl::StatusOr<MeasureResult> Measure(const MeasureRequest& request,
+                                      MeasureDeps deps);
+
+// How much longer a step of `m` takes than the default timed beside it,
+// paired round by round (IRON's against_default).
+struct Delta {
+  double delta_us = 0;
+  std::optional<double> noise_us;
+};
+Delta AgainstDefault(const v1::Measurement& m);
+
+// How much longer a step of `a` takes than one of `b`: paired round by round
+// when both were timed in one run, else the two noises combined.
+Delta MeasurementDifference(const v1::Measurement& a, const v1::Measurement& b);
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_DAEMON_TUNE_MEASURE_H_
