@@ -25,7 +25,8 @@ using google::protobuf::util::MessageDifferencer;
 constexpr int64_t kKvDim = kKvHeads * kHeadDim;  // 512
 
 // The decode step is recorded at the first point's context, 256: position
-// 255. The prompt chunk at the first chunk: rows 0..255.
+// 255. The prompt chunk is recorded as the prompt's first chunk, rows 0..255
+// (start 0).
 constexpr int64_t kDecodePosition = 255;
 
 // ---------------------------------------------------------------------------
@@ -416,7 +417,8 @@ Ref At(std::string buffer, uint64_t offset) {
 // Builds one Recording, interning its operators into `calls`. Every
 // CallValue of an operator a step runs is bound, once, to the expression
 // `expressions` gives its name. The first inconsistency (a bug in this
-// file) is kept in status() and later calls do nothing.
+// file) is kept in status() and later steps are not added. `calls` and
+// `recording` must outlive the builder.
 class GraphBuilder {
  public:
   GraphBuilder(v1::Calls& calls, v1::Recording& recording,
