@@ -257,7 +257,9 @@ TEST_CASE("The example profile is in IRON's form and the recording agrees") {
         static_cast<long>(entries.size()) + 2);
 
   const v1::Calls calls = Built();
-  std::vector<std::string> order;
+  // Sort key: the class, then each of its dims (absent ones first).
+  std::vector<std::pair<std::string, std::vector<nlohmann::ordered_json>>>
+      order;
   for (const auto& entry : entries) {
     INFO(entry.dump());
     const Family* family = FindFamily(entry.at("operator").get<std::string>());
@@ -292,7 +294,12 @@ TEST_CASE("The example profile is in IRON's form and the recording agrees") {
       }
     }
     CHECK(covered > 0);
-    order.push_back(entry.at("operator").get<std::string>());
+    std::vector<nlohmann::ordered_json> dims;
+    for (const Dim& dim : family->dims) {
+      dims.push_back(entry.contains(dim.name) ? entry.at(dim.name)
+                                              : nlohmann::ordered_json());
+    }
+    order.emplace_back(family->class_name, std::move(dims));
   }
   CHECK(std::is_sorted(order.begin(), order.end()));
 }
