@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "client/inspect.h"
+#include "common/contexts.h"
 #include "common/recording.h"
 
 namespace irontune {
@@ -69,6 +71,47 @@ void AddConvert(CLI::App& app, const Streams& io, std::function<int()>* run) {
   });
 }
 
+void AddPoints(CLI::App& app, const Streams& io, std::function<int()>* run) {
+  auto* cmd = app.add_subcommand(
+      "points",
+      "Print the contexts a design whose work follows the context is timed "
+      "at: at most COUNT contexts halving down from CONTEXT, each a multiple "
+      "of UNIT, weighted by the trapezoid rule (the weights sum to 1). Use "
+      "them as a recording's points.");
+  auto top = std::make_shared<int64_t>(8192);
+  auto count = std::make_shared<int>(6);
+  auto unit = std::make_shared<int64_t>(1);
+  auto json = std::make_shared<bool>(false);
+  cmd->add_option("--context", *top, "the longest context (default 8192)");
+  cmd->add_option("--count", *count, "at most this many contexts (default 6)");
+  cmd->add_option("--unit", *unit,
+                  "each context a multiple of this, e.g. the prompt chunk "
+                  "(default 1)");
+  cmd->add_flag("--json", *json, "print a JSON array of {weight, context}");
+  cmd->callback([=, &io] {
+    *run = [=, &io]() -> int {
+      absl::StatusOr<std::vector<WeightedContext>> points =
+          Contexts(*top, *count, *unit);
+      if (!points.ok()) return Fail(io, points.status());
+      if (*json) {
+        io.out << "[";
+        for (size_t i = 0; i < points->size(); ++i) {
+          io.out << absl::StrFormat("%s{\"weight\": %.17g, \"context\": %d}",
+                                    i ? ", " : "", (*points)[i].weight,
+                                    (*points)[i].context);
+        }
+        io.out << "]\n";
+      } else {
+        io.out << absl::StrFormat("%10s  %s\n", "context", "weight");
+        for (const WeightedContext& p : *points) {
+          io.out << absl::StrFormat("%10d  %.6f\n", p.context, p.weight);
+        }
+      }
+      return kExitOk;
+    };
+  });
+}
+
 }  // namespace
 
 int RunClient(int argc, const char* const* argv, std::ostream& out,
@@ -83,6 +126,7 @@ int RunClient(int argc, const char* const* argv, std::ostream& out,
   std::function<int()> run;
   AddInspect(app, io, &run);
   AddConvert(app, io, &run);
+  AddPoints(app, io, &run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

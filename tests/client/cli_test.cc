@@ -1,0 +1,99 @@
+#include "client/cli.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace irontune {
+namespace {
+
+struct Run {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Run Client(std::vector<std::string> args) {
+  args.insert(args.begin(), "irontune-client");
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  int code = RunClient(static_cast<int>(argv.size()), argv.data(), out, err);
+  return {code, out.str(), err.str()};
+}
+
+const std::string kExample =
+    std::string(IRONTUNE_SOURCE_DIR) + "/examples/llama-3.2-1b.rec";
+
+TEST_CASE("inspect prints the calls and every shape with its space") {
+  Run r = Client({"inspect", kExample});
+  REQUIRE(r.code == kExitOk);
+  CHECK_THAT(r.out, Catch::Contains("[0] decode"));
+  CHECK_THAT(r.out, Catch::Contains("[1] prefill"));
+  CHECK_THAT(r.out, Catch::Contains("GEMV M=2048 K=8192"));
+  CHECK_THAT(r.out, Catch::Contains("GEMM M=256 K=2048 N=8192"));
+  CHECK_THAT(r.out, Catch::Contains("setting space"));
+}
+
+TEST_CASE("inspect --json agrees with the text and is valid JSON") {
+  Run r = Client({"inspect", "--json", kExample});
+  REQUIRE(r.code == kExitOk);
+  nlohmann::json doc = nlohmann::json::parse(r.out);
+  REQUIRE(doc["calls"].size() == 2);
+  bool found = false;
+  for (const auto& shape : doc["shapes"]) {
+    if (shape["class"] == "GEMM" && shape["dims"]["K"] == 8192) {
+      found = true;
+      // tile_m 3 x tile_k 4 x tile_n 3 x columns 4.
+      CHECK(shape["space"] == 3 * 4 * 3 * 4);
+    }
+  }
+  REQUIRE(found);
+}
+
+TEST_CASE("inspect of a missing file is an error naming it") {
+  Run r = Client({"inspect", "/nonexistent/model.rec"});
+  REQUIRE(r.code == kExitError);
+  REQUIRE_THAT(r.err, Catch::Contains("/nonexistent/model.rec"));
+}
+
+TEST_CASE("usage errors exit 2, help exits 0") {
+  CHECK(Client({}).code == kExitUsage);
+  CHECK(Client({"frobnicate"}).code == kExitUsage);
+  CHECK(Client({"inspect"}).code == kExitUsage);
+  Run help = Client({"--help"});
+  CHECK(help.code == kExitOk);
+  CHECK_THAT(help.out, Catch::Contains("Exit codes"));
+  Run sub = Client({"points", "--help"});
+  CHECK(sub.code == kExitOk);
+  CHECK_THAT(sub.out, Catch::Contains("--unit"));
+}
+
+TEST_CASE("points prints the weighted contexts") {
+  Run r = Client({"points", "--context", "8192", "--count", "6", "--unit",
+                  "256", "--json"});
+  REQUIRE(r.code == kExitOk);
+  nlohmann::json doc = nlohmann::json::parse(r.out);
+  REQUIRE(doc.size() == 6);
+  CHECK(doc[0]["context"] == 256);
+  CHECK(doc[5]["context"] == 8192);
+  double sum = 0;
+  for (const auto& p : doc) sum += p["weight"].get<double>();
+  CHECK(sum == Approx(1.0));
+  Run bad = Client({"points", "--context", "1000", "--unit", "256"});
+  CHECK(bad.code == kExitError);
+}
+
+TEST_CASE("convert writes a recording that inspects the same") {
+  std::string out = std::string(IRONTUNE_BINARY_DIR) + "/convert_test.txtpb";
+  REQUIRE(Client({"convert", kExample, out}).code == kExitOk);
+  Run a = Client({"inspect", kExample});
+  Run b = Client({"inspect", out});
+  REQUIRE(b.code == kExitOk);
+  REQUIRE(a.out == b.out);
+}
+
+}  // namespace
+}  // namespace irontune
