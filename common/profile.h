@@ -34,7 +34,11 @@ bool IsKnownTunable(std::string_view class_name, std::string_view key);
 // bit); an int and a double are never equal.
 bool ValuesEqual(const v1::Value& a, const v1::Value& b);
 
-// A JSON-ish rendering: 64, true, "bf16", 0.5.
+// A JSON-ish rendering: 64, true, "bf16", 0.5. A double always has a '.' or
+// an exponent (64.0, 1e+300) and reads back bit for bit; strings are
+// JSON-escaped. JSON has no NaN or infinity: they render as Python's json
+// module writes them (NaN, Infinity), which FromJson refuses. An unset value
+// renders as null.
 std::string ValueToString(const v1::Value& v);
 
 class Profile {
@@ -43,27 +47,44 @@ class Profile {
   explicit Profile(v1::Profile proto) : proto_(std::move(proto)) {}
 
   // Parses IRON's JSON. Errors are InvalidArgument naming the entry, e.g.
-  // `entries[3].tile_m: expected a number, bool or string`.
+  // `entries[3].tile_m: expected a number, bool or string`. The top level
+  // must be an object with exactly one key, "entries"; each entry an object
+  // of scalars (no null) with a non-empty string "operator". Duplicate keys,
+  // integers outside int64 and trailing text are errors. Integers read as
+  // int_value, numbers with a '.' or exponent as double_value. Keys keep
+  // their order in the text. Never crashes, whatever the input.
   static absl::StatusOr<Profile> FromJson(
       std::string_view text, const TunableClassifier& is_tunable = nullptr);
 
-  // Reads `path`. A missing file is NotFound naming the path.
+  // Reads `path`. A missing file is NotFound naming the path; FromJson's
+  // errors come prefixed with the path.
   static absl::StatusOr<Profile> Load(
       const std::string& path, const TunableClassifier& is_tunable = nullptr);
 
   // The JSON text: entries sorted by class, then by their dims; within an
   // entry "operator", then dims, then tunables, each in the family's order
-  // (by name for a class not in the registry). One entry per line, ending in
-  // a newline, so a rewritten profile diffs line by line.
+  // (names the family lacks after, by name; all by name for a class not in
+  // the registry). One entry per line, ending in
+  // a newline, so a rewritten profile diffs line by line. Entries of a
+  // class compare dim by dim in that order: the dim's place, then its value
+  // (by kind: int, bool, string, double; then by value). An entry whose dims
+  // are a prefix of another's comes first; tunables break ties. The
+  // empty profile is "{\"entries\": [\n]}\n".
   std::string ToJson() const;
 
-  // Writes ToJson() to `path` atomically (a temporary renamed into place).
+  // Writes ToJson() to `path` atomically (a temporary in the same directory,
+  // synced, renamed into place; removed on failure). Errors name the file.
   absl::Status Save(const std::string& path) const;
 
   // The most specific entry of `class_name` whose every dim equals the
   // param of that name in `params`: nullptr when none matches.
-  // Fails with InvalidArgument naming both entries when two equally
-  // specific matching entries set different tunables.
+  // Specificity is the number of dims. Fails with InvalidArgument naming
+  // both entries when two equally specific matching entries set different
+  // tunables (as sets of name=value; identical duplicates are fine). An
+  // entry dim missing from `params` does not match; values compare by
+  // ValuesEqual (an int never equals a double). Where several entries are
+  // best, returns the first; the pointer lives as long as this Profile is
+  // not modified.
   absl::StatusOr<const v1::ProfileEntry*> Match(
       std::string_view class_name,
       const google::protobuf::RepeatedPtrField<v1::Field>& params) const;
@@ -83,7 +104,9 @@ std::string EntryToString(const v1::ProfileEntry& entry);
 // How `after` differs from `before`. Entries are identified by class and
 // dims: one in both with the same tunables is kept, with other tunables
 // changed (no gain set), only in `after` added, only in `before` removed.
-// Each list is in the stable save order.
+// Each list is in the stable save order, with fields in canonical order.
+// Where one profile holds several entries of one identity, the first in save
+// order stands for them.
 v1::ProfileDiff DiffProfiles(const Profile& before, const Profile& after);
 
 }  // namespace irontune
