@@ -92,7 +92,7 @@ Difference PairedDifference(absl::Span<const double> a,
   assert(a.size() == b.size() && !a.empty());
   std::vector<double> differences(a.size());
   for (size_t i = 0; i < a.size(); ++i) differences[i] = a[i] - b[i];
-  return Difference{Median(a) - Median(b), MedianStandardError(differences)};
+  return Difference{Median(differences), MedianStandardError(differences)};
 }
 
 Difference UnpairedDifference(absl::Span<const double> a,

@@ -25,13 +25,14 @@ double Median(absl::Span<const double> samples);
 std::optional<double> MedianStandardError(absl::Span<const double> samples);
 
 struct Difference {
-  double delta = 0;             // median(a) - median(b)
+  double delta = 0;  // paired: median(a - b); unpaired: median(a) - median(b)
   std::optional<double> noise;  // its standard error
 };
 
 // How much larger `a` is than `b`, with `a[i]` and `b[i]` measured together
-// (one round): the standard error is that of the median of the paired
-// differences a[i] - b[i], so what the two rounds shared cancels.
+// (one round): delta is the median of the paired differences a[i] - b[i]
+// and the noise its standard error, so what the two rounds shared cancels
+// from both.
 // REQUIRES: a.size() == b.size(), both non-empty.
 Difference PairedDifference(absl::Span<const double> a,
                             absl::Span<const double> b);
