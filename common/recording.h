@@ -43,6 +43,9 @@ struct RecordingLimits {
   int max_expression_depth = 64;
   int max_points = 4096;                      // per call
   uint64_t max_content_bytes = 256ull << 20;  // summed over a call
+  // Expression nodes evaluated while validating, summed over the file: each
+  // binding's nodes times (1 + the call's points). Bounds validation time.
+  uint64_t max_expression_work = 1ull << 26;
 };
 
 // Parses `bytes` in `format` and validates the result.
