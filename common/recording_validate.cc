@@ -18,6 +18,8 @@
 #include "common/expression.h"
 #include "common/recording.h"
 #include "common/status_macros.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
 
 namespace irontune {
 namespace {
@@ -116,6 +118,90 @@ absl::Status CheckValueKeys(
   return Invalid(path, ": unknown ", Quote(unknown.front()));
 }
 
+// Whether `s` is well-formed UTF-8 (no overlongs, surrogates or code
+// points past U+10FFFF), as the binary parser demands of string fields.
+bool IsUtf8(absl::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    uint8_t c = static_cast<uint8_t>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    int n;
+    uint32_t cp;
+    if ((c & 0xe0) == 0xc0) {
+      n = 1;
+      cp = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+      n = 2;
+      cp = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+      n = 3;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (s.size() - i <= static_cast<size_t>(n)) return false;
+    for (int k = 1; k <= n; ++k) {
+      uint8_t d = static_cast<uint8_t>(s[i + k]);
+      if ((d & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (d & 0x3f);
+    }
+    static constexpr uint32_t kMinForLength[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMinForLength[n] || cp > 0x10ffff ||
+        (cp >= 0xd800 && cp <= 0xdfff)) {
+      return false;
+    }
+    i += n + 1;
+  }
+  return true;
+}
+
+// Checks every string field of `message` is UTF-8. Expressions are not
+// entered: their names must match Recording.values, checked here, and
+// their depth is not yet bounded.
+absl::Status CheckStrings(const google::protobuf::Message& message,
+                          const std::string& p) {
+  namespace pb = google::protobuf;
+  const pb::Reflection* reflection = message.GetReflection();
+  std::vector<const pb::FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const pb::FieldDescriptor* field : fields) {
+    std::string fp =
+        p.empty() ? field->name() : absl::StrCat(p, ".", field->name());
+    if (field->type() == pb::FieldDescriptor::TYPE_STRING) {
+      if (field->is_repeated()) {
+        for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
+          std::string scratch;
+          if (!IsUtf8(reflection->GetRepeatedStringReference(message, field, i,
+                                                             &scratch))) {
+            return Invalid(fp, "[", i, "]: not valid UTF-8");
+          }
+        }
+      } else {
+        std::string scratch;
+        if (!IsUtf8(reflection->GetStringReference(message, field, &scratch))) {
+          return Invalid(fp, ": not valid UTF-8");
+        }
+      }
+    } else if (field->type() == pb::FieldDescriptor::TYPE_MESSAGE &&
+               field->message_type() != v1::Expression::descriptor()) {
+      if (field->is_repeated()) {
+        for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
+          RETURN_IF_ERROR(
+              CheckStrings(reflection->GetRepeatedMessage(message, field, i),
+                           absl::StrCat(fp, "[", i, "]")));
+        }
+      } else {
+        RETURN_IF_ERROR(
+            CheckStrings(reflection->GetMessage(message, field), fp));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 CallValues ToCallValues(
     const google::protobuf::Map<std::string, int64_t>& values) {
   return CallValues(values.begin(), values.end());
@@ -146,6 +232,7 @@ class Validator {
                                "operators", "operators"));
     RETURN_IF_ERROR(
         CheckCount(calls_.calls_size(), limits_.max_calls, "calls", "calls"));
+    RETURN_IF_ERROR(CheckStrings(calls_, ""));
     ops_.resize(calls_.operators_size());
     for (int i = 0; i < calls_.operators_size(); ++i) {
       RETURN_IF_ERROR(CheckOperator(i));
@@ -166,7 +253,8 @@ class Validator {
                                p + ".params", "params"));
     NameSet params;
     RETURN_IF_ERROR(CollectNames(
-        op.params_size(), [&](int j) { return op.params(j).name(); },
+        op.params_size(),
+        [&](int j) -> const std::string& { return op.params(j).name(); },
         [&](int j) { return absl::StrCat(p, ".params[", j, "].name"); },
         &params));
     for (int j = 0; j < op.params_size(); ++j) {
@@ -179,7 +267,8 @@ class Validator {
                                p + ".tunables", "tunables"));
     NameSet tunables;
     RETURN_IF_ERROR(CollectNames(
-        op.tunables_size(), [&](int j) { return op.tunables(j).name(); },
+        op.tunables_size(),
+        [&](int j) -> const std::string& { return op.tunables(j).name(); },
         [&](int j) { return absl::StrCat(p, ".tunables[", j, "].name"); },
         &tunables));
     for (int j = 0; j < op.tunables_size(); ++j) {
@@ -199,7 +288,8 @@ class Validator {
 
     NameSet buffers;
     RETURN_IF_ERROR(CollectNames(
-        op.buffers_size(), [&](int j) { return op.buffers(j).name(); },
+        op.buffers_size(),
+        [&](int j) -> const std::string& { return op.buffers(j).name(); },
         [&](int j) { return absl::StrCat(p, ".buffers[", j, "].name"); },
         &buffers));
     ops_[i].buffer_bytes.reserve(op.buffers_size());
@@ -211,7 +301,8 @@ class Validator {
     }
 
     RETURN_IF_ERROR(CollectNames(
-        op.values_size(), [&](int j) { return op.values(j).name(); },
+        op.values_size(),
+        [&](int j) -> const std::string& { return op.values(j).name(); },
         [&](int j) { return absl::StrCat(p, ".values[", j, "].name"); },
         &ops_[i].call_values));
     for (int j = 0; j < op.values_size(); ++j) {
@@ -350,7 +441,8 @@ class Validator {
 
     NameSet values;
     RETURN_IF_ERROR(CollectNames(
-        rec.values_size(), [&](int k) { return rec.values(k); },
+        rec.values_size(),
+        [&](int k) -> const std::string& { return rec.values(k); },
         [&](int k) { return absl::StrCat(p, ".values[", k, "]"); }, &values));
 
     RETURN_IF_ERROR(CheckCount(rec.buffers_size(), limits_.max_buffers,
