@@ -241,9 +241,13 @@ absl::StatusOr<std::string> SerializeRecording(const v1::Calls& calls,
       pb::util::Status status =
           pb::util::MessageToJsonString(calls, &out, options);
       if (!status.ok()) {
-        return absl::InternalError(
-            absl::StrCat("json: ", absl::string_view(status.message().data(),
-                                                     status.message().size())));
+        // In practice: nesting past what protobuf's JSON writer allows (64
+        // messages, so expressions deeper than 31 levels).
+        return absl::InvalidArgumentError(absl::StrCat(
+            "json: ",
+            absl::string_view(status.message().data(), status.message().size()),
+            " (protobuf's JSON mapping nests at most 64 messages; write deep "
+            "expressions as .rec or .txtpb)"));
       }
       return out;
     }

@@ -64,7 +64,9 @@ absl::StatusOr<v1::Calls> LoadRecording(
     const std::string& path, const RecordingLimits& limits = RecordingLimits());
 
 // Encodes `calls` in `format`. The binary encoding is deterministic (map
-// entries sorted), so the same Calls always gives the same bytes.
+// entries sorted), so the same Calls always gives the same bytes. JSON fails
+// with InvalidArgument for messages nested more than 64 deep (an expression
+// deeper than 31 levels): protobuf 3.21's JSON writer stops there.
 absl::StatusOr<std::string> SerializeRecording(const v1::Calls& calls,
                                                RecordingFormat format);
 

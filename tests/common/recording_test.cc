@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
@@ -260,7 +261,8 @@ TEST_CASE("Valid variations are accepted", "[recording]") {
   SECTION("no points") { calls.mutable_calls(0)->clear_points(); }
   SECTION("multi-byte UTF-8 names") {
     calls.mutable_calls(0)->mutable_recording()->set_name(
-        "d\xc3\xa9" "cod\xc3\xa9 \xe2\x9c\x93 \xf0\x9d\x84\x9e");
+        "d\xc3\xa9"
+        "cod\xc3\xa9 \xe2\x9c\x93 \xf0\x9d\x84\x9e");
   }
   SECTION("a ref ending exactly at the end of its graph buffer") {
     v1::Recording* rec = calls.mutable_calls(0)->mutable_recording();
@@ -671,6 +673,68 @@ TEST_CASE("The limits just at their bounds pass", "[recording]") {
   absl::Status status = ValidateRecording(SmallCalls(), limits);
   INFO(status.ToString());
   CHECK(status.ok());
+}
+
+TEST_CASE("An expression at the depth limit survives binary and text",
+          "[recording]") {
+  v1::Calls calls = SmallCalls();
+  *Rec(calls).mutable_bindings(0)->mutable_expression() = Chain(64);
+  REQUIRE(ValidateRecording(calls).ok());
+  for (RecordingFormat format :
+       {RecordingFormat::kBinary, RecordingFormat::kText}) {
+    absl::StatusOr<std::string> bytes = SerializeRecording(calls, format);
+    REQUIRE(bytes.ok());
+    absl::StatusOr<v1::Calls> parsed = ParseRecording(*bytes, format);
+    INFO(static_cast<int>(format) << ": " << parsed.status().ToString());
+    REQUIRE(parsed.ok());
+    CHECK(MessageDifferencer::Equals(calls, *parsed));
+  }
+}
+
+TEST_CASE("JSON holds expressions up to its nesting limit", "[recording]") {
+  // protobuf 3.21's JSON writer nests at most 64 messages: Calls, Timed,
+  // Recording and Binding, then two per expression level.
+  constexpr int kJsonMaxExpressionDepth = 31;
+  v1::Calls calls = SmallCalls();
+  *Rec(calls).mutable_bindings(0)->mutable_expression() =
+      Chain(kJsonMaxExpressionDepth);
+  absl::StatusOr<std::string> json =
+      SerializeRecording(calls, RecordingFormat::kJson);
+  REQUIRE(json.ok());
+  absl::StatusOr<v1::Calls> parsed =
+      ParseRecording(*json, RecordingFormat::kJson);
+  INFO(parsed.status().ToString());
+  REQUIRE(parsed.ok());
+  CHECK(MessageDifferencer::Equals(calls, *parsed));
+
+  *Rec(calls).mutable_bindings(0)->mutable_expression() =
+      Chain(kJsonMaxExpressionDepth + 1);
+  json = SerializeRecording(calls, RecordingFormat::kJson);
+  CHECK(json.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(Message(json.status()).rfind("json: ", 0) == 0);
+}
+
+TEST_CASE("The example in docs/recording-format.md is valid", "[recording]") {
+  std::ifstream in(std::string(IRONTUNE_SOURCE_DIR) +
+                   "/docs/recording-format.md");
+  REQUIRE(in.good());
+  std::string doc((std::istreambuf_iterator<char>(in)),
+                  std::istreambuf_iterator<char>());
+  size_t example = doc.find("## Example");
+  REQUIRE(example != std::string::npos);
+  size_t begin = doc.find("```\n", example);
+  REQUIRE(begin != std::string::npos);
+  begin += 4;
+  size_t end = doc.find("```", begin);
+  REQUIRE(end != std::string::npos);
+  absl::StatusOr<v1::Calls> parsed =
+      ParseRecording(doc.substr(begin, end - begin), RecordingFormat::kText);
+  INFO(parsed.status().ToString());
+  REQUIRE(parsed.ok());
+  // It is the small fixture without contents.
+  v1::Calls small = SmallCalls();
+  small.mutable_calls(0)->clear_contents();
+  CHECK(MessageDifferencer::Equals(small, *parsed));
 }
 
 TEST_CASE("ParseRecording validates what it parsed", "[recording]") {
