@@ -43,6 +43,9 @@ struct RecordingLimits {
   int max_expression_depth = 64;
   int max_points = 4096;                      // per call
   uint64_t max_content_bytes = 256ull << 20;  // summed over a call
+  // Expression nodes evaluated while validating, summed over the file: each
+  // binding's nodes times (1 + the call's points). Bounds validation time.
+  uint64_t max_expression_work = 1ull << 26;
 };
 
 // Parses `bytes` in `format` and validates the result.
@@ -61,7 +64,9 @@ absl::StatusOr<v1::Calls> LoadRecording(
     const std::string& path, const RecordingLimits& limits = RecordingLimits());
 
 // Encodes `calls` in `format`. The binary encoding is deterministic (map
-// entries sorted), so the same Calls always gives the same bytes.
+// entries sorted), so the same Calls always gives the same bytes. JSON fails
+// with InvalidArgument for messages nested more than 64 deep (an expression
+// deeper than 31 levels): protobuf 3.21's JSON writer stops there.
 absl::StatusOr<std::string> SerializeRecording(const v1::Calls& calls,
                                                RecordingFormat format);
 
