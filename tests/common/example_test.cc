@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/families.h"
+#include "common/recording.h"
 #include "examples/llama_example.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -302,6 +303,22 @@ TEST_CASE("The example profile is in IRON's form and the recording agrees") {
     order.emplace_back(family->class_name, std::move(dims));
   }
   CHECK(std::is_sorted(order.begin(), order.end()));
+}
+
+}  // namespace
+}  // namespace irontune
+
+namespace irontune {
+namespace {
+
+TEST_CASE("the example recording passes validation in every format") {
+  for (const char* name : {"llama-3.2-1b.rec", "llama-3.2-1b.txtpb"}) {
+    absl::StatusOr<v1::Calls> calls =
+        LoadRecording(std::string(IRONTUNE_SOURCE_DIR) + "/examples/" + name);
+    INFO(name << ": " << calls.status().ToString());
+    REQUIRE(calls.ok());
+    REQUIRE(calls->calls_size() == 2);
+  }
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 
@@ -182,6 +184,26 @@ TEST_CASE("Mutated binary recordings never crash", "[recording][mutation]") {
   }
   // Both outcomes occur, so the test reaches the validator as well as the
   // parser's error paths.
+  CHECK(parsed > 0);
+  CHECK(parsed < kVariants);
+}
+
+TEST_CASE("Mutated copies of the example recording never crash",
+          "[recording][mutation]") {
+  QuietProtobuf quiet;
+  std::ifstream file(
+      std::string(IRONTUNE_SOURCE_DIR) + "/examples/llama-3.2-1b.rec",
+      std::ios::binary);
+  REQUIRE(file);
+  const std::string valid((std::istreambuf_iterator<char>(file)),
+                          std::istreambuf_iterator<char>());
+  REQUIRE(ParseSurvives(valid, RecordingFormat::kBinary));
+  std::mt19937 rng(kSeed + 1);
+  int parsed = 0;
+  constexpr int kVariants = 2000;
+  for (int i = 0; i < kVariants; ++i) {
+    if (ParseSurvives(Mutate(valid, &rng), RecordingFormat::kBinary)) ++parsed;
+  }
   CHECK(parsed > 0);
   CHECK(parsed < kVariants);
 }
