@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -230,6 +231,15 @@ void CopyFirstInput(const std::vector<StepBuffer>& ins,
   }
 }
 
+// Dimensions past this are not computed (they would overflow products).
+constexpr int64_t kMaxDim = int64_t{1} << 31;
+bool Sane(std::initializer_list<int64_t> dims) {
+  for (int64_t d : dims) {
+    if (d <= 0 || d > kMaxDim) return false;
+  }
+  return true;
+}
+
 // Each kernel returns false when the buffers do not fit its layout.
 
 bool Gemm(const OpView& op, const std::vector<StepBuffer>& ins,
@@ -237,7 +247,7 @@ bool Gemm(const OpView& op, const std::vector<StepBuffer>& ins,
   if (r.in.size() < 2 || r.out.empty()) return false;
   const int64_t m = op.Param("M", 0), k = op.Param("K", 0),
                 n = op.Param("N", 0);
-  if (m <= 0 || k <= 0 || n <= 0) return false;
+  if (!Sane({m, k, n})) return false;
   In a(ins[r.in[0]]), b(ins[r.in[1]]);
   if (a.size() < static_cast<uint64_t>(m * k) ||
       b.size() < static_cast<uint64_t>(k * n))
@@ -280,7 +290,8 @@ bool Gemv(const OpView& op, const std::vector<StepBuffer>& ins,
           std::vector<StepBuffer>& bufs, const Roles& r) {
   if (r.in.size() < 2 || r.out.empty()) return false;
   const int64_t m = op.Param("M", 0), k = op.Param("K", 0);
-  if (m <= 0 || k <= 0) return false;
+  if (!Sane({m, k, std::max<int64_t>(op.Param("num_batches", 1), 1)}))
+    return false;
   In a(ins[r.in[0]]), x(ins[r.in[1]]);
   const uint64_t y_size = bufs[r.out[0]].nbytes /
                           std::max(DTypeBytes(bufs[r.out[0]].meta->dtype()), 1);
@@ -293,7 +304,8 @@ bool Gemv(const OpView& op, const std::vector<StepBuffer>& ins,
   if (x.size() < static_cast<uint64_t>(batches * k) ||
       y_size < static_cast<uint64_t>(batches * m))
     batches = 1;
-  const bool a_per_batch = a.size() >= static_cast<uint64_t>(batches * m * k);
+  const bool a_per_batch =
+      static_cast<__int128>(a.size()) >= static_cast<__int128>(batches) * m * k;
   const int64_t v =
       std::clamp<int64_t>(op.Tunable("kernel_vector_size", 64), 1, k);
   const int64_t used = op.Extent("M", m);
@@ -361,7 +373,7 @@ bool RowWise(const OpView& op, const std::vector<StepBuffer>& ins,
   In x(xb);
   const uint64_t out_n = bufs[r.out[0]].nbytes /
                          std::max(DTypeBytes(bufs[r.out[0]].meta->dtype()), 1);
-  if (row_len <= 0 || x.size() < static_cast<uint64_t>(row_len) ||
+  if (!Sane({row_len}) || x.size() < static_cast<uint64_t>(row_len) ||
       out_n < x.size())
     return false;
   const int64_t total_rows = static_cast<int64_t>(x.size()) / row_len;
@@ -412,7 +424,8 @@ bool Rope(const OpView& op, const std::vector<StepBuffer>& ins,
   if (r.in.empty() || r.out.empty()) return false;
   const int64_t rows = op.Param("rows", 0), heads = op.Param("num_heads", 0),
                 dim = op.Param("head_dim", 0);
-  if (rows <= 0 || heads <= 0 || dim <= 1) return false;
+  if (!Sane({rows, heads, dim}) || !Sane({rows * heads}) || dim <= 1)
+    return false;
   const int64_t row_len = heads * dim;
   In x(ins[r.in[0]]);
   const uint64_t out_n = bufs[r.out[0]].nbytes /
@@ -456,7 +469,7 @@ bool Mha(const OpView& op, const std::vector<StepBuffer>& ins,
   const int64_t heads = op.Param("num_heads", 0),
                 kv_heads = op.Param("num_KV_heads", 0), d = op.Param("d", 0),
                 pad = op.Param("seq_pad", 0);
-  if (heads <= 0 || kv_heads <= 0 || d <= 0 || pad <= 0) return false;
+  if (!Sane({heads, kv_heads, d, pad}) || !Sane({kv_heads * pad})) return false;
   In q(ins[r.in[0]]), kc(ins[r.in[1]]), vc(ins[r.in[2]]);
   const uint64_t out_n = bufs[r.out[0]].nbytes /
                          std::max(DTypeBytes(bufs[r.out[0]].meta->dtype()), 1);
@@ -503,7 +516,8 @@ bool Sample(const OpView& op, const std::vector<StepBuffer>& ins,
   const int64_t vocab = op.Param("vocab", LastAxis(*ins[r.in[0]].meta, 0));
   const uint64_t out_n = bufs[r.out[0]].nbytes /
                          std::max(DTypeBytes(bufs[r.out[0]].meta->dtype()), 1);
-  if (vocab <= 0 || logits.size() < static_cast<uint64_t>(vocab)) return false;
+  if (!Sane({vocab}) || logits.size() < static_cast<uint64_t>(vocab))
+    return false;
   const int64_t total_rows = static_cast<int64_t>(logits.size()) / vocab;
   if (out_n < static_cast<uint64_t>(total_rows)) return false;
   const int64_t rows = SampledRows(total_rows, vocab, total_rows);

@@ -79,12 +79,12 @@ struct Ctx {
   }
 };
 
-int64_t ElementsOfFirstInput(const v1::Operator& op, int64_t fallback) {
+double ElementsOfFirstInput(const v1::Operator& op, double fallback) {
   for (const v1::Buffer& b : op.buffers()) {
     if (b.role() != v1::BUFFER_ROLE_IN && b.role() != v1::BUFFER_ROLE_INOUT) {
       continue;
     }
-    int64_t n = 1;
+    double n = 1;
     for (uint64_t e : b.shape())
       n *= static_cast<int64_t>(std::min<uint64_t>(e, 1u << 30));
     return n;
