@@ -26,14 +26,15 @@ std::string_view PowerModeName(PowerMode mode) {
 }
 
 absl::StatusOr<PowerMode> ParsePowerMode(std::string_view text) {
-  std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
+  std::string lower = absl::AsciiStrToLower(
+      absl::StripAsciiWhitespace(absl::string_view(text.data(), text.size())));
   for (PowerMode mode :
        {PowerMode::kDefault, PowerMode::kPowersaver, PowerMode::kBalanced,
         PowerMode::kPerformance, PowerMode::kTurbo}) {
     if (lower == PowerModeName(mode)) return mode;
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "unknown power mode \"", text,
+      "unknown power mode \"", absl::string_view(text.data(), text.size()),
       "\" (expected default, powersaver, balanced, performance or turbo)"));
 }
 

@@ -14,6 +14,7 @@
 #include "common/stats.h"
 #include "common/status_macros.h"
 #include "daemon/tune/cache.h"
+#include "daemon/tune/cache_key.h"
 #include "daemon/tune/inputs.h"
 
 namespace irontune {
@@ -58,7 +59,9 @@ struct Probe {
 // The given inputs' sha256s by name, sorted: part of the cache key.
 std::map<std::string, std::string> GivenDigests(const MeasureRequest& request) {
   std::map<std::string, std::string> out;
-  for (const auto& [name, bytes] : request.inputs) out[name] = Sha256Hex(bytes);
+  for (const auto& [name, bytes] : request.inputs) {
+    out[name] = InputDigest(bytes);
+  }
   return out;
 }
 
@@ -188,8 +191,15 @@ absl::StatusOr<MeasureResult> Measure(const MeasureRequest& request,
       continue;
     }
     ones[i] = *std::move(outcome.artifact);
-    keys[i] = MeasurementKey(ones[i].recipe_hash, ones[i].artifact_hash,
-                             request.values, given, request.packaging);
+    CacheKey key;
+    key.recipe_hash = ones[i].recipe_hash;
+    key.artifact_hash = ones[i].artifact_hash;
+    key.values.insert(request.values.begin(), request.values.end());
+    key.input_sha256 = given;
+    key.packaging = request.packaging;
+    key.repeats = request.repeats;
+    key.distinct = distinct;
+    keys[i] = key.Digest();
     if (deps.cache != nullptr && !request.remeasure) {
       ASSIGN_OR_RETURN(std::optional<v1::Measurement> hit,
                        deps.cache->Get(keys[i]));

@@ -1,0 +1,27 @@
+// What the simulated NPU's designs must satisfy: the per-family checks the
+// SimBuilder applies before building (L1 and memtile capacity, shim
+// descriptor limits, divisibility, MAC shapes, columns). Facts from
+// ../shared/NPU_FACTS.md ("Memory and DMA", "IRON operators and profiles");
+// checks NPU_FACTS only implies are marked [inferred] in sim_limits.cc and
+// docs/simulated-npu.md.
+//
+// Thread-safe (pure functions).
+#ifndef IRONTUNE_DAEMON_BUILD_SIM_LIMITS_H_
+#define IRONTUNE_DAEMON_BUILD_SIM_LIMITS_H_
+
+#include <string>
+
+#include "daemon/device/sim/design.h"
+#include "daemon/device/sim/presets.h"
+
+namespace irontune::sim {
+
+// Why `op` at its setting does not fit `preset`, as a reason a person can
+// act on (e.g. "L1: 2 A + 2 B + 2 C tiles + 3.3 KiB stack need 72.0 KiB of
+// 64 KiB"); empty when it fits. Unknown classes are only checked for
+// num_aie_columns.
+std::string SimRefusal(const OpView& op, const SimPreset& preset);
+
+}  // namespace irontune::sim
+
+#endif  // IRONTUNE_DAEMON_BUILD_SIM_LIMITS_H_

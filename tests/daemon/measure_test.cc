@@ -1,0 +1,384 @@
+#include "daemon/tune/measure.h"
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <set>
+
+#include "common/stats.h"
+#include "daemon/build/sim_builder.h"
+#include "daemon/device/sim/sim_device.h"
+#include "daemon/tune/cache.h"
+
+namespace irontune {
+namespace {
+
+v1::Value Int(int64_t v) {
+  v1::Value out;
+  out.set_int_value(v);
+  return out;
+}
+
+void AddBuffer(v1::Operator& op, const std::string& name, v1::BufferRole role,
+               std::vector<uint64_t> shape) {
+  v1::Buffer* b = op.add_buffers();
+  b->set_name(name);
+  b->set_role(role);
+  b->set_dtype(v1::DTYPE_BF16);
+  for (uint64_t d : shape) b->add_shape(d);
+  b->set_fills(role != v1::BUFFER_ROLE_OUT);
+  b->set_drains(role != v1::BUFFER_ROLE_IN);
+}
+
+// A bf16 GEMM at one setting.
+v1::Operator Gemm(int64_t m, int64_t k, int64_t n, int64_t tile_m,
+                  int64_t tile_k, int64_t tile_n, int64_t columns) {
+  v1::Operator op;
+  op.set_class_name("GEMM");
+  for (auto [name, value] :
+       {std::pair<const char*, int64_t>{"M", m}, {"K", k}, {"N", n}}) {
+    v1::Param* p = op.add_params();
+    p->set_name(name);
+    *p->mutable_value() = Int(value);
+  }
+  for (auto [name, value] : {std::pair<const char*, int64_t>{"tile_m", tile_m},
+                             {"tile_k", tile_k},
+                             {"tile_n", tile_n},
+                             {"num_aie_columns", columns}}) {
+    v1::Tunable* t = op.add_tunables();
+    t->set_name(name);
+    *t->mutable_value() = Int(value);
+  }
+  AddBuffer(op, "A", v1::BUFFER_ROLE_IN, {uint64_t(m), uint64_t(k)});
+  AddBuffer(op, "B", v1::BUFFER_ROLE_IN, {uint64_t(k), uint64_t(n)});
+  AddBuffer(op, "C", v1::BUFFER_ROLE_OUT, {uint64_t(m), uint64_t(n)});
+  op.mutable_tolerance()->mutable_close()->set_atol(0.03);
+  op.mutable_tolerance()->mutable_close()->set_rtol(0.02);
+  return op;
+}
+
+v1::Timing Quick() {
+  v1::Timing t;
+  t.set_rounds(6);
+  t.set_calls(5);
+  t.set_settle(2);
+  t.set_cutoff(1.5);
+  return t;
+}
+
+struct Rig {
+  explicit Rig(std::string_view spec = "sim:npu2", uint64_t seed = 7) {
+    SimOptions options;
+    options.seed = seed;
+    device = *MakeSimDevice(spec, options);
+  }
+  MeasureDeps Deps(Cache* cache = nullptr) {
+    MeasureDeps deps;
+    deps.device = device.get();
+    deps.builder = &builder;
+    deps.cache = cache;
+    deps.env.sleep = [](absl::Duration) {};
+    return deps;
+  }
+  std::unique_ptr<SimDevice> device;
+  SimBuilder builder;
+};
+
+MeasureRequest Request(std::vector<v1::Operator> settings) {
+  MeasureRequest r;
+  r.settings = std::move(settings);
+  r.timing = Quick();
+  r.packaging = v1::PACKAGING_FULL_ELF;
+  return r;
+}
+
+std::string TempDb(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / "irontune-measure-test";
+  std::filesystem::create_directories(dir);
+  auto path = dir / (name + ".db");
+  std::filesystem::remove(path);
+  std::filesystem::remove(path.string() + "-wal");
+  std::filesystem::remove(path.string() + "-shm");
+  return path.string();
+}
+
+// The noise-free step time of `op` on `rig`'s device.
+double TrueStep(Rig& rig, const v1::Operator& op) {
+  auto platform = rig.device->GetPlatform();
+  BuildRequest build{op, *platform, 1, true, v1::PACKAGING_FULL_ELF};
+  auto outcome = rig.builder.Build(build);
+  REQUIRE(outcome.ok());
+  REQUIRE(outcome->artifact.has_value());
+  auto us = rig.device->TrueStepUs(*outcome->artifact);
+  REQUIRE(us.ok());
+  return *us;
+}
+
+TEST_CASE("every setting pairs with the default, round by round") {
+  Rig rig;
+  std::vector<v1::Operator> settings = {Gemm(256, 512, 512, 64, 64, 64, 8),
+                                        Gemm(256, 512, 512, 32, 64, 64, 8),
+                                        Gemm(256, 512, 512, 64, 128, 64, 4)};
+  auto result = Measure(Request(settings), rig.Deps());
+  REQUIRE(result.ok());
+  REQUIRE(result->measurements.size() == 3);
+  const v1::Measurement& def = result->measurements.at(0);
+  CHECK(def.default_round_us_size() == 0);
+  CHECK(def.round_us_size() == 6);
+  const double true_default = TrueStep(rig, settings[0]);
+  CHECK(def.t_step_us() == Approx(true_default).epsilon(0.05));
+  for (int i : {1, 2}) {
+    const v1::Measurement& m = result->measurements.at(i);
+    CHECK(m.run() == def.run());
+    CHECK(m.output().size() == 64);
+    CHECK(m.calls() == 5);
+    CHECK(m.power_mode() == "default");
+    REQUIRE(m.default_round_us_size() == def.round_us_size());
+    for (int r = 0; r < def.round_us_size(); ++r) {
+      CHECK(m.default_round_us(r) == def.round_us(r));
+    }
+    // The measured difference agrees with the model's, within four noises
+    // plus 3% of the step (the sim's drift is shared, its jitter is not).
+    Delta d = AgainstDefault(m);
+    REQUIRE(d.noise_us.has_value());
+    const double truth = TrueStep(rig, settings[i]) - true_default;
+    CHECK(std::abs(d.delta_us - truth) <=
+          4 * *d.noise_us + 0.03 * true_default);
+  }
+}
+
+TEST_CASE("the same seed gives the same measurements") {
+  std::vector<v1::Operator> settings = {Gemm(256, 512, 512, 64, 64, 64, 8),
+                                        Gemm(256, 512, 512, 32, 64, 64, 8)};
+  Rig a(/*spec=*/"sim:npu2", /*seed=*/11), b("sim:npu2", 11), c("sim:npu2", 12);
+  auto ra = Measure(Request(settings), a.Deps());
+  auto rb = Measure(Request(settings), b.Deps());
+  auto rc = Measure(Request(settings), c.Deps());
+  REQUIRE(ra.ok());
+  REQUIRE(rb.ok());
+  REQUIRE(rc.ok());
+  for (int i : {0, 1}) {
+    const v1::Measurement& x = ra->measurements.at(i);
+    const v1::Measurement& y = rb->measurements.at(i);
+    CHECK(x.t_step_us() == y.t_step_us());
+    CHECK(std::vector<double>(x.round_us().begin(), x.round_us().end()) ==
+          std::vector<double>(y.round_us().begin(), y.round_us().end()));
+    CHECK(x.output() == y.output());
+  }
+  CHECK(ra->measurements.at(0).t_step_us() !=
+        rc->measurements.at(0).t_step_us());
+}
+
+TEST_CASE("a slow setting is cut after settle rounds, the default never") {
+  Rig rig;
+  // One column and 32-wide tiles: far slower than the default.
+  auto result = Measure(Request({Gemm(256, 512, 512, 64, 64, 64, 8),
+                                 Gemm(256, 512, 512, 32, 32, 32, 1)}),
+                        rig.Deps());
+  REQUIRE(result.ok());
+  CHECK(result->measurements.at(0).round_us_size() == 6);
+  CHECK(result->measurements.at(1).round_us_size() == 2);
+}
+
+TEST_CASE("batches follow the device's hardware contexts") {
+  // npu1 holds 6 contexts: 2 settings and the default a batch. npu2 holds
+  // 16: 7 and the default.
+  std::vector<v1::Operator> settings = {Gemm(256, 512, 512, 64, 64, 64, 4)};
+  for (int64_t tile_k : {32, 128, 256}) {
+    settings.push_back(Gemm(256, 512, 512, 64, tile_k, 64, 4));
+  }
+  settings.push_back(Gemm(256, 512, 512, 32, 64, 64, 4));
+  auto runs = [&](std::string_view spec) {
+    Rig rig(spec);
+    MeasureRequest request = Request(settings);
+    request.packaging = v1::PACKAGING_XCLBIN_CHAIN;
+    request.timing.set_cutoff(100);  // nothing cut: every batch is full
+    auto result = Measure(request, rig.Deps());
+    REQUIRE(result.ok());
+    REQUIRE(result->measurements.size() == settings.size());
+    std::set<std::string> ids;
+    for (const auto& [i, m] : result->measurements) ids.insert(m.run());
+    return ids.size();
+  };
+  CHECK(runs("sim:npu1") == 2);
+  CHECK(runs("sim:npu2") == 1);
+}
+
+TEST_CASE("a setting that does not build is reported and skipped") {
+  Rig rig;
+  // tile_m 128: M 256 is not a multiple of 4 * 128.
+  auto result = Measure(Request({Gemm(256, 512, 512, 64, 64, 64, 8),
+                                 Gemm(256, 512, 512, 128, 64, 64, 8),
+                                 Gemm(256, 512, 512, 32, 64, 64, 8)}),
+                        rig.Deps());
+  REQUIRE(result.ok());
+  CHECK(result->measurements.count(1) == 0);
+  REQUIRE(result->refused.count(1) == 1);
+  CHECK_THAT(result->refused.at(1), Catch::Contains("tile_m"));
+  CHECK(result->measurements.count(2) == 1);
+}
+
+TEST_CASE("the default not building is an error") {
+  Rig rig;
+  auto result = Measure(Request({Gemm(256, 512, 512, 128, 64, 64, 8),
+                                 Gemm(256, 512, 512, 64, 64, 64, 8)}),
+                        rig.Deps());
+  REQUIRE(absl::IsFailedPrecondition(result.status()));
+  CHECK_THAT(std::string(result.status().message()),
+             Catch::Contains("recorded setting"));
+}
+
+// Fails the n-th Load.
+class FailingLoad : public DeviceWrapper {
+ public:
+  FailingLoad(Device* target, int fail_at)
+      : DeviceWrapper(target), fail_at_(fail_at) {}
+  absl::StatusOr<std::unique_ptr<Image>> Load(const Artifact& a) override {
+    if (++loads_ == fail_at_) {
+      return absl::UnavailableError("injected: the device refused the load");
+    }
+    return DeviceWrapper::Load(a);
+  }
+
+ private:
+  int fail_at_;
+  int loads_ = 0;
+};
+
+TEST_CASE("a failed load is a device error, not the setting's") {
+  Rig rig;
+  FailingLoad device(rig.device.get(), 3);
+  MeasureDeps deps = rig.Deps();
+  deps.device = &device;
+  auto result = Measure(Request({Gemm(256, 512, 512, 64, 64, 64, 8),
+                                 Gemm(256, 512, 512, 32, 64, 64, 8)}),
+                        deps);
+  REQUIRE(absl::IsUnavailable(result.status()));
+}
+
+TEST_CASE("rounds while another process holds the NPU are discarded") {
+  Rig rig;
+  sim::InterferenceScript script;
+  script.start_us = 1;
+  script.duration_us = 150'000;  // past the first holders query
+  rig.device->ScriptInterference(script);
+  auto result = Measure(Request({Gemm(256, 512, 512, 64, 64, 64, 8),
+                                 Gemm(256, 512, 512, 32, 64, 64, 8)}),
+                        rig.Deps());
+  REQUIRE(result.ok());
+  CHECK(result->measurements.at(0).round_us_size() == 6);
+  CHECK(result->measurements.at(0).discarded_rounds() >= 1);
+}
+
+TEST_CASE("calls that waited for a CPU are refused and their rounds redone") {
+  Rig rig;
+  sim::CpuWaitScript script;
+  script.start_call = 40;
+  script.calls = 3;
+  script.wait_us = 5000;
+  rig.device->ScriptCpuWait(script);
+  auto result = Measure(Request({Gemm(256, 512, 512, 64, 64, 64, 8),
+                                 Gemm(256, 512, 512, 32, 64, 64, 8)}),
+                        rig.Deps());
+  REQUIRE(result.ok());
+  CHECK(result->measurements.at(0).refused_calls() >= 1);
+  CHECK(result->measurements.at(0).round_us_size() == 6);
+}
+
+// Switches the sim's power mode at the n-th run of any image.
+class SwitchingImage : public ImageWrapper {
+ public:
+  SwitchingImage(std::unique_ptr<Image> image, SimDevice* sim, int* runs)
+      : ImageWrapper(std::move(image)), sim_(sim), runs_(runs) {}
+  absl::StatusOr<RunResult> Run() override {
+    if (++*runs_ == 30) (void)sim_->SetPowerMode(PowerMode::kPowersaver);
+    return ImageWrapper::Run();
+  }
+
+ private:
+  SimDevice* sim_;
+  int* runs_;
+};
+
+class Switching : public DeviceWrapper {
+ public:
+  explicit Switching(SimDevice* sim) : DeviceWrapper(sim), sim_(sim) {}
+
+ protected:
+  std::unique_ptr<Image> WrapImage(std::unique_ptr<Image> image,
+                                   const Artifact&) override {
+    return std::make_unique<SwitchingImage>(std::move(image), sim_, &runs_);
+  }
+
+ private:
+  SimDevice* sim_;
+  int runs_ = 0;
+};
+
+TEST_CASE("a power mode change mid-batch discards the batch") {
+  Rig rig;
+  Switching device(rig.device.get());
+  MeasureDeps deps = rig.Deps();
+  deps.device = &device;
+  auto result = Measure(Request({Gemm(256, 512, 512, 64, 64, 64, 8),
+                                 Gemm(256, 512, 512, 32, 64, 64, 8)}),
+                        deps);
+  REQUIRE(absl::IsFailedPrecondition(result.status()));
+  CHECK_THAT(std::string(result.status().message()),
+             Catch::Contains("powersaver"));
+}
+
+TEST_CASE("the cache serves what was timed and misses what was not") {
+  Rig rig;
+  const std::string path = TempDb("hits");
+  auto cache = Cache::Open(path, "NPU Strix", PowerMode::kDefault);
+  REQUIRE(cache.ok());
+  std::vector<v1::Operator> settings = {Gemm(256, 512, 512, 64, 64, 64, 8),
+                                        Gemm(256, 512, 512, 32, 64, 64, 8)};
+  auto first = Measure(Request(settings), rig.Deps(cache->get()));
+  REQUIRE(first.ok());
+  CHECK(first->cached.empty());
+  const int64_t calls = rig.device->calls();
+
+  auto second = Measure(Request(settings), rig.Deps(cache->get()));
+  REQUIRE(second.ok());
+  CHECK(second->cached.size() == 2);
+  CHECK(rig.device->calls() == calls);  // nothing ran
+  CHECK(second->measurements.at(1).t_step_us() ==
+        first->measurements.at(1).t_step_us());
+
+  // Other per-call values: a miss.
+  MeasureRequest other = Request(settings);
+  other.values["rows"] = 128;
+  // GEMM here has no CallValue "rows": the request is refused, nothing
+  // cached under it.
+  auto refused = Measure(other, rig.Deps(cache->get()));
+  CHECK(absl::IsInvalidArgument(refused.status()));
+
+  // Remeasure times again.
+  MeasureRequest again = Request(settings);
+  again.remeasure = true;
+  auto third = Measure(again, rig.Deps(cache->get()));
+  REQUIRE(third.ok());
+  CHECK(third->cached.empty());
+  CHECK(rig.device->calls() > calls);
+}
+
+TEST_CASE("a cache of another power mode is refused") {
+  Rig rig;
+  auto cache =
+      Cache::Open(TempDb("pmode"), "NPU Strix", PowerMode::kPerformance);
+  REQUIRE(cache.ok());
+  auto result = Measure(Request({Gemm(256, 512, 512, 64, 64, 64, 8)}),
+                        rig.Deps(cache->get()));
+  REQUIRE(absl::IsFailedPrecondition(result.status()));
+}
+
+TEST_CASE("npu1 has no full-ELF dispatch") {
+  Rig rig("sim:npu1");
+  auto result =
+      Measure(Request({Gemm(256, 512, 512, 64, 64, 64, 4)}), rig.Deps());
+  REQUIRE(absl::IsFailedPrecondition(result.status()));
+}
+
+}  // namespace
+}  // namespace irontune

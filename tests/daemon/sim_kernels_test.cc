@@ -1,0 +1,189 @@
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "daemon/device/sim/kernels.h"
+#include "sim_test_util.h"
+
+namespace irontune {
+namespace {
+
+using testing::AddBuffer;
+using testing::AddParam;
+using testing::AddTunable;
+
+std::string F32(const std::vector<float>& values) {
+  std::string out(values.size() * 4, '\0');
+  std::memcpy(out.data(), values.data(), out.size());
+  return out;
+}
+
+std::vector<float> AsF32(const std::string& bytes) {
+  std::vector<float> out(bytes.size() / 4);
+  std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+// Runs `op` on `inputs` (one per input buffer, in order); returns the
+// outputs' bytes.
+std::vector<std::string> Run(const v1::Operator& op,
+                             std::vector<std::string> inputs,
+                             const sim::CallValues& values = {}) {
+  std::vector<std::string> storage(op.buffers_size());
+  std::vector<sim::StepBuffer> buffers;
+  size_t next = 0;
+  for (int i = 0; i < op.buffers_size(); ++i) {
+    const v1::Buffer& b = op.buffers(i);
+    if (b.role() == v1::BUFFER_ROLE_IN && next < inputs.size())
+      storage[i] = inputs[next++];
+    buffers.push_back({&b, &storage[i], *sim::BufferBytes(b)});
+  }
+  sim::OpView view(op, values);
+  REQUIRE(sim::ComputeStep(view, buffers).ok());
+  std::vector<std::string> outs;
+  for (int i = 0; i < op.buffers_size(); ++i) {
+    if (op.buffers(i).role() != v1::BUFFER_ROLE_IN) outs.push_back(storage[i]);
+  }
+  return outs;
+}
+
+TEST_CASE("bf16 conversion rounds to nearest even", "[sim][kernels]") {
+  CHECK(sim::FloatToBf16(1.0f) == 0x3f80);
+  CHECK(sim::Bf16ToFloat(0x3f80) == 1.0f);
+  CHECK(sim::FloatToBf16(1.00390625f) == 0x3f80);  // halfway: to even
+  CHECK(sim::FloatToBf16(1.01171875f) == 0x3f82);  // halfway: to even (up)
+  CHECK(std::isnan(sim::Bf16ToFloat(sim::FloatToBf16(NAN))));
+}
+
+TEST_CASE("element-wise kernels", "[sim][kernels]") {
+  for (const std::string cls : {"ElementwiseAdd", "ElementwiseMul", "SiLU"}) {
+    v1::Operator op;
+    op.set_class_name(cls);
+    AddParam(op, "size", 4);
+    AddBuffer(op, "a", v1::BUFFER_ROLE_IN, {4}, v1::DTYPE_F32);
+    if (cls != "SiLU")
+      AddBuffer(op, "b", v1::BUFFER_ROLE_IN, {4}, v1::DTYPE_F32);
+    AddBuffer(op, "c", v1::BUFFER_ROLE_OUT, {4}, v1::DTYPE_F32);
+    std::vector<float> out =
+        AsF32(Run(op, {F32({1, 2, -3, 0}), F32({4, 5, 6, 7})})[0]);
+    if (cls == "ElementwiseAdd") CHECK(out == std::vector<float>{5, 7, 3, 7});
+    if (cls == "ElementwiseMul")
+      CHECK(out == std::vector<float>{4, 10, -18, 0});
+    if (cls == "SiLU") {
+      CHECK(out[0] == Approx(1 / (1 + std::exp(-1.0))));
+      CHECK(out[3] == 0);
+    }
+  }
+}
+
+TEST_CASE("RMSNorm and Softmax over rows", "[sim][kernels]") {
+  v1::Operator rms;
+  rms.set_class_name("RMSNorm");
+  AddParam(rms, "rows", 2);
+  AddParam(rms, "weighted", 1);
+  AddTunable(rms, "tile_size", 2);
+  AddBuffer(rms, "x", v1::BUFFER_ROLE_IN, {2, 4}, v1::DTYPE_F32);
+  AddBuffer(rms, "w", v1::BUFFER_ROLE_IN, {4}, v1::DTYPE_F32);
+  AddBuffer(rms, "y", v1::BUFFER_ROLE_OUT, {2, 4}, v1::DTYPE_F32);
+  std::vector<float> y =
+      AsF32(Run(rms, {F32({1, 1, 1, 1, 2, 0, 0, 0}), F32({1, 2, 3, 4})})[0]);
+  CHECK(y[0] == Approx(1));
+  CHECK(y[3] == Approx(4));
+  CHECK(y[4] == Approx(2 / std::sqrt(1.0)));  // mean(x^2) = 1
+
+  v1::Operator sm;
+  sm.set_class_name("Softmax");
+  AddParam(sm, "rows", 2);
+  AddParam(sm, "cols", 3);
+  AddBuffer(sm, "x", v1::BUFFER_ROLE_IN, {2, 3}, v1::DTYPE_F32);
+  AddBuffer(sm, "y", v1::BUFFER_ROLE_OUT, {2, 3}, v1::DTYPE_F32);
+  std::vector<float> p = AsF32(Run(sm, {F32({0, 0, 0, 1, 2, 3})})[0]);
+  CHECK(p[0] == Approx(1.0 / 3));
+  CHECK(p[3] + p[4] + p[5] == Approx(1));
+  CHECK(p[5] > p[4]);
+}
+
+TEST_CASE("Sample takes the argmax per row", "[sim][kernels]") {
+  v1::Operator op;
+  op.set_class_name("Sample");
+  AddParam(op, "vocab", 4);
+  AddParam(op, "k_max", 1);
+  AddBuffer(op, "logits", v1::BUFFER_ROLE_IN, {2, 4}, v1::DTYPE_F32);
+  AddBuffer(op, "token", v1::BUFFER_ROLE_OUT, {2}, v1::DTYPE_I32);
+  std::string out = Run(op, {F32({0, 3, 1, 3, 9, 0, 0, 0})})[0];
+  int32_t tokens[2];
+  std::memcpy(tokens, out.data(), sizeof(tokens));
+  CHECK(tokens[0] == 1);  // the first maximum
+  CHECK(tokens[1] == 0);
+}
+
+TEST_CASE("MHA attends over the used kv length", "[sim][kernels]") {
+  v1::Operator op;
+  op.set_class_name("MHA");
+  AddParam(op, "num_heads", 2);
+  AddParam(op, "num_KV_heads", 1);
+  AddParam(op, "d", 2);
+  AddParam(op, "seq_pad", 4);
+  AddBuffer(op, "q", v1::BUFFER_ROLE_IN, {2, 2}, v1::DTYPE_F32);
+  AddBuffer(op, "k", v1::BUFFER_ROLE_IN, {1, 4, 2}, v1::DTYPE_F32);
+  AddBuffer(op, "v", v1::BUFFER_ROLE_IN, {1, 4, 2}, v1::DTYPE_F32);
+  AddBuffer(op, "o", v1::BUFFER_ROLE_OUT, {2, 2}, v1::DTYPE_F32);
+  v1::CallValue* cv = op.add_values();
+  cv->set_name("len");
+  cv->set_symbol("kv_len");
+  cv->set_bounds("seq_pad");
+  const std::string q = F32({0, 0, 0, 0});  // uniform attention
+  const std::string k = F32({1, 0, 0, 1, 5, 5, 7, 7});
+  const std::string v = F32({1, 2, 3, 4, 100, 100, 100, 100});
+  std::vector<float> used2 = AsF32(Run(op, {q, k, v}, {{"kv_len", 2}})[0]);
+  CHECK(used2[0] == Approx(2));  // mean of the first two values only
+  CHECK(used2[1] == Approx(3));
+  CHECK(used2[2] == Approx(2));
+  std::vector<float> all = AsF32(Run(op, {q, k, v})[0]);
+  CHECK(all[0] == Approx(51));
+}
+
+TEST_CASE("RoPE rotates pairs by position", "[sim][kernels]") {
+  v1::Operator op;
+  op.set_class_name("RoPE");
+  AddParam(op, "rows", 2);
+  AddParam(op, "num_heads", 1);
+  AddParam(op, "head_dim", 2);
+  AddBuffer(op, "x", v1::BUFFER_ROLE_IN, {2, 1, 2}, v1::DTYPE_F32);
+  AddBuffer(op, "y", v1::BUFFER_ROLE_OUT, {2, 1, 2}, v1::DTYPE_F32);
+  std::vector<float> y = AsF32(Run(op, {F32({1, 0, 1, 0})})[0]);
+  CHECK(y[0] == 1);  // position 0: unchanged
+  CHECK(y[1] == 0);
+  CHECK(y[2] == Approx(std::cos(1.0)));  // position 1, pair 0: angle 1
+  CHECK(y[3] == Approx(std::sin(1.0)));
+}
+
+TEST_CASE("GEMV lanes follow kernel_vector_size; bounded rows stay zero",
+          "[sim][kernels]") {
+  v1::Operator op = testing::Gemv(8, 128, 1, 4, 16, 1);
+  v1::CallValue* cv = op.add_values();
+  cv->set_symbol("rows");
+  cv->set_bounds("M");
+  const std::string a = testing::RandomBf16(8 * 128, 3),
+                    x = testing::RandomBf16(128, 4);
+  std::string y = Run(op, {a, x}, {{"rows", 5}})[0];
+  double want = 0;
+  for (int k = 0; k < 128; ++k)
+    want += testing::Bf16At(a, k) * testing::Bf16At(x, k);
+  CHECK(testing::Bf16At(y, 0) == Approx(want).margin(0.05));
+  CHECK(testing::Bf16At(y, 4) != 0);
+  CHECK(testing::Bf16At(y, 5) == 0);
+  CHECK(testing::Bf16At(y, 7) == 0);
+}
+
+TEST_CASE("unknown classes copy their first input", "[sim][kernels]") {
+  v1::Operator op;
+  op.set_class_name("Transpose");
+  AddBuffer(op, "x", v1::BUFFER_ROLE_IN, {3}, v1::DTYPE_F32);
+  AddBuffer(op, "y", v1::BUFFER_ROLE_OUT, {4}, v1::DTYPE_F32);
+  CHECK(AsF32(Run(op, {F32({1, 2, 3})})[0]) == std::vector<float>{1, 2, 3, 0});
+}
+
+}  // namespace
+}  // namespace irontune
