@@ -26,14 +26,17 @@ std::string_view PowerModeName(PowerMode mode) {
 }
 
 absl::StatusOr<PowerMode> ParsePowerMode(std::string_view text) {
-  std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
-  for (PowerMode mode : {PowerMode::kDefault, PowerMode::kPowersaver,
-                         PowerMode::kBalanced, PowerMode::kPerformance,
-                         PowerMode::kTurbo}) {
+  // Debian's Abseil has its own string_view type, not std::string_view.
+  const absl::string_view absl_text(text.data(), text.size());
+  std::string lower =
+      absl::AsciiStrToLower(absl::StripAsciiWhitespace(absl_text));
+  for (PowerMode mode :
+       {PowerMode::kDefault, PowerMode::kPowersaver, PowerMode::kBalanced,
+        PowerMode::kPerformance, PowerMode::kTurbo}) {
     if (lower == PowerModeName(mode)) return mode;
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "unknown power mode \"", text,
+      "unknown power mode \"", absl_text,
       "\" (expected default, powersaver, balanced, performance or turbo)"));
 }
 
