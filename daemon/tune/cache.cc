@@ -27,6 +27,10 @@ constexpr int kBusyTimeoutMs = 10'000;
 // Page cache per connection (negative: KiB), so lookups in a large cache
 // stay in memory.
 constexpr int kCacheKiB = 64 * 1024;
+// Reads map the file rather than copying pages through read(): a large
+// cache's random lookups then cost no system calls. Address space only; the
+// kernel's page cache holds the pages, shared by the connections.
+constexpr int64_t kMmapBytes = int64_t{1} << 30;
 // IRON's cost files are a few hundred bytes; anything far larger is not one.
 constexpr std::uintmax_t kMaxIronFileBytes = 1 << 20;
 
@@ -39,6 +43,7 @@ absl::Status ConfigureConnection(sqlite::Db& db, sqlite::OpenMode mode) {
   RETURN_IF_ERROR(
       db.Exec(absl::StrCat("PRAGMA busy_timeout = ", kBusyTimeoutMs)));
   RETURN_IF_ERROR(db.Exec(absl::StrCat("PRAGMA cache_size = -", kCacheKiB)));
+  RETURN_IF_ERROR(db.Exec(absl::StrCat("PRAGMA mmap_size = ", kMmapBytes)));
   if (mode == sqlite::OpenMode::kReadOnly) return absl::OkStatus();
   ASSIGN_OR_RETURN(std::string journal,
                    db.QueryText("PRAGMA journal_mode = WAL"));
@@ -61,6 +66,7 @@ std::optional<v1::Measurement> Decode(std::string_view blob,
                  key);
     return std::nullopt;
   }
+  if (m.power_mode() == PowerModeName(mode)) return m;  // as Put stores it
   absl::StatusOr<PowerMode> stored = ParsePowerMode(m.power_mode());
   if (!stored.ok() || *stored != mode) {
     spdlog::warn(
@@ -162,7 +168,7 @@ absl::StatusOr<std::optional<v1::Measurement>> CacheReader::Lookup(
   if (!partition.has_value()) return std::nullopt;
   sqlite::ScopedReset reset(stmt);
   RETURN_IF_ERROR(stmt.BindInt(1, *partition));
-  RETURN_IF_ERROR(stmt.BindText(2, digest));
+  RETURN_IF_ERROR(stmt.BindTextUncopied(2, digest));  // outlives `reset`
   ASSIGN_OR_RETURN(bool found, stmt.Step());
   if (!found || stmt.ColumnInt(0) != kCacheRowSchema) return std::nullopt;
   return Decode(stmt.ColumnBlob(1), platform_, digest, power_mode_);
@@ -178,6 +184,19 @@ absl::StatusOr<std::optional<v1::Measurement>> CacheReader::Get(
   ASSIGN_OR_RETURN(std::optional<v1::Measurement> m, Lookup(get_, digest));
   ++(m.has_value() ? hits_ : misses_);
   return m;
+}
+
+absl::StatusOr<std::vector<std::optional<v1::Measurement>>>
+CacheReader::GetMany(absl::Span<const std::string> digests) {
+  ASSIGN_OR_RETURN(sqlite::ReadTransaction snapshot,
+                   sqlite::ReadTransaction::Begin(*db_));
+  std::vector<std::optional<v1::Measurement>> found;
+  found.reserve(digests.size());
+  for (const std::string& digest : digests) {
+    ASSIGN_OR_RETURN(std::optional<v1::Measurement> m, Get(digest));
+    found.push_back(std::move(m));
+  }
+  return found;
 }
 
 absl::StatusOr<std::optional<v1::Measurement>> CacheReader::GetIronCost(
@@ -241,11 +260,8 @@ absl::StatusOr<CacheStats> CacheReader::Stats() {
 absl::Status CacheReader::Export(std::ostream& out) {
   const std::string mode(PowerModeName(power_mode_));
   // One read transaction, so the export is one consistent snapshot.
-  RETURN_IF_ERROR(db_->Exec("BEGIN"));
-  struct EndRead {
-    sqlite::Db* db;
-    ~EndRead() { (void)db->Exec("COMMIT"); }
-  } end_read{db_};
+  ASSIGN_OR_RETURN(sqlite::ReadTransaction snapshot,
+                   sqlite::ReadTransaction::Begin(*db_));
 
   ASSIGN_OR_RETURN(std::optional<int64_t> partition, PartitionId());
   if (partition.has_value()) {

@@ -107,6 +107,11 @@ class CacheReader {
   // InvalidArgument when `digest` is not a key digest.
   absl::StatusOr<std::optional<v1::Measurement>> Get(const CacheKey& key);
   absl::StatusOr<std::optional<v1::Measurement>> Get(std::string_view digest);
+  // Get of each digest (result i is digests[i]'s), in one read transaction:
+  // one snapshot, and the file's read lock taken once rather than per key.
+  // The way to look up a shape's settings together.
+  absl::StatusOr<std::vector<std::optional<v1::Measurement>>> GetMany(
+      absl::Span<const std::string> digests);
   // A builder verdict for the platform; nullopt when none (or stale).
   absl::StatusOr<std::optional<std::string>> GetVerdict(const VerdictKey& key);
   // A figure imported from IRON, by IRON's key (see Cache::ImportIronCosts).
@@ -183,6 +188,10 @@ class Cache {
   }
   absl::StatusOr<std::optional<v1::Measurement>> Get(std::string_view digest) {
     return reads_.Get(digest);
+  }
+  absl::StatusOr<std::vector<std::optional<v1::Measurement>>> GetMany(
+      absl::Span<const std::string> digests) {
+    return reads_.GetMany(digests);
   }
 
   // Stores `m` under the key, replacing any earlier figure, atomically.

@@ -140,6 +140,12 @@ absl::Status Statement::BindText(int index, std::string_view value) {
                "binding");
 }
 
+absl::Status Statement::BindTextUncopied(int index, std::string_view value) {
+  return Check(sqlite3_bind_text64(stmt_, index, value.data(), value.size(),
+                                   SQLITE_STATIC, SQLITE_UTF8),
+               "binding");
+}
+
 absl::Status Statement::BindBlob(int index, std::string_view value) {
   // A zero-length blob must still be a blob, not NULL: give a non-null
   // pointer.
@@ -224,6 +230,20 @@ absl::Status Transaction::Commit() {
   // back so the connection is usable.
   if (!status.ok()) (void)db->Exec("ROLLBACK");
   return status;
+}
+
+absl::StatusOr<ReadTransaction> ReadTransaction::Begin(Db& db) {
+  absl::Status status = db.Exec("BEGIN");
+  if (!status.ok()) return status;
+  return ReadTransaction(&db);
+}
+
+ReadTransaction::ReadTransaction(ReadTransaction&& other) noexcept
+    : db_(std::exchange(other.db_, nullptr)) {}
+
+ReadTransaction::~ReadTransaction() {
+  // Ending a transaction that only read cannot lose anything.
+  if (db_ != nullptr) (void)db_->Exec("COMMIT");
 }
 
 }  // namespace irontune::sqlite

@@ -83,6 +83,9 @@ class Statement {
   absl::Status BindDouble(int index, double value);
   absl::Status BindText(int index, std::string_view value);
   absl::Status BindBlob(int index, std::string_view value);
+  // Binds without copying, for hot lookups. REQUIRES: `value` outlives the
+  // next Reset (which clears the bindings) or Bind of the same index.
+  absl::Status BindTextUncopied(int index, std::string_view value);
 
   // Advances: true when a row is available, false when done.
   absl::StatusOr<bool> Step();
@@ -136,6 +139,21 @@ class Transaction {
  private:
   explicit Transaction(Db* db) : db_(db) {}
   Db* db_;  // null once committed or moved from
+};
+
+// A read transaction (deferred BEGIN), ended in the destructor: the reads
+// inside see one snapshot and take the WAL read lock once. `db` must
+// outlive it, and statements stepped inside must be reset before it ends.
+class ReadTransaction {
+ public:
+  static absl::StatusOr<ReadTransaction> Begin(Db& db);
+  ReadTransaction(ReadTransaction&& other) noexcept;
+  ReadTransaction& operator=(ReadTransaction&&) = delete;
+  ~ReadTransaction();
+
+ private:
+  explicit ReadTransaction(Db* db) : db_(db) {}
+  Db* db_;  // null once moved from
 };
 
 }  // namespace irontune::sqlite

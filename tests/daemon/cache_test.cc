@@ -184,6 +184,18 @@ TEST_CASE("Cache hits what it stored and misses on any key part", "[cache]") {
   CHECK(stats->misses == static_cast<int64_t>(variants.size()));
   CHECK(stats->database_bytes > 0);
 
+  // GetMany answers each key in order.
+  std::vector<std::string> digests = {variants[0].second.Digest(),
+                                      key.Digest()};
+  auto many = cache->GetMany(digests);
+  REQUIRE(many.ok());
+  REQUIRE(many->size() == 2);
+  CHECK_FALSE((*many)[0].has_value());
+  REQUIRE((*many)[1].has_value());
+  CHECK(Same(*(*many)[1], m));
+  CHECK(cache->GetMany(std::vector<std::string>{"bad"}).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+
   // Replacing keeps one row, with the new figure.
   REQUIRE(cache->Put(key, MakeMeasurement(11.0)).ok());
   got = cache->Get(key);
