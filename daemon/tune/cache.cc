@@ -492,6 +492,18 @@ absl::Status Cache::PutVerdict(const VerdictKey& key,
   return put_verdict_.Run();
 }
 
+absl::Status Cache::Checkpoint() {
+  ASSIGN_OR_RETURN(sqlite::Statement stmt,
+                   db_->Prepare("PRAGMA wal_checkpoint(TRUNCATE)"));
+  ASSIGN_OR_RETURN(bool row, stmt.Step());
+  // The first column is 1 when a reader or writer kept it from finishing.
+  if (row && stmt.ColumnInt(0) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat(db_->path(), ": checkpoint blocked by a reader"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ImportCounts> Cache::ImportIronCosts(
     const std::filesystem::path& root) {
   namespace fs = std::filesystem;

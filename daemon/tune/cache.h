@@ -209,6 +209,13 @@ class Cache {
   // Stores the builder's verdict on a recipe in an environment.
   absl::Status PutVerdict(const VerdictKey& key, std::string_view verdict);
 
+  // Copies the write-ahead log into the database file and empties it
+  // (wal_checkpoint(TRUNCATE)). SQLite checkpoints by itself as the log
+  // grows, but pages still in the log are read through it rather than
+  // mapped; irontuned calls this when idle (after a job). Unavailable when
+  // a reader keeps it from finishing (retry later; nothing is lost).
+  absl::Status Checkpoint();
+
   // Imports IRON's JSON cost cache for this partition: the files
   // `<root>/<platform slug>/<power mode>/<key>.json`, root being IRON's
   // `$NPU_CACHE_HOME/iron/costs`. A file is skipped (and logged) unless its

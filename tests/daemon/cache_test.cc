@@ -205,10 +205,15 @@ TEST_CASE("Cache hits what it stored and misses on any key part", "[cache]") {
   CHECK(cache->Stats()->rows == 1);
 }
 
-TEST_CASE("Cache survives reopening", "[cache]") {
+TEST_CASE("Cache survives reopening and checkpoints", "[cache]") {
   TempDir dir;
   const std::string path = dir.File("cache.db");
-  REQUIRE(OpenCache(path)->Put(BaseKey(), MakeMeasurement(3.0)).ok());
+  {
+    auto cache = OpenCache(path);
+    REQUIRE(cache->Put(BaseKey(), MakeMeasurement(3.0)).ok());
+    REQUIRE(cache->Checkpoint().ok());
+    CHECK(fs::file_size(path + "-wal") == 0);
+  }
   auto cache = OpenCache(path);
   auto got = cache->Get(BaseKey());
   REQUIRE(got.ok());
