@@ -1,7 +1,5 @@
 #include "daemon/build/sim_builder.h"
 
-#include <openssl/sha.h>
-
 #include <algorithm>
 #include <set>
 #include <utility>
@@ -9,6 +7,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/sha256.h"
 #include "daemon/build/sim_limits.h"
 #include "daemon/device/sim/design.h"
 #include "daemon/device/sim/presets.h"
@@ -18,15 +17,6 @@ namespace {
 
 constexpr char kEnvironment[] = "sim-builder/1";
 constexpr int kMaxSteps = 1 << 16;
-
-// TODO: use common/sha256.h's Sha256Hex once it lands on this branch.
-std::string Sha256Hex(std::string_view data) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(),
-         digest);
-  return absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
-}
 
 std::string Typed(const v1::Value& v) {
   switch (v.kind_case()) {

@@ -1,27 +1,10 @@
 #include "daemon/tune/cache_key.h"
 
-#include <openssl/sha.h>
-
 #include "absl/strings/ascii.h"
+#include "common/sha256.h"
 
 namespace irontune {
 namespace {
-
-// TODO(merge): common/sha256.h (Sha256Hex) replaces this helper once
-// common/sha256.cc lands; it is local so this branch builds without it.
-std::string CacheSha256Hex(std::string_view data) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(),
-         digest);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * SHA256_DIGEST_LENGTH);
-  for (unsigned char byte : digest) {
-    out.push_back(kHex[byte >> 4]);
-    out.push_back(kHex[byte & 0xf]);
-  }
-  return out;
-}
 
 // Fixed-width little-endian, so the encoding is the same on every host.
 void PutU64(std::string& out, uint64_t value) {
@@ -62,12 +45,10 @@ std::string CacheKey::Encode() const {
 }
 
 std::string CacheKey::Digest() const {
-  return CacheSha256Hex(Encode()).substr(0, kCacheKeyDigits);
+  return Sha256Hex(Encode()).substr(0, kCacheKeyDigits);
 }
 
-std::string InputDigest(std::string_view bytes) {
-  return CacheSha256Hex(bytes);
-}
+std::string InputDigest(std::string_view bytes) { return Sha256Hex(bytes); }
 
 bool IsCacheKeyDigest(std::string_view text) {
   if (text.size() != kCacheKeyDigits) return false;

@@ -278,14 +278,15 @@ absl::StatusOr<MeasureResult> Measure(const MeasureRequest& request,
         TimeInterleaved(images, groups, timing, fastest, deps.env));
     ASSIGN_OR_RETURN(Platform after, deps.device->GetPlatform());
     if (after.power_mode != before.power_mode) {
-      Log(deps, absl::StrCat("    the power mode changed from ",
-                             PowerModeName(before.power_mode), " to ",
-                             PowerModeName(after.power_mode),
-                             " during the batch; its figures are discarded"));
+      Log(deps,
+          absl::StrCat("    the power mode changed from ",
+                       std::string(PowerModeName(before.power_mode)), " to ",
+                       std::string(PowerModeName(after.power_mode)),
+                       " during the batch; its figures are discarded"));
       return absl::FailedPreconditionError(
           absl::StrCat("the NPU's power mode changed from ",
-                       PowerModeName(before.power_mode), " to ",
-                       PowerModeName(after.power_mode),
+                       std::string(PowerModeName(before.power_mode)), " to ",
+                       std::string(PowerModeName(after.power_mode)),
                        " while timing; the batch was discarded"));
     }
     const std::string run =

@@ -81,7 +81,7 @@ TEST_CASE("each round's figure is the median of its calls") {
   int clock = 0;
   FakeDevice device(&clock);
   FakeImage a(10, &clock), b(20, &clock);
-  auto result = TimeInterleaved({&a, &b}, {0, 1}, Timing(4, 5, 2, 1.5), kInf,
+  auto result = TimeInterleaved({&a, &b}, {0, 1}, Timing(4, 5, 2, 3.0), kInf,
                                 Env(&device));
   REQUIRE(result.ok());
   REQUIRE(result->runs[0].rounds_us == std::vector<double>(4, 10.0));

@@ -117,9 +117,10 @@ TEST_CASE("every setting pairs with the default, round by round") {
   Rig rig;
   std::vector<v1::Operator> settings = {Gemm(256, 512, 512, 64, 64, 64, 8),
                                         Gemm(256, 512, 512, 32, 64, 64, 8),
-                                        Gemm(256, 512, 512, 64, 128, 64, 4)};
+                                        Gemm(256, 512, 512, 64, 32, 64, 4)};
   auto result = Measure(Request(settings), rig.Deps());
   REQUIRE(result.ok());
+  for (auto& [i, why] : result->refused) UNSCOPED_INFO(i << ": " << why);
   REQUIRE(result->measurements.size() == 3);
   const v1::Measurement& def = result->measurements.at(0);
   CHECK(def.default_round_us_size() == 0);
@@ -168,7 +169,8 @@ TEST_CASE("the same seed gives the same measurements") {
         rc->measurements.at(0).t_step_us());
 }
 
-TEST_CASE("a slow setting is cut after settle rounds, the default never") {
+TEST_CASE(
+    "measure: a slow setting is cut after settle rounds, never the default") {
   Rig rig;
   // One column and 32-wide tiles: far slower than the default.
   auto result = Measure(Request({Gemm(256, 512, 512, 64, 64, 64, 8),
@@ -182,11 +184,10 @@ TEST_CASE("a slow setting is cut after settle rounds, the default never") {
 TEST_CASE("batches follow the device's hardware contexts") {
   // npu1 holds 6 contexts: 2 settings and the default a batch. npu2 holds
   // 16: 7 and the default.
-  std::vector<v1::Operator> settings = {Gemm(256, 512, 512, 64, 64, 64, 4)};
-  for (int64_t tile_k : {32, 128, 256}) {
-    settings.push_back(Gemm(256, 512, 512, 64, tile_k, 64, 4));
-  }
-  settings.push_back(Gemm(256, 512, 512, 32, 64, 64, 4));
+  std::vector<v1::Operator> settings = {
+      Gemm(256, 512, 512, 64, 64, 64, 4), Gemm(256, 512, 512, 32, 64, 64, 4),
+      Gemm(256, 512, 512, 64, 32, 64, 4), Gemm(256, 512, 512, 32, 32, 64, 4),
+      Gemm(256, 512, 512, 64, 64, 32, 4)};
   auto runs = [&](std::string_view spec) {
     Rig rig(spec);
     MeasureRequest request = Request(settings);
@@ -194,6 +195,7 @@ TEST_CASE("batches follow the device's hardware contexts") {
     request.timing.set_cutoff(100);  // nothing cut: every batch is full
     auto result = Measure(request, rig.Deps());
     REQUIRE(result.ok());
+    for (auto& [i, why] : result->refused) UNSCOPED_INFO(i << ": " << why);
     REQUIRE(result->measurements.size() == settings.size());
     std::set<std::string> ids;
     for (const auto& [i, m] : result->measurements) ids.insert(m.run());
@@ -258,8 +260,11 @@ TEST_CASE("a failed load is a device error, not the setting's") {
 TEST_CASE("rounds while another process holds the NPU are discarded") {
   Rig rig;
   sim::InterferenceScript script;
-  script.start_us = 1;
-  script.duration_us = 150'000;  // past the first holders query
+  // Each holders query takes 100 ms of virtual time: the query before the
+  // first round (at ~0.1 s) sees the NPU free, the one after it (~0.2 s)
+  // sees it held.
+  script.start_us = 150'000;
+  script.duration_us = 100'000;
   rig.device->ScriptInterference(script);
   auto result = Measure(Request({Gemm(256, 512, 512, 64, 64, 64, 8),
                                  Gemm(256, 512, 512, 32, 64, 64, 8)}),
