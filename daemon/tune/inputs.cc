@@ -34,29 +34,45 @@ std::string SeededInput(v1::DType dtype, uint64_t nbytes, uint64_t seed) {
   if (size == 0) return out;
   const size_t count = nbytes / size;
   std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  // 16 random bits make one bf16 or f16 value: a sign, an exponent putting
+  // its magnitude in [2^-7, 1) (bf16) or [2^-4, 1) (f16), and a mantissa.
+  // One 64-bit draw serves four values, so large buffers fill quickly.
+  uint64_t bits = 0;
+  int left = 0;
+  auto next16 = [&]() -> uint32_t {
+    if (left == 0) {
+      bits = rng();
+      left = 4;
+    }
+    uint32_t r = static_cast<uint32_t>(bits & 0xffff);
+    bits >>= 16;
+    --left;
+    return r;
+  };
   std::uniform_int_distribution<int> small(-8, 8);
   std::uniform_int_distribution<int> small_unsigned(0, 16);
   for (size_t i = 0; i < count; ++i) {
     switch (dtype) {
       case v1::DTYPE_BF16: {
-        float f = unit(rng);
-        uint32_t bits;
-        std::memcpy(&bits, &f, 4);
-        Put<uint16_t>(out, i, static_cast<uint16_t>(bits >> 16));
+        uint32_t r = next16();
+        uint16_t sign = static_cast<uint16_t>((r & 1) << 15);
+        uint16_t exponent = static_cast<uint16_t>(120 + (r >> 8) % 7);
+        Put<uint16_t>(out, i, sign | (exponent << 7) | ((r >> 1) & 0x7f));
         break;
       }
       case v1::DTYPE_F16: {
-        // Sign, exponent 11..14 (2^-4 .. 2^-1 scale), random mantissa.
-        uint64_t r = rng();
-        uint16_t bits = static_cast<uint16_t>(
-            ((r & 1) << 15) | ((11 + (r >> 1) % 4) << 10) | ((r >> 8) & 0x3ff));
-        Put<uint16_t>(out, i, bits);
+        uint32_t r = next16();
+        uint16_t sign = static_cast<uint16_t>((r & 1) << 15);
+        uint16_t exponent = static_cast<uint16_t>(11 + (r >> 11) % 4);
+        Put<uint16_t>(out, i, sign | (exponent << 10) | ((r >> 1) & 0x3ff));
         break;
       }
-      case v1::DTYPE_F32:
-        Put<float>(out, i, unit(rng));
+      case v1::DTYPE_F32: {
+        // Uniform in [-1, 1) from 24 random bits.
+        uint32_t r = static_cast<uint32_t>(rng() >> 40);
+        Put<float>(out, i, static_cast<float>(r) / (1 << 23) - 1.0f);
         break;
+      }
       case v1::DTYPE_I8:
         Put<int8_t>(out, i, static_cast<int8_t>(small(rng)));
         break;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -65,8 +66,20 @@ std::map<std::string, std::string> GivenDigests(const MeasureRequest& request) {
   return out;
 }
 
+// Seeded inputs by (dtype, bytes, seed): every setting of a design gets the
+// same ones, so they are made once per Measure call.
+using InputMemo = std::map<std::tuple<int, uint64_t, uint64_t>, std::string>;
+
+const std::string& MemoInput(InputMemo& memo, v1::DType dtype, uint64_t nbytes,
+                             uint64_t seed) {
+  auto [it, inserted] = memo.try_emplace({dtype, nbytes, seed});
+  if (inserted) it->second = SeededInput(dtype, nbytes, seed);
+  return it->second;
+}
+
 absl::Status PrepareImage(const v1::Operator& op, const Artifact& artifact,
-                          const MeasureRequest& request, Image& image) {
+                          const MeasureRequest& request, InputMemo& memo,
+                          Image& image) {
   std::map<std::string, int64_t> symbols;
   for (const auto& [name, value] : request.values) {
     auto it =
@@ -98,8 +111,8 @@ absl::Status PrepareImage(const v1::Operator& op, const Artifact& artifact,
     } else {
       RETURN_IF_ERROR(image.WriteBuffer(
           buf.name,
-          SeededInput(ob.dtype(), buf.nbytes,
-                      InputSeed(request.seed, buf.step, buf.op_buffer))));
+          MemoInput(memo, ob.dtype(), buf.nbytes,
+                    InputSeed(request.seed, buf.step, buf.op_buffer))));
     }
   }
   return absl::OkStatus();
@@ -218,6 +231,7 @@ absl::StatusOr<MeasureResult> Measure(const MeasureRequest& request,
   const int batch_size = std::max(1, platform.hw_contexts / 2 - 1);
   double fastest = std::numeric_limits<double>::infinity();
   int batch_number = 0;
+  InputMemo memo;
   for (size_t begin = 0; begin < std::max<size_t>(todo.size(), 1);
        begin += batch_size) {
     std::vector<int> batch = {0};
@@ -250,10 +264,10 @@ absl::StatusOr<MeasureResult> Measure(const MeasureRequest& request,
       // A failed load is the device's state, not the setting's: not caught.
       ASSIGN_OR_RETURN(probe.one, deps.device->Load(ones[i]));
       ASSIGN_OR_RETURN(probe.many, deps.device->Load(*many.artifact));
-      RETURN_IF_ERROR(
-          PrepareImage(request.settings[i], ones[i], request, *probe.one));
+      RETURN_IF_ERROR(PrepareImage(request.settings[i], ones[i], request, memo,
+                                   *probe.one));
       RETURN_IF_ERROR(PrepareImage(request.settings[i], *many.artifact, request,
-                                   *probe.many));
+                                   memo, *probe.many));
       probes.push_back(std::move(probe));
     }
     std::vector<std::string> digests;
