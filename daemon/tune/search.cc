@@ -1,0 +1,220 @@
+#include "daemon/tune/search.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/families.h"
+#include "common/profile.h"
+#include "common/recording.h"
+#include "common/shape.h"
+#include "common/status_macros.h"
+
+namespace irontune {
+namespace {
+
+CallValues ToCallValues(const google::protobuf::Map<std::string, int64_t>& m) {
+  CallValues out;
+  for (const auto& [name, value] : m) out.emplace(name, value);
+  return out;
+}
+
+// A label of bound-member values; nullopt where no binding sets the member.
+using Label = std::vector<std::optional<int64_t>>;
+
+// The operator buffer's bytes, or nullopt where the product overflows.
+std::optional<uint64_t> BufferBytes(const v1::Buffer& buffer) {
+  uint64_t bytes = DTypeSize(buffer.dtype());
+  for (uint64_t extent : buffer.shape()) {
+    if (extent != 0 && bytes > UINT64_MAX / extent) return std::nullopt;
+    bytes *= extent;
+  }
+  return bytes;
+}
+
+const v1::Value* Find(const Setting& setting, const std::string& name) {
+  for (const v1::Field& f : setting) {
+    if (f.name() == name) return &f.value();
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+absl::StatusOr<CallValues> OpValues(const v1::Timed& call, uint32_t op,
+                                    const CallValues* at) {
+  CallValues own;
+  if (at == nullptr) {
+    own = ToCallValues(call.values());
+    at = &own;
+  }
+  CallValues out;
+  const v1::Recording& rec = call.recording();
+  for (int b = 0; b < rec.bindings_size(); ++b) {
+    const v1::Binding& binding = rec.bindings(b);
+    if (binding.op() != op) continue;
+    absl::StatusOr<int64_t> value =
+        EvaluateExpression(binding.expression(), *at);
+    if (!value.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("recording.bindings[", b,
+                       "].expression: ", value.status().message()));
+    }
+    out.insert_or_assign(binding.member(), *value);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<WeightedValues>> OpPoints(
+    const v1::Timed& call, uint32_t op, const v1::Operator& design) {
+  std::set<std::string> bound;
+  for (const v1::CallValue& v : design.values()) {
+    if (!v.bounds().empty()) bound.insert(v.name());
+  }
+  std::vector<std::pair<Label, WeightedValues>> groups;
+  for (const v1::Point& point : call.points()) {
+    CallValues at = ToCallValues(point.values());
+    ASSIGN_OR_RETURN(CallValues values, OpValues(call, op, &at));
+    Label label;
+    for (const std::string& name : bound) {
+      auto it = values.find(name);
+      label.push_back(it == values.end() ? std::nullopt
+                                         : std::optional<int64_t>(it->second));
+    }
+    auto group = std::find_if(groups.begin(), groups.end(),
+                              [&](const auto& g) { return g.first == label; });
+    if (group == groups.end()) {
+      groups.emplace_back(std::move(label),
+                          WeightedValues{point.weight(), std::move(values)});
+    } else {
+      group->second.weight += point.weight();
+    }
+  }
+  std::vector<WeightedValues> out;
+  if (groups.size() > 1) {
+    for (auto& [label, weighted] : groups) out.push_back(std::move(weighted));
+    return out;
+  }
+  ASSIGN_OR_RETURN(CallValues values, OpValues(call, op));
+  out.push_back(WeightedValues{1.0, std::move(values)});
+  return out;
+}
+
+std::map<std::string, std::string> OpInputs(const v1::Timed& call, uint32_t op,
+                                            const v1::Operator& design) {
+  const v1::Recording& rec = call.recording();
+  std::map<std::string, uint64_t, std::less<>> nbytes;
+  for (const v1::GraphBuffer& b : rec.buffers()) {
+    nbytes.emplace(b.name(), b.nbytes());
+  }
+  std::map<std::string, const std::string*, std::less<>> contents;
+  for (const v1::Content& c : call.contents()) {
+    contents.emplace(c.buffer(), &c.data());
+  }
+  std::map<std::string, std::string> out;
+  for (const v1::Step& step : rec.steps()) {
+    if (step.op() != op) continue;
+    const int n = std::min(step.refs_size(), design.buffers_size());
+    for (int r = 0; r < n; ++r) {
+      const v1::BufferRef& ref = step.refs(r);
+      auto size = nbytes.find(ref.buffer());
+      auto content = contents.find(ref.buffer());
+      if (size == nbytes.end() || content == contents.end()) continue;
+      std::optional<uint64_t> own = BufferBytes(design.buffers(r));
+      const bool whole = ref.offset() == 0 && own == size->second &&
+                         (ref.length() == 0 || ref.length() == size->second);
+      if (!whole) continue;
+      out.insert_or_assign(design.buffers(r).name(), *content->second);
+    }
+  }
+  return out;
+}
+
+bool Trial::Gains(double z) const {
+  return refused.empty() && delta_us < 0 && noise_us.has_value() &&
+         -delta_us > z * *noise_us;
+}
+
+v1::Trial Trial::ToProto() const {
+  v1::Trial proto;
+  for (const v1::Field& f : tunables) *proto.add_tunables() = f;
+  proto.set_delta_us(delta_us);
+  if (noise_us.has_value()) proto.set_noise_us(*noise_us);
+  proto.set_refused(refused);
+  return proto;
+}
+
+Trial Trial::FromProto(const v1::Trial& proto) {
+  Trial t;
+  t.tunables.assign(proto.tunables().begin(), proto.tunables().end());
+  t.delta_us = proto.delta_us();
+  if (proto.has_noise_us()) t.noise_us = proto.noise_us();
+  t.refused = proto.refused();
+  return t;
+}
+
+std::vector<Setting> Line(const std::vector<Setting>& found,
+                          const Setting& through, const std::string& name) {
+  // Per distinct value of `name`, in first-seen order: the best setting so
+  // far and how many other tunables it moves.
+  struct Best {
+    const v1::Value* value;
+    const Setting* setting;
+    int moved;
+  };
+  std::vector<Best> best;
+  for (const Setting& s : found) {
+    const v1::Value* value = Find(s, name);
+    if (value == nullptr) continue;
+    int moved = 0;
+    for (const v1::Field& f : s) {
+      if (f.name() == name) continue;
+      const v1::Value* there = Find(through, f.name());
+      if (there == nullptr || !ValuesEqual(*there, f.value())) ++moved;
+    }
+    auto it = std::find_if(best.begin(), best.end(), [&](const Best& b) {
+      return ValuesEqual(*b.value, *value);
+    });
+    if (it == best.end()) {
+      best.push_back(Best{value, &s, moved});
+    } else if (moved < it->moved) {
+      it->setting = &s;
+      it->moved = moved;
+    }
+  }
+  std::vector<Setting> out;
+  out.reserve(best.size());
+  for (const Best& b : best) out.push_back(*b.setting);
+  return out;
+}
+
+std::vector<v1::Field> NamedDims(
+    const v1::Operator& op,
+    const std::vector<std::vector<v1::Field>>& covering) {
+  std::set<std::string, std::less<>> names;
+  for (const std::vector<v1::Field>& entry : covering) {
+    for (const v1::Field& f : entry) names.insert(f.name());
+  }
+  const Family* family = FindFamily(op.class_name());
+  std::vector<v1::Field> out;
+  for (v1::Field& dim : ShapeDims(op)) {
+    const Dim* known = nullptr;
+    if (family != nullptr) {
+      for (const Dim& d : family->dims) {
+        if (d.name == dim.name()) known = &d;
+      }
+    }
+    const bool has_default =
+        known != nullptr &&
+        known->default_value.kind_case() != v1::Value::KIND_NOT_SET;
+    if (names.contains(dim.name()) || !has_default ||
+        !ValuesEqual(dim.value(), known->default_value)) {
+      out.push_back(std::move(dim));
+    }
+  }
+  return out;
+}
+
+}  // namespace irontune

@@ -1,0 +1,123 @@
+// The pieces of the search over an operator shape's tunables, as IRON's
+// autotune module defines them: where each operator of a call is timed
+// (OpValues, OpPoints), what its inputs hold (OpInputs), when a timed
+// setting may replace the recorded one (Trial::Gains), the settings a
+// coordinate descent tries for one tunable (Line), and which dims a profile
+// entry for a shape names (NamedDims). docs/search.md says why.
+//
+// Pure functions of their arguments; thread-safe. Arguments are borrowed for
+// the duration of the call only; results own their data.
+#ifndef IRONTUNE_DAEMON_TUNE_SEARCH_H_
+#define IRONTUNE_DAEMON_TUNE_SEARCH_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/expression.h"
+#include "irontune/v1/measurement.pb.h"
+#include "irontune/v1/recording.pb.h"
+#include "irontune/v1/value.pb.h"
+
+namespace irontune {
+
+// The per-call values operator `op` (an index into Calls.operators) is
+// written in `call`, by CallValue (member) name: every binding of
+// call.recording() whose op is `op`, evaluated at `*at`, or at call.values()
+// when `at` is null. A member no binding sets is absent.
+// Fails with InvalidArgument naming the binding
+// (`recording.bindings[2].expression: ...`) when an expression does not
+// evaluate, e.g. it names a value `at` lacks.
+absl::StatusOr<CallValues> OpValues(const v1::Timed& call, uint32_t op,
+                                    const CallValues* at = nullptr);
+
+// A share of a call's runs and the operator's per-call values there.
+struct WeightedValues {
+  double weight = 0;
+  CallValues values;
+};
+
+// Where operator `op` (whose definition is `design`, i.e.
+// calls.operators(op)) is timed in `call`. Each of call.points() gives the
+// operator's values (OpValues at the point's values) and a label: the values
+// of its bound members (design.values() with a non-empty `bounds`), in
+// member-name order; a bound member no binding sets labels as absent.
+// Points with equal labels merge: weights summed, the first point's values
+// kept. Where more than one group results they are returned in first-seen
+// order; otherwise (no points, every point alike, or no bound member) the
+// single {1.0, OpValues(call, op)}.
+// Fails as OpValues does, at the first point that fails.
+absl::StatusOr<std::vector<WeightedValues>> OpPoints(
+    const v1::Timed& call, uint32_t op, const v1::Operator& design);
+
+// What operator `op`'s buffers hold in `call`, by the operator's buffer
+// name (design.buffers(i).name()), for every step running `op`. A buffer
+// counts only where its ref covers the whole graph buffer: offset 0, and
+// the operator buffer's bytes (product(shape) * DTypeSize(dtype)) equal to
+// the graph buffer's nbytes, with ref.length 0 or that same size; a view
+// into part of a graph buffer is not the whole content and is left out.
+// The graph buffer must have a Content (the first of that name is used).
+// Where several steps give one operator buffer, the last step's wins.
+// Refs to graph buffers the recording lacks, or beyond design.buffers(),
+// are skipped. Never fails.
+std::map<std::string, std::string> OpInputs(const v1::Timed& call, uint32_t op,
+                                            const v1::Operator& design);
+
+// How many standard errors faster than the recorded setting a setting must
+// be to be taken. One-sided, z = 2.0 leaves about a 2.3% chance (normal
+// errors) that a setting no faster than the recorded one is taken on one
+// trial; docs/search.md ("When a setting gains") says why this value.
+inline constexpr double kGainZ = 2.0;
+
+// One setting of a shape, timed against the setting it was recorded at
+// (v1::Trial in measurement.proto).
+struct Trial {
+  std::vector<v1::Field> tunables;
+  // How much longer its steps take than the recorded setting's; negative is
+  // faster.
+  double delta_us = 0;
+  // The standard error of delta_us; nullopt from one round.
+  std::optional<double> noise_us;
+  // Why it may not replace the recorded setting; empty where it may.
+  std::string refused;
+
+  // Whether it may be taken: admitted (refused empty), faster (delta_us <
+  // 0), its noise known, and faster beyond `z` times that noise
+  // (-delta_us > z * noise_us, strictly).
+  bool Gains(double z = kGainZ) const;
+
+  v1::Trial ToProto() const;
+  static Trial FromProto(const v1::Trial& proto);
+};
+
+// One setting of an operator's tunables: name -> value, in the operator's
+// tunable order.
+using Setting = std::vector<v1::Field>;
+
+// The settings of `found` a coordinate descent tries for tunable `name`
+// from `through`: for each distinct value of `name` among `found`
+// (ValuesEqual; in first-seen order), the setting with that value that
+// differs from `through` in the fewest other tunables (compared by name with
+// ValuesEqual; a tunable `through` lacks counts as differing), the first in
+// `found` on a tie. Where tunables are coupled, a value is reached by moving
+// the others with it. Settings without `name` are ignored.
+std::vector<Setting> Line(const std::vector<Setting>& found,
+                          const Setting& through, const std::string& name);
+
+// The dims a profile entry for `op`'s shape names: those of ShapeDims(op),
+// in that order, that some entry of `covering` names (so the new entry is
+// at least as specific and outranks it), that have no family default, or
+// whose value is off the family default (not ValuesEqual). For a class
+// irontune does not know there are no defaults: every dim is named.
+// `covering` holds the fields (dims, or dims and tunables) of the profile
+// entries that match the shape.
+std::vector<v1::Field> NamedDims(
+    const v1::Operator& op,
+    const std::vector<std::vector<v1::Field>>& covering);
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_DAEMON_TUNE_SEARCH_H_

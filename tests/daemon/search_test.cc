@@ -1,0 +1,422 @@
+#include "daemon/tune/search.h"
+
+#include <google/protobuf/text_format.h>
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "common/profile.h"
+
+namespace irontune {
+namespace {
+
+template <typename T>
+T Parse(const std::string& text) {
+  T out;
+  REQUIRE(google::protobuf::TextFormat::ParseFromString(text, &out));
+  return out;
+}
+
+// Operator 0: a GEMM whose "rows_used" bounds M and whose "pos" bounds
+// nothing; operator 1: an RMSNorm with no bound value. Op 0 runs in two
+// steps: the first reads A whole from "a1", B as the front half of "b", C
+// whole from "c" (which has no content); the second reads A whole from "a2".
+v1::Calls MakeCalls() {
+  return Parse<v1::Calls>(R"pb(
+    format_version: 1
+    operators {
+      class_name: "GEMM"
+      params {
+        name: "M"
+        value { int_value: 8 }
+      }
+      values { name: "rows_used" symbol: "rows" bounds: "M" }
+      values { name: "pos" symbol: "pos" }
+      buffers {
+        name: "A"
+        role: BUFFER_ROLE_IN
+        dtype: DTYPE_BF16
+        shape: [ 4, 8 ]
+      }
+      buffers {
+        name: "B"
+        role: BUFFER_ROLE_IN
+        dtype: DTYPE_BF16
+        shape: [ 8, 4 ]
+      }
+      buffers {
+        name: "C"
+        role: BUFFER_ROLE_OUT
+        dtype: DTYPE_BF16
+        shape: [ 4, 4 ]
+      }
+    }
+    operators {
+      class_name: "RMSNorm"
+      values { name: "pos" symbol: "pos" }
+      buffers {
+        name: "x"
+        role: BUFFER_ROLE_INOUT
+        dtype: DTYPE_BF16
+        shape: [ 32 ]
+      }
+    }
+    calls {
+      recording {
+        name: "decode"
+        values: [ "position", "rows" ]
+        buffers { name: "a1" nbytes: 64 }
+        buffers { name: "a2" nbytes: 64 }
+        buffers { name: "b" nbytes: 128 }
+        buffers { name: "c" nbytes: 32 }
+        buffers { name: "x" nbytes: 64 }
+        steps {
+          op: 0
+          refs { buffer: "a1" }
+          refs { buffer: "b" }
+          refs { buffer: "c" }
+        }
+        steps {
+          op: 1
+          refs { buffer: "x" length: 64 }
+        }
+        steps {
+          op: 0
+          refs { buffer: "a2" offset: 0 length: 64 }
+          refs { buffer: "b" offset: 64 }
+          refs { buffer: "c" }
+        }
+        bindings {
+          op: 0
+          member: "rows_used"
+          expression {
+            binary {
+              op: OP_MIN
+              lhs { value: "rows" }
+              rhs { constant: 8 }
+            }
+          }
+        }
+        bindings {
+          op: 0
+          member: "pos"
+          expression {
+            binary {
+              op: OP_ADD
+              lhs { value: "position" }
+              rhs { constant: 1 }
+            }
+          }
+        }
+        bindings {
+          op: 1
+          member: "pos"
+          expression { value: "position" }
+        }
+      }
+      values { key: "position" value: 5 }
+      values { key: "rows" value: 3 }
+      contents { buffer: "a1" data: "first-a" }
+      contents { buffer: "a2" data: "second-a" }
+      contents { buffer: "b" data: "bee" }
+      contents { buffer: "x" data: "ex" }
+    }
+  )pb");
+}
+
+v1::Point MakePoint(double weight, int64_t position, int64_t rows) {
+  v1::Point p;
+  p.set_weight(weight);
+  (*p.mutable_values())["position"] = position;
+  (*p.mutable_values())["rows"] = rows;
+  return p;
+}
+
+TEST_CASE("OpValues evaluates an operator's bindings", "[search]") {
+  const v1::Calls calls = MakeCalls();
+  const v1::Timed& call = calls.calls(0);
+
+  SECTION("at the call's values") {
+    absl::StatusOr<CallValues> v = OpValues(call, 0);
+    REQUIRE(v.ok());
+    CHECK(*v == CallValues{{"pos", 6}, {"rows_used", 3}});
+    absl::StatusOr<CallValues> w = OpValues(call, 1);
+    REQUIRE(w.ok());
+    CHECK(*w == CallValues{{"pos", 5}});
+  }
+  SECTION("at other values") {
+    const CallValues at = {{"position", 100}, {"rows", 20}};
+    absl::StatusOr<CallValues> v = OpValues(call, 0, &at);
+    REQUIRE(v.ok());
+    CHECK(*v == CallValues{{"pos", 101}, {"rows_used", 8}});
+  }
+  SECTION("an operator no binding sets has no values") {
+    absl::StatusOr<CallValues> v = OpValues(call, 7);
+    REQUIRE(v.ok());
+    CHECK(v->empty());
+  }
+  SECTION("a missing value fails naming the binding") {
+    const CallValues at = {{"position", 1}};
+    absl::StatusOr<CallValues> v = OpValues(call, 0, &at);
+    REQUIRE_FALSE(v.ok());
+    CHECK(v.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK_THAT(std::string(v.status().message()),
+               Catch::Contains("recording.bindings[0].expression"));
+  }
+}
+
+TEST_CASE("OpPoints merges points by the bound values", "[search]") {
+  v1::Calls calls = MakeCalls();
+  v1::Timed& call = *calls.mutable_calls(0);
+
+  SECTION("points with the same bound extent merge") {
+    *call.add_points() = MakePoint(0.5, 5, 3);
+    *call.add_points() = MakePoint(0.25, 2, 12);
+    *call.add_points() = MakePoint(0.25, 9, 3);
+    absl::StatusOr<std::vector<WeightedValues>> points =
+        OpPoints(call, 0, calls.operators(0));
+    REQUIRE(points.ok());
+    REQUIRE(points->size() == 2);
+    CHECK((*points)[0].weight == Approx(0.75));
+    // The first point's values are kept, not the third's (pos 10).
+    CHECK((*points)[0].values == CallValues{{"pos", 6}, {"rows_used", 3}});
+    CHECK((*points)[1].weight == Approx(0.25));
+    CHECK((*points)[1].values == CallValues{{"pos", 3}, {"rows_used", 8}});
+  }
+  SECTION("points that all merge give the call's own values") {
+    *call.add_points() = MakePoint(0.5, 40, 9);
+    *call.add_points() = MakePoint(0.5, 50, 12);
+    absl::StatusOr<std::vector<WeightedValues>> points =
+        OpPoints(call, 0, calls.operators(0));
+    REQUIRE(points.ok());
+    REQUIRE(points->size() == 1);
+    CHECK((*points)[0].weight == 1.0);
+    CHECK((*points)[0].values == CallValues{{"pos", 6}, {"rows_used", 3}});
+  }
+  SECTION("an operator without a bound extent is timed once") {
+    *call.add_points() = MakePoint(0.5, 5, 3);
+    *call.add_points() = MakePoint(0.5, 2, 12);
+    absl::StatusOr<std::vector<WeightedValues>> points =
+        OpPoints(call, 1, calls.operators(1));
+    REQUIRE(points.ok());
+    REQUIRE(points->size() == 1);
+    CHECK((*points)[0].weight == 1.0);
+    CHECK((*points)[0].values == CallValues{{"pos", 5}});
+  }
+  SECTION("no points give the call's values") {
+    absl::StatusOr<std::vector<WeightedValues>> points =
+        OpPoints(call, 0, calls.operators(0));
+    REQUIRE(points.ok());
+    REQUIRE(points->size() == 1);
+    CHECK((*points)[0].values == CallValues{{"pos", 6}, {"rows_used", 3}});
+  }
+  SECTION("a point lacking a value fails") {
+    v1::Point p;
+    p.set_weight(1);
+    (*p.mutable_values())["position"] = 1;
+    *call.add_points() = p;
+    CHECK_FALSE(OpPoints(call, 0, calls.operators(0)).ok());
+  }
+}
+
+TEST_CASE("OpInputs gives whole graph buffers with contents", "[search]") {
+  const v1::Calls calls = MakeCalls();
+  const v1::Timed& call = calls.calls(0);
+
+  // A: whole in both steps, the last step's wins. B: a view into half of
+  // "b" (excluded though "b" has content). C: whole but no content.
+  const std::map<std::string, std::string> inputs =
+      OpInputs(call, 0, calls.operators(0));
+  CHECK(inputs == std::map<std::string, std::string>{{"A", "second-a"}});
+
+  CHECK(OpInputs(call, 1, calls.operators(1)) ==
+        std::map<std::string, std::string>{{"x", "ex"}});
+  CHECK(OpInputs(call, 5, calls.operators(0)).empty());
+}
+
+TEST_CASE("OpInputs leaves out a view into part of a graph buffer",
+          "[search]") {
+  v1::Calls calls = MakeCalls();
+  v1::Recording& rec = *calls.mutable_calls(0)->mutable_recording();
+  rec.mutable_buffers(1)->set_nbytes(128);  // a2 grows: A is its front half
+  CHECK(OpInputs(calls.calls(0), 0, calls.operators(0)) ==
+        std::map<std::string, std::string>{{"A", "first-a"}});
+  rec.mutable_buffers(0)->set_nbytes(128);  // a1 too, and A at its back half
+  rec.mutable_steps(0)->mutable_refs(0)->set_offset(64);
+  CHECK(OpInputs(calls.calls(0), 0, calls.operators(0)).empty());
+}
+
+TEST_CASE("Trial::Gains needs admission and a gain beyond the noise",
+          "[search]") {
+  Trial t;
+  t.delta_us = -10;
+  t.noise_us = 1;
+  CHECK(t.Gains());
+
+  SECTION("refused") {
+    t.refused = "output differs";
+    CHECK_FALSE(t.Gains());
+  }
+  SECTION("no noise") {
+    t.noise_us.reset();
+    CHECK_FALSE(t.Gains());
+  }
+  SECTION("within the noise") {
+    t.noise_us = 5;  // exactly kGainZ * noise: not beyond it
+    CHECK_FALSE(t.Gains());
+    t.noise_us = 4.99;
+    CHECK(t.Gains());
+    CHECK_FALSE(t.Gains(3.0));
+  }
+  SECTION("slower or even") {
+    t.delta_us = 0;
+    t.noise_us = 0;
+    CHECK_FALSE(t.Gains());
+    t.delta_us = 10;
+    CHECK_FALSE(t.Gains());
+  }
+  SECTION("round trip through the proto") {
+    v1::Trial p = t.ToProto();
+    CHECK(p.has_noise_us());
+    Trial back = Trial::FromProto(p);
+    CHECK(back.delta_us == -10);
+    CHECK(back.noise_us == std::optional<double>(1));
+    t.noise_us.reset();
+    CHECK_FALSE(Trial::FromProto(t.ToProto()).noise_us.has_value());
+  }
+}
+
+v1::Field IntField(const std::string& name, int64_t v) {
+  v1::Field f;
+  f.set_name(name);
+  f.mutable_value()->set_int_value(v);
+  return f;
+}
+
+Setting S(int64_t m, int64_t n, int64_t cols) {
+  return {IntField("tile_m", m), IntField("tile_n", n),
+          IntField("num_aie_columns", cols)};
+}
+
+bool Same(const Setting& a, const Setting& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].name() != b[i].name() || !ValuesEqual(a[i].value(), b[i].value()))
+      return false;
+  }
+  return true;
+}
+
+bool SameAll(const std::vector<Setting>& a, const std::vector<Setting>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!Same(a[i], b[i])) return false;
+  }
+  return true;
+}
+
+TEST_CASE("Line tries each value of a tunable, moving the fewest others",
+          "[search]") {
+  const Setting through = S(32, 32, 4);
+
+  SECTION("coupled tunables move together") {
+    // tile_m = 128 exists only with tile_n = 64: reached by moving tile_n.
+    const std::vector<Setting> found = {S(32, 32, 4),  S(64, 64, 8),
+                                        S(64, 32, 4),  S(128, 64, 8),
+                                        S(128, 64, 4), S(64, 64, 4)};
+    CHECK(SameAll(Line(found, through, "tile_m"),
+                  {S(32, 32, 4), S(64, 32, 4), S(128, 64, 4)}));
+  }
+  SECTION("a tie goes to the first in found") {
+    const std::vector<Setting> a = {S(16, 64, 4), S(16, 32, 8)};
+    CHECK(SameAll(Line(a, through, "tile_m"), {S(16, 64, 4)}));
+    const std::vector<Setting> b = {S(16, 32, 8), S(16, 64, 4)};
+    CHECK(SameAll(Line(b, through, "tile_m"), {S(16, 32, 8)}));
+  }
+  SECTION("values in first-seen order, along another tunable") {
+    const std::vector<Setting> found = {S(64, 32, 8), S(32, 32, 2),
+                                        S(32, 32, 8), S(64, 32, 2)};
+    CHECK(SameAll(Line(found, through, "num_aie_columns"),
+                  {S(32, 32, 8), S(32, 32, 2)}));
+  }
+  SECTION("an int and a double are different values") {
+    Setting d = S(32, 32, 4);
+    d[0].mutable_value()->set_double_value(32.0);
+    const std::vector<Setting> found = {S(32, 32, 4), d};
+    CHECK(Line(found, through, "tile_m").size() == 2);
+  }
+  SECTION("nothing found") {
+    CHECK(Line({}, through, "tile_m").empty());
+    CHECK(Line({S(32, 32, 4)}, through, "nope").empty());
+  }
+}
+
+std::vector<std::string> Names(const std::vector<v1::Field>& fields) {
+  std::vector<std::string> out;
+  for (const v1::Field& f : fields) out.push_back(f.name());
+  return out;
+}
+
+TEST_CASE("NamedDims names dims off their default or covered", "[search]") {
+  const v1::Operator gemm = Parse<v1::Operator>(R"pb(
+    class_name: "GEMM"
+    params {
+      name: "M"
+      value { int_value: 256 }
+    }
+    params {
+      name: "K"
+      value { int_value: 2048 }
+    }
+    params {
+      name: "N"
+      value { int_value: 2048 }
+    }
+    params {
+      name: "b_col_maj"
+      value { bool_value: true }
+    }
+    params {
+      name: "dtype_in"
+      value { string_value: "bf16" }
+    }
+  )pb");
+
+  SECTION("defaults are left out") {
+    CHECK(Names(NamedDims(gemm, {})) ==
+          std::vector<std::string>{"M", "K", "N", "b_col_maj"});
+    const std::vector<v1::Field> named = NamedDims(gemm, {});
+    CHECK(named[3].value().bool_value());
+  }
+  SECTION("a dim a covering entry names is named, even at its default") {
+    v1::Field dtype;
+    dtype.set_name("dtype_in");
+    dtype.mutable_value()->set_string_value("bf16");
+    v1::Field c;
+    c.set_name("c_col_maj");
+    c.mutable_value()->set_bool_value(false);
+    CHECK(Names(NamedDims(gemm, {{IntField("M", 256), dtype},
+                                 {IntField("tile_m", 64), c}})) ==
+          std::vector<std::string>{"M", "K", "N", "b_col_maj", "c_col_maj",
+                                   "dtype_in"});
+  }
+  SECTION("an unknown class names every dim") {
+    const v1::Operator foo = Parse<v1::Operator>(R"pb(
+      class_name: "Foo"
+      params {
+        name: "x"
+        value { int_value: 1 }
+        default_value { int_value: 1 }
+      }
+      params {
+        name: "y"
+        value { bool_value: false }
+      }
+    )pb");
+    CHECK(Names(NamedDims(foo, {})) == std::vector<std::string>{"x", "y"});
+  }
+}
+
+}  // namespace
+}  // namespace irontune
