@@ -17,8 +17,9 @@ uint64_t InputSeed(uint64_t seed, int step, int op_buffer);
 
 // `nbytes` bytes of values of `dtype` drawn from `seed`: floats uniform in
 // in (-1, 1) with magnitudes of at least 2^-7
-// (bf16) or 2^-4 (f16), f32 uniform in [-1, 1); integers small (within [-8, 8] or [0, 16]). A trailing partial
-// element is zero. Deterministic for a given (dtype, nbytes, seed).
+// (bf16) or 2^-4 (f16), f32 uniform in [-1, 1); integers small (within [-8, 8]
+// or [0, 16]). A trailing partial element is zero. Deterministic for a given
+// (dtype, nbytes, seed).
 std::string SeededInput(v1::DType dtype, uint64_t nbytes, uint64_t seed);
 
 }  // namespace irontune
