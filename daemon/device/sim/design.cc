@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/recording.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
@@ -143,26 +144,7 @@ absl::StatusOr<SimDesign> DecodeSimDesign(std::string_view payload) {
   return design;
 }
 
-int DTypeBytes(v1::DType dtype) {
-  switch (dtype) {
-    case v1::DTYPE_I8:
-    case v1::DTYPE_U8:
-      return 1;
-    case v1::DTYPE_BF16:
-    case v1::DTYPE_F16:
-    case v1::DTYPE_I16:
-    case v1::DTYPE_U16:
-      return 2;
-    case v1::DTYPE_F32:
-    case v1::DTYPE_I32:
-    case v1::DTYPE_U32:
-      return 4;
-    case v1::DTYPE_I64:
-      return 8;
-    default:
-      return 0;
-  }
-}
+int DTypeBytes(v1::DType dtype) { return static_cast<int>(DTypeSize(dtype)); }
 
 std::optional<uint64_t> BufferBytes(const v1::Buffer& buffer) {
   constexpr uint64_t kLimit = uint64_t{1} << 62;
