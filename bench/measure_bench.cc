@@ -18,18 +18,13 @@
 #include <vector>
 
 #include "common/stats.h"
+#include "common/value.h"
 #include "daemon/build/sim_builder.h"
 #include "daemon/device/sim/sim_device.h"
 #include "daemon/tune/measure.h"
 
 namespace irontune {
 namespace {
-
-v1::Value Int(int64_t v) {
-  v1::Value out;
-  out.set_int_value(v);
-  return out;
-}
 
 void AddBuffer(v1::Operator& op, const char* name, v1::BufferRole role,
                std::vector<uint64_t> shape) {
@@ -50,12 +45,12 @@ v1::Operator Op(const char* cls,
   for (auto [n, v] : params) {
     v1::Param* p = op.add_params();
     p->set_name(n);
-    *p->mutable_value() = Int(v);
+    *p->mutable_value() = IntValue(v);
   }
   for (auto [n, v] : tunables) {
     v1::Tunable* t = op.add_tunables();
     t->set_name(n);
-    *t->mutable_value() = Int(v);
+    *t->mutable_value() = IntValue(v);
   }
   return op;
 }

@@ -2,24 +2,11 @@
 
 #include <algorithm>
 
+#include "common/value.h"
+
 namespace irontune {
 namespace {
 
-v1::Value Int(int64_t v) {
-  v1::Value out;
-  out.set_int_value(v);
-  return out;
-}
-v1::Value Bool(bool v) {
-  v1::Value out;
-  out.set_bool_value(v);
-  return out;
-}
-v1::Value Str(std::string v) {
-  v1::Value out;
-  out.set_string_value(std::move(v));
-  return out;
-}
 Dim Required(std::string name) { return Dim{std::move(name), v1::Value()}; }
 Dim Default(std::string name, v1::Value v) {
   return Dim{std::move(name), std::move(v)};
@@ -30,16 +17,18 @@ std::vector<Family> MakeFamilies() {
   return {
       {"GEMM",
        {Required("M"), Required("K"), Required("N"),
-        Default("b_col_maj", Bool(false)), Default("c_col_maj", Bool(false)),
-        Default("dtype_in", Str("bf16")), Default("dtype_out", Str("bf16"))},
+        Default("b_col_maj", BoolValue(false)),
+        Default("c_col_maj", BoolValue(false)),
+        Default("dtype_in", StringValue("bf16")),
+        Default("dtype_out", StringValue("bf16"))},
        {"tile_m", "tile_k", "tile_n", "num_aie_columns"}},
       {"GEMV",
-       {Required("M"), Required("K"), Default("num_batches", Int(1))},
+       {Required("M"), Required("K"), Default("num_batches", IntValue(1))},
        {"num_aie_columns", "tile_size_input", "tile_size_output",
         "kernel_vector_size"}},
       {"RMSNorm",
-       {Required("rows"), Default("batch", Int(1)),
-        Default("weighted", Bool(false))},
+       {Required("rows"), Default("batch", IntValue(1)),
+        Default("weighted", BoolValue(false))},
        sized},
       {"Softmax", {Required("rows"), Required("cols")}, sized},
       {"ElementwiseAdd", {Required("size")}, sized},

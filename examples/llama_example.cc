@@ -15,6 +15,7 @@
 #include "common/contexts.h"
 #include "common/families.h"
 #include "common/status_macros.h"
+#include "common/value.h"
 #include "google/protobuf/util/message_differencer.h"
 
 namespace irontune::examples {
@@ -31,24 +32,6 @@ constexpr int64_t kDecodePosition = 255;
 
 // ---------------------------------------------------------------------------
 // Values and expressions
-
-v1::Value Int(int64_t v) {
-  v1::Value out;
-  out.set_int_value(v);
-  return out;
-}
-
-v1::Value Bool(bool v) {
-  v1::Value out;
-  out.set_bool_value(v);
-  return out;
-}
-
-v1::Value Str(std::string v) {
-  v1::Value out;
-  out.set_string_value(std::move(v));
-  return out;
-}
 
 v1::Expression Named(std::string name) {
   v1::Expression out;
@@ -156,8 +139,8 @@ class OperatorBuilder {
                            const std::vector<int64_t>& domain) {
     v1::Tunable* tunable = op_.add_tunables();
     tunable->set_name(name);
-    *tunable->mutable_value() = Int(recorded);
-    for (int64_t v : domain) *tunable->add_domain() = Int(v);
+    *tunable->mutable_value() = IntValue(recorded);
+    for (int64_t v : domain) *tunable->add_domain() = IntValue(v);
     return *this;
   }
 
@@ -222,9 +205,9 @@ constexpr v1::DType kBf16 = v1::DTYPE_BF16;
 // Rows normalised (each `rows` wide), `batch` of them, times a weight row.
 v1::Operator RmsNorm(int64_t rows, int64_t batch) {
   return OperatorBuilder("RMSNorm")
-      .Param("rows", Int(rows))
-      .Param("batch", Int(batch))
-      .Param("weighted", Bool(true))
+      .Param("rows", IntValue(rows))
+      .Param("batch", IntValue(batch))
+      .Param("weighted", BoolValue(true))
       // profiles/npu2.json: RMSNorm weighted rows=2048.
       .Tunable("tile_size", 2048, kTileSizes)
       .Tunable("num_aie_columns", 8, kColumns)
@@ -252,9 +235,9 @@ GemvTiles GemvTilesFor(int64_t m, int64_t k) {
 v1::Operator Gemv(int64_t m, int64_t k) {
   const GemvTiles t = GemvTilesFor(m, k);
   return OperatorBuilder("GEMV")
-      .Param("M", Int(m))
-      .Param("K", Int(k))
-      .Param("num_batches", Int(1))
+      .Param("M", IntValue(m))
+      .Param("K", IntValue(k))
+      .Param("num_batches", IntValue(1))
       .Tunable("num_aie_columns", t.columns, kColumns)
       .Tunable("tile_size_input", t.tile_input, kGemvTileInput)
       .Tunable("tile_size_output", t.tile_output, kGemvTileOutput)
@@ -286,13 +269,13 @@ GemmTiles GemmTilesFor(int64_t k, int64_t n) {
 v1::Operator Gemm(int64_t m, int64_t k, int64_t n) {
   const GemmTiles t = GemmTilesFor(k, n);
   return OperatorBuilder("GEMM")
-      .Param("M", Int(m))
-      .Param("K", Int(k))
-      .Param("N", Int(n))
-      .Param("b_col_maj", Bool(true))
-      .Param("c_col_maj", Bool(false))
-      .Param("dtype_in", Str("bf16"))
-      .Param("dtype_out", Str("bf16"))
+      .Param("M", IntValue(m))
+      .Param("K", IntValue(k))
+      .Param("N", IntValue(n))
+      .Param("b_col_maj", BoolValue(true))
+      .Param("c_col_maj", BoolValue(false))
+      .Param("dtype_in", StringValue("bf16"))
+      .Param("dtype_out", StringValue("bf16"))
       .Tunable("tile_m", t.m, kGemmTileMN)
       .Tunable("tile_k", t.k, kGemmTileK)
       .Tunable("tile_n", t.n, kGemmTileMN)
@@ -320,7 +303,7 @@ SizedTiles SizedTilesFor(int64_t size) {
 v1::Operator Elementwise(const std::string& class_name, int64_t size) {
   const SizedTiles t = SizedTilesFor(size);
   return OperatorBuilder(class_name)
-      .Param("size", Int(size))
+      .Param("size", IntValue(size))
       .Tunable("tile_size", t.tile_size, kTileSizes)
       .Tunable("num_aie_columns", t.columns, kColumns)
       .In("a", kBf16, {size}, {"size"})
@@ -333,7 +316,7 @@ v1::Operator Elementwise(const std::string& class_name, int64_t size) {
 v1::Operator Silu(int64_t size) {
   const SizedTiles t = SizedTilesFor(size);
   return OperatorBuilder("SiLU")
-      .Param("size", Int(size))
+      .Param("size", IntValue(size))
       .Tunable("tile_size", t.tile_size, kTileSizes)
       .Tunable("num_aie_columns", t.columns, kColumns)
       .In("x", kBf16, {size}, {"size"})
@@ -349,9 +332,9 @@ v1::Operator Rope(int64_t rows, int64_t num_heads) {
   // two rows a tile (a 32-head row is 4 KiB; in and out double-buffered).
   const bool one_row = rows == 1;
   return OperatorBuilder("RoPE")
-      .Param("rows", Int(rows))
-      .Param("num_heads", Int(num_heads))
-      .Param("head_dim", Int(kHeadDim))
+      .Param("rows", IntValue(rows))
+      .Param("num_heads", IntValue(num_heads))
+      .Param("head_dim", IntValue(kHeadDim))
       .Tunable("tile_rows", one_row ? 1 : 2, kRopeTileRows)
       .Tunable("num_aie_columns", one_row ? 1 : 8, kColumns)
       .In("x", kBf16, {rows, num_heads, kHeadDim},
@@ -369,10 +352,10 @@ v1::Operator Rope(int64_t rows, int64_t num_heads) {
 // rows of a layer's KV cache (`seq_pad` rows long).
 v1::Operator Mha(int64_t q_rows) {
   return OperatorBuilder("MHA")
-      .Param("num_heads", Int(kHeads))
-      .Param("num_KV_heads", Int(kKvHeads))
-      .Param("d", Int(kHeadDim))
-      .Param("seq_pad", Int(kContext))
+      .Param("num_heads", IntValue(kHeads))
+      .Param("num_KV_heads", IntValue(kKvHeads))
+      .Param("d", IntValue(kHeadDim))
+      .Param("seq_pad", IntValue(kContext))
       .Tunable("num_pipelines", 8, kPipelines)  // profiles/npu2.json
       .In("q", kBf16, {q_rows, kHeads, kHeadDim}, {"", "num_heads", "d"})
       .In("k", kBf16, {kContext, kKvHeads, kHeadDim},
@@ -388,8 +371,8 @@ v1::Operator Mha(int64_t q_rows) {
 // Draws a token from the logits at the draw row's temperature and top-k.
 v1::Operator Sample() {
   return OperatorBuilder("Sample")
-      .Param("vocab", Int(kVocab))
-      .Param("k_max", Int(kTopK))
+      .Param("vocab", IntValue(kVocab))
+      .Param("k_max", IntValue(kTopK))
       .Tunable("tile_size", 1024, kTileSizes)
       .Tunable("num_aie_columns", 8, kColumns)
       .In("logits", kBf16, {kVocab}, {"vocab"})

@@ -5,18 +5,13 @@
 #include <set>
 
 #include "common/stats.h"
+#include "common/value.h"
 #include "daemon/build/sim_builder.h"
 #include "daemon/device/sim/sim_device.h"
 #include "daemon/tune/cache.h"
 
 namespace irontune {
 namespace {
-
-v1::Value Int(int64_t v) {
-  v1::Value out;
-  out.set_int_value(v);
-  return out;
-}
 
 void AddBuffer(v1::Operator& op, const std::string& name, v1::BufferRole role,
                std::vector<uint64_t> shape) {
@@ -38,7 +33,7 @@ v1::Operator Gemm(int64_t m, int64_t k, int64_t n, int64_t tile_m,
        {std::pair<const char*, int64_t>{"M", m}, {"K", k}, {"N", n}}) {
     v1::Param* p = op.add_params();
     p->set_name(name);
-    *p->mutable_value() = Int(value);
+    *p->mutable_value() = IntValue(value);
   }
   for (auto [name, value] : {std::pair<const char*, int64_t>{"tile_m", tile_m},
                              {"tile_k", tile_k},
@@ -46,7 +41,7 @@ v1::Operator Gemm(int64_t m, int64_t k, int64_t n, int64_t tile_m,
                              {"num_aie_columns", columns}}) {
     v1::Tunable* t = op.add_tunables();
     t->set_name(name);
-    *t->mutable_value() = Int(value);
+    *t->mutable_value() = IntValue(value);
   }
   AddBuffer(op, "A", v1::BUFFER_ROLE_IN, {uint64_t(m), uint64_t(k)});
   AddBuffer(op, "B", v1::BUFFER_ROLE_IN, {uint64_t(k), uint64_t(n)});
