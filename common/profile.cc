@@ -526,26 +526,6 @@ bool IsKnownTunable(std::string_view class_name, std::string_view key) {
                                   std::numeric_limits<size_t>::max();
 }
 
-bool ValuesEqual(const v1::Value& a, const v1::Value& b) {
-  if (a.kind_case() != b.kind_case()) return false;
-  switch (a.kind_case()) {
-    case v1::Value::kIntValue:
-      return a.int_value() == b.int_value();
-    case v1::Value::kBoolValue:
-      return a.bool_value() == b.bool_value();
-    case v1::Value::kStringValue:
-      return a.string_value() == b.string_value();
-    case v1::Value::kDoubleValue: {
-      const double da = a.double_value();
-      const double db = b.double_value();
-      return std::memcmp(&da, &db, sizeof(double)) == 0;
-    }
-    case v1::Value::KIND_NOT_SET:
-      return true;
-  }
-  return false;
-}
-
 std::string ValueToString(const v1::Value& v) {
   std::string out;
   AppendValue(v, &out);

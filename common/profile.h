@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/value.h"
 #include "irontune/v1/profile.pb.h"
 
 namespace irontune {
@@ -29,10 +30,6 @@ using TunableClassifier =
 
 // Whether `key` is a tunable of `class_name` according to the registry.
 bool IsKnownTunable(std::string_view class_name, std::string_view key);
-
-// Equality of two values, exact (ints, bools, strings, doubles bit for
-// bit); an int and a double are never equal.
-bool ValuesEqual(const v1::Value& a, const v1::Value& b);
 
 // A JSON-ish rendering: 64, true, "bf16", 0.5. A double always has a '.' or
 // an exponent (64.0, 1e+300) and reads back bit for bit; strings are

@@ -18,6 +18,7 @@
 #include "common/expression.h"
 #include "common/recording.h"
 #include "common/status_macros.h"
+#include "common/value.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 
@@ -45,23 +46,6 @@ std::string Quote(absl::string_view name) {
 
 bool IsSet(const v1::Value& value) {
   return value.kind_case() != v1::Value::KIND_NOT_SET;
-}
-
-bool SameValue(const v1::Value& a, const v1::Value& b) {
-  if (a.kind_case() != b.kind_case()) return false;
-  switch (a.kind_case()) {
-    case v1::Value::kIntValue:
-      return a.int_value() == b.int_value();
-    case v1::Value::kBoolValue:
-      return a.bool_value() == b.bool_value();
-    case v1::Value::kStringValue:
-      return a.string_value() == b.string_value();
-    case v1::Value::kDoubleValue:
-      return a.double_value() == b.double_value();
-    case v1::Value::KIND_NOT_SET:
-      return true;
-  }
-  return false;
 }
 
 absl::Status CheckCount(int count, int limit, absl::string_view path,
@@ -339,7 +323,7 @@ class Validator {
       if (!IsSet(tunable.domain(k))) {
         return Invalid(p, ".domain[", k, "]: unset");
       }
-      found = found || SameValue(tunable.domain(k), tunable.value());
+      found = found || ValuesEqual(tunable.domain(k), tunable.value());
     }
     if (!found) {
       return Invalid(p, ".value: ", tunable.value().ShortDebugString(),

@@ -1,6 +1,6 @@
-// Makers for v1::Value, the scalar of params, tunables and profile entries.
-// Comparison and rendering live in common/profile.h (ValuesEqual,
-// ValueToString).
+// v1::Value, the scalar of params, tunables and profile entries: makers and
+// equality. Rendering lives in common/profile.h (ValueToString), beside the
+// JSON it follows.
 #ifndef IRONTUNE_COMMON_VALUE_H_
 #define IRONTUNE_COMMON_VALUE_H_
 
@@ -34,6 +34,10 @@ inline v1::Value DoubleValue(double v) {
   out.set_double_value(v);
   return out;
 }
+
+// Equality of two values, exact (ints, bools, strings, doubles bit for
+// bit); an int and a double are never equal; two unset values are equal.
+bool ValuesEqual(const v1::Value& a, const v1::Value& b);
 
 }  // namespace irontune
 
