@@ -10,7 +10,6 @@
 #include <cmath>
 #include <compare>
 #include <cstdint>
-#include <cstring>
 #include <fstream>
 #include <limits>
 #include <map>
