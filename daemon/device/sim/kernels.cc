@@ -263,25 +263,33 @@ bool Gemm(const OpView& op, const std::vector<StepBuffer>& ins,
   const int64_t used = op.Extent("M", m);
   Out c(bufs[r.out[0]]);
   const int64_t rows = SampledRows(used, k * n, kMaxGemmRows);
-  std::vector<float> acc(n), part(n);
-  for (int64_t j = 0; j < rows; ++j) {
-    const int64_t i = SampleRow(j, rows, used);
-    std::fill(acc.begin(), acc.end(), 0.0f);
-    for (int64_t k0 = 0; k0 < k; k0 += tk) {
-      std::fill(part.begin(), part.end(), 0.0f);
-      const int64_t k1 = std::min(k, k0 + tk);
-      for (int64_t kk = k0; kk < k1; ++kk) {
-        const float av = a[i * k + kk];
-        for (int64_t col = 0; col < n; ++col) {
-          part[col] += av * b[b_col ? col * k + kk : kk * n + col];
-        }
+  // All sampled rows advance together, so each row of B is decoded once;
+  // every output element still sums its K chunk in ascending order.
+  std::vector<int64_t> sample(rows);
+  for (int64_t j = 0; j < rows; ++j) sample[j] = SampleRow(j, rows, used);
+  std::vector<float> acc(rows * n, 0.0f), part(rows * n), brow(n);
+  for (int64_t k0 = 0; k0 < k; k0 += tk) {
+    std::fill(part.begin(), part.end(), 0.0f);
+    const int64_t k1 = std::min(k, k0 + tk);
+    for (int64_t kk = k0; kk < k1; ++kk) {
+      for (int64_t col = 0; col < n; ++col) {
+        brow[col] = b[b_col ? col * k + kk : kk * n + col];
       }
-      // The C tile is held at the output's precision between K chunks.
-      for (int64_t col = 0; col < n; ++col)
-        acc[col] = c.Round(acc[col] + part[col]);
+      for (int64_t j = 0; j < rows; ++j) {
+        const float av = a[sample[j] * k + kk];
+        float* __restrict p = part.data() + j * n;
+        const float* __restrict bv = brow.data();
+        for (int64_t col = 0; col < n; ++col) p[col] += av * bv[col];
+      }
     }
-    for (int64_t col = 0; col < n; ++col)
-      c.Set(c_col ? col * m + i : i * n + col, acc[col]);
+    // The C tile is held at the output's precision between K chunks.
+    for (int64_t e = 0; e < rows * n; ++e) acc[e] = c.Round(acc[e] + part[e]);
+  }
+  for (int64_t j = 0; j < rows; ++j) {
+    const int64_t i = sample[j];
+    for (int64_t col = 0; col < n; ++col) {
+      c.Set(c_col ? col * m + i : i * n + col, acc[j * n + col]);
+    }
   }
   return true;
 }
