@@ -131,10 +131,10 @@ TEST_CASE("GEMM constraints, rule by rule", "[families]") {
   CHECK(ConstraintViolation(Gemm(256, 256, 256, 64, 64, 8, 1), "npu2", 8) ==
         "tile_n 8 is not a multiple of 2t = 16 (npu2 MAC shape (4, 8, 8))");
   // L1: 2 * (128*128*2) * 3 + stack > 64 KiB.
-  CHECK_THAT(ConstraintViolation(Gemm(512, 512, 512, 128, 128, 128, 1),
-                                 "npu2", 8),
-             Catch::StartsWith("L1: 2 A + 2 B + 2 C tiles + 3.3 KiB stack "
-                               "need 195.3 KiB of 64.0 KiB"));
+  CHECK_THAT(
+      ConstraintViolation(Gemm(512, 512, 512, 128, 128, 128, 1), "npu2", 8),
+      Catch::StartsWith("L1: 2 A + 2 B + 2 C tiles + 3.3 KiB stack "
+                        "need 195.3 KiB of 64.0 KiB"));
   // 64 x 128 x 64 bf16: 2*16 + 2*16 + 2*8 KiB + stack = 83.3 KiB.
   CHECK_THAT(
       ConstraintViolation(Gemm(256, 256, 256, 64, 128, 64, 1), "npu2", 8),
