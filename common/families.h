@@ -1,15 +1,21 @@
 // The operator families irontune knows: IRON's classes, with the params that
-// name a profile entry (dims) and the tunables a profile sets. Facts from
-// ../shared/NPU_FACTS.md ("IRON operators and profiles").
+// name a profile entry (dims), the tunables a profile sets, their domains per
+// NPU generation and the constraints a setting must satisfy to resolve on a
+// device. Facts from ../shared/NPU_FACTS.md ("IRON operators and profiles",
+// "Memory and DMA"); checks NPU_FACTS only implies are marked [inferred] in
+// families.cc. The CPU reference that judges outputs is common/reference.h.
 //
 // Immutable after construction; every function is thread-safe.
 #ifndef IRONTUNE_COMMON_FAMILIES_H_
 #define IRONTUNE_COMMON_FAMILIES_H_
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "irontune/v1/recording.pb.h"
 #include "irontune/v1/value.pb.h"
 
 namespace irontune {
@@ -32,6 +38,52 @@ const Family* FindFamily(std::string_view class_name);
 
 // Every known family, in a fixed order.
 const std::vector<Family>& AllFamilies();
+
+// NPU_FACTS.md "Memory and DMA": a core's L1 and the stack kept within it.
+inline constexpr int64_t kL1Bytes = 64 * 1024;
+inline constexpr int64_t kL1StackBytes = 3380;  // ~3.3 KiB
+// Core rows per column, both generations (NPU_FACTS.md "The devices").
+inline constexpr int64_t kCoreRows = 4;
+// GEMM's L1 holds 2 A + 2 B + 1 or 2 C tiles; irontune counts 2 C tiles
+// (output double-buffered), the stricter reading.
+inline constexpr int kGemmCTiles = 2;
+
+// A kernel's MAC shape (r, s, t): a tile_m x tile_k x tile_n tile is
+// computed in r x s x t blocks.
+struct MacShape {
+  int r = 4;
+  int s = 8;
+  int t = 4;
+};
+
+// The bf16 GEMM MAC shape of `generation`: npu1 (4, 8, 4) (NPU_FACTS.md
+// "GEMM"), npu2 (4, 8, 8) [inferred]; nullopt for another generation.
+std::optional<MacShape> Bf16MacShape(std::string_view generation);
+
+// Element bytes of a dtype param's name ("bf16", "i8", "f32", ...); 2 for
+// an unknown name (bf16 is IRON's default, NPU_FACTS.md "GEMM").
+int DTypeNameBytes(std::string_view name);
+
+// The values the search may try for `tunable` of `family` on an NPU of
+// `generation` ("npu1": 4 columns, "npu2": 8), in ascending order; empty
+// when the registry has none (an unknown tunable or generation): the
+// recording's domain applies then. Domains may hold values a shape's
+// constraints refuse; ConstraintViolation prunes those.
+std::vector<v1::Value> FamilyDomain(const Family& family,
+                                    std::string_view tunable,
+                                    std::string_view generation);
+
+// Why `op`, at its tunables' values, cannot resolve on an NPU of
+// `generation` with `columns` usable columns, as a sentence a person can
+// act on (e.g. "K 96 is not a multiple of tile_k = 64"); empty when it can.
+// A tunable the operator lacks takes IRON's default (GEMM tiles 64, every
+// column). Checks divisibility, MAC-shape multiples (npu1/npu2 only), the
+// L1 budget, columns and positivity; not the device's physical transfer
+// limits (memtile, shim descriptors), which its builder checks. For an
+// unknown class only num_aie_columns <= columns, when present. Extents are
+// the params' full values (a design is built for the whole extent).
+std::string ConstraintViolation(const v1::Operator& op,
+                                std::string_view generation, int columns);
 
 }  // namespace irontune
 

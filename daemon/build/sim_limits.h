@@ -1,6 +1,7 @@
-// What the simulated NPU's designs must satisfy: the per-family checks the
-// SimBuilder applies before building (L1 and memtile capacity, shim
-// descriptor limits, divisibility, MAC shapes, columns). Facts from
+// What the simulated NPU's designs must satisfy before the SimBuilder builds
+// them: the families' constraints (common/families.h ConstraintViolation:
+// divisibility, MAC shapes, L1, columns), then the sim's physical transfer
+// limits (GEMM memtile capacity, shim descriptors). Facts from
 // ../shared/NPU_FACTS.md ("Memory and DMA", "IRON operators and profiles");
 // checks NPU_FACTS only implies are marked [inferred] in sim_limits.cc and
 // docs/simulated-npu.md.

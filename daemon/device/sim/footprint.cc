@@ -1,20 +1,6 @@
 #include "daemon/device/sim/footprint.h"
 
-#include "absl/strings/ascii.h"
-
 namespace irontune::sim {
-
-int DTypeNameBytes(std::string_view name) {
-  std::string lower = absl::AsciiStrToLower(AsAbsl(name));
-  if (lower == "i8" || lower == "int8" || lower == "u8" || lower == "uint8") {
-    return 1;
-  }
-  if (lower == "f32" || lower == "float32" || lower == "i32" ||
-      lower == "int32") {
-    return 4;
-  }
-  return 2;
-}
 
 GemmShape ReadGemm(const OpView& op, int platform_columns) {
   GemmShape g;

@@ -7,13 +7,15 @@
 #include <cstdint>
 #include <string_view>
 
+#include "common/families.h"
 #include "daemon/device/sim/design.h"
 
 namespace irontune::sim {
 
-// Element bytes of a dtype param's name ("bf16", "i8", "f32", ...); 2 for
-// an unknown name (bf16 is IRON's default, NPU_FACTS.md "GEMM").
-int DTypeNameBytes(std::string_view name);
+// DTypeNameBytes and kGemmCTiles (the L1 budget's C tiles) are
+// common/families.h's.
+using ::irontune::DTypeNameBytes;
+using ::irontune::kGemmCTiles;
 
 struct GemmShape {
   int64_t m = 0, k = 0, n = 0;
@@ -28,9 +30,7 @@ struct GemmShape {
 GemmShape ReadGemm(const OpView& op, int platform_columns);
 
 // NPU_FACTS.md "Memory and DMA": a GEMM tile's L1 budget is 2 A tiles +
-// 2 B tiles + 1 or 2 C tiles + ~3.3 KiB of stack. The sim counts 2 C tiles
-// (output double-buffered).
-inline constexpr int kGemmCTiles = 2;
+// 2 B tiles + kGemmCTiles C tiles + ~3.3 KiB of stack.
 int64_t GemmL1Bytes(const GemmShape& g, int stack_bytes);
 // Per column memtile: 4 rows' A tiles and one B tile, each double-buffered,
 // plus 4 C tiles on their way out, double-buffered [inferred from IRON's

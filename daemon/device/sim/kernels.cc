@@ -1,13 +1,13 @@
 #include "daemon/device/sim/kernels.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "common/numeric.h"
 
 namespace irontune::sim {
 namespace {
@@ -15,64 +15,6 @@ namespace {
 // RoPE's default theta: Llama 3.2 1B (NPU_FACTS.md "A real model's shapes").
 constexpr double kRopeTheta = 500000;
 constexpr double kRmsNormEps = 1e-6;
-
-float F16ToFloat(uint16_t bits) {
-  const uint32_t sign = (bits >> 15) & 1, exp = (bits >> 10) & 0x1f,
-                 mant = bits & 0x3ff;
-  float magnitude;
-  if (exp == 0) {
-    magnitude = std::ldexp(static_cast<float>(mant), -24);
-  } else if (exp == 31) {
-    magnitude = mant ? std::numeric_limits<float>::quiet_NaN()
-                     : std::numeric_limits<float>::infinity();
-  } else {
-    magnitude = std::ldexp(static_cast<float>(mant | 0x400),
-                           static_cast<int>(exp) - 25);
-  }
-  return sign ? -magnitude : magnitude;
-}
-
-uint16_t FloatToF16(float value) {
-  const uint16_t sign = std::signbit(value) ? 0x8000 : 0;
-  float a = std::fabs(value);
-  if (std::isnan(a)) return sign | 0x7e00;
-  if (a >= 65520.0f) return sign | 0x7c00;
-  if (a < std::ldexp(1.0f, -14)) {  // subnormal: units of 2^-24
-    return sign | static_cast<uint16_t>(std::nearbyint(std::ldexp(a, 24)));
-  }
-  int e;
-  float m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
-  uint32_t mant =
-      static_cast<uint32_t>(std::nearbyint(std::ldexp(m, 11)));  // 11 bits
-  if (mant == 2048) {
-    mant = 1024;
-    ++e;
-  }
-  const int biased = e - 1 + 15;
-  if (biased >= 31) return sign | 0x7c00;
-  return sign | static_cast<uint16_t>((biased << 10) | (mant & 0x3ff));
-}
-
-template <typename T>
-T LoadAs(const char* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
-
-template <typename T>
-void StoreAs(char* p, T v) {
-  std::memcpy(p, &v, sizeof(T));
-}
-
-template <typename T>
-T SaturateInt(float v) {
-  if (std::isnan(v)) return 0;
-  const double r = std::nearbyint(static_cast<double>(v));
-  const double lo = static_cast<double>(std::numeric_limits<T>::min());
-  const double hi = static_cast<double>(std::numeric_limits<T>::max());
-  return static_cast<T>(std::clamp(r, lo, hi));
-}
 
 bool Supported(v1::DType dtype) { return DTypeBytes(dtype) > 0; }
 
@@ -88,32 +30,7 @@ class In {
   uint64_t size() const { return size_; }
   bool written() const { return data_ != nullptr; }
   float operator[](uint64_t i) const {
-    if (data_ == nullptr) return 0;
-    const char* p = data_ + i * width_;
-    switch (dtype_) {
-      case v1::DTYPE_BF16:
-        return Bf16ToFloat(LoadAs<uint16_t>(p));
-      case v1::DTYPE_F16:
-        return F16ToFloat(LoadAs<uint16_t>(p));
-      case v1::DTYPE_F32:
-        return LoadAs<float>(p);
-      case v1::DTYPE_I8:
-        return LoadAs<int8_t>(p);
-      case v1::DTYPE_U8:
-        return LoadAs<uint8_t>(p);
-      case v1::DTYPE_I16:
-        return LoadAs<int16_t>(p);
-      case v1::DTYPE_U16:
-        return LoadAs<uint16_t>(p);
-      case v1::DTYPE_I32:
-        return static_cast<float>(LoadAs<int32_t>(p));
-      case v1::DTYPE_U32:
-        return static_cast<float>(LoadAs<uint32_t>(p));
-      case v1::DTYPE_I64:
-        return static_cast<float>(LoadAs<int64_t>(p));
-      default:
-        return 0;
-    }
+    return data_ == nullptr ? 0 : LoadElement(dtype_, data_, i);
   }
 
  private:
@@ -135,43 +52,8 @@ class Out {
 
   uint64_t size() const { return size_; }
   // `v` at the output's precision.
-  float Round(float v) const {
-    switch (dtype_) {
-      case v1::DTYPE_BF16:
-        return Bf16ToFloat(FloatToBf16(v));
-      case v1::DTYPE_F16:
-        return F16ToFloat(FloatToF16(v));
-      default:
-        return v;
-    }
-  }
-  void Set(uint64_t i, float v) {
-    char* p = data_ + i * width_;
-    switch (dtype_) {
-      case v1::DTYPE_BF16:
-        return StoreAs(p, FloatToBf16(v));
-      case v1::DTYPE_F16:
-        return StoreAs(p, FloatToF16(v));
-      case v1::DTYPE_F32:
-        return StoreAs(p, v);
-      case v1::DTYPE_I8:
-        return StoreAs(p, SaturateInt<int8_t>(v));
-      case v1::DTYPE_U8:
-        return StoreAs(p, SaturateInt<uint8_t>(v));
-      case v1::DTYPE_I16:
-        return StoreAs(p, SaturateInt<int16_t>(v));
-      case v1::DTYPE_U16:
-        return StoreAs(p, SaturateInt<uint16_t>(v));
-      case v1::DTYPE_I32:
-        return StoreAs(p, SaturateInt<int32_t>(v));
-      case v1::DTYPE_U32:
-        return StoreAs(p, SaturateInt<uint32_t>(v));
-      case v1::DTYPE_I64:
-        return StoreAs(p, SaturateInt<int64_t>(v));
-      default:
-        return;
-    }
-  }
+  float Round(float v) const { return RoundTo(dtype_, v); }
+  void Set(uint64_t i, float v) { StoreElement(dtype_, data_, i, v); }
 
  private:
   v1::DType dtype_;
@@ -179,18 +61,6 @@ class Out {
   char* data_ = nullptr;
   uint64_t size_ = 0;
 };
-
-// How many of `rows` rows to compute when each costs `work_per_row`.
-int64_t SampledRows(int64_t rows, int64_t work_per_row, int64_t cap) {
-  const int64_t by_budget = std::max<int64_t>(
-      1, kSampleWorkBudget / std::max<int64_t>(work_per_row, 1));
-  return std::clamp<int64_t>(std::min(by_budget, cap), 0,
-                             std::max<int64_t>(rows, 0));
-}
-// The j-th of r evenly spaced rows of `rows`.
-int64_t SampleRow(int64_t j, int64_t r, int64_t rows) {
-  return static_cast<int64_t>((static_cast<__int128>(j) * rows) / r);
-}
 
 int64_t LastAxis(const v1::Buffer& b, int64_t fallback) {
   if (b.shape_size() == 0 || b.shape(b.shape_size() - 1) == 0) return fallback;
@@ -548,17 +418,6 @@ bool Sample(const OpView& op, const std::vector<StepBuffer>& ins,
 }
 
 }  // namespace
-
-float Bf16ToFloat(uint16_t bits) {
-  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
-}
-
-uint16_t FloatToBf16(float value) {
-  uint32_t bits = std::bit_cast<uint32_t>(value);
-  if (std::isnan(value)) return static_cast<uint16_t>((bits >> 16) | 0x40);
-  bits += 0x7fff + ((bits >> 16) & 1);
-  return static_cast<uint16_t>(bits >> 16);
-}
 
 absl::Status ComputeStep(const OpView& op, std::vector<StepBuffer>& buffers) {
   if (static_cast<int>(buffers.size()) != op.op().buffers_size()) {

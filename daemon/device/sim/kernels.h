@@ -40,12 +40,17 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/numeric.h"
 #include "daemon/device/sim/design.h"
 
 namespace irontune::sim {
 
-inline constexpr int64_t kSampleWorkBudget = int64_t{1} << 25;
-inline constexpr int64_t kMaxGemmRows = 64;
+// The sampling and element conversions live in common/numeric.h, shared
+// with the CPU reference (common/reference.h) so both compute the same rows.
+using ::irontune::Bf16ToFloat;
+using ::irontune::FloatToBf16;
+using ::irontune::kMaxGemmRows;
+using ::irontune::kSampleWorkBudget;
 
 // One operator buffer of a step: its declaration and its host storage.
 // `bytes` empty means never written (zeros); a computed output is resized to
@@ -61,10 +66,6 @@ struct StepBuffer {
 // non-empty `bytes` of size `nbytes`. Never fails on odd shapes (it falls
 // back to the copy); returns Internal only on a broken REQUIRES.
 absl::Status ComputeStep(const OpView& op, std::vector<StepBuffer>& buffers);
-
-// bf16 <-> f32, rounding to nearest even (NaN kept quiet).
-float Bf16ToFloat(uint16_t bits);
-uint16_t FloatToBf16(float value);
 
 }  // namespace irontune::sim
 

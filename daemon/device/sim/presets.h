@@ -11,17 +11,13 @@
 #include <string>
 #include <string_view>
 
+#include "common/families.h"
 #include "daemon/device/device.h"
 
 namespace irontune::sim {
 
-// The kernel's MAC shape (r, s, t): a tile_m x tile_k x tile_n tile is
-// computed in r x s x t blocks.
-struct MacShape {
-  int r = 4;
-  int s = 8;
-  int t = 4;
-};
+// The kernel's MAC shape, as common/families.h has it per generation.
+using ::irontune::MacShape;
 
 struct SimPreset {
   std::string spec;              // "sim:npu2"

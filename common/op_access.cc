@@ -1,0 +1,60 @@
+#include "common/op_access.h"
+
+#include <algorithm>
+
+namespace irontune {
+
+std::optional<int64_t> AsInt(const v1::Value& value) {
+  switch (value.kind_case()) {
+    case v1::Value::kIntValue:
+      return value.int_value();
+    case v1::Value::kBoolValue:
+      return value.bool_value() ? 1 : 0;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<int64_t> IntParam(const v1::Operator& op, std::string_view name) {
+  for (const v1::Param& p : op.params()) {
+    if (p.name() == name) return AsInt(p.value());
+  }
+  return std::nullopt;
+}
+
+std::string StringParam(const v1::Operator& op, std::string_view name,
+                        std::string_view fallback) {
+  for (const v1::Param& p : op.params()) {
+    if (p.name() == name && p.value().kind_case() == v1::Value::kStringValue) {
+      return p.value().string_value();
+    }
+  }
+  return std::string(fallback);
+}
+
+std::optional<int64_t> IntTunable(const v1::Operator& op,
+                                  std::string_view name) {
+  for (const v1::Tunable& t : op.tunables()) {
+    if (t.name() == name) return AsInt(t.value());
+  }
+  return std::nullopt;
+}
+
+bool HasTunable(const v1::Operator& op, std::string_view name) {
+  return std::any_of(op.tunables().begin(), op.tunables().end(),
+                     [&](const v1::Tunable& t) { return t.name() == name; });
+}
+
+int64_t BoundExtent(const v1::Operator& op, const CallValues& values,
+                    std::string_view name, int64_t fallback) {
+  int64_t extent = IntParam(op, name).value_or(fallback);
+  for (const v1::CallValue& cv : op.values()) {
+    if (cv.bounds() != name) continue;
+    auto it = values.find(cv.name());
+    if (it == values.end()) continue;
+    extent = std::clamp<int64_t>(it->second, 1, std::max<int64_t>(extent, 1));
+  }
+  return extent;
+}
+
+}  // namespace irontune

@@ -1,0 +1,215 @@
+#include "common/families.h"
+
+#include <catch2/catch.hpp>
+
+#include "common/value.h"
+
+namespace irontune {
+namespace {
+
+std::vector<int64_t> Ints(const std::vector<v1::Value>& values) {
+  std::vector<int64_t> out;
+  for (const v1::Value& v : values) out.push_back(v.int_value());
+  return out;
+}
+
+std::vector<int64_t> Domain(const std::string& cls, const std::string& tunable,
+                            const std::string& generation) {
+  const Family* family = FindFamily(cls);
+  REQUIRE(family != nullptr);
+  return Ints(FamilyDomain(*family, tunable, generation));
+}
+
+void SetTunable(v1::Operator& op, const std::string& name, int64_t v) {
+  for (v1::Tunable& t : *op.mutable_tunables()) {
+    if (t.name() == name) {
+      *t.mutable_value() = IntValue(v);
+      return;
+    }
+  }
+  v1::Tunable* t = op.add_tunables();
+  t->set_name(name);
+  *t->mutable_value() = IntValue(v);
+}
+
+void SetParam(v1::Operator& op, const std::string& name, v1::Value v) {
+  v1::Param* p = op.add_params();
+  p->set_name(name);
+  *p->mutable_value() = std::move(v);
+}
+
+v1::Operator Gemm(int64_t m, int64_t k, int64_t n, int64_t tm, int64_t tk,
+                  int64_t tn, int64_t cols) {
+  v1::Operator op;
+  op.set_class_name("GEMM");
+  SetParam(op, "M", IntValue(m));
+  SetParam(op, "K", IntValue(k));
+  SetParam(op, "N", IntValue(n));
+  SetTunable(op, "tile_m", tm);
+  SetTunable(op, "tile_k", tk);
+  SetTunable(op, "tile_n", tn);
+  SetTunable(op, "num_aie_columns", cols);
+  return op;
+}
+
+v1::Operator Gemv(int64_t m, int64_t k, int64_t tsi, int64_t tso, int64_t v,
+                  int64_t cols) {
+  v1::Operator op;
+  op.set_class_name("GEMV");
+  SetParam(op, "M", IntValue(m));
+  SetParam(op, "K", IntValue(k));
+  SetTunable(op, "num_aie_columns", cols);
+  SetTunable(op, "tile_size_input", tsi);
+  SetTunable(op, "tile_size_output", tso);
+  SetTunable(op, "kernel_vector_size", v);
+  return op;
+}
+
+TEST_CASE("domains follow the generation's columns", "[families]") {
+  CHECK(Domain("GEMM", "num_aie_columns", "npu1") ==
+        std::vector<int64_t>{1, 2, 4});
+  CHECK(Domain("GEMM", "num_aie_columns", "npu2") ==
+        std::vector<int64_t>{1, 2, 4, 8});
+  CHECK(Domain("GEMM", "tile_m", "npu2") == std::vector<int64_t>{32, 64, 128});
+  CHECK(Domain("GEMM", "tile_k", "npu1") ==
+        std::vector<int64_t>{32, 64, 128, 256});
+  CHECK(Domain("GEMV", "kernel_vector_size", "npu2") ==
+        std::vector<int64_t>{16, 32, 64});
+  CHECK(Domain("GEMV", "tile_size_input", "npu1") ==
+        std::vector<int64_t>{1, 2, 4});
+  CHECK(Domain("GEMV", "tile_size_output", "npu1") ==
+        std::vector<int64_t>{32, 64, 128, 256, 512});
+  CHECK(Domain("RoPE", "tile_rows", "npu2") ==
+        std::vector<int64_t>{1, 2, 4, 8, 16, 32});
+  CHECK(Domain("MHA", "num_pipelines", "npu1") ==
+        std::vector<int64_t>{1, 2, 4});
+  CHECK(Domain("MHA", "num_pipelines", "npu2") ==
+        std::vector<int64_t>{1, 2, 4, 8});
+  for (const char* cls : {"RMSNorm", "Softmax", "ElementwiseAdd",
+                          "ElementwiseMul", "SiLU", "Sample"}) {
+    CAPTURE(cls);
+    CHECK(Domain(cls, "tile_size", "npu2") ==
+          std::vector<int64_t>{256, 512, 1024, 2048, 4096});
+    CHECK(Domain(cls, "num_aie_columns", "npu1") ==
+          std::vector<int64_t>{1, 2, 4});
+  }
+  // Every known family has a domain for each of its tunables.
+  for (const Family& f : AllFamilies()) {
+    for (const std::string& t : f.tunables) {
+      CAPTURE(f.class_name, t);
+      CHECK_FALSE(FamilyDomain(f, t, "npu1").empty());
+      CHECK_FALSE(FamilyDomain(f, t, "npu2").empty());
+    }
+  }
+  // None for a tunable the family lacks or an unknown generation.
+  CHECK(Domain("GEMM", "tile_size", "npu2").empty());
+  CHECK(Domain("GEMM", "tile_m", "npu9").empty());
+}
+
+TEST_CASE("GEMM constraints, rule by rule", "[families]") {
+  CHECK(ConstraintViolation(Gemm(256, 256, 512, 64, 64, 64, 8), "npu2", 8) ==
+        "");
+  CHECK(ConstraintViolation(Gemm(256, 256, 512, 64, 64, 64, 8), "npu1", 4) ==
+        "num_aie_columns 8 exceeds the 4 columns of npu1");
+  CHECK(ConstraintViolation(Gemm(256, 256, 512, 64, 64, 64, 0), "npu2", 8) ==
+        "num_aie_columns must be at least 1, not 0");
+  CHECK(ConstraintViolation(Gemm(256, 256, 256, 64, 0, 64, 1), "npu2", 8) ==
+        "tile_k must be at least 1, not 0");
+  CHECK(ConstraintViolation(Gemm(100, 256, 256, 64, 64, 64, 1), "npu2", 8) ==
+        "M 100 is not a multiple of 4 * tile_m = 256");
+  CHECK(ConstraintViolation(Gemm(256, 96, 256, 64, 64, 64, 1), "npu2", 8) ==
+        "K 96 is not a multiple of tile_k = 64");
+  CHECK(ConstraintViolation(Gemm(256, 256, 256, 64, 64, 64, 8), "npu2", 8) ==
+        "N 256 is not a multiple of tile_n * num_aie_columns = 512");
+  // MAC shapes: npu1 (4, 8, 4), npu2 (4, 8, 8).
+  CHECK(ConstraintViolation(Gemm(16, 256, 256, 4, 64, 64, 1), "npu1", 4) ==
+        "tile_m 4 is not a multiple of 2r = 8 (npu1 MAC shape (4, 8, 4))");
+  CHECK(ConstraintViolation(Gemm(256, 240, 256, 64, 12, 64, 1), "npu1", 4) ==
+        "tile_k 12 is not a multiple of s = 8 (npu1 MAC shape (4, 8, 4))");
+  CHECK(ConstraintViolation(Gemm(256, 256, 256, 64, 64, 8, 1), "npu1", 4) ==
+        "");
+  CHECK(ConstraintViolation(Gemm(256, 256, 256, 64, 64, 8, 1), "npu2", 8) ==
+        "tile_n 8 is not a multiple of 2t = 16 (npu2 MAC shape (4, 8, 8))");
+  // L1: 2 * (128*128*2) * 3 + stack > 64 KiB.
+  CHECK_THAT(
+      ConstraintViolation(Gemm(512, 512, 512, 128, 128, 128, 1), "npu2", 8),
+      Catch::StartsWith("L1: 2 A + 2 B + 2 C tiles + 3.3 KiB stack "
+                        "need 195.3 KiB of 64.0 KiB"));
+  // 64 x 128 x 64 bf16: 2*16 + 2*16 + 2*8 KiB + stack = 83.3 KiB.
+  CHECK_THAT(
+      ConstraintViolation(Gemm(256, 256, 256, 64, 128, 64, 1), "npu2", 8),
+      Catch::StartsWith("L1: "));
+  // Missing tunables take IRON's defaults: tiles 64, every column.
+  v1::Operator bare = Gemm(256, 256, 512, 64, 64, 64, 1);
+  bare.clear_tunables();
+  CHECK(ConstraintViolation(bare, "npu2", 8) == "");
+  CHECK(ConstraintViolation(bare, "npu2", 16) ==
+        "N 512 is not a multiple of tile_n * num_aie_columns = 1024");
+}
+
+TEST_CASE("GEMV constraints, rule by rule", "[families]") {
+  CHECK(ConstraintViolation(Gemv(2048, 8192, 1, 256, 64, 8), "npu2", 8) == "");
+  CHECK_THAT(ConstraintViolation(Gemv(2048, 8192, 2, 256, 64, 8), "npu2", 8),
+             Catch::StartsWith("L1: 2 A tiles of 2 x 8192"));
+  CHECK(ConstraintViolation(Gemv(2048, 2048, 2, 3, 64, 8), "npu2", 8) ==
+        "tile_size_output 3 is not a multiple of tile_size_input 2");
+  CHECK(ConstraintViolation(Gemv(2048, 2048, 1, 256, 8, 8), "npu2", 8) ==
+        "kernel_vector_size 8 is not 16, 32 or 64");
+  CHECK(ConstraintViolation(Gemv(2048, 96, 1, 256, 64, 8), "npu2", 8) ==
+        "K 96 is not a multiple of kernel_vector_size 64");
+  CHECK(ConstraintViolation(Gemv(2048, 64, 1, 256, 64, 8), "npu2", 8) ==
+        "K 64 is below 2 * kernel_vector_size = 128");
+  CHECK(ConstraintViolation(Gemv(2048, 2048, 1, 512, 64, 8), "npu2", 8) ==
+        "M 2048 is not a multiple of tile_size_output * num_aie_columns = "
+        "4096");
+  CHECK(ConstraintViolation(Gemv(2048, 2048, 0, 512, 64, 8), "npu2", 8) ==
+        "tile_size_input must be at least 1, not 0");
+  CHECK(ConstraintViolation(Gemv(2048, 2048, 1, 256, 64, 8), "npu1", 4) ==
+        "num_aie_columns 8 exceeds the 4 columns of npu1");
+}
+
+TEST_CASE("other families' constraints", "[families]") {
+  v1::Operator add;
+  add.set_class_name("ElementwiseAdd");
+  SetParam(add, "size", IntValue(2048 * 3));
+  SetTunable(add, "tile_size", 2048);
+  SetTunable(add, "num_aie_columns", 2);
+  CHECK(ConstraintViolation(add, "npu2", 8) == "");
+  SetTunable(add, "tile_size", 4096);
+  CHECK(ConstraintViolation(add, "npu2", 8) ==
+        "ElementwiseAdd of 6144 elements is not a multiple of tile_size 4096");
+
+  v1::Operator softmax;
+  softmax.set_class_name("Softmax");
+  SetParam(softmax, "rows", IntValue(32));
+  SetParam(softmax, "cols", IntValue(96));
+  SetTunable(softmax, "tile_size", 256);
+  CHECK(ConstraintViolation(softmax, "npu2", 8) ==
+        "tile_size 256 does not hold whole rows of 96");
+
+  v1::Operator mha;
+  mha.set_class_name("MHA");
+  SetParam(mha, "num_heads", IntValue(32));
+  SetParam(mha, "num_KV_heads", IntValue(8));
+  SetTunable(mha, "num_pipelines", 8);
+  CHECK(ConstraintViolation(mha, "npu2", 8) == "");
+  CHECK(ConstraintViolation(mha, "npu1", 4) ==
+        "num_pipelines 8 exceeds the 4 columns of npu1");
+}
+
+TEST_CASE("unknown classes are checked for columns only", "[families]") {
+  v1::Operator op;
+  op.set_class_name("Transpose");
+  SetParam(op, "size", IntValue(7));
+  SetTunable(op, "tile_size", 3);
+  CHECK(ConstraintViolation(op, "npu1", 4) == "");
+  SetTunable(op, "num_aie_columns", 4);
+  CHECK(ConstraintViolation(op, "npu1", 4) == "");
+  SetTunable(op, "num_aie_columns", 8);
+  CHECK(ConstraintViolation(op, "npu1", 4) ==
+        "num_aie_columns 8 exceeds the 4 columns of npu1");
+  CHECK(FindFamily("Transpose") == nullptr);
+}
+
+}  // namespace
+}  // namespace irontune
