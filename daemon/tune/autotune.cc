@@ -8,8 +8,6 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/sha256.h"
@@ -18,6 +16,8 @@
 #include "common/value.h"
 #include "daemon/tune/cache.h"
 #include "daemon/tune/measure.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 namespace irontune {
 namespace {
@@ -126,14 +126,14 @@ absl::StatusOr<std::string> JudgeOutput(const Ctx& ctx,
         "coming from the cache, there is no output to judge (remeasure to "
         "judge it)");
   }
-  const JudgeFn judge = ctx.options.judge ? ctx.options.judge
-                                          : BitIdenticalJudge();
-  std::optional<std::string> why =
-      judge(default_op, op, def->second.inputs, own->second.written,
-            request.values);
+  const JudgeFn judge =
+      ctx.options.judge ? ctx.options.judge : BitIdenticalJudge();
+  std::optional<std::string> why = judge(default_op, op, def->second.inputs,
+                                         own->second.written, request.values);
   if (cache != nullptr) {
-    RETURN_IF_ERROR(cache->PutVerdict(
-        key, why ? absl::StrCat(kRefusedPrefix, *why) : std::string(kAdmitted)));
+    RETURN_IF_ERROR(
+        cache->PutVerdict(key, why ? absl::StrCat(kRefusedPrefix, *why)
+                                   : std::string(kAdmitted)));
   }
   return why.value_or("");
 }
@@ -174,7 +174,8 @@ absl::StatusOr<std::pair<std::vector<ShapeTrial>, double>> TimeSettings(
     const ShapeMember& member = shape.members[m];
     const v1::Operator& op = OpOf(ctx, member);
     MeasureRequest request;
-    for (const Setting& s : todo) request.settings.push_back(WithSetting(op, s));
+    for (const Setting& s : todo)
+      request.settings.push_back(WithSetting(op, s));
     request.timing = ctx.options.timing;
     request.repeats = ctx.options.repeats;
     request.packaging = ctx.packaging;
@@ -208,13 +209,13 @@ absl::StatusOr<std::pair<std::vector<ShapeTrial>, double>> TimeSettings(
         }
         const Delta d = AgainstDefault(it->second);
         trials[i].member_delta_us[m] += w * d.delta_us;
-        noises[i][m].push_back(d.noise_us ? std::optional<double>(w * *d.noise_us)
-                                          : std::nullopt);
+        noises[i][m].push_back(
+            d.noise_us ? std::optional<double>(w * *d.noise_us) : std::nullopt);
         if (i == 0 || !trial.refused.empty()) continue;
-        ASSIGN_OR_RETURN(std::string why,
-                         JudgeOutput(ctx, request.settings[0],
-                                     request.settings[i], request, result,
-                                     static_cast<int>(i)));
+        ASSIGN_OR_RETURN(
+            std::string why,
+            JudgeOutput(ctx, request.settings[0], request.settings[i], request,
+                        result, static_cast<int>(i)));
         if (!why.empty()) trial.refused = std::move(why);
       }
     }
@@ -252,9 +253,9 @@ std::optional<double> ShapeLeastUs(const Ctx& ctx, const Shape& shape,
 bool DimsMatch(const std::vector<v1::Field>& entry_dims,
                const std::vector<v1::Field>& shape_dims) {
   for (const v1::Field& d : entry_dims) {
-    auto it = std::find_if(
-        shape_dims.begin(), shape_dims.end(),
-        [&](const v1::Field& s) { return s.name() == d.name(); });
+    auto it =
+        std::find_if(shape_dims.begin(), shape_dims.end(),
+                     [&](const v1::Field& s) { return s.name() == d.name(); });
     if (it == shape_dims.end() || !ValuesEqual(it->value(), d.value())) {
       return false;
     }
@@ -267,8 +268,9 @@ bool DimsMatch(const std::vector<v1::Field>& entry_dims,
 void Overlay(std::vector<v1::Field>& fields,
              const google::protobuf::RepeatedPtrField<v1::Field>& over) {
   for (const v1::Field& f : over) {
-    auto it = std::find_if(fields.begin(), fields.end(),
-                           [&](const v1::Field& g) { return g.name() == f.name(); });
+    auto it =
+        std::find_if(fields.begin(), fields.end(),
+                     [&](const v1::Field& g) { return g.name() == f.name(); });
     if (it == fields.end()) {
       fields.push_back(f);
     } else {
@@ -379,33 +381,30 @@ absl::StatusOr<std::string> Refusal(const v1::Operator& op,
   if (!outcome.artifact && why.empty()) why = "refused without a reason";
   if (cache != nullptr) {
     RETURN_IF_ERROR(cache->PutVerdict(
-        key, why.empty() ? std::string(kFits)
-                         : absl::StrCat(kRefusedPrefix, why)));
+        key,
+        why.empty() ? std::string(kFits) : absl::StrCat(kRefusedPrefix, why)));
   }
   return why;
 }
 
-absl::StatusOr<ShapeResult> TimeShape(const Shape& shape, const v1::Calls& calls,
-                                      const Platform& platform,
-                                      const AutotuneOptions& options,
-                                      const KernelCycles& cycles,
-                                      const AutotuneDeps& deps,
-                                      AutotuneStats* stats, int shape_index) {
+absl::StatusOr<ShapeResult> TimeShape(
+    const Shape& shape, const v1::Calls& calls, const Platform& platform,
+    const AutotuneOptions& options, const KernelCycles& cycles,
+    const AutotuneDeps& deps, AutotuneStats* stats, int shape_index) {
   AutotuneStats own_stats;
   if (stats == nullptr) stats = &own_stats;
-  const v1::Packaging packaging =
-      options.packaging.value_or(platform.full_elf ? v1::PACKAGING_FULL_ELF
-                                                   : v1::PACKAGING_XCLBIN_CHAIN);
-  Ctx ctx{calls, platform, options, packaging, cycles, deps, stats,
-          shape_index};
+  const v1::Packaging packaging = options.packaging.value_or(
+      platform.full_elf ? v1::PACKAGING_FULL_ELF : v1::PACKAGING_XCLBIN_CHAIN);
+  Ctx ctx{calls,  platform, options, packaging,
+          cycles, deps,     stats,   shape_index};
   if (shape.members.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(shape.key, ": a shape with no operator"));
   }
   auto log = [&ctx](const std::string& line) { ctx.Log("    " + line); };
   ASSIGN_OR_RETURN(std::vector<Setting> found,
-                   Settings(OpOf(ctx, shape.members[0]), platform,
-                            shape.pinned, options.space, log));
+                   Settings(OpOf(ctx, shape.members[0]), platform, shape.pinned,
+                            options.space, log));
   for (size_t m = 1; m < shape.members.size(); ++m) {
     ASSIGN_OR_RETURN(std::vector<Setting> others,
                      Settings(OpOf(ctx, shape.members[m]), platform,
@@ -434,8 +433,8 @@ absl::StatusOr<ShapeResult> TimeShape(const Shape& shape, const v1::Calls& calls
       ShapeTrial t;
       t.trial.tunables = found[0];
       t.trial.noise_us = 0;
-      t.trial.refused = absl::StrCat("the recorded setting does not build: ",
-                                     why);
+      t.trial.refused =
+          absl::StrCat("the recorded setting does not build: ", why);
       t.member_delta_us.assign(shape.members.size(), 0);
       t.member_noise_us.assign(shape.members.size(), 0.0);
       out.trials.push_back(std::move(t));
@@ -553,7 +552,8 @@ absl::StatusOr<ShapeResult> TimeShape(const Shape& shape, const v1::Calls& calls
         const ShapeTrial* fastest = nullptr;
         for (const auto& [key, t] : tried) {
           if (!t.trial.Gains() && key != recorded_id) continue;
-          if (fastest == nullptr || t.trial.delta_us < fastest->trial.delta_us) {
+          if (fastest == nullptr ||
+              t.trial.delta_us < fastest->trial.delta_us) {
             fastest = &t;
           }
         }
@@ -587,9 +587,8 @@ absl::StatusOr<AutotuneResult> Autotune(const v1::Calls& calls,
   }
   ASSIGN_OR_RETURN(Platform platform, deps.device->GetPlatform());
   AutotuneResult result;
-  const v1::Packaging packaging =
-      options.packaging.value_or(platform.full_elf ? v1::PACKAGING_FULL_ELF
-                                                   : v1::PACKAGING_XCLBIN_CHAIN);
+  const v1::Packaging packaging = options.packaging.value_or(
+      platform.full_elf ? v1::PACKAGING_FULL_ELF : v1::PACKAGING_XCLBIN_CHAIN);
   KernelCycles cycles;
   Ctx ctx{calls, platform, options, packaging, cycles, deps, &result.stats};
   if (!options.cycles_path.empty()) {
@@ -635,10 +634,9 @@ absl::StatusOr<AutotuneResult> Autotune(const v1::Calls& calls,
                                &result.stats, static_cast<int>(s)));
     const ShapeTrial& best = timed.trials[timed.best];
     if (timed.best != 0) {
-      ctx.Log(absl::StrFormat("    %s: %+.1f ± %.1f us",
-                              SettingText(best.trial.tunables),
-                              best.trial.delta_us,
-                              best.trial.noise_us.value_or(0)));
+      ctx.Log(absl::StrFormat(
+          "    %s: %+.1f ± %.1f us", SettingText(best.trial.tunables),
+          best.trial.delta_us, best.trial.noise_us.value_or(0)));
       for (size_t m = 0; m < shape.members.size(); ++m) {
         const double steps = static_cast<double>(shape.members[m].steps);
         model_gain += -steps * best.member_delta_us[m];
@@ -649,9 +647,9 @@ absl::StatusOr<AutotuneResult> Autotune(const v1::Calls& calls,
     }
     v1::ProfileEntry entry;
     entry.set_operator_class(shape.class_name);
-    for (v1::Field& d : NamedDims(calls.operators(
-                                      static_cast<int>(shape.members[0].op)),
-                                  covering[s])) {
+    for (v1::Field& d :
+         NamedDims(calls.operators(static_cast<int>(shape.members[0].op)),
+                   covering[s])) {
       *entry.add_dims() = std::move(d);
     }
     std::vector<v1::Field> tunables = held[s];

@@ -148,9 +148,9 @@ struct AutotuneOptions {
 };
 
 struct AutotuneDeps {
-  Device* device = nullptr;    // REQUIRES: non-null
-  Builder* builder = nullptr;  // REQUIRES: non-null
-  Cache* cache = nullptr;      // may be null
+  Device* device = nullptr;              // REQUIRES: non-null
+  Builder* builder = nullptr;            // REQUIRES: non-null
+  Cache* cache = nullptr;                // may be null
   AutotuneProgress* progress = nullptr;  // may be null
   // Checked before every Measure and once a round inside it; true stops the
   // search with Cancelled.
@@ -194,13 +194,10 @@ struct ShapeResult {
 // first; `best` is the fastest that Gains(), else 0. A recorded setting the
 // builder refuses gives its one trial, refused, untimed. `stats` (may be
 // null) is added to; progress reports trials under `shape_index`.
-absl::StatusOr<ShapeResult> TimeShape(const Shape& shape, const v1::Calls& calls,
-                                      const Platform& platform,
-                                      const AutotuneOptions& options,
-                                      const KernelCycles& cycles,
-                                      const AutotuneDeps& deps,
-                                      AutotuneStats* stats,
-                                      int shape_index = 0);
+absl::StatusOr<ShapeResult> TimeShape(
+    const Shape& shape, const v1::Calls& calls, const Platform& platform,
+    const AutotuneOptions& options, const KernelCycles& cycles,
+    const AutotuneDeps& deps, AutotuneStats* stats, int shape_index = 0);
 
 struct AutotuneResult {
   Profile profile;

@@ -71,8 +71,8 @@ absl::StatusOr<KernelCycles> ParseKernelCycles(std::string_view text) {
                                                          : nullptr;
     if (value == nullptr || !value->is_number_integer() ||
         value->get<int64_t>() <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "rows.", name, ".cycles.value: not a positive integer"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("rows.", name, ".cycles.value: not a positive integer"));
     }
     out.insert_or_assign(key.get<std::string>(), value->get<int64_t>());
   }

@@ -128,9 +128,8 @@ absl::StatusOr<std::vector<Setting>> Settings(
     if (!held.contains(t.name())) {
       for (v1::Value& v : domain_of(op, t.name(), platform.generation)) {
         const bool seen =
-            std::any_of(values.begin(), values.end(), [&](const v1::Value& u) {
-              return ValuesEqual(u, v);
-            });
+            std::any_of(values.begin(), values.end(),
+                        [&](const v1::Value& u) { return ValuesEqual(u, v); });
         if (!seen) values.push_back(std::move(v));
       }
     }
