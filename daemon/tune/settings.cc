@@ -1,0 +1,201 @@
+#include "daemon/tune/settings.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <unordered_set>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/families.h"
+#include "common/profile.h"
+#include "common/value.h"
+
+namespace irontune {
+namespace {
+
+std::string TypedValue(const v1::Value& v) {
+  switch (v.kind_case()) {
+    case v1::Value::kIntValue:
+      return absl::StrCat("i:", v.int_value());
+    case v1::Value::kBoolValue:
+      return absl::StrCat("b:", v.bool_value() ? 1 : 0);
+    case v1::Value::kStringValue:
+      return absl::StrCat("s:", v.string_value().size(), ":", v.string_value());
+    case v1::Value::kDoubleValue:
+      return absl::StrFormat("d:%016x",
+                             std::bit_cast<uint64_t>(v.double_value()));
+    case v1::Value::KIND_NOT_SET:
+      break;
+  }
+  return "unset";
+}
+
+}  // namespace
+
+namespace {
+
+std::vector<v1::Value> RecordedDomain(const v1::Operator& op,
+                                      const std::string& tunable) {
+  for (const v1::Tunable& t : op.tunables()) {
+    if (t.name() == tunable) {
+      return std::vector<v1::Value>(t.domain().begin(), t.domain().end());
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+SearchSpace RecordingSearchSpace() {
+  SearchSpace space = DefaultSearchSpace();
+  space.domain = [](const v1::Operator& op, const std::string& tunable,
+                    const std::string&) { return RecordedDomain(op, tunable); };
+  space.violation = [](const v1::Operator&, const Platform&) {
+    return std::string();
+  };
+  return space;
+}
+
+SearchSpace DefaultSearchSpace() {
+  SearchSpace space;
+  space.domain = [](const v1::Operator& op, const std::string& tunable,
+                    const std::string& generation) {
+    if (const Family* family = FindFamily(op.class_name())) {
+      std::vector<v1::Value> out = FamilyDomain(*family, tunable, generation);
+      if (!out.empty()) return out;
+    }
+    return RecordedDomain(op, tunable);
+  };
+  space.violation = [](const v1::Operator& op, const Platform& platform) {
+    return ConstraintViolation(op, platform.generation, platform.columns);
+  };
+  space.identity = [](const v1::Operator&, const Setting& setting) {
+    return SettingIdentity(setting);
+  };
+  return space;
+}
+
+Setting RecordedSetting(const v1::Operator& op) {
+  Setting out;
+  for (const v1::Tunable& t : op.tunables()) {
+    v1::Field f;
+    f.set_name(t.name());
+    *f.mutable_value() = t.value();
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+v1::Operator WithSetting(const v1::Operator& op, const Setting& setting) {
+  v1::Operator out = op;
+  for (v1::Tunable& t : *out.mutable_tunables()) {
+    for (const v1::Field& f : setting) {
+      if (f.name() == t.name()) *t.mutable_value() = f.value();
+    }
+  }
+  return out;
+}
+
+bool SettingsEqual(const Setting& a, const Setting& b) {
+  if (a.size() != b.size()) return false;
+  for (const v1::Field& fa : a) {
+    auto it = std::find_if(b.begin(), b.end(), [&](const v1::Field& fb) {
+      return fb.name() == fa.name();
+    });
+    if (it == b.end() || !ValuesEqual(it->value(), fa.value())) return false;
+  }
+  return true;
+}
+
+std::string SettingText(const Setting& setting) {
+  std::string out;
+  for (const v1::Field& f : setting) {
+    absl::StrAppend(&out, out.empty() ? "" : " ", f.name(), "=",
+                    ValueToString(f.value()));
+  }
+  return out;
+}
+
+std::string SettingIdentity(const Setting& setting) {
+  std::vector<std::pair<std::string, std::string>> parts;
+  for (const v1::Field& f : setting) {
+    parts.emplace_back(f.name(), TypedValue(f.value()));
+  }
+  std::sort(parts.begin(), parts.end());
+  std::string out;
+  for (const auto& [name, value] : parts) {
+    absl::StrAppend(&out, name.size(), ":", name, "=", value, ";");
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<Setting>> Settings(
+    const v1::Operator& op, const Platform& platform,
+    const std::set<std::string>& pinned, const SearchSpace& space,
+    const std::function<void(const std::string&)>& log) {
+  const SearchSpace fallback = DefaultSearchSpace();
+  const auto& domain_of = space.domain ? space.domain : fallback.domain;
+  const auto& violation_of =
+      space.violation ? space.violation : fallback.violation;
+  const auto& identity_of = space.identity ? space.identity : fallback.identity;
+
+  std::set<std::string> held = pinned;
+  held.insert(op.pinned().begin(), op.pinned().end());
+  const Setting recorded = RecordedSetting(op);
+  // Each tunable's values: the recorded one first, then its domain's others.
+  std::vector<std::vector<v1::Value>> domains;
+  int64_t combinations = 1;
+  for (const v1::Tunable& t : op.tunables()) {
+    std::vector<v1::Value> values = {t.value()};
+    if (!held.contains(t.name())) {
+      for (v1::Value& v : domain_of(op, t.name(), platform.generation)) {
+        const bool seen =
+            std::any_of(values.begin(), values.end(),
+                        [&](const v1::Value& u) { return ValuesEqual(u, v); });
+        if (!seen) values.push_back(std::move(v));
+      }
+    }
+    if (combinations > kMaxCombinations / static_cast<int64_t>(values.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          op.class_name(), ": the tunables' domains give more than ",
+          kMaxCombinations, " combinations"));
+    }
+    combinations *= static_cast<int64_t>(values.size());
+    domains.push_back(std::move(values));
+  }
+
+  std::vector<Setting> out = {recorded};
+  std::unordered_set<std::string> designs = {identity_of(op, recorded)};
+  int64_t dropped = 0;
+  std::string first_reason;
+  // Odometer over the domains, index 0 everywhere being the recorded setting.
+  std::vector<size_t> at(domains.size(), 0);
+  for (int64_t n = 1; n < combinations; ++n) {
+    for (size_t i = domains.size(); i-- > 0;) {
+      if (++at[i] < domains[i].size()) break;
+      at[i] = 0;
+    }
+    Setting setting = recorded;
+    for (size_t i = 0; i < domains.size(); ++i) {
+      *setting[i].mutable_value() = domains[i][at[i]];
+    }
+    const v1::Operator moved = WithSetting(op, setting);
+    if (std::string why = violation_of(moved, platform); !why.empty()) {
+      if (dropped++ == 0) first_reason = std::move(why);
+      continue;
+    }
+    if (designs.insert(identity_of(moved, setting)).second) {
+      out.push_back(std::move(setting));
+    }
+  }
+  if (dropped > 0 && log) {
+    log(absl::StrCat(op.class_name(), ": ", dropped, " of ", combinations,
+                     " settings dropped (first: ", first_reason, ")"));
+  }
+  return out;
+}
+
+}  // namespace irontune

@@ -1,0 +1,96 @@
+// The settings of an operator the tuner may try (IRON's autotune `settings`),
+// and the seam through which it learns the domains and constraints of an
+// operator's tunables (SearchSpace).
+//
+// Pure functions of their arguments; thread-safe as long as the SearchSpace's
+// functions are. Arguments are borrowed for the duration of the call only.
+#ifndef IRONTUNE_DAEMON_TUNE_SETTINGS_H_
+#define IRONTUNE_DAEMON_TUNE_SETTINGS_H_
+
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "daemon/device/device.h"
+#include "daemon/tune/search.h"
+#include "irontune/v1/recording.pb.h"
+#include "irontune/v1/value.pb.h"
+
+namespace irontune {
+
+// Where the tuner learns what it may try. Every member has a working default
+// (DefaultSearchSpace()); a null member takes the default's behaviour.
+//
+// DefaultSearchSpace() asks the families registry: a known class's domain on
+// the generation (FamilyDomain), else the recording's, and
+// ConstraintViolation for whether a setting resolves.
+struct SearchSpace {
+  // The values tunable `tunable` of `op` may take on `generation`. An
+  // empty result means only the recorded value.
+  std::function<std::vector<v1::Value>(const v1::Operator& op,
+                                       const std::string& tunable,
+                                       const std::string& generation)>
+      domain;
+  // Why `op` (at the setting its tunables' values hold) does not resolve on
+  // `platform`; empty where it does.
+  std::function<std::string(const v1::Operator& op, const Platform& platform)>
+      violation;
+  // The design a setting of `op` resolves to: two settings of one identity
+  // are one design and timed once. The default: the setting's tunables
+  // sorted by name with their typed values (SettingIdentity).
+  std::function<std::string(const v1::Operator& op, const Setting& setting)>
+      identity;
+};
+
+// The recording's domains, no constraint, identity by tunable values.
+SearchSpace DefaultSearchSpace();
+
+// The recording's own domains (Tunable.domain), no constraint: the space of
+// a class the registry does not know, and of hand-made test recordings.
+SearchSpace RecordingSearchSpace();
+
+// Above this many combinations of an operator's domains Settings refuses
+// (InvalidArgument) rather than enumerate them: a recording may declare
+// domains whose product no tuner could time.
+inline constexpr int64_t kMaxCombinations = int64_t{1} << 20;
+
+// The setting `op` was recorded at: each tunable's name and value, in the
+// operator's order.
+Setting RecordedSetting(const v1::Operator& op);
+
+// `op` with each tunable named in `setting` set to its value there; tunables
+// the setting lacks keep their value, names the operator lacks are ignored.
+v1::Operator WithSetting(const v1::Operator& op, const Setting& setting);
+
+// The same names with ValuesEqual values, in any order.
+bool SettingsEqual(const Setting& a, const Setting& b);
+
+// "tile_m=64 tile_k=128", in the setting's order (for logs).
+std::string SettingText(const Setting& setting);
+
+// A canonical text of the setting: sorted by name, values typed
+// ("i:64", "b:1", "s:bf16", "d:<hex bits>").
+std::string SettingIdentity(const Setting& setting);
+
+// The settings of `op` to time on `platform`, IRON's `settings`: the
+// recorded one first, then every other combination of its tunables' domains
+// (space.domain, each tunable's recorded value counting as in its domain),
+// in odometer order with the last tunable varying fastest, each kept where
+// it resolves (space.violation empty) and its design (space.identity) is
+// not already kept. Tunables in `pinned` or in op.pinned() are held at
+// their recorded value. Dropped combinations are counted and, where any,
+// one line is logged through `log` (may be null): "<class>: D of N settings
+// dropped (first: <reason>)".
+// Fails with InvalidArgument when the domains' product exceeds
+// kMaxCombinations.
+absl::StatusOr<std::vector<Setting>> Settings(
+    const v1::Operator& op, const Platform& platform,
+    const std::set<std::string>& pinned, const SearchSpace& space,
+    const std::function<void(const std::string&)>& log = nullptr);
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_DAEMON_TUNE_SETTINGS_H_

@@ -1,0 +1,582 @@
+#include "daemon/tune/autotune.h"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/profile.h"
+#include "common/recording.h"
+#include "common/value.h"
+#include "daemon/build/sim_builder.h"
+#include "daemon/device/sim/sim_device.h"
+#include "daemon/tune/cache.h"
+#include "daemon/tune/kernel_cycles.h"
+#include "daemon/tune/settings.h"
+#include "sim_test_util.h"
+
+namespace irontune {
+namespace {
+
+using testing::AddBuffer;
+using testing::AddParam;
+using testing::AddTunable;
+
+void SetDomain(v1::Operator& op, const std::string& name,
+               std::vector<int64_t> values) {
+  for (v1::Tunable& t : *op.mutable_tunables()) {
+    if (t.name() != name) continue;
+    t.clear_domain();
+    for (int64_t v : values) *t.add_domain() = IntValue(v);
+  }
+}
+
+int64_t IntOf(const Setting& s, const std::string& name) {
+  for (const v1::Field& f : s) {
+    if (f.name() == name) return f.value().int_value();
+  }
+  return -1;
+}
+
+// A GEMM without a tile_k tunable (the sim takes 64): tile_m, tile_n and
+// num_aie_columns move; outputs of every setting are bit-identical.
+v1::Operator SearchGemm(int64_t m, int64_t k, int64_t n, int64_t tile_m,
+                        int64_t tile_n, int64_t cols) {
+  v1::Operator op;
+  op.set_class_name("GEMM");
+  AddParam(op, "M", m);
+  AddParam(op, "K", k);
+  AddParam(op, "N", n);
+  AddTunable(op, "tile_m", tile_m);
+  AddTunable(op, "tile_n", tile_n);
+  AddTunable(op, "num_aie_columns", cols);
+  SetDomain(op, "tile_m", {32, 64});
+  SetDomain(op, "tile_n", {32, 64});
+  SetDomain(op, "num_aie_columns", {1, 2, 4});
+  AddBuffer(op, "a", v1::BUFFER_ROLE_IN, {uint64_t(m), uint64_t(k)});
+  AddBuffer(op, "b", v1::BUFFER_ROLE_IN, {uint64_t(k), uint64_t(n)});
+  AddBuffer(op, "c", v1::BUFFER_ROLE_OUT, {uint64_t(m), uint64_t(n)});
+  return op;
+}
+
+v1::Operator SearchGemv(int64_t m, int64_t k) {
+  v1::Operator op = testing::Gemv(m, k, 2, 64, 64, 1);
+  SetDomain(op, "num_aie_columns", {1, 2, 4});
+  return op;
+}
+
+uint64_t Bytes(const v1::Operator& op, int buffer) {
+  uint64_t n = DTypeSize(op.buffers(buffer).dtype());
+  for (uint64_t e : op.buffers(buffer).shape()) n *= e;
+  return n;
+}
+
+// One call running `steps` (operator indices) in order, each step on graph
+// buffers of its own operator ("op<i>.<buffer>").
+v1::Calls MakeCalls(std::vector<v1::Operator> ops, std::vector<int> steps) {
+  v1::Calls calls;
+  calls.set_format_version(1);
+  for (v1::Operator& op : ops) *calls.add_operators() = std::move(op);
+  v1::Timed* call = calls.add_calls();
+  v1::Recording* rec = call->mutable_recording();
+  rec->set_name("call");
+  for (int i = 0; i < calls.operators_size(); ++i) {
+    const v1::Operator& op = calls.operators(i);
+    for (int b = 0; b < op.buffers_size(); ++b) {
+      v1::GraphBuffer* g = rec->add_buffers();
+      g->set_name(absl::StrCat("op", i, ".", op.buffers(b).name()));
+      g->set_nbytes(Bytes(op, b));
+    }
+  }
+  for (int s : steps) {
+    v1::Step* step = rec->add_steps();
+    step->set_op(s);
+    for (const v1::Buffer& b : calls.operators(s).buffers()) {
+      step->add_refs()->set_buffer(absl::StrCat("op", s, ".", b.name()));
+    }
+  }
+  return calls;
+}
+
+class Recorder : public AutotuneProgress {
+ public:
+  void OnShape(int /*index*/, int /*total*/, const std::string& key) override {
+    shapes.push_back(key);
+  }
+  void OnTrial(int /*index*/, const Trial& /*trial*/) override { ++trials; }
+  void OnLog(const std::string& line) override { lines.push_back(line); }
+  bool Saw(const std::string& text) const {
+    for (const std::string& l : lines) {
+      if (absl::StrContains(l, text)) return true;
+    }
+    return false;
+  }
+  std::vector<std::string> shapes;
+  int trials = 0;
+  std::vector<std::string> lines;
+};
+
+v1::Timing Quick() {
+  v1::Timing t;
+  t.set_rounds(4);
+  t.set_calls(3);
+  return t;
+}
+
+struct Rig {
+  explicit Rig(bool noise = false) {
+    SimOptions options;
+    options.seed = 11;
+    if (!noise) options.noise = sim::NoiseSettings::Off();
+    device = *MakeSimDevice("sim:npu2", options);
+  }
+  AutotuneDeps Deps(Cache* cache = nullptr) {
+    AutotuneDeps deps;
+    deps.device = device.get();
+    deps.builder = &builder;
+    deps.cache = cache;
+    deps.progress = &progress;
+    deps.env.sleep = [](absl::Duration) {};
+    return deps;
+  }
+  Platform platform() { return *device->GetPlatform(); }
+  std::unique_ptr<SimDevice> device;
+  SimBuilder builder;
+  Recorder progress;
+};
+
+std::string TempPath(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             absl::StrCat("irontune_autotune_test_", ::getpid());
+  std::filesystem::create_directories(dir);
+  auto path = dir / name;
+  std::filesystem::remove(path);
+  return path.string();
+}
+
+TEST_CASE("Settings: recorded first, pinned held, duplicates once") {
+  v1::Operator op = SearchGemm(256, 256, 256, 64, 64, 4);
+  SetDomain(op, "tile_m", {32, 64, 64, 32});  // duplicates
+  Platform platform = testing::PlatformOf("npu2");
+  auto all = Settings(op, platform, {}, RecordingSearchSpace());
+  REQUIRE(all.ok());
+  REQUIRE(all->size() == 2 * 2 * 3);
+  CHECK(SettingsEqual((*all)[0], RecordedSetting(op)));
+  for (size_t i = 1; i < all->size(); ++i) {
+    CHECK_FALSE(SettingsEqual((*all)[i], (*all)[0]));
+  }
+
+  auto pinned = Settings(op, platform, {"tile_m"}, RecordingSearchSpace());
+  REQUIRE(pinned.ok());
+  CHECK(pinned->size() == 2 * 3);
+  for (const Setting& s : *pinned) CHECK(IntOf(s, "tile_m") == 64);
+
+  // The operator's own pins count too.
+  op.add_pinned("num_aie_columns");
+  auto own = Settings(op, platform, {}, RecordingSearchSpace());
+  REQUIRE(own.ok());
+  CHECK(own->size() == 2 * 2);
+
+  // A coarser identity merges designs.
+  SearchSpace coarse = RecordingSearchSpace();
+  coarse.identity = [](const v1::Operator&, const Setting& s) {
+    return absl::StrCat(IntOf(s, "tile_m"));
+  };
+  auto merged = Settings(op, platform, {}, coarse);
+  REQUIRE(merged.ok());
+  CHECK(merged->size() == 2);
+}
+
+TEST_CASE("Settings: constraint drops are counted with the first reason") {
+  v1::Operator op = SearchGemm(256, 256, 256, 64, 64, 4);
+  SearchSpace space = RecordingSearchSpace();
+  space.violation = [](const v1::Operator& at, const Platform&) {
+    for (const v1::Tunable& t : at.tunables()) {
+      if (t.name() == "num_aie_columns" && t.value().int_value() == 1) {
+        return std::string("one column is too few");
+      }
+    }
+    return std::string();
+  };
+  std::vector<std::string> lines;
+  auto found = Settings(op, testing::PlatformOf("npu2"), {}, space,
+                        [&](const std::string& l) { lines.push_back(l); });
+  REQUIRE(found.ok());
+  CHECK(found->size() == 12 - 4);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0] ==
+        "GEMM: 4 of 12 settings dropped (first: one column is too few)");
+}
+
+TEST_CASE("Settings: refuses a space too large to enumerate") {
+  v1::Operator op;
+  op.set_class_name("Custom");
+  std::vector<int64_t> many(1000);
+  for (int i = 0; i < 1000; ++i) many[i] = i;
+  for (const char* name : {"a", "b", "c"}) {
+    AddTunable(op, name, 0);
+    SetDomain(op, name, many);
+  }
+  CHECK(Settings(op, testing::PlatformOf("npu2"), {}, RecordingSearchSpace())
+            .status()
+            .code() == absl::StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("Shapes: first-run order, one design once, pinned union") {
+  v1::Operator gemm = SearchGemm(256, 256, 256, 64, 64, 1);
+  v1::Operator gemm_pinned = gemm;
+  gemm_pinned.add_pinned("tile_m");
+  gemm_pinned.mutable_buffers(0)->set_name("a2");  // another design
+  v1::Operator gemv = SearchGemv(512, 256);
+  v1::Operator fixed = testing::Gemv(1024, 256, 2, 64, 64, 8);  // no domain
+  v1::Calls calls =
+      MakeCalls({gemm, gemv, gemm_pinned, fixed}, {1, 0, 2, 0, 3, 1});
+  auto shapes = Shapes(calls, RecordingSearchSpace(), "npu2");
+  REQUIRE(shapes.ok());
+  REQUIRE(shapes->size() == 2);
+  const Shape& first = (*shapes)[0];
+  const Shape& second = (*shapes)[1];
+  CHECK(first.class_name == "GEMV");
+  CHECK(first.members.size() == 1);
+  CHECK(first.steps == 2);
+  CHECK(second.class_name == "GEMM");
+  REQUIRE(second.members.size() == 2);
+  CHECK(second.members[0].op == 0);
+  CHECK(second.members[0].steps == 2);
+  CHECK(second.members[1].op == 2);
+  CHECK(second.pinned == std::set<std::string>{"tile_m"});
+  CHECK(second.steps == 3);
+  REQUIRE(second.members[0].points.size() == 1);
+  CHECK(second.members[0].points[0].weight == 1.0);
+}
+
+TEST_CASE("Refusal: the builder's verdict, kept in the cache") {
+  class Counting : public SimBuilder {
+   public:
+    absl::StatusOr<BuildOutcome> Build(const BuildRequest& r) override {
+      ++builds;
+      return SimBuilder::Build(r);
+    }
+    std::string Environment() const override {
+      return SimBuilder::Environment() + env;
+    }
+    int builds = 0;
+    std::string env;
+  };
+  Counting builder;
+  auto cache =
+      Cache::Open(TempPath("refusal.db"), "NPU Strix", PowerMode::kDefault);
+  REQUIRE(cache.ok());
+  const Platform platform = testing::PlatformOf("npu2");
+  v1::Operator bad = SearchGemm(256, 256, 256, 48, 64, 1);  // 2r multiple
+  v1::Operator good = SearchGemm(256, 256, 256, 64, 64, 1);
+  auto why =
+      Refusal(bad, platform, v1::PACKAGING_FULL_ELF, builder, cache->get());
+  REQUIRE(why.ok());
+  CHECK_FALSE(why->empty());
+  auto fits =
+      Refusal(good, platform, v1::PACKAGING_FULL_ELF, builder, cache->get());
+  REQUIRE(fits.ok());
+  CHECK(fits->empty());
+  CHECK(builder.builds == 2);
+  // Again: from the cache, same verdicts.
+  CHECK(*Refusal(bad, platform, v1::PACKAGING_FULL_ELF, builder,
+                 cache->get()) == *why);
+  CHECK(Refusal(good, platform, v1::PACKAGING_FULL_ELF, builder, cache->get())
+            ->empty());
+  CHECK(builder.builds == 2);
+  // A builder fix decides again.
+  builder.env = "+fix";
+  CHECK(*Refusal(bad, platform, v1::PACKAGING_FULL_ELF, builder,
+                 cache->get()) == *why);
+  CHECK(builder.builds == 3);
+}
+
+TEST_CASE("Kernel cycles: the nightly's file") {
+  SECTION("good") {
+    auto cycles = ParseKernelCycles(R"({"schema": 1,
+      "builds": {"mm64": "matmul_bf16_64x64x64_npu2", "other": "k2",
+                 "untimed": "k3"},
+      "rows": {"mm64": {"cycles": {"value": 1200}, "status": "pass"},
+               "other": {"cycles": {"value": 7}},
+               "untimed": {"status": "fail"}}})");
+    REQUIRE(cycles.ok());
+    CHECK(cycles->size() == 2);
+    CHECK(cycles->at("matmul_bf16_64x64x64_npu2") == 1200);
+    CHECK(cycles->at("k2") == 7);
+  }
+  SECTION("wrong schema") {
+    CHECK_FALSE(ParseKernelCycles(R"({"schema": 2, "builds": {}})").ok());
+    CHECK_FALSE(ParseKernelCycles(R"({"builds": {}})").ok());
+  }
+  SECTION("malformed") {
+    CHECK_FALSE(ParseKernelCycles("{\"schema\": 1,").ok());
+    CHECK_FALSE(ParseKernelCycles("[1]").ok());
+    CHECK_FALSE(
+        ParseKernelCycles(
+            R"({"schema":1,"builds":{"a":"k"},"rows":{"a":{"cycles":{"value":"x"}}}})")
+            .ok());
+  }
+  SECTION("missing file: logged, empty") {
+    std::vector<std::string> lines;
+    KernelCycles cycles =
+        LoadKernelCycles(TempPath("absent.json"),
+                         [&](const std::string& l) { lines.push_back(l); });
+    CHECK(cycles.empty());
+    REQUIRE(lines.size() == 1);
+    CHECK(absl::StrContains(lines[0], "no kernel cycles from"));
+  }
+  SECTION("bound") {
+    v1::Operator op = testing::Gemm(256, 512, 1024, 32, 64, 64, 4);
+    KernelCycles cycles = {{"matmul_bf16_32x64x64_npu2", 1000}};
+    CHECK(*GemmRecipeKey(op, "npu2") == "matmul_bf16_32x64x64_npu2");
+    // 256/(4*32) = 2 row blocks, 1024/(64*4) = 4 column blocks, 512/64 = 8.
+    CHECK(*GemmMatmulCalls(op, {}, 8) == 2 * 4 * 8);
+    CHECK(*LeastUs(op, {}, cycles, "npu2", 8, 1000) ==
+          Approx(64 * 1000 / (1000 * kClockHeadroom)));
+    CHECK_FALSE(LeastUs(op, {}, cycles, "npu1", 8, 1000).has_value());
+  }
+}
+
+std::vector<v1::Field> Dims(
+    std::initializer_list<std::pair<const char*, int64_t>> d) {
+  std::vector<v1::Field> out;
+  for (auto [name, value] : d) {
+    v1::Field f;
+    f.set_name(name);
+    *f.mutable_value() = IntValue(value);
+    out.push_back(f);
+  }
+  return out;
+}
+
+v1::ProfileEntry Entry(const std::string& cls, std::vector<v1::Field> dims,
+                       std::vector<v1::Field> tunables) {
+  v1::ProfileEntry e;
+  e.set_operator_class(cls);
+  for (auto& f : dims) *e.add_dims() = f;
+  for (auto& f : tunables) *e.add_tunables() = f;
+  return e;
+}
+
+const v1::Field* FieldOf(
+    const google::protobuf::RepeatedPtrField<v1::Field>& fs,
+    const std::string& name) {
+  for (const v1::Field& f : fs) {
+    if (f.name() == name) return &f;
+  }
+  return nullptr;
+}
+
+TEST_CASE("TimeShape: a coordinate descent times fewer settings") {
+  v1::Operator op = SearchGemm(512, 256, 1024, 64, 64, 1);
+  SetDomain(op, "tile_m", {32, 64, 128});
+  SetDomain(op, "tile_n", {32, 64, 128});
+  SetDomain(op, "num_aie_columns", {1, 2, 4, 8});
+  v1::Calls calls = MakeCalls({op}, {0});
+  auto run = [&](int exhaustive) {
+    Rig rig;
+    AutotuneOptions options;
+    options.space = RecordingSearchSpace();
+    options.timing = Quick();
+    options.exhaustive = exhaustive;
+    auto shapes = Shapes(calls, options.space, "npu2");
+    REQUIRE(shapes.ok());
+    REQUIRE(shapes->size() == 1);
+    AutotuneStats stats;
+    auto result = TimeShape((*shapes)[0], calls, rig.platform(), options, {},
+                            rig.Deps(), &stats);
+    REQUIRE(result.ok());
+    return std::make_pair(*result, stats);
+  };
+  // 36 combinations, 24 of which the sim builds: a descent above 8.
+  auto [all, all_stats] = run(1000);
+  auto [descent, descent_stats] = run(8);
+  REQUIRE(all.trials.size() > 8);
+  CHECK(descent_stats.settings_timed < all_stats.settings_timed);
+  CHECK(descent.trials.size() < all.trials.size());
+  CHECK(descent.best != 0);
+  // The descent reaches a setting no slower than the exhaustive best: on
+  // the noise-free sim the time is separable enough for that.
+  CHECK(descent.trials[descent.best].trial.delta_us <=
+        all.trials[all.best].trial.delta_us + 1e-9);
+}
+
+TEST_CASE("TimeShape: settings a kernel bound rules out are not timed") {
+  v1::Operator op = SearchGemm(256, 256, 256, 64, 64, 1);
+  AddTunable(op, "tile_k", 64);  // no domain: held, but part of the key
+  v1::Calls calls = MakeCalls({op}, {0});
+  const std::string path = TempPath("cycles.json");
+  {
+    std::ofstream out(path);
+    out << R"({"schema": 1,
+      "builds": {"small": "matmul_bf16_32x64x32_npu2",
+                 "mid": "matmul_bf16_32x64x64_npu2"},
+      "rows": {"small": {"cycles": {"value": 1000000000}},
+               "mid": {"cycles": {"value": 1}}}})";
+  }
+  Rig rig;
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing = Quick();
+  options.cycles_path = path;
+  auto result = Autotune(calls, Profile(), options, rig.Deps());
+  REQUIRE(result.ok());
+  // tile_m 32, tile_n 32 at 3 column counts: each bound far above any time.
+  CHECK(result->stats.skipped_by_bound == 3);
+  CHECK(rig.progress.Saw("3 slower by their kernel alone, not timed"));
+  for (const ShapeTrial& t : result->shapes[0].trials) {
+    CHECK_FALSE((IntOf(t.trial.tunables, "tile_m") == 32 &&
+                 IntOf(t.trial.tunables, "tile_n") == 32));
+  }
+  CHECK(result->shapes[0].trials.size() == 12 - 3);
+}
+
+TEST_CASE("Autotune: entries replaced, held, kept; diff; a cached rerun") {
+  v1::Operator gemm = SearchGemm(256, 256, 256, 64, 64, 1);
+  v1::Operator gemv = SearchGemv(512, 256);
+  v1::Calls calls = MakeCalls({gemm, gemv}, {0, 1, 0});
+
+  Profile before;
+  before.Add(Entry("GEMM", Dims({{"M", 256}, {"K", 256}, {"N", 256}}),
+                   Dims({{"tile_m", 64},
+                         {"tile_k", 64},
+                         {"tile_n", 64},
+                         {"num_aie_columns", 1}})));
+  before.Add(Entry("GEMM", Dims({{"M", 999}}), Dims({{"tile_m", 32}})));
+
+  const std::string db = TempPath("autotune.db");
+  auto cache = Cache::Open(db, "NPU Strix", PowerMode::kDefault);
+  REQUIRE(cache.ok());
+  Rig rig;
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing = Quick();
+  auto result = Autotune(calls, before, options, rig.Deps(cache->get()));
+  REQUIRE(result.ok());
+  REQUIRE(rig.progress.shapes.size() == 2);
+  CHECK(absl::StartsWith(rig.progress.shapes[0], "GEMM M=256 K=256 N=256"));
+  CHECK(absl::StartsWith(rig.progress.shapes[1], "GEMV M=512 K=256"));
+  CHECK(rig.progress.trials > 0);
+  REQUIRE(result->shapes.size() == 2);
+  CHECK(result->shapes[0].best != 0);  // one column is slow
+  CHECK(result->profile.size() == 3);
+
+  // The covering GEMM entry: replaced, tile_k held, the gain reported.
+  const v1::ProfileDiff& diff = result->diff;
+  REQUIRE(diff.changed_size() >= 1);
+  const v1::EntryChange* gemm_change = nullptr;
+  for (const v1::EntryChange& c : diff.changed()) {
+    if (c.operator_class() == "GEMM") gemm_change = &c;
+  }
+  REQUIRE(gemm_change != nullptr);
+  CHECK(gemm_change->has_gain());
+  const Trial& best = result->shapes[0].trials[result->shapes[0].best].trial;
+  CHECK(gemm_change->gain_us() == Approx(-best.delta_us));
+  CHECK(gemm_change->gain_us() > 0);
+  REQUIRE(FieldOf(gemm_change->new_tunables(), "tile_k") != nullptr);
+  CHECK(FieldOf(gemm_change->new_tunables(), "tile_k")->value().int_value() ==
+        64);
+  CHECK(FieldOf(gemm_change->new_tunables(), "num_aie_columns")
+            ->value()
+            .int_value() != 1);
+  // The GEMV had no entry: added, naming M and K.
+  REQUIRE(diff.added_size() == 1);
+  CHECK(diff.added(0).operator_class() == "GEMV");
+  // The M=999 entry covers nothing here: kept.
+  bool kept = false;
+  for (const v1::ProfileEntry& e : diff.kept()) {
+    if (e.operator_class() == "GEMM" && e.dims_size() == 1) kept = true;
+  }
+  CHECK(kept);
+  // The model estimate: the GEMM runs twice.
+  CHECK(diff.has_model_gain());
+  CHECK(diff.model_gain_us() >= 2 * gemm_change->gain_us() - 1e-9);
+
+  // Every shape matches an entry of the result.
+  auto shapes = Shapes(calls, RecordingSearchSpace(), "npu2");
+  REQUIRE(shapes.ok());
+  for (const Shape& shape : *shapes) {
+    google::protobuf::RepeatedPtrField<v1::Field> params(shape.dims.begin(),
+                                                         shape.dims.end());
+    auto match = result->profile.Match(shape.class_name, params);
+    REQUIRE(match.ok());
+    CHECK(*match != nullptr);
+  }
+
+  // Again, from the cache: the device runs nothing.
+  const int64_t runs = rig.device->calls();
+  Rig again;
+  auto cached = Autotune(calls, before, options, again.Deps(cache->get()));
+  REQUIRE(cached.ok());
+  CHECK(again.device->calls() == 0);
+  CHECK(rig.device->calls() == runs);
+  CHECK(cached->stats.device_timed == 0);
+  CHECK(cached->stats.cache_hits > 0);
+  CHECK(cached->profile.ToJson() == result->profile.ToJson());
+}
+
+TEST_CASE("Autotune: cancellation stops the search") {
+  v1::Calls calls = MakeCalls({SearchGemm(256, 256, 256, 64, 64, 1)}, {0});
+  Rig rig;
+  AutotuneDeps deps = rig.Deps();
+  deps.cancelled = [] { return true; };
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing = Quick();
+  CHECK(Autotune(calls, Profile(), options, deps).status().code() ==
+        absl::StatusCode::kCancelled);
+}
+
+TEST_CASE("Autotune: the example recording's profile loads and matches") {
+  auto calls = LoadRecording(std::string(IRONTUNE_SOURCE_DIR) +
+                             "/examples/llama-3.2-1b.rec");
+  REQUIRE(calls.ok());
+  // To keep this under a minute: the decode call only (the prompt chunk's
+  // 256-row GEMMs take the sim's CPU reference over a minute more), less
+  // its last two steps, the 128256-row lm head (525 MB of weights made and
+  // loaded per batch) and Sample (~35 s together on the sim).
+  calls->mutable_calls()->DeleteSubrange(1, calls->calls_size() - 1);
+  v1::Recording* decode = calls->mutable_calls(0)->mutable_recording();
+  REQUIRE(decode->steps_size() == 259);
+  decode->mutable_steps()->DeleteSubrange(257, 2);
+  auto profile = Profile::Load(std::string(IRONTUNE_SOURCE_DIR) +
+                               "/examples/profiles/npu2.json");
+  REQUIRE(profile.ok());
+  Rig rig(/*noise=*/true);
+  AutotuneOptions options;
+  options.timing.set_rounds(3);
+  options.timing.set_calls(3);
+  const auto start = std::chrono::steady_clock::now();
+  auto result = Autotune(*calls, *profile, options, rig.Deps());
+  REQUIRE(result.ok());
+  WARN("example autotune: " << std::chrono::duration<double>(
+                                   std::chrono::steady_clock::now() - start)
+                                   .count()
+                            << " s, " << result->stats.settings_timed
+                            << " settings, " << result->shapes.size()
+                            << " shapes");
+  auto loaded = Profile::FromJson(result->profile.ToJson());
+  REQUIRE(loaded.ok());
+  auto shapes = Shapes(*calls, DefaultSearchSpace(), "npu2");
+  REQUIRE(shapes.ok());
+  CHECK(shapes->size() == result->shapes.size());
+  for (const Shape& shape : *shapes) {
+    google::protobuf::RepeatedPtrField<v1::Field> params(shape.dims.begin(),
+                                                         shape.dims.end());
+    auto match = loaded->Match(shape.class_name, params);
+    REQUIRE(match.ok());
+    CHECK(*match != nullptr);
+  }
+}
+
+}  // namespace
+}  // namespace irontune
