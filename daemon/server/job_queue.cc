@@ -21,10 +21,15 @@ absl::StatusOr<size_t> JobQueue::Push(JobPtr job) {
   if (fifo.empty()) lane.turns.push_back(job->client());
   fifo.push_back(job);
   ++size_;
-  changed_.Signal();
   const std::vector<JobPtr> order = OrderLocked();
-  return static_cast<size_t>(std::find(order.begin(), order.end(), job) -
-                             order.begin());
+  const size_t position = static_cast<size_t>(
+      std::find(order.begin(), order.end(), job) - order.begin());
+  // Under the lock, so no worker can start the job before it says Queued.
+  v1::AutotuneEvent queued;
+  queued.mutable_queued()->set_position(static_cast<uint32_t>(position));
+  job->Emit(std::move(queued));
+  changed_.Signal();
+  return position;
 }
 
 JobPtr JobQueue::Pop() {

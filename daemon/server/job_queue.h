@@ -41,7 +41,8 @@ class JobQueue {
   JobQueue(const JobQueue&) = delete;
   JobQueue& operator=(const JobQueue&) = delete;
 
-  // Queues `job` (REQUIRES: non-null, not queued already) and returns its
+  // Queues `job` (REQUIRES: non-null, not queued already), appends its
+  // Queued{position} event before any Pop can hand it out, and returns the
   // position (0: next to run). ResourceExhausted when full; Unavailable
   // once closed.
   absl::StatusOr<size_t> Push(JobPtr job);

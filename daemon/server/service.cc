@@ -98,9 +98,6 @@ absl::Status TunerService::Submit(const JobPtr& job) {
     jobs_.erase(job->id());
     return position.status();
   }
-  v1::AutotuneEvent queued;
-  queued.mutable_queued()->set_position(static_cast<uint32_t>(*position));
-  job->Emit(std::move(queued));
   spdlog::info(
       "job {} queued: client={} kind={} position={}", job->id(), job->client(),
       job->kind() == v1::JOB_KIND_AUTOTUNE ? "autotune" : "measure", *position);

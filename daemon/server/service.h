@@ -84,7 +84,7 @@ class TunerService final : public v1::Tuner::Service {
                            v1::ImportCacheResponse* response) override;
 
  private:
-  // Queues `job`, emits its Queued event and remembers it.
+  // Remembers `job` and queues it (the queue emits its Queued event).
   absl::Status Submit(const JobPtr& job);
   // Streams `job`'s events from the start through `write` until it ends.
   // Cancels it when the client goes away and `cancel_on_disconnect`.

@@ -53,7 +53,13 @@ TEST_CASE("queue: Push reports the position") {
   CHECK(*queue.Push(MakeJob("a2", "ann")) == 1u);
   // Bob's first job goes ahead of Ann's second.
   CHECK(*queue.Push(MakeJob("b1", "bob")) == 1u);
-  CHECK(*queue.Push(MakeJob("i1", "ci", v1::PRIORITY_BATCH)) == 3u);
+  JobPtr batch = MakeJob("i1", "ci", v1::PRIORITY_BATCH);
+  CHECK(*queue.Push(batch) == 3u);
+  // The job's first event says so.
+  bool done = false;
+  auto events = batch->EventsFrom(0, absl::ZeroDuration(), &done);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].queued().position() == 3u);
 }
 
 TEST_CASE("queue: bounded, RESOURCE_EXHAUSTED when full") {
