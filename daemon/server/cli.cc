@@ -1,0 +1,125 @@
+#include "daemon/server/cli.h"
+
+#include <signal.h>
+
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "daemon/server/daemon.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
+#include "spdlog/spdlog.h"
+
+#ifdef IRONTUNE_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
+
+namespace irontune {
+
+int IrontunedMain(int argc, char** argv) {
+  CLI::App app{
+      "irontuned: the irontune daemon. It holds one NPU, keeps the "
+      "measurement cache and serves irontune.v1.Tuner (Measure, Autotune, "
+      "status, jobs, cache export/import) over gRPC. See docs/operations.md."};
+  app.set_config("--config", "",
+                 "Read options from FILE (key = value lines, TOML style; "
+                 "flags on the command line override it)");
+  app.allow_config_extras(false);
+
+  DaemonOptions options;
+  std::string device = options.device;
+  std::vector<std::string> listen = options.listen;
+  std::string state_dir = options.state_dir;
+  std::string log_level = "info";
+  std::string sim_clock = "realtime";
+  uint64_t sim_seed = options.sim_seed;
+  size_t queue_limit = options.queue_limit;
+
+  app.add_option("--device", device,
+                 "The NPU to serve: sim:npu2 or sim:npu1 (simulated). xrt:N "
+                 "(a real NPU) is reserved and not built into this binary")
+      ->capture_default_str();
+  app.add_option("--listen", listen,
+                 "Where to serve gRPC; repeat for several: unix:PATH or "
+                 "HOST:PORT (HOST:0 picks a free port)")
+      ->capture_default_str();
+  app.add_option("--state-dir", state_dir,
+                 "Directory for irontune.db (the measurement cache), jobs.db "
+                 "(finished jobs) and irontuned.lock (one daemon per dir)")
+      ->capture_default_str();
+  app.add_option("--log-level", log_level, "Log level on stderr")
+      ->check(CLI::IsMember(
+          {"trace", "debug", "info", "warn", "error", "critical", "off"}))
+      ->capture_default_str();
+  app.add_option("--sim-clock", sim_clock,
+                 "The simulated NPU's clock: realtime (runs take their "
+                 "simulated time) or virtual (they return at once; tests)")
+      ->check(CLI::IsMember({"virtual", "realtime"}))
+      ->capture_default_str();
+  app.add_option("--sim-seed", sim_seed,
+                 "Seed of the simulated NPU's noise and interference")
+      ->capture_default_str();
+  app.add_option("--queue-limit", queue_limit,
+                 "Most jobs waiting at once; beyond it requests fail with "
+                 "RESOURCE_EXHAUSTED")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+
+  auto logger = spdlog::stderr_color_mt("irontuned");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(log_level));
+
+  options.device = device;
+  options.listen = listen;
+  options.state_dir = state_dir;
+  options.sim_clock =
+      sim_clock == "virtual" ? SimClock::kVirtual : SimClock::kRealTime;
+  options.sim_seed = sim_seed;
+  options.queue_limit = queue_limit;
+
+  // Every thread started from here on inherits the blocked signals; this
+  // thread takes them with sigwait, so no work happens in a handler.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  std::unique_ptr<Daemon> daemon;
+  try {
+    absl::StatusOr<std::unique_ptr<Daemon>> started =
+        Daemon::Start(std::move(options));
+    if (!started.ok()) {
+      spdlog::error("cannot start: {}", started.status().ToString());
+      return kExitStartup;
+    }
+    daemon = *std::move(started);
+  } catch (const std::exception& e) {
+    spdlog::error("cannot start: {}", e.what());
+    return kExitStartup;
+  }
+#ifdef IRONTUNE_HAVE_SYSTEMD
+  sd_notify(0, "READY=1");
+#endif
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("{} received", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+#ifdef IRONTUNE_HAVE_SYSTEMD
+  sd_notify(0, "STOPPING=1");
+#endif
+  daemon->Shutdown();
+  daemon.reset();
+  return kExitOk;
+}
+
+}  // namespace irontune

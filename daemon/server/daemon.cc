@@ -1,0 +1,237 @@
+#include "daemon/server/daemon.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "common/status_macros.h"
+#include "daemon/build/sim_builder.h"
+#include "daemon/device/sim/sim_device.h"
+#include "daemon/server/service.h"
+#include "daemon/tune/cache.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "spdlog/spdlog.h"
+
+#ifndef IRONTUNE_VERSION
+#define IRONTUNE_VERSION "unknown"
+#endif
+
+namespace irontune {
+namespace {
+
+// Recordings may be up to RecordingLimits::max_bytes; leave room for the
+// rest of the request.
+constexpr int kMaxMessageBytes = (512 << 20) + (16 << 20);
+// How long in-flight calls get once the worker has stopped.
+constexpr absl::Duration kServerGrace = absl::Seconds(2);
+
+absl::Status Errno(const std::string& what) {
+  return absl::FailedPreconditionError(
+      absl::StrCat(what, ": ", std::strerror(errno)));
+}
+
+// Removes a unix socket left by an earlier run (we hold the lock, so no
+// live irontuned of this state dir owns it) and makes its directory.
+absl::Status PrepareUnixSocket(const std::string& address) {
+  absl::string_view path(address);
+  if (!absl::ConsumePrefix(&path, "unix:")) return absl::OkStatus();
+  absl::ConsumePrefix(&path, "//");
+  const std::filesystem::path p{std::string(path)};
+  std::error_code ec;
+  if (p.has_parent_path())
+    std::filesystem::create_directories(p.parent_path(), ec);
+  if (ec) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot create ", p.parent_path().string(), ": ", ec.message()));
+  }
+  if (std::filesystem::is_socket(p, ec)) std::filesystem::remove(p, ec);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<int> TakeLockFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Errno(absl::StrCat("cannot open ", path));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char buf[32] = {};
+    const ssize_t n = ::pread(fd, buf, sizeof(buf) - 1, 0);
+    ::close(fd);
+    if (err != EWOULDBLOCK) {
+      errno = err;
+      return Errno(absl::StrCat("cannot lock ", path));
+    }
+    std::string pid = n > 0 ? std::string(buf, n) : std::string("unknown");
+    pid = std::string(absl::StripAsciiWhitespace(pid));
+    return absl::FailedPreconditionError(
+        absl::StrCat("another irontuned (pid ", pid, ") holds ", path,
+                     "; one irontuned runs per NPU and state dir"));
+  }
+  const std::string text = absl::StrCat(::getpid(), "\n");
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, text.data(), text.size(), 0) !=
+                                     static_cast<ssize_t>(text.size())) {
+    ::close(fd);
+    return Errno(absl::StrCat("cannot write ", path));
+  }
+  return fd;
+}
+
+struct Daemon::Parts {
+  // Declared in start order; torn down by Shutdown in the documented order.
+  int lock_fd = -1;
+  std::unique_ptr<JobStore> store;
+  std::unique_ptr<JobQueue> queue;
+  std::unique_ptr<DeviceWorker> worker;
+  std::unique_ptr<TunerService> service;
+  std::unique_ptr<grpc::Server> server;
+  std::vector<std::string> addresses;
+  bool shut_down = false;
+};
+
+Daemon::Daemon(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
+
+Daemon::~Daemon() { Shutdown(); }
+
+const std::vector<std::string>& Daemon::addresses() const {
+  return parts_->addresses;
+}
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
+  auto parts = std::make_unique<Parts>();
+  // Whatever fails below, the parts made so far are released in order.
+  auto daemon = std::unique_ptr<Daemon>(new Daemon(std::move(parts)));
+  Parts& p = *daemon->parts_;
+
+  if (absl::StartsWith(options.device, "xrt:")) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--device ", options.device,
+        ": real NPUs (xrt) are not built into this irontuned; it has the "
+        "simulated NPU only (sim:npu2, sim:npu1)"));
+  }
+  SimOptions sim;
+  sim.seed = options.sim_seed;
+  sim.clock = options.sim_clock == SimClock::kVirtual
+                  ? SimOptions::Clock::kVirtual
+                  : SimOptions::Clock::kRealTime;
+  ASSIGN_OR_RETURN(std::unique_ptr<SimDevice> device,
+                   MakeSimDevice(options.device, sim));
+
+  const std::filesystem::path dir(options.state_dir);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--state-dir ", options.state_dir, ": ", ec.message()));
+  }
+  ASSIGN_OR_RETURN(p.lock_fd, TakeLockFile((dir / "irontuned.lock").string()));
+
+  ASSIGN_OR_RETURN(Platform platform, device->GetPlatform());
+  const std::string cache_path = (dir / "irontune.db").string();
+  ASSIGN_OR_RETURN(std::unique_ptr<Cache> cache,
+                   Cache::Open(cache_path, platform.name, platform.power_mode));
+  ASSIGN_OR_RETURN(p.store, JobStore::Open((dir / "jobs.db").string()));
+  p.queue = std::make_unique<JobQueue>(options.queue_limit);
+
+  WorkerParts wp;
+  SimDevice* sim_device = device.get();
+  wp.device_clock_us = [sim_device] { return sim_device->now_us(); };
+  wp.device = std::move(device);
+  wp.builder = std::make_unique<SimBuilder>();
+  wp.cache = std::move(cache);
+  wp.runner = std::move(options.runner);
+  p.worker = std::make_unique<DeviceWorker>(std::move(wp), p.queue.get(),
+                                            p.store.get());
+  RETURN_IF_ERROR(p.worker->Start());
+
+  ServiceDeps deps;
+  deps.queue = p.queue.get();
+  deps.worker = p.worker.get();
+  deps.store = p.store.get();
+  deps.device_spec = options.device;
+  deps.version = IRONTUNE_VERSION;
+  deps.cache_path = cache_path;
+  deps.cache_platform = platform.name;
+  deps.cache_power_mode = platform.power_mode;
+  p.service = std::make_unique<TunerService>(std::move(deps));
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  if (options.listen.empty()) {
+    return absl::InvalidArgumentError("--listen: no address given");
+  }
+  std::vector<std::unique_ptr<int>> ports;
+  for (const std::string& address : options.listen) {
+    RETURN_IF_ERROR(PrepareUnixSocket(address));
+    ports.push_back(std::make_unique<int>(0));
+    builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
+                             ports.back().get());
+  }
+  builder.RegisterService(p.service.get());
+  p.server = builder.BuildAndStart();
+  if (p.server == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", absl::StrJoin(options.listen, ", "),
+                     " (in use, or not an address)"));
+  }
+  for (size_t i = 0; i < options.listen.size(); ++i) {
+    const std::string& a = options.listen[i];
+    if (*ports[i] == 0 && !absl::StartsWith(a, "unix:")) {
+      return absl::UnavailableError(absl::StrCat("cannot listen on ", a));
+    }
+    if (absl::EndsWith(a, ":0") && !absl::StartsWith(a, "unix:")) {
+      p.addresses.push_back(absl::StrCat(a.substr(0, a.size() - 1), *ports[i]));
+    } else {
+      p.addresses.push_back(a);
+    }
+  }
+  p.server->GetHealthCheckService()->SetServingStatus(true);
+  spdlog::info("irontuned {} serving {} ({}, {} power mode) on {}; state in {}",
+               IRONTUNE_VERSION, options.device, platform.name,
+               PowerModeName(platform.power_mode),
+               absl::StrJoin(p.addresses, ", "), options.state_dir);
+  return daemon;
+}
+
+void Daemon::Shutdown() {
+  Parts& p = *parts_;
+  if (p.shut_down) return;
+  p.shut_down = true;
+  const bool serving = p.server != nullptr;
+  if (serving) {
+    spdlog::info("shutting down");
+    p.server->GetHealthCheckService()->SetServingStatus(false);
+  }
+  if (p.service) p.service->BeginShutdown();
+  if (p.worker) p.worker->Stop();
+  if (p.server) {
+    p.server->Shutdown(absl::ToChronoTime(absl::Now() + kServerGrace));
+    p.server->Wait();
+    p.server.reset();
+  }
+  p.service.reset();
+  p.worker.reset();  // closes the cache
+  p.queue.reset();
+  p.store.reset();
+  if (p.lock_fd >= 0) {
+    ::close(p.lock_fd);
+    p.lock_fd = -1;
+  }
+  if (serving) spdlog::info("stopped");
+}
+
+}  // namespace irontune

@@ -1,0 +1,309 @@
+#include "daemon/server/jobs.h"
+
+#include <map>
+#include <random>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+
+namespace irontune {
+namespace {
+
+int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
+
+const char* EventName(const v1::AutotuneEvent& e) {
+  switch (e.event_case()) {
+    case v1::AutotuneEvent::kQueued:
+      return "queued";
+    case v1::AutotuneEvent::kStarted:
+      return "started";
+    case v1::AutotuneEvent::kProgress:
+      return "progress";
+    case v1::AutotuneEvent::kLog:
+      return "log";
+    case v1::AutotuneEvent::kTrial:
+      return "trial";
+    case v1::AutotuneEvent::kResult:
+      return "result";
+    default:
+      return "other";
+  }
+}
+
+}  // namespace
+
+v1::Priority NormalizePriority(v1::Priority priority) {
+  return priority == v1::PRIORITY_BATCH ? v1::PRIORITY_BATCH
+                                        : v1::PRIORITY_INTERACTIVE;
+}
+
+bool IsTerminal(v1::JobState state) {
+  return state == v1::JOB_STATE_SUCCEEDED || state == v1::JOB_STATE_FAILED ||
+         state == v1::JOB_STATE_CANCELLED;
+}
+
+std::string NewJobId() {
+  static absl::Mutex mu(absl::kConstInit);
+  static std::mt19937_64* rng = nullptr;
+  absl::MutexLock lock(&mu);
+  if (rng == nullptr) {
+    std::random_device rd;
+    rng = new std::mt19937_64((uint64_t{rd()} << 32) ^ rd() ^
+                              static_cast<uint64_t>(NowMs()));
+  }
+  return absl::StrFormat("j-%016x", (*rng)());
+}
+
+Job::Job(std::string id, Request request, std::string client,
+         v1::Priority priority, bool detach)
+    : id_(std::move(id)),
+      request_(std::move(request)),
+      client_(std::move(client)),
+      priority_(NormalizePriority(priority)),
+      detach_(detach),
+      submitted_ms_(NowMs()) {}
+
+v1::JobKind Job::kind() const {
+  return std::holds_alternative<v1::AutotuneRequest>(request_)
+             ? v1::JOB_KIND_AUTOTUNE
+             : v1::JOB_KIND_MEASURE;
+}
+
+void Job::Emit(v1::AutotuneEvent event) {
+  absl::MutexLock lock(&mu_);
+  if (IsTerminal(state_)) return;
+  event.set_job_id(id_);
+  events_.push_back(std::move(event));
+  changed_.SignalAll();
+}
+
+void Job::MarkStarted() {
+  absl::MutexLock lock(&mu_);
+  if (IsTerminal(state_)) return;
+  state_ = v1::JOB_STATE_RUNNING;
+  started_ms_ = NowMs();
+  v1::AutotuneEvent event;
+  event.set_job_id(id_);
+  event.mutable_started();
+  events_.push_back(std::move(event));
+  changed_.SignalAll();
+}
+
+bool Job::Finish(
+    absl::Status status,
+    std::variant<std::monostate, v1::AutotuneResult, v1::MeasureResult>
+        result) {
+  absl::MutexLock lock(&mu_);
+  if (IsTerminal(state_)) return false;
+  ended_ms_ = NowMs();
+  if (status.ok()) {
+    state_ = v1::JOB_STATE_SUCCEEDED;
+    if (auto* a = std::get_if<v1::AutotuneResult>(&result)) {
+      autotune_result_ = *a;
+      if (a->has_stats()) stats_ = a->stats();
+      v1::AutotuneEvent event;
+      event.set_job_id(id_);
+      *event.mutable_result() = *a;
+      events_.push_back(std::move(event));
+    } else if (auto* m = std::get_if<v1::MeasureResult>(&result)) {
+      measure_result_ = *m;
+    }
+  } else {
+    state_ = (cancelled_ || absl::IsCancelled(status)) ? v1::JOB_STATE_CANCELLED
+                                                       : v1::JOB_STATE_FAILED;
+    status_ = std::move(status);
+  }
+  changed_.SignalAll();
+  return true;
+}
+
+void Job::Cancel(std::string reason) {
+  absl::MutexLock lock(&mu_);
+  if (cancelled_ || IsTerminal(state_)) return;
+  cancelled_ = true;
+  cancel_reason_ = std::move(reason);
+  changed_.SignalAll();
+}
+
+bool Job::cancelled() const {
+  absl::MutexLock lock(&mu_);
+  return cancelled_;
+}
+
+std::string Job::cancel_reason() const {
+  absl::MutexLock lock(&mu_);
+  return cancel_reason_;
+}
+
+bool Job::WaitCancelled(absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!cancelled_) {
+    if (changed_.WaitWithDeadline(&mu_, deadline)) break;
+  }
+  return cancelled_;
+}
+
+std::vector<v1::AutotuneEvent> Job::EventsFrom(size_t from,
+                                               absl::Duration timeout,
+                                               bool* done) const {
+  absl::MutexLock lock(&mu_);
+  const absl::Time deadline = absl::Now() + timeout;
+  while (events_.size() <= from && !IsTerminal(state_)) {
+    if (changed_.WaitWithDeadline(&mu_, deadline)) break;
+  }
+  std::vector<v1::AutotuneEvent> out;
+  for (size_t i = from; i < events_.size(); ++i) out.push_back(events_[i]);
+  *done = IsTerminal(state_);
+  return out;
+}
+
+v1::JobState Job::state() const {
+  absl::MutexLock lock(&mu_);
+  return state_;
+}
+
+absl::Status Job::status() const {
+  absl::MutexLock lock(&mu_);
+  return status_;
+}
+
+void Job::SetShapes(uint32_t done, uint32_t total) {
+  absl::MutexLock lock(&mu_);
+  shapes_done_ = done;
+  shapes_total_ = total;
+}
+
+void Job::SetStats(const v1::AutotuneStats& stats) {
+  absl::MutexLock lock(&mu_);
+  stats_ = stats;
+}
+
+v1::JobSummary Job::Summary() const {
+  absl::MutexLock lock(&mu_);
+  v1::JobSummary s;
+  s.set_job_id(id_);
+  s.set_kind(kind());
+  s.set_client(client_);
+  s.set_priority(priority_);
+  s.set_state(state_);
+  s.set_submitted_unix_ms(submitted_ms_);
+  s.set_started_unix_ms(started_ms_);
+  s.set_ended_unix_ms(ended_ms_);
+  s.set_shapes_done(shapes_done_);
+  s.set_shapes_total(shapes_total_);
+  s.set_detached(detach_);
+  if (!status_.ok()) s.set_error(status_.ToString());
+  *s.mutable_stats() = stats_;
+  return s;
+}
+
+v1::JobResult Job::Result() const {
+  v1::JobResult r;
+  *r.mutable_summary() = Summary();
+  absl::MutexLock lock(&mu_);
+  if (autotune_result_) *r.mutable_autotune() = *autotune_result_;
+  if (measure_result_) *r.mutable_measure() = *measure_result_;
+  return r;
+}
+
+std::string Job::EventsSummary() const {
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, int> counts;
+  std::vector<std::string> order;
+  for (const auto& e : events_) {
+    if (counts[EventName(e)]++ == 0) order.push_back(EventName(e));
+  }
+  std::string out = absl::StrCat(events_.size(), " events");
+  for (size_t i = 0; i < order.size(); ++i) {
+    absl::StrAppend(&out, i == 0 ? ": " : ", ", order[i], " ",
+                    counts[order[i]]);
+  }
+  return out;
+}
+
+// --- JobStore ---------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(
+    const std::string& path) {
+  ASSIGN_OR_RETURN(std::unique_ptr<sqlite::Db> db,
+                   sqlite::Db::Open(path, sqlite::OpenMode::kReadWriteCreate));
+  RETURN_IF_ERROR(
+      db->Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+               "PRAGMA busy_timeout=5000;"
+               "CREATE TABLE IF NOT EXISTS jobs ("
+               "  id TEXT PRIMARY KEY,"
+               "  kind INTEGER NOT NULL,"
+               "  client TEXT NOT NULL,"
+               "  state INTEGER NOT NULL,"
+               "  submitted_ms INTEGER NOT NULL,"
+               "  ended_ms INTEGER NOT NULL,"
+               "  events TEXT NOT NULL,"
+               "  result BLOB NOT NULL);"
+               "CREATE INDEX IF NOT EXISTS jobs_by_time ON jobs(submitted_ms);"
+               "PRAGMA user_version=1;"));
+  return std::unique_ptr<JobStore>(new JobStore(std::move(db)));
+}
+
+absl::Status JobStore::Save(const Job& job) {
+  const v1::JobResult result = job.Result();
+  std::string blob;
+  if (!result.SerializeToString(&blob)) {
+    return absl::InternalError(
+        absl::StrCat("job ", job.id(), ": result does not serialize"));
+  }
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(
+      sqlite::Statement stmt,
+      db_->Prepare("INSERT OR REPLACE INTO jobs (id, kind, client, state,"
+                   " submitted_ms, ended_ms, events, result)"
+                   " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
+  RETURN_IF_ERROR(stmt.BindText(1, job.id()));
+  RETURN_IF_ERROR(stmt.BindInt(2, result.summary().kind()));
+  RETURN_IF_ERROR(stmt.BindText(3, job.client()));
+  RETURN_IF_ERROR(stmt.BindInt(4, result.summary().state()));
+  RETURN_IF_ERROR(stmt.BindInt(5, result.summary().submitted_unix_ms()));
+  RETURN_IF_ERROR(stmt.BindInt(6, result.summary().ended_unix_ms()));
+  RETURN_IF_ERROR(stmt.BindText(7, job.EventsSummary()));
+  RETURN_IF_ERROR(stmt.BindBlob(8, blob));
+  return stmt.Run();
+}
+
+absl::StatusOr<std::optional<v1::JobResult>> JobStore::Load(
+    const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(sqlite::Statement stmt,
+                   db_->Prepare("SELECT result FROM jobs WHERE id = ?"));
+  RETURN_IF_ERROR(stmt.BindText(1, id));
+  ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row) return std::nullopt;
+  v1::JobResult result;
+  const std::string_view blob = stmt.ColumnBlob(0);
+  if (!result.ParseFromArray(blob.data(), static_cast<int>(blob.size()))) {
+    return std::nullopt;
+  }
+  return result;
+}
+
+absl::StatusOr<std::vector<v1::JobSummary>> JobStore::List(int limit) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(sqlite::Statement stmt,
+                   db_->Prepare("SELECT result FROM jobs"
+                                " ORDER BY submitted_ms DESC LIMIT ?"));
+  RETURN_IF_ERROR(stmt.BindInt(1, limit));
+  std::vector<v1::JobSummary> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    v1::JobResult result;
+    const std::string_view blob = stmt.ColumnBlob(0);
+    if (result.ParseFromArray(blob.data(), static_cast<int>(blob.size()))) {
+      out.push_back(result.summary());
+    }
+  }
+  return out;
+}
+
+}  // namespace irontune

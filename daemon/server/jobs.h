@@ -1,0 +1,152 @@
+// Jobs: one Autotune or Measure request from its submission to its result,
+// with every event it produced, and the store that keeps finished jobs.
+//
+// A Job is shared (std::shared_ptr) by the queue, the device worker and the
+// gRPC handlers streaming its events; it is thread-safe. Its event log is
+// kept whole in memory so Watch can replay it, and a condition variable
+// wakes the streams when an event arrives or the job ends.
+//
+// JobStore keeps each finished job's summary, result and an events summary
+// in SQLite (jobs.db in the state dir), so GetResult works after the client
+// has gone and after a restart. No gRPC here.
+#ifndef IRONTUNE_DAEMON_SERVER_JOBS_H_
+#define IRONTUNE_DAEMON_SERVER_JOBS_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "daemon/tune/sqlite.h"
+#include "irontune/v1/tuner.pb.h"
+
+namespace irontune {
+
+// Interactive jobs run before batch jobs; UNSPECIFIED means interactive.
+v1::Priority NormalizePriority(v1::Priority priority);
+
+// True for SUCCEEDED, FAILED and CANCELLED.
+bool IsTerminal(v1::JobState state);
+
+// A fresh job id: "j-" and 16 hex digits, random, so ids stay unique across
+// restarts.
+std::string NewJobId();
+
+class Job {
+ public:
+  using Request = std::variant<v1::AutotuneRequest, v1::MeasureRequest>;
+
+  // REQUIRES: `request` has passed the service's validation.
+  Job(std::string id, Request request, std::string client,
+      v1::Priority priority, bool detach);
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
+
+  const std::string& id() const { return id_; }
+  v1::JobKind kind() const;
+  const std::string& client() const { return client_; }
+  v1::Priority priority() const { return priority_; }  // normalized
+  bool detached() const { return detach_; }
+  const Request& request() const { return request_; }
+
+  // Appends an event (its job_id is set here) and wakes the watchers.
+  // Events of a terminal job are dropped.
+  void Emit(v1::AutotuneEvent event);
+  // Records the start: state RUNNING, a Started event.
+  void MarkStarted();
+  // Ends the job: SUCCEEDED with `result` when `status` is OK, else
+  // CANCELLED (for Cancelled/DeadlineExceeded/Unavailable caused by
+  // cancellation) or FAILED, keeping the error. An Autotune result is also
+  // appended as the final event. Ignored when the job already ended.
+  // Returns true when this call ended it.
+  bool Finish(
+      absl::Status status,
+      std::variant<std::monostate, v1::AutotuneResult, v1::MeasureResult>
+          result = std::monostate());
+
+  // Asks the job to stop. A running job sees cancelled() at its next round;
+  // the caller ends a queued one. `reason` becomes the error.
+  void Cancel(std::string reason);
+  bool cancelled() const;
+  std::string cancel_reason() const;
+  // Waits up to `timeout` for Cancel; true when cancelled.
+  bool WaitCancelled(absl::Duration timeout) const;
+
+  // The events from index `from` on, waiting up to `timeout` for one when
+  // there are none yet and the job has not ended. `done` is set when the
+  // job has ended and every event has been returned.
+  std::vector<v1::AutotuneEvent> EventsFrom(size_t from, absl::Duration timeout,
+                                            bool* done) const;
+
+  v1::JobState state() const;
+  absl::Status status() const;  // OK unless FAILED or CANCELLED
+  void SetShapes(uint32_t done, uint32_t total);
+  void SetStats(const v1::AutotuneStats& stats);
+  v1::JobSummary Summary() const;
+  // Summary plus the result; the result only once SUCCEEDED.
+  v1::JobResult Result() const;
+  // "3 events: queued 1, started 1, log 1" and the like.
+  std::string EventsSummary() const;
+
+ private:
+  const std::string id_;
+  const Request request_;
+  const std::string client_;
+  const v1::Priority priority_;
+  const bool detach_;
+  const int64_t submitted_ms_;
+
+  mutable absl::Mutex mu_;
+  mutable absl::CondVar changed_;  // an event, the end or a cancellation
+  std::vector<v1::AutotuneEvent> events_ ABSL_GUARDED_BY(mu_);
+  v1::JobState state_ ABSL_GUARDED_BY(mu_) = v1::JOB_STATE_QUEUED;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  std::string cancel_reason_ ABSL_GUARDED_BY(mu_);
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t started_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t ended_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  uint32_t shapes_done_ ABSL_GUARDED_BY(mu_) = 0;
+  uint32_t shapes_total_ ABSL_GUARDED_BY(mu_) = 0;
+  v1::AutotuneStats stats_ ABSL_GUARDED_BY(mu_);
+  std::optional<v1::AutotuneResult> autotune_result_ ABSL_GUARDED_BY(mu_);
+  std::optional<v1::MeasureResult> measure_result_ ABSL_GUARDED_BY(mu_);
+};
+
+using JobPtr = std::shared_ptr<Job>;
+
+// Finished jobs in SQLite. Thread-safe: one connection behind a mutex (the
+// file is small and written once per job, by whichever thread ends it).
+// Failure: SQLite errors come back as a Status; a row that does not decode
+// reads as absent.
+class JobStore {
+ public:
+  // Opens or creates `path` (its directory must exist).
+  static absl::StatusOr<std::unique_ptr<JobStore>> Open(
+      const std::string& path);
+  JobStore(const JobStore&) = delete;
+  JobStore& operator=(const JobStore&) = delete;
+
+  // Stores a finished job, replacing an earlier row of its id.
+  absl::Status Save(const Job& job);
+  // The job's stored result; nullopt when unknown.
+  absl::StatusOr<std::optional<v1::JobResult>> Load(const std::string& id);
+  // Summaries of the newest `limit` stored jobs, newest first.
+  absl::StatusOr<std::vector<v1::JobSummary>> List(int limit);
+
+ private:
+  explicit JobStore(std::unique_ptr<sqlite::Db> db) : db_(std::move(db)) {}
+  absl::Mutex mu_;
+  std::unique_ptr<sqlite::Db> db_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_DAEMON_SERVER_JOBS_H_

@@ -1,0 +1,398 @@
+#include "daemon/server/service.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/recording.h"
+#include "daemon/server/runner.h"
+#include "daemon/tune/cache.h"
+#include "spdlog/spdlog.h"
+
+namespace irontune {
+namespace {
+
+// Ended jobs kept in memory beside the store.
+constexpr size_t kKeptJobs = 1000;
+// How often a stream looks whether its client is still there.
+constexpr absl::Duration kStreamPoll = absl::Milliseconds(100);
+// ListJobs' default and largest limit.
+constexpr uint32_t kDefaultListLimit = 50;
+constexpr uint32_t kMaxListLimit = 1000;
+// The most an ImportCache stream may send.
+constexpr size_t kMaxImportBytes = size_t{1} << 30;
+
+grpc::Status ShuttingDown() {
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                      "irontuned is shutting down");
+}
+
+v1::CacheSummary Summarize(const CacheStats& stats) {
+  v1::CacheSummary s;
+  s.set_rows(stats.rows);
+  s.set_bytes(stats.database_bytes);
+  s.set_hits(stats.hits);
+  s.set_misses(stats.misses);
+  const int64_t lookups = stats.hits + stats.misses;
+  s.set_hit_rate(lookups == 0 ? 0.0
+                              : static_cast<double>(stats.hits) /
+                                    static_cast<double>(lookups));
+  return s;
+}
+
+// A Measure stream carries the queue, start and log events.
+bool ToMeasureEvent(const v1::AutotuneEvent& in, v1::MeasureEvent* out) {
+  out->set_job_id(in.job_id());
+  switch (in.event_case()) {
+    case v1::AutotuneEvent::kQueued:
+      *out->mutable_queued() = in.queued();
+      return true;
+    case v1::AutotuneEvent::kStarted:
+      *out->mutable_started() = in.started();
+      return true;
+    case v1::AutotuneEvent::kLog:
+      *out->mutable_log() = in.log();
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  // absl::StatusCode and grpc::StatusCode share their numbers.
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+TunerService::TunerService(ServiceDeps deps)
+    : deps_(std::move(deps)), started_(absl::Now()) {}
+
+std::string TunerService::ClientOf(const grpc::ServerContext& context,
+                                   const std::string& given) const {
+  if (!given.empty()) return given;
+  return context.peer().empty() ? "anonymous" : context.peer();
+}
+
+absl::Status TunerService::Submit(const JobPtr& job) {
+  // Remember it first, so a Cancel racing the Queued event finds it.
+  {
+    absl::MutexLock lock(&mu_);
+    jobs_[job->id()] = job;
+    order_.push_back(job->id());
+    while (order_.size() > kKeptJobs) {
+      auto it = jobs_.find(order_.front());
+      if (it != jobs_.end() && !IsTerminal(it->second->state())) break;
+      if (it != jobs_.end()) jobs_.erase(it);
+      order_.pop_front();
+    }
+  }
+  absl::StatusOr<size_t> position = deps_.queue->Push(job);
+  if (!position.ok()) {
+    absl::MutexLock lock(&mu_);
+    jobs_.erase(job->id());
+    return position.status();
+  }
+  spdlog::info(
+      "job {} queued: client={} kind={} position={}", job->id(), job->client(),
+      job->kind() == v1::JOB_KIND_AUTOTUNE ? "autotune" : "measure", *position);
+  return absl::OkStatus();
+}
+
+template <typename WriteFn>
+absl::Status TunerService::Follow(grpc::ServerContext* context,
+                                  const JobPtr& job, bool cancel_on_disconnect,
+                                  WriteFn write) {
+  size_t next = 0;
+  while (true) {
+    bool done = false;
+    std::vector<v1::AutotuneEvent> events =
+        job->EventsFrom(next, kStreamPoll, &done);
+    next += events.size();
+    bool gone = context->IsCancelled();
+    for (const v1::AutotuneEvent& e : events) {
+      if (gone) break;
+      if (!write(e)) gone = true;
+    }
+    if (gone) {
+      const bool deadline =
+          context->deadline() <= std::chrono::system_clock::now();
+      if (cancel_on_disconnect && !done) {
+        CancelJob(job, deadline ? "the client's deadline passed"
+                                : "the client went away");
+      }
+      return deadline ? absl::DeadlineExceededError("deadline passed")
+                      : absl::CancelledError("the client went away");
+    }
+    if (done) return absl::OkStatus();
+  }
+}
+
+void TunerService::CancelJob(const JobPtr& job, const std::string& reason) {
+  job->Cancel(reason);
+  if (deps_.queue->Remove(job->id())) {
+    deps_.worker->FinishUnrun(job, absl::CancelledError(reason));
+  }
+}
+
+JobPtr TunerService::Find(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : it->second;
+}
+
+grpc::Status TunerService::Autotune(
+    grpc::ServerContext* context, const v1::AutotuneRequest* request,
+    grpc::ServerWriter<v1::AutotuneEvent>* writer) {
+  if (shutting_down_) return ShuttingDown();
+  if (!request->has_calls()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "calls: missing");
+  }
+  if (absl::Status s = ValidateRecording(request->calls()); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
+  if (request->repeats() == 1) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "repeats: must be 0 (9) or at least 2");
+  }
+  auto job = std::make_shared<Job>(NewJobId(), *request,
+                                   ClientOf(*context, request->client()),
+                                   request->priority(), request->detach());
+  if (absl::Status s = Submit(job); !s.ok()) return ToGrpcStatus(s);
+  absl::Status followed =
+      Follow(context, job, !request->detach(),
+             [writer](const v1::AutotuneEvent& e) { return writer->Write(e); });
+  if (!followed.ok()) return ToGrpcStatus(followed);
+  return ToGrpcStatus(job->status());
+}
+
+grpc::Status TunerService::Measure(
+    grpc::ServerContext* context, const v1::MeasureRequest* request,
+    grpc::ServerWriter<v1::MeasureEvent>* writer) {
+  if (shutting_down_) return ShuttingDown();
+  if (absl::Status s = ValidateMeasureRequest(*request); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
+  auto job = std::make_shared<Job>(NewJobId(), *request,
+                                   ClientOf(*context, request->client()),
+                                   request->priority(), /*detach=*/false);
+  if (absl::Status s = Submit(job); !s.ok()) return ToGrpcStatus(s);
+  absl::Status followed =
+      Follow(context, job, /*cancel_on_disconnect=*/true,
+             [writer](const v1::AutotuneEvent& e) {
+               v1::MeasureEvent out;
+               return !ToMeasureEvent(e, &out) || writer->Write(out);
+             });
+  if (!followed.ok()) return ToGrpcStatus(followed);
+  if (job->state() != v1::JOB_STATE_SUCCEEDED) {
+    return ToGrpcStatus(job->status());
+  }
+  v1::MeasureEvent result;
+  result.set_job_id(job->id());
+  *result.mutable_result() = job->Result().measure();
+  writer->Write(result);
+  return grpc::Status::OK;
+}
+
+grpc::Status TunerService::GetStatus(grpc::ServerContext*,
+                                     const v1::GetStatusRequest*,
+                                     v1::StatusResponse* response) {
+  if (shutting_down_) return ShuttingDown();
+  const WorkerStatus w = deps_.worker->Status();
+  response->set_version(deps_.version);
+  response->set_device(deps_.device_spec);
+  response->set_platform(w.platform.name);
+  response->set_generation(w.platform.generation);
+  response->set_power_mode(std::string(PowerModeName(w.platform.power_mode)));
+  response->set_columns(w.platform.columns);
+  response->set_core_mhz(w.platform.core_mhz);
+  response->set_hw_contexts(w.platform.hw_contexts);
+  response->set_device_state(w.running ? "running" : "idle");
+  for (const JobPtr& job : deps_.queue->Snapshot()) {
+    *response->add_queue() = job->Summary();
+  }
+  if (w.running) *response->mutable_running() = w.running->Summary();
+  if (w.cache) *response->mutable_cache() = Summarize(*w.cache);
+  response->set_uptime_seconds(absl::ToDoubleSeconds(absl::Now() - started_));
+  return grpc::Status::OK;
+}
+
+grpc::Status TunerService::ListJobs(grpc::ServerContext*,
+                                    const v1::ListJobsRequest* request,
+                                    v1::ListJobsResponse* response) {
+  if (shutting_down_) return ShuttingDown();
+  const uint32_t limit = request->limit() == 0
+                             ? kDefaultListLimit
+                             : std::min(request->limit(), kMaxListLimit);
+  std::vector<v1::JobSummary> all;
+  std::set<std::string> seen;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, job] : jobs_) {
+      all.push_back(job->Summary());
+      seen.insert(id);
+    }
+  }
+  if (deps_.store) {
+    absl::StatusOr<std::vector<v1::JobSummary>> stored =
+        deps_.store->List(static_cast<int>(limit));
+    if (!stored.ok()) return ToGrpcStatus(stored.status());
+    for (v1::JobSummary& s : *stored) {
+      if (!seen.count(s.job_id())) all.push_back(std::move(s));
+    }
+  }
+  std::sort(all.begin(), all.end(),
+            [](const v1::JobSummary& a, const v1::JobSummary& b) {
+              return a.submitted_unix_ms() > b.submitted_unix_ms();
+            });
+  if (all.size() > limit) all.resize(limit);
+  for (v1::JobSummary& s : all) *response->add_jobs() = std::move(s);
+  return grpc::Status::OK;
+}
+
+grpc::Status TunerService::Cancel(grpc::ServerContext*,
+                                  const v1::CancelRequest* request,
+                                  v1::CancelResponse* response) {
+  if (shutting_down_) return ShuttingDown();
+  if (JobPtr job = Find(request->job_id())) {
+    CancelJob(job, "cancelled by request");
+    response->set_state(job->state());
+    return grpc::Status::OK;
+  }
+  if (deps_.store) {
+    absl::StatusOr<std::optional<v1::JobResult>> stored =
+        deps_.store->Load(request->job_id());
+    if (!stored.ok()) return ToGrpcStatus(stored.status());
+    if (stored->has_value()) {
+      response->set_state((*stored)->summary().state());
+      return grpc::Status::OK;
+    }
+  }
+  return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                      absl::StrCat("no job ", request->job_id()));
+}
+
+grpc::Status TunerService::Watch(
+    grpc::ServerContext* context, const v1::WatchRequest* request,
+    grpc::ServerWriter<v1::AutotuneEvent>* writer) {
+  if (shutting_down_) return ShuttingDown();
+  if (JobPtr job = Find(request->job_id())) {
+    absl::Status followed = Follow(
+        context, job, /*cancel_on_disconnect=*/false,
+        [writer](const v1::AutotuneEvent& e) { return writer->Write(e); });
+    if (!followed.ok()) return ToGrpcStatus(followed);
+    return ToGrpcStatus(job->status());
+  }
+  // A job of an earlier run: only its result was kept.
+  if (deps_.store) {
+    absl::StatusOr<std::optional<v1::JobResult>> stored =
+        deps_.store->Load(request->job_id());
+    if (!stored.ok()) return ToGrpcStatus(stored.status());
+    if (stored->has_value()) {
+      const v1::JobResult& r = **stored;
+      if (r.has_autotune()) {
+        v1::AutotuneEvent e;
+        e.set_job_id(request->job_id());
+        *e.mutable_result() = r.autotune();
+        writer->Write(e);
+      }
+      if (!r.summary().error().empty()) {
+        return grpc::Status(grpc::StatusCode::UNKNOWN, r.summary().error());
+      }
+      return grpc::Status::OK;
+    }
+  }
+  return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                      absl::StrCat("no job ", request->job_id()));
+}
+
+grpc::Status TunerService::GetResult(grpc::ServerContext*,
+                                     const v1::GetResultRequest* request,
+                                     v1::JobResult* response) {
+  if (shutting_down_) return ShuttingDown();
+  if (JobPtr job = Find(request->job_id())) {
+    if (!IsTerminal(job->state())) {
+      return grpc::Status(
+          grpc::StatusCode::FAILED_PRECONDITION,
+          absl::StrCat("job ", job->id(), " has not ended; Watch it"));
+    }
+    *response = job->Result();
+    return grpc::Status::OK;
+  }
+  if (deps_.store) {
+    absl::StatusOr<std::optional<v1::JobResult>> stored =
+        deps_.store->Load(request->job_id());
+    if (!stored.ok()) return ToGrpcStatus(stored.status());
+    if (stored->has_value()) {
+      *response = **stored;
+      return grpc::Status::OK;
+    }
+  }
+  return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                      absl::StrCat("no job ", request->job_id()));
+}
+
+grpc::Status TunerService::ExportCache(
+    grpc::ServerContext* context, const v1::ExportCacheRequest*,
+    grpc::ServerWriter<v1::CacheLine>* writer) {
+  if (shutting_down_) return ShuttingDown();
+  if (deps_.cache_path.empty()) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "irontuned runs without a cache");
+  }
+  absl::StatusOr<std::unique_ptr<CacheReader>> reader = CacheReader::Open(
+      deps_.cache_path, deps_.cache_platform, deps_.cache_power_mode);
+  if (!reader.ok()) return ToGrpcStatus(reader.status());
+  std::ostringstream out;
+  if (absl::Status s = (*reader)->Export(out); !s.ok()) return ToGrpcStatus(s);
+  std::istringstream in(out.str());
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (context->IsCancelled()) {
+      return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+    }
+    v1::CacheLine cl;
+    cl.set_line(std::move(line));
+    if (!writer->Write(cl)) break;
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status TunerService::ImportCache(
+    grpc::ServerContext*, grpc::ServerReader<v1::CacheLine>* reader,
+    v1::ImportCacheResponse* response) {
+  if (shutting_down_) return ShuttingDown();
+  std::string text;
+  v1::CacheLine line;
+  while (reader->Read(&line)) {
+    if (text.size() + line.line().size() + 1 > kMaxImportBytes) {
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          "the import exceeds 1 GiB");
+    }
+    absl::StrAppend(&text, line.line(), "\n");
+  }
+  int64_t imported = 0;
+  // The worker is the cache's only writer: the import runs there, between
+  // jobs (or when a long job yields).
+  absl::Status s = deps_.worker->RunOnWorker([&](Cache* cache) -> absl::Status {
+    if (cache == nullptr) {
+      return absl::FailedPreconditionError("irontuned runs without a cache");
+    }
+    std::istringstream in(text);
+    absl::StatusOr<ImportCounts> counts = cache->Import(in);
+    if (!counts.ok()) return counts.status();
+    imported = counts->imported;
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return ToGrpcStatus(s);
+  response->set_imported(static_cast<uint64_t>(imported));
+  return grpc::Status::OK;
+}
+
+}  // namespace irontune

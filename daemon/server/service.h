@@ -1,0 +1,113 @@
+// TunerService: the irontune.v1.Tuner gRPC service. Handlers validate,
+// queue jobs and stream their events; they never touch the device (the
+// DeviceWorker does). absl::Status is converted to grpc::Status here and
+// nowhere else (ToGrpcStatus).
+//
+// A client that disconnects, or whose deadline passes, while its Autotune or
+// Measure streams cancels the job unless it asked to detach. Watch never
+// cancels. Once BeginShutdown is called every new request is refused with
+// UNAVAILABLE.
+//
+// Included only by service.cc and server.cc: gRPC headers are heavy.
+// Threads: gRPC calls the handlers on its own threads, concurrently.
+#ifndef IRONTUNE_DAEMON_SERVER_SERVICE_H_
+#define IRONTUNE_DAEMON_SERVER_SERVICE_H_
+
+#include <atomic>
+#include <deque>
+#include <map>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "daemon/device/device.h"
+#include "daemon/server/job_queue.h"
+#include "daemon/server/jobs.h"
+#include "daemon/server/worker.h"
+#include "grpcpp/grpcpp.h"
+#include "irontune/v1/tuner.grpc.pb.h"
+
+namespace irontune {
+
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+struct ServiceDeps {
+  JobQueue* queue = nullptr;       // not owned; REQUIRES: non-null
+  DeviceWorker* worker = nullptr;  // not owned; REQUIRES: non-null
+  JobStore* store = nullptr;       // not owned; may be null
+  std::string device_spec;         // as --device gave it
+  std::string version;
+  // The cache file and the partition it was opened at, for ExportCache's
+  // read connection; empty path: no cache.
+  std::string cache_path;
+  std::string cache_platform;
+  PowerMode cache_power_mode = PowerMode::kDefault;
+};
+
+class TunerService final : public v1::Tuner::Service {
+ public:
+  explicit TunerService(ServiceDeps deps);
+
+  // Refuse every new request from now on (UNAVAILABLE).
+  void BeginShutdown() { shutting_down_ = true; }
+
+  grpc::Status Autotune(grpc::ServerContext* context,
+                        const v1::AutotuneRequest* request,
+                        grpc::ServerWriter<v1::AutotuneEvent>* writer) override;
+  grpc::Status Measure(grpc::ServerContext* context,
+                       const v1::MeasureRequest* request,
+                       grpc::ServerWriter<v1::MeasureEvent>* writer) override;
+  grpc::Status GetStatus(grpc::ServerContext* context,
+                         const v1::GetStatusRequest* request,
+                         v1::StatusResponse* response) override;
+  grpc::Status ListJobs(grpc::ServerContext* context,
+                        const v1::ListJobsRequest* request,
+                        v1::ListJobsResponse* response) override;
+  grpc::Status Cancel(grpc::ServerContext* context,
+                      const v1::CancelRequest* request,
+                      v1::CancelResponse* response) override;
+  // Streams a job's events so far, then the rest. A Measure job's result is
+  // not an AutotuneEvent: fetch it with GetResult once the stream ends.
+  grpc::Status Watch(grpc::ServerContext* context,
+                     const v1::WatchRequest* request,
+                     grpc::ServerWriter<v1::AutotuneEvent>* writer) override;
+  grpc::Status GetResult(grpc::ServerContext* context,
+                         const v1::GetResultRequest* request,
+                         v1::JobResult* response) override;
+  grpc::Status ExportCache(grpc::ServerContext* context,
+                           const v1::ExportCacheRequest* request,
+                           grpc::ServerWriter<v1::CacheLine>* writer) override;
+  grpc::Status ImportCache(grpc::ServerContext* context,
+                           grpc::ServerReader<v1::CacheLine>* reader,
+                           v1::ImportCacheResponse* response) override;
+
+ private:
+  // Remembers `job` and queues it (the queue emits its Queued event).
+  absl::Status Submit(const JobPtr& job);
+  // Streams `job`'s events from the start through `write` until it ends.
+  // Cancels it when the client goes away and `cancel_on_disconnect`.
+  template <typename WriteFn>
+  absl::Status Follow(grpc::ServerContext* context, const JobPtr& job,
+                      bool cancel_on_disconnect, WriteFn write);
+  // Cancels a queued or running job.
+  void CancelJob(const JobPtr& job, const std::string& reason);
+  JobPtr Find(const std::string& id);
+  std::string ClientOf(const grpc::ServerContext& context,
+                       const std::string& given) const;
+
+  const ServiceDeps deps_;
+  const absl::Time started_;
+  std::atomic<bool> shutting_down_{false};
+
+  absl::Mutex mu_;
+  // This process's jobs, for Watch, Cancel and status; the oldest ended
+  // ones are dropped past kKeptJobs (the store keeps them).
+  std::map<std::string, JobPtr> jobs_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::string> order_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_DAEMON_SERVER_SERVICE_H_

@@ -1,0 +1,282 @@
+// The service in process, over a real unix socket in a temp dir, on the
+// simulated NPU's virtual clock.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "common/value.h"
+#include "daemon/server/daemon.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/impl/codegen/client_unary_call.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "irontune/v1/tuner.grpc.pb.h"
+
+namespace irontune {
+namespace {
+
+std::string TempDir(const std::string& name) {
+  // Short: a unix socket path must fit in 108 bytes.
+  auto dir = std::filesystem::temp_directory_path() / ("irontune-srv-" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+void AddBuffer(v1::Operator& op, const std::string& name, v1::BufferRole role,
+               std::vector<uint64_t> shape) {
+  v1::Buffer* b = op.add_buffers();
+  b->set_name(name);
+  b->set_role(role);
+  b->set_dtype(v1::DTYPE_BF16);
+  for (uint64_t d : shape) b->add_shape(d);
+  b->set_fills(role != v1::BUFFER_ROLE_OUT);
+  b->set_drains(role != v1::BUFFER_ROLE_IN);
+}
+
+v1::Operator SmallGemm() {
+  v1::Operator op;
+  op.set_class_name("GEMM");
+  for (auto [name, value] :
+       {std::pair<const char*, int64_t>{"M", 256}, {"K", 256}, {"N", 256}}) {
+    v1::Param* p = op.add_params();
+    p->set_name(name);
+    *p->mutable_value() = IntValue(value);
+  }
+  for (auto [name, value] : {std::pair<const char*, int64_t>{"tile_m", 64},
+                             {"tile_k", 64},
+                             {"tile_n", 64},
+                             {"num_aie_columns", 4}}) {
+    v1::Tunable* t = op.add_tunables();
+    t->set_name(name);
+    *t->mutable_value() = IntValue(value);
+  }
+  AddBuffer(op, "A", v1::BUFFER_ROLE_IN, {256, 256});
+  AddBuffer(op, "B", v1::BUFFER_ROLE_IN, {256, 256});
+  AddBuffer(op, "C", v1::BUFFER_ROLE_OUT, {256, 256});
+  return op;
+}
+
+struct Rig {
+  explicit Rig(const std::string& name) : dir(TempDir(name)) {
+    DaemonOptions options;
+    options.state_dir = dir;
+    options.listen = {"unix:" + dir + "/sock"};
+    options.sim_clock = SimClock::kVirtual;
+    auto started = Daemon::Start(std::move(options));
+    INFO(started.status().ToString());
+    REQUIRE(started.ok());
+    daemon = *std::move(started);
+    channel = grpc::CreateChannel("unix:" + dir + "/sock",
+                                  grpc::InsecureChannelCredentials());
+    stub = v1::Tuner::NewStub(channel);
+  }
+  std::string dir;
+  std::unique_ptr<Daemon> daemon;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1::Tuner::Stub> stub;
+};
+
+// grpc.health.v1.Health/Check with an empty request, by hand: the health
+// proto's generated code is not installed. Returns the status enum (1:
+// SERVING, 2: NOT_SERVING) or -1.
+int HealthCheck(const std::shared_ptr<grpc::Channel>& channel) {
+  grpc::internal::RpcMethod method("/grpc.health.v1.Health/Check",
+                                   grpc::internal::RpcMethod::NORMAL_RPC);
+  grpc::ClientContext context;
+  // HealthCheckRequest{service: ""} encodes to no bytes.
+  grpc::Slice empty;
+  grpc::ByteBuffer request(&empty, 1), response;
+  grpc::Status s = grpc::internal::BlockingUnaryCall(
+      channel.get(), method, &context, request, &response);
+  if (!s.ok()) return -1;
+  grpc::Slice slice;
+  if (!response.TrySingleSlice(&slice).ok()) {
+    if (!response.DumpToSingleSlice(&slice).ok()) return -1;
+  }
+  // HealthCheckResponse{status = 1}: field 1, varint.
+  if (slice.size() == 0) return 0;
+  if (slice.size() != 2 || slice.begin()[0] != 0x08) return -1;
+  return slice.begin()[1];
+}
+
+TEST_CASE("server: Measure streams Queued, Started and a result with deltas") {
+  Rig rig("measure");
+  v1::MeasureRequest request;
+  *request.mutable_operator_() = SmallGemm();
+  v1::Setting* s = request.add_settings();
+  v1::Field* f = s->add_tunables();
+  f->set_name("tile_m");
+  *f->mutable_value() = IntValue(32);
+  request.mutable_timing()->set_rounds(4);
+  request.mutable_timing()->set_calls(5);
+  request.set_client("test");
+
+  grpc::ClientContext context;
+  auto reader = rig.stub->Measure(&context, request);
+  v1::MeasureEvent event;
+  std::vector<v1::MeasureEvent> events;
+  while (reader->Read(&event)) events.push_back(event);
+  grpc::Status status = reader->Finish();
+  INFO(status.error_message());
+  REQUIRE(status.ok());
+  REQUIRE(events.size() >= 3);
+  CHECK(events.front().has_queued());
+  CHECK(events.front().queued().position() == 0);
+  CHECK(events[1].has_started());
+  REQUIRE(events.back().has_result());
+  const v1::MeasureResult& result = events.back().result();
+  REQUIRE(result.settings_size() == 2);
+  CHECK(result.settings(0).has_measurement());
+  CHECK(!result.settings(0).has_delta());
+  CHECK(result.settings(0).setting().tunables_size() == 4);
+  INFO(result.settings(1).refused());
+  CHECK(result.settings(1).has_measurement());
+  CHECK(result.settings(1).has_delta());
+  const std::string id = events.front().job_id();
+
+  // The job's result outlives the stream.
+  grpc::ClientContext rc;
+  v1::GetResultRequest get;
+  get.set_job_id(id);
+  v1::JobResult stored;
+  REQUIRE(rig.stub->GetResult(&rc, get, &stored).ok());
+  CHECK(stored.summary().state() == v1::JOB_STATE_SUCCEEDED);
+  CHECK(stored.measure().settings_size() == 2);
+
+  // A second Measure of the same settings is served from the cache.
+  grpc::ClientContext again;
+  auto reader2 = rig.stub->Measure(&again, request);
+  v1::MeasureResult second;
+  while (reader2->Read(&event)) {
+    if (event.has_result()) second = event.result();
+  }
+  REQUIRE(reader2->Finish().ok());
+  REQUIRE(second.settings_size() == 2);
+  CHECK(second.settings(0).cached());
+  CHECK(second.settings(1).cached());
+
+  grpc::ClientContext sc;
+  v1::StatusResponse st;
+  REQUIRE(rig.stub->GetStatus(&sc, v1::GetStatusRequest(), &st).ok());
+  CHECK(st.cache().hits() >= 2);
+  CHECK(st.cache().rows() >= 2);
+}
+
+TEST_CASE("server: a bad recording is INVALID_ARGUMENT naming the field") {
+  Rig rig("invalid");
+  v1::AutotuneRequest request;
+  request.mutable_calls()->set_format_version(1);
+  request.mutable_calls()->add_operators();  // no class name
+  grpc::ClientContext context;
+  auto reader = rig.stub->Autotune(&context, request);
+  v1::AutotuneEvent event;
+  while (reader->Read(&event)) {
+  }
+  grpc::Status status = reader->Finish();
+  CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(status.error_message().rfind("operators[0].class_name", 0) == 0);
+
+  // A bad Measure setting names its path too.
+  v1::MeasureRequest measure;
+  *measure.mutable_operator_() = SmallGemm();
+  v1::Field* f = measure.add_settings()->add_tunables();
+  f->set_name("tile_q");
+  *f->mutable_value() = IntValue(1);
+  grpc::ClientContext mc;
+  auto mreader = rig.stub->Measure(&mc, measure);
+  v1::MeasureEvent me;
+  while (mreader->Read(&me)) {
+  }
+  status = mreader->Finish();
+  CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(status.error_message().rfind("settings[0].tunables[0].name", 0) == 0);
+
+  // The server still answers.
+  grpc::ClientContext sc;
+  v1::StatusResponse st;
+  grpc::Status ss = rig.stub->GetStatus(&sc, v1::GetStatusRequest(), &st);
+  REQUIRE(ss.ok());
+  CHECK(st.device() == "sim:npu2");
+  CHECK(st.platform() == "NPU Strix");
+  CHECK(st.generation() == "npu2");
+  CHECK(st.columns() > 0);
+  CHECK(st.device_state() == "idle");
+  CHECK(st.queue_size() == 0);
+  CHECK(HealthCheck(rig.channel) == 1);
+}
+
+TEST_CASE("server: Autotune is not wired yet and says so") {
+  Rig rig("autotune");
+  v1::AutotuneRequest request;
+  request.mutable_calls()->set_format_version(1);
+  grpc::ClientContext context;
+  auto reader = rig.stub->Autotune(&context, request);
+  v1::AutotuneEvent event;
+  std::vector<v1::AutotuneEvent> events;
+  while (reader->Read(&event)) events.push_back(event);
+  grpc::Status status = reader->Finish();
+  CHECK(status.error_code() == grpc::StatusCode::UNIMPLEMENTED);
+  REQUIRE(!events.empty());
+  CHECK(events.front().has_queued());
+
+  grpc::ClientContext lc;
+  v1::ListJobsResponse jobs;
+  REQUIRE(rig.stub->ListJobs(&lc, v1::ListJobsRequest(), &jobs).ok());
+  REQUIRE(jobs.jobs_size() == 1);
+  CHECK(jobs.jobs(0).state() == v1::JOB_STATE_FAILED);
+}
+
+TEST_CASE("server: a second daemon on the state dir refuses to start") {
+  Rig rig("lock");
+  DaemonOptions options;
+  options.state_dir = rig.dir;
+  options.listen = {"unix:" + rig.dir + "/sock2"};
+  options.sim_clock = SimClock::kVirtual;
+  auto second = Daemon::Start(std::move(options));
+  REQUIRE(!second.ok());
+  CHECK(absl::IsFailedPrecondition(second.status()));
+  CHECK(second.status().message().find("pid ") != std::string_view::npos);
+}
+
+TEST_CASE("server: after shutdown health is gone and results stay stored") {
+  std::string dir;
+  std::string id;
+  {
+    Rig rig("restart");
+    dir = rig.dir;
+    v1::MeasureRequest request;
+    *request.mutable_operator_() = SmallGemm();
+    request.mutable_timing()->set_rounds(3);
+    request.mutable_timing()->set_calls(3);
+    grpc::ClientContext context;
+    auto reader = rig.stub->Measure(&context, request);
+    v1::MeasureEvent event;
+    while (reader->Read(&event)) id = event.job_id();
+    REQUIRE(reader->Finish().ok());
+    rig.daemon->Shutdown();
+    CHECK(HealthCheck(rig.channel) != 1);
+  }
+  Rig again("restart-2");
+  // A daemon on the first state dir again finds the job.
+  again.daemon->Shutdown();
+  DaemonOptions options;
+  options.state_dir = dir;
+  options.listen = {"unix:" + dir + "/sock"};
+  options.sim_clock = SimClock::kVirtual;
+  auto daemon = Daemon::Start(std::move(options));
+  REQUIRE(daemon.ok());
+  auto channel = grpc::CreateChannel("unix:" + dir + "/sock",
+                                     grpc::InsecureChannelCredentials());
+  auto stub = v1::Tuner::NewStub(channel);
+  grpc::ClientContext rc;
+  v1::GetResultRequest get;
+  get.set_job_id(id);
+  v1::JobResult stored;
+  REQUIRE(stub->GetResult(&rc, get, &stored).ok());
+  CHECK(stored.summary().state() == v1::JOB_STATE_SUCCEEDED);
+  CHECK(stored.measure().settings_size() == 1);
+}
+
+}  // namespace
+}  // namespace irontune
