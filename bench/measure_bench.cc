@@ -20,6 +20,7 @@
 #include "common/stats.h"
 #include "common/value.h"
 #include "daemon/build/sim_builder.h"
+#include "daemon/device/metered.h"
 #include "daemon/device/sim/sim_device.h"
 #include "daemon/tune/measure.h"
 
@@ -80,36 +81,6 @@ v1::Operator Gemv(int64_t m, int64_t k) {
   return op;
 }
 
-// Sums the elapsed time of every run: the simulated device time.
-class Metered : public DeviceWrapper {
- public:
-  using DeviceWrapper::DeviceWrapper;
-  double device_us = 0;
-  int64_t runs = 0;
-
- protected:
-  class Image : public ImageWrapper {
-   public:
-    Image(std::unique_ptr<irontune::Image> image, Metered* meter)
-        : ImageWrapper(std::move(image)), meter_(meter) {}
-    absl::StatusOr<RunResult> Run() override {
-      absl::StatusOr<RunResult> r = ImageWrapper::Run();
-      if (r.ok()) {
-        meter_->device_us += r->elapsed_us;
-        ++meter_->runs;
-      }
-      return r;
-    }
-
-   private:
-    Metered* meter_;
-  };
-  std::unique_ptr<irontune::Image> WrapImage(
-      std::unique_ptr<irontune::Image> image, const Artifact&) override {
-    return std::make_unique<Image>(std::move(image), this);
-  }
-};
-
 long PeakRssKib() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -121,7 +92,7 @@ int Overhead() {
   options.clock = SimOptions::Clock::kRealTime;
   auto sim = MakeSimDevice("sim:npu2", options);
   SimBuilder builder;
-  Metered device(sim->get());
+  MeteredDevice device(sim->get());
   Platform platform = *(*sim)->GetPlatform();
   MeasureRequest request;
   request.packaging = v1::PACKAGING_FULL_ELF;
@@ -157,11 +128,11 @@ int Overhead() {
     return 1;
   }
   std::printf("engine overhead: %zu GEMM settings, %lld runs\n",
-              request.settings.size(), static_cast<long long>(device.runs));
+              request.settings.size(), static_cast<long long>(device.runs()));
   std::printf("  simulated device time %.3f s, wall time %.3f s\n",
-              device.device_us / 1e6, wall_us / 1e6);
+              device.device_us() / 1e6, wall_us / 1e6);
   std::printf("  wall / device = %.4f (goal <= 1.02)\n",
-              wall_us / device.device_us);
+              wall_us / device.device_us());
   return 0;
 }
 

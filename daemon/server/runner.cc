@@ -7,8 +7,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/profile.h"
 #include "common/recording.h"
 #include "common/status_macros.h"
+#include "daemon/device/metered.h"
+#include "daemon/tune/autotune.h"
 #include "daemon/tune/measure.h"
 
 namespace irontune {
@@ -122,11 +125,117 @@ v1::Operator ApplySetting(const v1::Operator& op, const v1::Setting& setting) {
   return out;
 }
 
+namespace {
+
+// Streams the tuner's progress as job events. Between shapes it lets queued
+// Measure jobs run (JobContext::Yield).
+class JobProgress : public AutotuneProgress {
+ public:
+  JobProgress(JobContext& context, const MeteredDevice& meter,
+              const absl::Time start)
+      : context_(context), meter_(meter), start_(start) {}
+
+  void OnShape(int index, int total, const std::string& key) override {
+    if (index > 0) {
+      context_.SetShapes(index, total);
+      context_.Yield();
+    }
+    shape_ = key;
+    timed_ = 0;
+    best_.reset();
+    v1::AutotuneEvent event;
+    v1::ShapeProgress* p = event.mutable_progress();
+    p->set_index(index);
+    p->set_total(total);
+    p->set_shape(key);
+    if (index > 0) {
+      const double per_shape =
+          absl::ToDoubleSeconds(absl::Now() - start_) / index;
+      p->set_eta_seconds(per_shape * (total - index));
+    }
+    index_ = index;
+    total_ = total;
+    context_.Emit(std::move(event));
+  }
+
+  void OnTrial(int, const Trial& trial) override {
+    ++timed_;
+    if (trial.Gains() && (!best_ || trial.delta_us < best_->delta_us)) {
+      best_ = trial;
+    }
+    v1::AutotuneEvent event;
+    v1::TrialEvent* t = event.mutable_trial();
+    t->set_shape(shape_);
+    *t->mutable_trial() = trial.ToProto();
+    context_.Emit(std::move(event));
+    v1::AutotuneEvent progress;
+    v1::ShapeProgress* p = progress.mutable_progress();
+    p->set_index(index_);
+    p->set_total(total_);
+    p->set_shape(shape_);
+    p->set_settings_timed(timed_);
+    if (best_) {
+      p->set_has_best(true);
+      for (const v1::Field& f : best_->tunables) *p->add_best() = f;
+      p->set_best_delta_us(best_->delta_us);
+      p->set_best_noise_us(best_->noise_us.value_or(0));
+    }
+    context_.Emit(std::move(progress));
+  }
+
+  void OnLog(const std::string& line) override { context_.Log(line); }
+
+ private:
+  JobContext& context_;
+  const MeteredDevice& meter_;
+  const absl::Time start_;
+  std::string shape_;
+  int index_ = 0;
+  int total_ = 0;
+  uint32_t timed_ = 0;
+  std::optional<Trial> best_;
+};
+
+}  // namespace
+
 absl::StatusOr<v1::AutotuneResult> DeviceJobRunner::RunAutotune(
-    const v1::AutotuneRequest&, JobContext&) {
-  // TEMPORARY: wired to Autotune() from daemon/tune/autotune.h after the
-  // merge of that branch.
-  return absl::UnimplementedError("autotune lands with daemon/tune/autotune");
+    const v1::AutotuneRequest& request, JobContext& context) {
+  const absl::Time start = absl::Now();
+  AutotuneOptions options;
+  options.timing = request.timing();
+  options.repeats =
+      request.repeats() == 0 ? 9 : static_cast<int>(request.repeats());
+  if (request.packaging() != v1::PACKAGING_UNSPECIFIED) {
+    options.packaging = request.packaging();
+  }
+  options.remeasure = request.remeasure();
+  options.seed = request.seed();
+  options.cycles_path = cycles_path_;
+
+  MeteredDevice meter(device_);
+  JobProgress progress(context, meter, start);
+  AutotuneDeps deps;
+  deps.device = &meter;
+  deps.builder = builder_;
+  deps.cache = cache_;
+  deps.progress = &progress;
+  deps.cancelled = [&context] { return context.cancelled(); };
+  deps.env.sleep = [&context](absl::Duration d) { context.Sleep(d); };
+  ASSIGN_OR_RETURN(
+      AutotuneResult tuned,
+      Autotune(request.calls(), Profile(request.profile()), options, deps));
+
+  v1::AutotuneResult result;
+  *result.mutable_profile() = tuned.profile.proto();
+  *result.mutable_diff() = tuned.diff;
+  v1::AutotuneStats* stats = result.mutable_stats();
+  stats->set_shapes(static_cast<uint32_t>(tuned.shapes.size()));
+  stats->set_settings_timed(static_cast<uint32_t>(tuned.stats.settings_timed));
+  stats->set_cache_hits(static_cast<uint32_t>(tuned.stats.cache_hits));
+  stats->set_device_seconds(meter.device_us() / 1e6);
+  stats->set_wall_seconds(absl::ToDoubleSeconds(absl::Now() - start));
+  context.SetShapes(stats->shapes(), stats->shapes());
+  return result;
 }
 
 absl::StatusOr<v1::MeasureResult> DeviceJobRunner::RunMeasure(

@@ -1,9 +1,7 @@
 // The job runner seam: what the device worker calls to run one job.
 //
-// DeviceJobRunner runs Measure for real (daemon/tune/measure.h). Autotune
-// is not wired yet: it lands with daemon/tune/autotune.h (another branch)
-// and until then RunAutotune returns UNIMPLEMENTED. Tests substitute their
-// own runner.
+// DeviceJobRunner runs Measure (daemon/tune/measure.h) and Autotune
+// (daemon/tune/autotune.h) on the device. Tests substitute their own runner.
 //
 // Threads: a runner is called only on the device worker thread, one job at
 // a time; it may use the device, the builder and the writing cache.
@@ -57,11 +55,19 @@ class JobRunner {
 // outlive the runner; cache may be null.
 class DeviceJobRunner : public JobRunner {
  public:
-  DeviceJobRunner(Device* device, Builder* builder, Cache* cache)
-      : device_(device), builder_(builder), cache_(cache) {}
+  // `cycles_path`: mlir-aie nightly kernel cycles for bound skipping; empty
+  // for none.
+  DeviceJobRunner(Device* device, Builder* builder, Cache* cache,
+                  std::string cycles_path = "")
+      : device_(device),
+        builder_(builder),
+        cache_(cache),
+        cycles_path_(std::move(cycles_path)) {}
 
-  // TEMPORARY: UNIMPLEMENTED until daemon/tune/autotune lands (wired after
-  // the merge). It does not fake results.
+  // Tunes the request's calls. Streams a progress event per shape and per
+  // trial, a trial event per setting and the tuner's log lines; yields to
+  // queued Measure jobs between shapes. Errors as irontune::Autotune.
+  // REQUIRES: the calls passed ValidateRecording.
   absl::StatusOr<v1::AutotuneResult> RunAutotune(
       const v1::AutotuneRequest& request, JobContext& context) override;
   // Times the operator at its recorded setting, then at each Setting (its
@@ -74,6 +80,7 @@ class DeviceJobRunner : public JobRunner {
   Device* device_;
   Builder* builder_;
   Cache* cache_;
+  std::string cycles_path_;
 };
 
 // Checks what RunMeasure relies on: the operator validates as a recording's
