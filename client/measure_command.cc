@@ -1,6 +1,7 @@
 #include "client/measure_command.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <set>
@@ -12,6 +13,7 @@
 #include "client/remote.h"
 #include "client/render.h"
 #include "client/rpc.h"
+#include "common/profile.h"
 #include "common/recording.h"
 #include "common/shape.h"
 
@@ -164,8 +166,22 @@ absl::StatusOr<v1::Operator> SelectOperator(const v1::Calls& calls, int op,
     }
     return calls.operators(op);
   }
+  std::vector<std::string> words =
+      absl::StrSplit(shape, ' ', absl::SkipWhitespace());
   for (const v1::Operator& o : calls.operators()) {
-    if (ShapeKey(o) == shape) return o;
+    if (words.empty() || o.class_name() != words[0]) continue;
+    const std::vector<v1::Field> dims = ShapeDims(o);
+    bool all = true;
+    for (size_t i = 1; i < words.size() && all; ++i) {
+      std::pair<std::string, std::string> kv = absl::StrSplit(words[i], '=');
+      all = std::any_of(dims.begin(), dims.end(), [&](const v1::Field& d) {
+        return d.name() == kv.first &&
+               (ValueToString(d.value()) == kv.second ||
+                (d.value().has_string_value() &&
+                 d.value().string_value() == kv.second));
+      });
+    }
+    if (all) return o;
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "--shape '", shape,

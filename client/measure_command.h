@@ -17,8 +17,10 @@ namespace irontune {
 void AddMeasureCommand(CLI::App& app, const CommandContext& ctx);
 
 // The operator `measure` times: calls.operators(op) when `op` >= 0, else
-// the first operator whose ShapeKey is `shape` ("GEMM M=256 K=2048
-// N=2048"). InvalidArgument naming what is missing or out of range.
+// the first operator of the class `shape` starts with whose dims include
+// every name=value after it ("GEMM M=256 K=2048 N=8192"; a string dim may
+// be quoted as `inspect` prints it, or not). InvalidArgument naming what is
+// missing or out of range.
 absl::StatusOr<v1::Operator> SelectOperator(const v1::Calls& calls, int op,
                                             const std::string& shape);
 

@@ -63,6 +63,13 @@ class FakeTuner final : public v1::Tuner::Service {
       }
       break;
     }
+    if (entry.operator_class().empty()) {  // no recording: a canned entry
+      entry.set_operator_class("GEMM");
+      entry.add_dims()->set_name("M");
+      entry.mutable_dims(0)->mutable_value()->set_int_value(256);
+      entry.add_tunables()->set_name("tile_m");
+      entry.mutable_tunables(0)->mutable_value()->set_int_value(128);
+    }
     const std::string identity =
         EntryName(entry.operator_class(), entry.dims());
     Profile tuned;
