@@ -141,7 +141,7 @@ int RunSubmit(const CommandContext& ctx, const SubmitFlags& f) {
     return kExitOk;
   }
 
-  AutotuneProgress progress(ctx.io.err, StyleFor(ctx));
+  AutotuneProgress progress(ctx.io.err, StyleFor(ctx), ctx.env.terminal_width);
   absl::Status s = tuner->Autotune(
       request, ResolveTimeout(ctx.remote.timeout_s, kAutotuneTimeoutS),
       [&](const v1::AutotuneEvent& e) {
@@ -230,7 +230,8 @@ void AddWatch(CLI::App& app, const CommandContext& ctx) {
       const std::string server =
           ResolveServer(ctx.remote.server, ctx.env.server);
       std::unique_ptr<TunerConnection> tuner = ConnectTuner(server);
-      AutotuneProgress progress(ctx.io.err, StyleFor(ctx));
+      AutotuneProgress progress(ctx.io.err, StyleFor(ctx),
+                                ctx.env.terminal_width);
       v1::WatchRequest request;
       request.set_job_id(*job);
       absl::Status s = tuner->Watch(

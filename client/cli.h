@@ -26,6 +26,8 @@ struct ClientEnvironment {
   // Whether `err` is a terminal: progress is then a bar redrawn in place,
   // else one plain line per update.
   bool err_is_terminal = false;
+  // The terminal's width in columns, bounding the progress bar.
+  int terminal_width = 100;
 };
 
 // Parses argv and runs the command. Results go to `out`, errors and
