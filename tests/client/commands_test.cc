@@ -158,6 +158,23 @@ TEST_CASE("a daemon that is not there: how to start it, exit 1") {
   }
 }
 
+TEST_CASE("the daemon's own UNAVAILABLE is not a missing daemon") {
+  FakeServer server;
+  Run r = Client(
+      {"--server", server.address(), "submit", kExample, "--client", "held"});
+  CHECK(r.code == kExitError);
+  CHECK_THAT(r.err, Catch::Contains("UNAVAILABLE: the NPU is held by another"));
+  CHECK_THAT(r.err, !Catch::Contains("systemctl"));
+}
+
+TEST_CASE("--timeout bounds a call that does not end") {
+  FakeServer server;
+  Run r = Client(
+      {"--server", server.address(), "--timeout", "0.3", "watch", "job-slow"});
+  CHECK(r.code == kExitError);
+  CHECK_THAT(r.err, Catch::Contains("did not finish before the deadline"));
+}
+
 TEST_CASE("status, jobs and cancel render the daemon's answers") {
   FakeServer server;
   Run status = Client({"--server", server.address(), "status"});

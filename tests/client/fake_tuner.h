@@ -10,6 +10,8 @@
 //  - Measure times the recorded setting and each given one.
 //  - Jobs "job-1" (a succeeded autotune of an empty profile), "job-m" (a
 //    measurement) and "job-f" (failed) exist; others are NOT_FOUND.
+//  - Autotune from client "held" is UNAVAILABLE (the NPU held elsewhere);
+//    Watch of "job-slow" waits for the client to give up.
 //  - ExportCache sends two lines; ImportCache counts the lines it gets.
 #ifndef IRONTUNE_TESTS_CLIENT_FAKE_TUNER_H_
 #define IRONTUNE_TESTS_CLIENT_FAKE_TUNER_H_
@@ -104,6 +106,10 @@ class FakeTuner final : public v1::Tuner::Service {
                           "timing.rounds: 1 round cannot give a noise; use "
                           "0 (default 8) or at least 2");
     }
+    if (request->client() == "held") {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          "the NPU is held by another process");
+    }
     v1::AutotuneEvent e;
     e.set_job_id(request->detach() ? "job-9" : "job-1");
     e.mutable_queued()->set_position(1);
@@ -119,8 +125,15 @@ class FakeTuner final : public v1::Tuner::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Watch(grpc::ServerContext*, const v1::WatchRequest* request,
+  grpc::Status Watch(grpc::ServerContext* context,
+                     const v1::WatchRequest* request,
                      grpc::ServerWriter<v1::AutotuneEvent>* writer) override {
+    if (request->job_id() == "job-slow") {  // never finishes on its own
+      for (int i = 0; i < 500 && !context->IsCancelled(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      return grpc::Status::OK;
+    }
     if (request->job_id() != "job-1") return NoJob(request->job_id());
     Stream(v1::Calls(), Profile(), writer);
     return grpc::Status::OK;
