@@ -129,7 +129,7 @@ TEST_CASE("a bad recording is refused locally, naming the file") {
   CHECK_THAT(err, Catch::Contains("/nonexistent/model.rec"));
 }
 
-TEST_CASE("--help documents the exit codes and the environment") {
+TEST_CASE("help documents the exit codes and the environment") {
   std::ostringstream out, err;
   const char* argv[] = {"irontune-client", "--help"};
   REQUIRE(RunClient(2, argv, out, err) == kExitOk);

@@ -79,7 +79,8 @@ TEST_CASE("submit on a terminal draws a bar and erases it") {
 }
 
 TEST_CASE(
-    "--write rewrites the profile; --check exits 3 on a change, 0 on none") {
+    "submit --write rewrites the profile; --check exits 3 on a change, 0 on "
+    "none") {
   FakeServer server;
   std::string profile = CopyExampleProfile(server);
   Run check = Client({"--server", server.address(), "submit", kExample,
@@ -104,7 +105,7 @@ TEST_CASE(
   CHECK_THAT(again.out, Catch::Contains("no changes"));
 }
 
-TEST_CASE("--write creates a missing profile") {
+TEST_CASE("submit --write creates a missing profile") {
   FakeServer server;
   std::string profile = server.dir() + "/new.json";
   Run r = Client({"--server", server.address(), "submit", kExample, "--profile",
@@ -167,7 +168,7 @@ TEST_CASE("the daemon's own UNAVAILABLE is not a missing daemon") {
   CHECK_THAT(r.err, !Catch::Contains("systemctl"));
 }
 
-TEST_CASE("--timeout bounds a call that does not end") {
+TEST_CASE("a --timeout bounds a call that does not end") {
   FakeServer server;
   Run r = Client(
       {"--server", server.address(), "--timeout", "0.3", "watch", "job-slow"});
