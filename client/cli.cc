@@ -7,26 +7,27 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "client/autotune_commands.h"
+#include "client/cache_commands.h"
+#include "client/command.h"
 #include "client/inspect.h"
+#include "client/job_commands.h"
+#include "client/measure_command.h"
+#include "client/remote.h"
 #include "common/contexts.h"
 #include "common/recording.h"
 
 namespace irontune {
 namespace {
 
-constexpr char kExitCodes[] =
+constexpr char kFooter[] =
+    "Environment: IRONTUNE_SERVER is the daemon's address where --server is "
+    "not given (default unix:/run/irontune/irontuned.sock).\n"
     "Exit codes: 0 success, 1 error, 2 usage, 3 profile changed (submit "
     "--check).";
 
-struct Streams {
-  std::ostream& out;
-  std::ostream& err;
-};
-
-// Prints `status` as the client's error line and returns kExitError.
 int Fail(const Streams& io, const absl::Status& status) {
-  io.err << "irontune-client: " << status.message() << "\n";
-  return kExitError;
+  return irontune::Fail(io.err, status);
 }
 
 void AddInspect(CLI::App& app, const Streams& io, std::function<int()>* run) {
@@ -114,19 +115,52 @@ void AddPoints(CLI::App& app, const Streams& io, std::function<int()>* run) {
 
 }  // namespace
 
+int Fail(std::ostream& err, const absl::Status& status) {
+  err << "irontune-client: " << status.message() << "\n";
+  return kExitError;
+}
+
+int UsageError(std::ostream& err, const std::string& message) {
+  err << "irontune-client: " << message << "\n"
+      << "Run 'irontune-client --help' for usage.\n";
+  return kExitUsage;
+}
+
 int RunClient(int argc, const char* const* argv, std::ostream& out,
               std::ostream& err) {
+  return RunClient(argc, argv, out, err, ClientEnvironment());
+}
+
+int RunClient(int argc, const char* const* argv, std::ostream& out,
+              std::ostream& err, const ClientEnvironment& env) {
   Streams io{out, err};
+  RemoteFlags remote;
   CLI::App app(
       "irontune-client: inspect recordings and talk to irontuned, the NPU "
       "tuning daemon.",
       "irontune-client");
-  app.footer(kExitCodes);
+  app.footer(kFooter);
   app.require_subcommand(1);
+  // The daemon's address and deadline work before or after the command.
+  app.fallthrough();
+  app.add_option("--server", remote.server,
+                 "the daemon: unix:PATH or host:port (default: "
+                 "$IRONTUNE_SERVER, else unix:/run/irontune/irontuned.sock)");
+  app.add_option("--timeout", remote.timeout_s,
+                 "seconds a call may take, 0 for no deadline (default: 10 "
+                 "for status, jobs, cancel, result and cache stats; 600 for "
+                 "measure; 300 for cache export/import; none for submit and "
+                 "watch; 30 for submit --detach)")
+      ->check(CLI::NonNegativeNumber);
   std::function<int()> run;
+  CommandContext ctx{io, env, remote, &run};
   AddInspect(app, io, &run);
   AddConvert(app, io, &run);
   AddPoints(app, io, &run);
+  AddAutotuneCommands(app, ctx);
+  AddMeasureCommand(app, ctx);
+  AddJobCommands(app, ctx);
+  AddCacheCommands(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -95,5 +95,50 @@ TEST_CASE("convert writes a recording that inspects the same") {
   REQUIRE(a.out == b.out);
 }
 
+int RunCode(std::vector<std::string> args, std::string* err = nullptr) {
+  args.insert(args.begin(), "irontune-client");
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, e;
+  int code = RunClient(static_cast<int>(argv.size()), argv.data(), out, e);
+  if (err) *err = e.str();
+  return code;
+}
+
+TEST_CASE("usage errors of the remote commands exit 2 before any call") {
+  std::string err;
+  CHECK(RunCode({"submit"}) == kExitUsage);
+  CHECK(RunCode({"submit", kExample, "--priority", "urgent"}) == kExitUsage);
+  CHECK(RunCode({"submit", kExample, "--write"}, &err) == kExitUsage);
+  CHECK_THAT(err, Catch::Contains("need --profile"));
+  CHECK(RunCode({"submit", kExample, "--profile", "p.json", "--detach",
+                 "--check"}) == kExitUsage);
+  CHECK(RunCode({"--timeout", "-3", "status"}) == kExitUsage);
+  CHECK(RunCode({"cancel"}) == kExitUsage);
+  CHECK(RunCode({"cache"}) == kExitUsage);
+  CHECK(RunCode({"cache", "import"}) == kExitUsage);
+  CHECK(RunCode({"measure", kExample}, &err) == kExitUsage);
+  CHECK_THAT(err, Catch::Contains("exactly one of --op and --shape"));
+}
+
+TEST_CASE("a bad recording is refused locally, naming the file") {
+  std::string err;
+  CHECK(RunCode({"submit", "/nonexistent/model.rec", "--server",
+                 "unix:/nonexistent.sock"},
+                &err) == kExitError);
+  CHECK_THAT(err, Catch::Contains("/nonexistent/model.rec"));
+}
+
+TEST_CASE("help documents the exit codes and the environment") {
+  std::ostringstream out, err;
+  const char* argv[] = {"irontune-client", "--help"};
+  REQUIRE(RunClient(2, argv, out, err) == kExitOk);
+  CHECK_THAT(out.str(),
+             Catch::Contains("Exit codes: 0 success, 1 error, 2 usage, 3"));
+  CHECK_THAT(out.str(), Catch::Contains("IRONTUNE_SERVER"));
+  CHECK_THAT(out.str(), Catch::Contains("--server"));
+  CHECK_THAT(out.str(), Catch::Contains("submit"));
+}
+
 }  // namespace
 }  // namespace irontune

@@ -1,0 +1,16 @@
+// `cache stats|export|import`: irontuned's measurement cache. See
+// docs/client.md.
+#ifndef IRONTUNE_CLIENT_CACHE_COMMANDS_H_
+#define IRONTUNE_CLIENT_CACHE_COMMANDS_H_
+
+#include "client/command.h"
+
+namespace irontune {
+
+// Registers `cache` and its three subcommands on `app`. `ctx` outlives the
+// parse and run.
+void AddCacheCommands(CLI::App& app, const CommandContext& ctx);
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_CLIENT_CACHE_COMMANDS_H_

@@ -1,0 +1,287 @@
+#include "client/measure_command.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "client/remote.h"
+#include "client/render.h"
+#include "client/rpc.h"
+#include "common/profile.h"
+#include "common/recording.h"
+#include "common/shape.h"
+
+namespace irontune {
+namespace {
+
+absl::StatusOr<v1::Value> ParseAs(const v1::Value& recorded,
+                                  const std::string& name,
+                                  const std::string& text) {
+  v1::Value out;
+  switch (recorded.kind_case()) {
+    case v1::Value::kIntValue: {
+      int64_t v;
+      if (absl::SimpleAtoi(text, &v)) {
+        out.set_int_value(v);
+        return out;
+      }
+      break;
+    }
+    case v1::Value::kBoolValue:
+      if (text == "true" || text == "false") {
+        out.set_bool_value(text == "true");
+        return out;
+      }
+      break;
+    case v1::Value::kDoubleValue: {
+      double v;
+      if (absl::SimpleAtod(text, &v)) {
+        out.set_double_value(v);
+        return out;
+      }
+      break;
+    }
+    default:
+      out.set_string_value(text);
+      return out;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(name, "=", text, ": expected a value like the recorded ",
+                   recorded.ShortDebugString()));
+}
+
+struct MeasureFlags {
+  std::string model;
+  int op = -1;
+  std::string shape;
+  std::vector<std::string> settings;
+  std::vector<std::string> values;
+  bool json = false;
+  std::string priority = "interactive";
+  std::string client;
+  uint32_t rounds = 0;
+  uint32_t calls = 0;
+  uint32_t settle = 0;
+  double cutoff = 0;
+  uint32_t repeats = 0;
+  std::string packaging;
+  uint64_t seed = 0;
+  bool remeasure = false;
+};
+
+int RunMeasure(const CommandContext& ctx, const MeasureFlags& f) {
+  if ((f.op >= 0) == !f.shape.empty()) {
+    return UsageError(ctx.io.err,
+                      "measure needs exactly one of --op and --shape");
+  }
+  absl::StatusOr<v1::Calls> calls = LoadRecording(f.model);
+  if (!calls.ok()) return Fail(ctx.io.err, calls.status());
+  absl::StatusOr<v1::Operator> op = SelectOperator(*calls, f.op, f.shape);
+  if (!op.ok()) return Fail(ctx.io.err, op.status());
+
+  v1::MeasureRequest request;
+  *request.mutable_operator_() = *op;
+  for (const std::string& text : f.settings) {
+    absl::StatusOr<v1::Setting> setting = ParseSetting(*op, text);
+    if (!setting.ok()) return Fail(ctx.io.err, setting.status());
+    *request.add_settings() = *std::move(setting);
+  }
+  if (absl::Status s = ParseCallValues(f.values, request.mutable_values());
+      !s.ok()) {
+    return Fail(ctx.io.err, s);
+  }
+  request.mutable_timing()->set_rounds(f.rounds);
+  request.mutable_timing()->set_calls(f.calls);
+  request.mutable_timing()->set_settle(f.settle);
+  request.mutable_timing()->set_cutoff(f.cutoff);
+  request.set_repeats(f.repeats);
+  if (f.packaging == "full-elf") {
+    request.set_packaging(v1::PACKAGING_FULL_ELF);
+  } else if (f.packaging == "xclbin-chain") {
+    request.set_packaging(v1::PACKAGING_XCLBIN_CHAIN);
+  }
+  request.set_remeasure(f.remeasure);
+  request.set_priority(f.priority == "batch" ? v1::PRIORITY_BATCH
+                                             : v1::PRIORITY_INTERACTIVE);
+  request.set_client(!f.client.empty()       ? f.client
+                     : !ctx.env.user.empty() ? ctx.env.user
+                                             : "irontune-client");
+  request.set_seed(f.seed);
+
+  const std::string server = ResolveServer(ctx.remote.server, ctx.env.server);
+  std::optional<v1::MeasureResult> result;
+  std::string job_id;
+  absl::Status s = ConnectTuner(server)->Measure(
+      request, ResolveTimeout(ctx.remote.timeout_s, kMeasureTimeoutS),
+      [&](const v1::MeasureEvent& e) {
+        if (!e.job_id().empty()) job_id = e.job_id();
+        switch (e.event_case()) {
+          case v1::MeasureEvent::kQueued:
+            ctx.io.err << "job " << job_id << " queued, "
+                       << e.queued().position() << " ahead\n";
+            break;
+          case v1::MeasureEvent::kStarted:
+            ctx.io.err << "job " << job_id << " started\n";
+            break;
+          case v1::MeasureEvent::kLog:
+            ctx.io.err << e.log().text() << "\n";
+            break;
+          case v1::MeasureEvent::kResult:
+            result = e.result();
+            break;
+          default:
+            break;
+        }
+        return true;
+      });
+  if (!s.ok()) return FailRpc(ctx.io.err, s, server);
+  if (!result.has_value()) {
+    return Fail(ctx.io.err,
+                absl::InternalError(absl::StrCat("irontuned ended job ", job_id,
+                                                 " without a result")));
+  }
+  if (f.json) {
+    ctx.io.out << MessageJson(*result) << "\n";
+  } else {
+    ctx.io.out << ShapeKey(*op) << "\n" << RenderMeasureResult(*result);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Operator> SelectOperator(const v1::Calls& calls, int op,
+                                            const std::string& shape) {
+  if (op >= 0) {
+    if (op >= calls.operators_size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--op ", op, ": the recording has ",
+                       calls.operators_size(), " operators"));
+    }
+    return calls.operators(op);
+  }
+  std::vector<std::string> words =
+      absl::StrSplit(shape, ' ', absl::SkipWhitespace());
+  for (const v1::Operator& o : calls.operators()) {
+    if (words.empty() || o.class_name() != words[0]) continue;
+    const std::vector<v1::Field> dims = ShapeDims(o);
+    bool all = true;
+    for (size_t i = 1; i < words.size() && all; ++i) {
+      std::pair<std::string, std::string> kv = absl::StrSplit(words[i], '=');
+      all = std::any_of(dims.begin(), dims.end(), [&](const v1::Field& d) {
+        return d.name() == kv.first &&
+               (ValueToString(d.value()) == kv.second ||
+                (d.value().has_string_value() &&
+                 d.value().string_value() == kv.second));
+      });
+    }
+    if (all) return o;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--shape '", shape,
+      "': no operator of that shape; `irontune-client inspect` lists them"));
+}
+
+absl::StatusOr<v1::Setting> ParseSetting(const v1::Operator& op,
+                                         const std::string& text) {
+  v1::Setting setting;
+  for (const v1::Tunable& t : op.tunables()) {
+    v1::Field* f = setting.add_tunables();
+    f->set_name(t.name());
+    *f->mutable_value() = t.value();
+  }
+  std::set<std::string> seen;
+  for (absl::string_view part :
+       absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    part = absl::StripAsciiWhitespace(part);
+    std::pair<std::string, std::string> kv = absl::StrSplit(part, '=');
+    if (part.find('=') == absl::string_view::npos || kv.first.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--setting '", text, "': expected name=value[,name=value...]"));
+    }
+    if (!seen.insert(kv.first).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--setting '", text, "': ", kv.first, " given twice"));
+    }
+    v1::Field* field = nullptr;
+    for (v1::Field& f : *setting.mutable_tunables()) {
+      if (f.name() == kv.first) field = &f;
+    }
+    if (field == nullptr) {
+      std::string names;
+      for (const v1::Tunable& t : op.tunables()) {
+        absl::StrAppend(&names, names.empty() ? "" : ", ", t.name());
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--setting '", text, "': ", op.class_name(), " has no tunable ",
+          kv.first, " (it has: ", names.empty() ? "none" : names, ")"));
+    }
+    absl::StatusOr<v1::Value> v = ParseAs(field->value(), kv.first, kv.second);
+    if (!v.ok()) return v.status();
+    *field->mutable_value() = *std::move(v);
+  }
+  return setting;
+}
+
+absl::Status ParseCallValues(
+    const std::vector<std::string>& texts,
+    google::protobuf::Map<std::string, int64_t>* values) {
+  for (const std::string& text : texts) {
+    size_t eq = text.find('=');
+    int64_t v;
+    if (eq == std::string::npos || eq == 0 ||
+        !absl::SimpleAtoi(absl::string_view(text).substr(eq + 1), &v)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--value '", text, "': expected name=integer"));
+    }
+    (*values)[text.substr(0, eq)] = v;
+  }
+  return absl::OkStatus();
+}
+
+void AddMeasureCommand(CLI::App& app, const CommandContext& ctx) {
+  auto* cmd = app.add_subcommand(
+      "measure",
+      "Time settings of one operator of a recording beside its recorded "
+      "setting, e.g.\n  measure model.rec --shape 'GEMM M=256 K=2048 "
+      "N=2048' --setting tile_m=128,tile_n=64 --setting tile_m=32");
+  auto f = std::make_shared<MeasureFlags>();
+  cmd->add_option("MODEL", f->model, "the recording: .rec, .txtpb or .json")
+      ->required();
+  cmd->add_option("--op", f->op, "the operator's index in the recording");
+  cmd->add_option("--shape", f->shape,
+                  "the first operator of this shape, as `inspect` prints it");
+  cmd->add_option("--setting", f->settings,
+                  "name=value[,name=value...]: a setting to time; tunables "
+                  "not named keep their recorded values (repeatable)");
+  cmd->add_option("--value", f->values,
+                  "name=integer: a per-call value by the operator's "
+                  "CallValue name (repeatable)");
+  cmd->add_flag("--json", f->json, "print the MeasureResult as JSON");
+  cmd->add_option("--priority", f->priority, "interactive (default) or batch")
+      ->check(CLI::IsMember({"interactive", "batch"}));
+  cmd->add_option("--client", f->client, "who asks (default: $USER)");
+  cmd->add_option("--rounds", f->rounds, "interleaved rounds (default 8)");
+  cmd->add_option("--calls", f->calls, "runs per round (default 50)");
+  cmd->add_option("--settle", f->settle,
+                  "rounds before slow settings are cut (default 2)");
+  cmd->add_option("--cutoff", f->cutoff,
+                  "cut settings slower than this times the fastest "
+                  "(default 1.5)");
+  cmd->add_option("--repeats", f->repeats,
+                  "steps in the many-step run (default 9)");
+  cmd->add_option("--packaging", f->packaging, "full-elf or xclbin-chain")
+      ->check(CLI::IsMember({"full-elf", "xclbin-chain"}));
+  cmd->add_option("--seed", f->seed, "seed of the inputs (default 0)");
+  cmd->add_flag("--remeasure", f->remeasure, "ignore the cache");
+  cmd->callback(
+      [ctx, f] { *ctx.run = [ctx, f] { return RunMeasure(ctx, *f); }; });
+}
+
+}  // namespace irontune

@@ -1,0 +1,59 @@
+#include "client/remote.h"
+
+#include <ostream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "client/rpc.h"
+
+namespace irontune {
+
+std::string ResolveServer(const std::string& flag, const std::string& env) {
+  if (!flag.empty()) return flag;
+  if (!env.empty()) return env;
+  return kDefaultServer;
+}
+
+double ResolveTimeout(double flag_s, double default_s) {
+  return flag_s >= 0 ? flag_s : default_s;
+}
+
+std::string DescribeRpcError(const absl::Status& status,
+                             const std::string& server) {
+  const std::string message(status.message());
+  if (IsNotConnected(status)) {
+    return absl::StrCat(
+        "cannot reach irontuned at ", server, " (", message, ").\n",
+        "Is the daemon running? Start it with `systemctl start irontuned`, "
+        "or by hand with\n  irontuned --state-dir /var/lib/irontune "
+        "--listen ",
+        server,
+        "\nor point the client elsewhere with --server or "
+        "IRONTUNE_SERVER.");
+  }
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+      return absl::StrCat("irontuned refused the request: ", message);
+    case absl::StatusCode::kDeadlineExceeded:
+      return absl::StrCat("irontuned at ", server,
+                          " did not finish before the deadline (", message,
+                          "); raise --timeout, or 0 for none");
+    case absl::StatusCode::kResourceExhausted:
+      return absl::StrCat("irontuned's queue is full, try again later: ",
+                          message);
+    case absl::StatusCode::kNotFound:
+      return absl::StrCat("irontuned: ", message);
+    default:
+      return absl::StrCat(
+          "irontuned: ", absl::StatusCodeToString(status.code()), ": ",
+          message);
+  }
+}
+
+int FailRpc(std::ostream& err, const absl::Status& status,
+            const std::string& server) {
+  err << "irontune-client: " << DescribeRpcError(status, server) << "\n";
+  return kExitError;
+}
+
+}  // namespace irontune

@@ -1,0 +1,172 @@
+#include "client/rpc.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+
+#include "absl/strings/cord.h"
+#include "irontune/v1/tuner.grpc.pb.h"
+
+namespace irontune {
+namespace {
+
+constexpr char kNotConnectedUrl[] = "type.irontune.dev/not-connected";
+
+void SetDeadline(grpc::ClientContext& context, double timeout_s) {
+  if (timeout_s <= 0) return;
+  context.set_deadline(
+      std::chrono::system_clock::now() +
+      std::chrono::microseconds(static_cast<int64_t>(timeout_s * 1e6)));
+}
+
+class GrpcTunerConnection : public TunerConnection {
+ public:
+  explicit GrpcTunerConnection(std::shared_ptr<grpc::Channel> channel)
+      : channel_(std::move(channel)), stub_(v1::Tuner::NewStub(channel_)) {}
+
+  absl::Status Autotune(
+      const v1::AutotuneRequest& request, double timeout_s,
+      const EventCallback<v1::AutotuneEvent>& on_event) override {
+    grpc::ClientContext context;
+    SetDeadline(context, timeout_s);
+    return ReadAll(context, stub_->Autotune(&context, request), on_event);
+  }
+
+  absl::Status Watch(
+      const v1::WatchRequest& request, double timeout_s,
+      const EventCallback<v1::AutotuneEvent>& on_event) override {
+    grpc::ClientContext context;
+    SetDeadline(context, timeout_s);
+    return ReadAll(context, stub_->Watch(&context, request), on_event);
+  }
+
+  absl::Status Measure(
+      const v1::MeasureRequest& request, double timeout_s,
+      const EventCallback<v1::MeasureEvent>& on_event) override {
+    grpc::ClientContext context;
+    SetDeadline(context, timeout_s);
+    return ReadAll(context, stub_->Measure(&context, request), on_event);
+  }
+
+  absl::StatusOr<v1::StatusResponse> GetStatus(double timeout_s) override {
+    return Unary<v1::StatusResponse>(
+        timeout_s, [&](grpc::ClientContext* c, v1::StatusResponse* r) {
+          return stub_->GetStatus(c, v1::GetStatusRequest(), r);
+        });
+  }
+
+  absl::StatusOr<v1::ListJobsResponse> ListJobs(
+      const v1::ListJobsRequest& request, double timeout_s) override {
+    return Unary<v1::ListJobsResponse>(
+        timeout_s, [&](grpc::ClientContext* c, v1::ListJobsResponse* r) {
+          return stub_->ListJobs(c, request, r);
+        });
+  }
+
+  absl::StatusOr<v1::CancelResponse> Cancel(const v1::CancelRequest& request,
+                                            double timeout_s) override {
+    return Unary<v1::CancelResponse>(
+        timeout_s, [&](grpc::ClientContext* c, v1::CancelResponse* r) {
+          return stub_->Cancel(c, request, r);
+        });
+  }
+
+  absl::StatusOr<v1::JobResult> GetResult(const v1::GetResultRequest& request,
+                                          double timeout_s) override {
+    return Unary<v1::JobResult>(timeout_s,
+                                [&](grpc::ClientContext* c, v1::JobResult* r) {
+                                  return stub_->GetResult(c, request, r);
+                                });
+  }
+
+  absl::Status ExportCache(double timeout_s,
+                           const EventCallback<std::string>& on_line) override {
+    grpc::ClientContext context;
+    SetDeadline(context, timeout_s);
+    return ReadAll(context,
+                   stub_->ExportCache(&context, v1::ExportCacheRequest()),
+                   EventCallback<v1::CacheLine>([&](const v1::CacheLine& l) {
+                     return on_line(l.line());
+                   }));
+  }
+
+  absl::StatusOr<uint64_t> ImportCache(
+      double timeout_s,
+      const std::function<bool(std::string*)>& next) override {
+    grpc::ClientContext context;
+    SetDeadline(context, timeout_s);
+    v1::ImportCacheResponse response;
+    std::unique_ptr<grpc::ClientWriter<v1::CacheLine>> writer =
+        stub_->ImportCache(&context, &response);
+    v1::CacheLine line;
+    while (next(line.mutable_line())) {
+      if (!writer->Write(line)) break;  // the daemon ended the call early
+      line.Clear();
+    }
+    writer->WritesDone();
+    absl::Status status = Convert(writer->Finish());
+    if (!status.ok()) return status;
+    return response.imported();
+  }
+
+ private:
+  template <typename Event>
+  absl::Status ReadAll(grpc::ClientContext& context,
+                       std::unique_ptr<grpc::ClientReader<Event>> reader,
+                       const EventCallback<Event>& on_event) {
+    Event event;
+    while (reader->Read(&event)) {
+      if (!on_event(event)) {
+        context.TryCancel();
+        reader->Finish();  // CANCELLED, as we asked
+        return absl::OkStatus();
+      }
+    }
+    return Convert(reader->Finish());
+  }
+
+  template <typename Response, typename Call>
+  absl::StatusOr<Response> Unary(double timeout_s, const Call& call) {
+    grpc::ClientContext context;
+    SetDeadline(context, timeout_s);
+    Response response;
+    absl::Status status = Convert(call(&context, &response));
+    if (!status.ok()) return status;
+    return response;
+  }
+
+  // The one place a grpc::Status becomes an absl::Status. The codes share
+  // their numbering.
+  absl::Status Convert(const grpc::Status& s) {
+    if (s.ok()) return absl::OkStatus();
+    absl::Status out(static_cast<absl::StatusCode>(s.error_code()),
+                     s.error_message());
+    // A daemon answering UNAVAILABLE leaves the channel READY; a socket
+    // nobody listens on leaves it failing or still connecting.
+    if (s.error_code() == grpc::StatusCode::UNAVAILABLE &&
+        channel_->GetState(false) != GRPC_CHANNEL_READY) {
+      out.SetPayload(kNotConnectedUrl, absl::Cord("1"));
+    }
+    return out;
+  }
+
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Tuner::Stub> stub_;
+};
+
+}  // namespace
+
+std::unique_ptr<TunerConnection> ConnectTuner(const std::string& target) {
+  grpc::ChannelArguments args;
+  // Results and cache exports may be large.
+  args.SetMaxReceiveMessageSize(-1);
+  return std::make_unique<GrpcTunerConnection>(grpc::CreateCustomChannel(
+      target, grpc::InsecureChannelCredentials(), args));
+}
+
+bool IsNotConnected(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kUnavailable &&
+         status.GetPayload(kNotConnectedUrl).has_value();
+}
+
+}  // namespace irontune

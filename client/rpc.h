@@ -1,0 +1,71 @@
+// The client's only door to irontuned. TunerConnection is a plain interface
+// over the irontune.v1.Tuner service so that no command includes gRPC
+// headers; rpc.cc owns the channel and the stub.
+//
+// Every method takes a timeout in seconds: > 0 sets the call's deadline,
+// <= 0 sets none. Calls fail fast (no wait-for-ready) when the daemon cannot
+// be reached: the status is then UNAVAILABLE and IsNotConnected(status) is
+// true. Other failures carry the daemon's code and message unchanged.
+// A TunerConnection is used by one thread at a time; callbacks run on the
+// calling thread, in stream order.
+#ifndef IRONTUNE_CLIENT_RPC_H_
+#define IRONTUNE_CLIENT_RPC_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "irontune/v1/tuner.pb.h"
+
+namespace irontune {
+
+// A streaming callback: returns false to stop reading, which cancels the
+// call; the method then returns OK.
+template <typename Event>
+using EventCallback = std::function<bool(const Event&)>;
+
+class TunerConnection {
+ public:
+  virtual ~TunerConnection() = default;
+
+  virtual absl::Status Autotune(
+      const v1::AutotuneRequest& request, double timeout_s,
+      const EventCallback<v1::AutotuneEvent>& on_event) = 0;
+  virtual absl::Status Watch(
+      const v1::WatchRequest& request, double timeout_s,
+      const EventCallback<v1::AutotuneEvent>& on_event) = 0;
+  virtual absl::Status Measure(
+      const v1::MeasureRequest& request, double timeout_s,
+      const EventCallback<v1::MeasureEvent>& on_event) = 0;
+  virtual absl::StatusOr<v1::StatusResponse> GetStatus(double timeout_s) = 0;
+  virtual absl::StatusOr<v1::ListJobsResponse> ListJobs(
+      const v1::ListJobsRequest& request, double timeout_s) = 0;
+  virtual absl::StatusOr<v1::CancelResponse> Cancel(
+      const v1::CancelRequest& request, double timeout_s) = 0;
+  virtual absl::StatusOr<v1::JobResult> GetResult(
+      const v1::GetResultRequest& request, double timeout_s) = 0;
+  // Calls on_line for each line of the cache's export.
+  virtual absl::Status ExportCache(
+      double timeout_s, const EventCallback<std::string>& on_line) = 0;
+  // Sends lines while next(&line) returns true; returns how many the
+  // daemon imported.
+  virtual absl::StatusOr<uint64_t> ImportCache(
+      double timeout_s, const std::function<bool(std::string*)>& next) = 0;
+};
+
+// A connection to `target` ("unix:/path" or "host:port"), insecure. The
+// channel connects lazily, on the first call. Never fails; a bad target
+// shows as the first call's UNAVAILABLE.
+std::unique_ptr<TunerConnection> ConnectTuner(const std::string& target);
+
+// Whether `status` says the daemon could not be reached at all (nothing
+// listening, connection refused), as opposed to the daemon answering
+// UNAVAILABLE itself.
+bool IsNotConnected(const absl::Status& status);
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_CLIENT_RPC_H_
