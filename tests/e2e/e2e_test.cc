@@ -1,0 +1,444 @@
+// End to end: the real irontuned and irontune-client binaries as
+// subprocesses, over a real unix socket and loopback TCP, on the simulated
+// NPU. Assertions are on outcomes and orders, never on wall-clock time; the
+// waits below are bounds that keep a broken build from hanging the suite.
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/impl/codegen/client_unary_call.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "irontune/v1/tuner.grpc.pb.h"
+#include "tests/e2e/process.h"
+
+namespace irontune::e2e {
+namespace {
+
+const std::string kDaemon = IRONTUNE_IRONTUNED;
+const std::string kClient = IRONTUNE_CLIENT;
+const std::string kSource = IRONTUNE_SOURCE_DIR;
+const std::string kExample = kSource + "/examples/llama-3.2-1b.rec";
+const std::string kProfile = kSource + "/examples/profiles/npu2.json";
+
+// One ElementwiseAdd and one SiLU: a recording that tunes in moments.
+constexpr char kSmall[] = R"pb(
+  format_version: 1
+  operators {
+    class_name: "ElementwiseAdd"
+    params {
+      name: "size"
+      value { int_value: 2048 }
+    }
+    tunables {
+      name: "tile_size"
+      value { int_value: 512 }
+      domain { int_value: 512 }
+    }
+    tunables {
+      name: "num_aie_columns"
+      value { int_value: 4 }
+      domain { int_value: 4 }
+    }
+    buffers {
+      name: "a"
+      role: BUFFER_ROLE_IN
+      dtype: DTYPE_BF16
+      shape: 2048
+      fills: true
+    }
+    buffers {
+      name: "b"
+      role: BUFFER_ROLE_IN
+      dtype: DTYPE_BF16
+      shape: 2048
+      fills: true
+    }
+    buffers {
+      name: "c"
+      role: BUFFER_ROLE_OUT
+      dtype: DTYPE_BF16
+      shape: 2048
+      drains: true
+    }
+    tolerance { close { atol: 0.0078125 rtol: 0.0078125 } }
+  }
+  operators {
+    class_name: "SiLU"
+    params {
+      name: "size"
+      value { int_value: 8192 }
+    }
+    tunables {
+      name: "tile_size"
+      value { int_value: 1024 }
+      domain { int_value: 1024 }
+    }
+    tunables {
+      name: "num_aie_columns"
+      value { int_value: 8 }
+      domain { int_value: 8 }
+    }
+    buffers {
+      name: "x"
+      role: BUFFER_ROLE_IN
+      dtype: DTYPE_BF16
+      shape: 8192
+      fills: true
+    }
+    buffers {
+      name: "y"
+      role: BUFFER_ROLE_OUT
+      dtype: DTYPE_BF16
+      shape: 8192
+      drains: true
+    }
+    tolerance { close { atol: 0.0078125 rtol: 0.0078125 } }
+  }
+  calls {
+    recording {
+      name: "small"
+      buffers { name: "p" nbytes: 4096 }
+      buffers { name: "q" nbytes: 4096 }
+      buffers { name: "r" nbytes: 4096 }
+      buffers { name: "s" nbytes: 16384 }
+      buffers { name: "t" nbytes: 16384 }
+      steps {
+        op: 0
+        refs { buffer: "p" }
+        refs { buffer: "q" }
+        refs { buffer: "r" }
+      }
+      steps {
+        op: 1
+        refs { buffer: "s" }
+        refs { buffer: "t" }
+      }
+      inputs: "p"
+      inputs: "q"
+      inputs: "s"
+      outputs: "r"
+      outputs: "t"
+    }
+  }
+)pb";
+
+// A daemon on a fresh (or given) state directory, stopped with SIGTERM.
+class Daemon {
+ public:
+  explicit Daemon(const std::string& dir, std::vector<std::string> extra = {},
+                  const std::string& clock = "virtual")
+      : dir_(dir), socket_("unix:" + dir + "/sock") {
+    std::vector<std::string> argv = {kDaemon,    "--state-dir", dir,
+                                     "--listen", socket_,       "--sim-clock",
+                                     clock,      "--log-level", "info"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    process_ = std::make_unique<Process>("irontuned", argv, dir);
+    REQUIRE(process_->started());
+    for (int i = 0; i < 200; ++i) {
+      if (Client({"--timeout", "1", "status"}).code == 0) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    FAIL("irontuned did not come up: " << process_->Stderr());
+  }
+
+  Result Client(std::vector<std::string> args, double seconds = 300) const {
+    args.insert(args.begin(), {kClient, "--server", socket_});
+    return Run(args, dir_, seconds);
+  }
+  std::unique_ptr<Process> StartClient(std::vector<std::string> args) const {
+    args.insert(args.begin(), {kClient, "--server", socket_});
+    return std::make_unique<Process>("client", args, dir_);
+  }
+  nlohmann::json Jobs() const {
+    Result r = Client({"jobs", "--json"}, 30);
+    REQUIRE(r.code == 0);
+    nlohmann::json doc = nlohmann::json::parse(r.out);
+    return doc.contains("jobs") ? doc["jobs"] : nlohmann::json::array();
+  }
+  // Waits (bounded) until some job is in `state`; returns it or null.
+  nlohmann::json WaitForJob(const std::string& state, double seconds = 60) {
+    const auto end = std::chrono::steady_clock::now() +
+                     std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < end) {
+      for (const auto& job : Jobs()) {
+        if (job["state"] == state) return job;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return nullptr;
+  }
+  int Stop(double seconds = 15) {
+    process_->Signal(SIGTERM);
+    REQUIRE(process_->Wait(seconds));
+    return process_->exit_code();
+  }
+  std::string Log() const { return process_->Stderr(); }
+  const std::string& socket() const { return socket_; }
+  Process& process() { return *process_; }
+
+ private:
+  std::string dir_;
+  std::string socket_;
+  std::unique_ptr<Process> process_;
+};
+
+std::string WriteSmall(const std::string& dir) {
+  const std::string path = dir + "/small.txtpb";
+  std::ofstream(path) << kSmall;
+  return path;
+}
+
+// A free-looking loopback port for this test process.
+int Port() { return 20000 + static_cast<int>(getpid() % 20000); }
+
+TEST_CASE("e2e: submit tunes a recording and prints the diff") {
+  const std::string dir = TempDir("submit");
+  Daemon daemon(dir);
+  Result r = daemon.Client({"submit", WriteSmall(dir), "--rounds", "3",
+                            "--calls", "5", "--client", "e2e"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("ElementwiseAdd size=2048"));
+  CHECK_THAT(r.out, Catch::Contains("SiLU size=8192"));
+  CHECK_THAT(r.out, Catch::Contains("added"));
+  // --check against the profile just written: unchanged, exit 0.
+  const std::string profile = dir + "/profile.json";
+  REQUIRE(daemon
+              .Client({"submit", WriteSmall(dir), "--rounds", "3", "--calls",
+                       "5", "--profile", profile, "--write"})
+              .code == 0);
+  Result check =
+      daemon.Client({"submit", WriteSmall(dir), "--rounds", "3", "--calls", "5",
+                     "--profile", profile, "--check"});
+  INFO(check.err);
+  CHECK(check.code == 0);
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("e2e: a profile that differs fails --check with exit 3") {
+  const std::string dir = TempDir("check");
+  Daemon daemon(dir);
+  const std::string profile = dir + "/stale.json";
+  std::ofstream(profile)
+      << "{\"entries\": [\n{\"operator\": \"SiLU\", \"size\": 8192, "
+         "\"tile_size\": 1024, \"num_aie_columns\": 1}\n]}\n";
+  Result r = daemon.Client({"submit", WriteSmall(dir), "--rounds", "3",
+                            "--calls", "5", "--profile", profile, "--check"});
+  INFO(r.err);
+  CHECK(r.code == 3);
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("e2e: two clients at once are both served, in queue order") {
+  const std::string dir = TempDir("two");
+  Daemon daemon(dir);
+  auto first = daemon.StartClient({"submit", kExample, "--rounds", "2",
+                                   "--calls", "3", "--client", "first"});
+  REQUIRE(!daemon.WaitForJob("JOB_STATE_RUNNING").is_null());
+  auto second = daemon.StartClient({"submit", WriteSmall(dir), "--rounds", "3",
+                                    "--calls", "5", "--client", "second"});
+  REQUIRE(first->Wait(600));
+  REQUIRE(second->Wait(600));
+  INFO(first->Stderr() << second->Stderr());
+  CHECK(first->exit_code() == 0);
+  CHECK(second->exit_code() == 0);
+  nlohmann::json jobs = daemon.Jobs();
+  REQUIRE(jobs.size() == 2);
+  std::map<std::string, nlohmann::json> by_client;
+  for (const auto& j : jobs) by_client[j["client"]] = j;
+  CHECK(by_client["first"]["state"] == "JOB_STATE_SUCCEEDED");
+  CHECK(by_client["second"]["state"] == "JOB_STATE_SUCCEEDED");
+  // The second started only after the first ended.
+  CHECK(std::stoll(by_client["second"]["started_unix_ms"].get<std::string>()) >=
+        std::stoll(by_client["first"]["ended_unix_ms"].get<std::string>()));
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("e2e: cancel stops a running job") {
+  const std::string dir = TempDir("cancel");
+  Daemon daemon(dir);
+  Result submitted =
+      daemon.Client({"submit", kExample, "--detach", "--json"}, 30);
+  REQUIRE(submitted.code == 0);
+  const std::string job =
+      nlohmann::json::parse(submitted.out)["job_id"].get<std::string>();
+  REQUIRE(!daemon.WaitForJob("JOB_STATE_RUNNING").is_null());
+  Result cancel = daemon.Client({"cancel", job}, 30);
+  INFO(cancel.err);
+  CHECK(cancel.code == 0);
+  CHECK(!daemon.WaitForJob("JOB_STATE_CANCELLED").is_null());
+  Result result = daemon.Client({"result", job}, 30);
+  CHECK(result.code == 1);
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("e2e: a client killed mid-job cancels its job") {
+  const std::string dir = TempDir("killed");
+  Daemon daemon(dir);
+  auto client = daemon.StartClient({"submit", kExample});
+  REQUIRE(!daemon.WaitForJob("JOB_STATE_RUNNING").is_null());
+  client->Signal(SIGKILL);
+  REQUIRE(client->Wait(10));
+  CHECK(!daemon.WaitForJob("JOB_STATE_CANCELLED").is_null());
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("e2e: detach, then watch, and the result after the client is gone") {
+  const std::string dir = TempDir("detach");
+  Daemon daemon(dir);
+  Result submitted = daemon.Client(
+      {"submit", WriteSmall(dir), "--detach", "--json", "--rounds", "3"}, 30);
+  REQUIRE(submitted.code == 0);
+  const std::string job =
+      nlohmann::json::parse(submitted.out)["job_id"].get<std::string>();
+  Result watch = daemon.Client({"watch", job});
+  INFO(watch.err);
+  CHECK(watch.code == 0);
+  CHECK_THAT(watch.out, Catch::Contains("SiLU size=8192"));
+  Result result = daemon.Client({"result", job, "--json"}, 30);
+  REQUIRE(result.code == 0);
+  nlohmann::json doc = nlohmann::json::parse(result.out);
+  CHECK(doc["profile"]["entries"].size() == 2);
+  // And after a restart, from the jobs database.
+  CHECK(daemon.Stop() == 0);
+  Daemon again(dir);
+  CHECK(again.Client({"result", job}, 30).code == 0);
+  CHECK(again.Stop() == 0);
+}
+
+TEST_CASE("e2e: a bad recording gets INVALID_ARGUMENT with the field path") {
+  const std::string dir = TempDir("bad");
+  Daemon daemon(dir);
+  // Straight to the daemon: the client would refuse it before sending.
+  auto channel =
+      grpc::CreateChannel(daemon.socket(), grpc::InsecureChannelCredentials());
+  auto stub = v1::Tuner::NewStub(channel);
+  v1::AutotuneRequest request;
+  request.mutable_calls()->set_format_version(1);
+  request.mutable_calls()->add_operators();  // no class name
+  request.mutable_calls()
+      ->add_calls()
+      ->mutable_recording()
+      ->add_steps()
+      ->set_op(7);
+  grpc::ClientContext context;
+  auto reader = stub->Autotune(&context, request);
+  v1::AutotuneEvent event;
+  while (reader->Read(&event)) {
+  }
+  grpc::Status status = reader->Finish();
+  CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK_THAT(status.error_message(), Catch::Contains("operators[0]"));
+  // Garbage bytes where a request should be: refused, the daemon stays up.
+  CHECK(daemon.Client({"status"}, 30).code == 0);
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("e2e: a full queue gets RESOURCE_EXHAUSTED") {
+  const std::string dir = TempDir("full");
+  Daemon daemon(dir, {"--queue-limit", "1"});
+  REQUIRE(daemon.Client({"submit", kExample, "--detach"}, 30).code == 0);
+  REQUIRE(!daemon.WaitForJob("JOB_STATE_RUNNING").is_null());
+  REQUIRE(daemon.Client({"submit", kExample, "--detach"}, 30).code == 0);
+  Result third = daemon.Client({"submit", kExample, "--detach"}, 30);
+  CHECK(third.code == 1);
+  CHECK_THAT(third.err, Catch::Contains("full"));
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("e2e: SIGTERM mid-job exits cleanly") {
+  const std::string dir = TempDir("sigterm");
+  Daemon daemon(dir, {}, "realtime");
+  REQUIRE(daemon.Client({"submit", kExample, "--detach"}, 30).code == 0);
+  REQUIRE(!daemon.WaitForJob("JOB_STATE_RUNNING").is_null());
+  CHECK(daemon.Stop(10) == 0);
+  // The job ended cancelled, as a restarted daemon reports.
+  Daemon again(dir);
+  nlohmann::json jobs = again.Jobs();
+  REQUIRE(jobs.size() == 1);
+  CHECK(jobs[0]["state"] == "JOB_STATE_CANCELLED");
+  CHECK(again.Stop() == 0);
+}
+
+TEST_CASE("e2e: a restart keeps the cache") {
+  const std::string dir = TempDir("restart");
+  auto device_seconds = [&](Daemon& d) {
+    Result r = d.Client(
+        {"submit", WriteSmall(dir), "--rounds", "3", "--calls", "5", "--json"});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(r.out)["stats"]["device_seconds"]
+        .get<double>();
+  };
+  double first, second;
+  {
+    Daemon daemon(dir);
+    first = device_seconds(daemon);
+    CHECK(daemon.Stop() == 0);
+  }
+  {
+    Daemon daemon(dir);
+    second = device_seconds(daemon);
+    CHECK(daemon.Stop() == 0);
+  }
+  REQUIRE(first > 0);
+  CHECK(second <= 0.1 * first);
+}
+
+// grpc.health.v1.Health/Check with an empty request, encoded by hand (the
+// health proto's generated code is not installed). 1 is SERVING.
+int HealthStatus(const std::string& target) {
+  auto channel =
+      grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+  grpc::internal::RpcMethod method("/grpc.health.v1.Health/Check",
+                                   grpc::internal::RpcMethod::NORMAL_RPC);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(10));
+  grpc::Slice empty;
+  grpc::ByteBuffer request(&empty, 1), response;
+  grpc::Status s =
+      grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+          channel.get(), method, &context, request, &response);
+  if (!s.ok()) return -1;
+  std::vector<grpc::Slice> slices;
+  if (!response.Dump(&slices).ok()) return -1;
+  std::string bytes;
+  for (const auto& slice : slices) {
+    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  // HealthCheckResponse{status = 1}: field 1, varint.
+  if (bytes.size() == 2 && bytes[0] == 0x08) return bytes[1];
+  return bytes.empty() ? 0 : -1;
+}
+
+TEST_CASE("e2e: the health service answers SERVING over loopback TCP") {
+  const std::string dir = TempDir("health");
+  const std::string tcp = "127.0.0.1:" + std::to_string(Port());
+  Daemon daemon(dir, {"--listen", tcp});
+  CHECK(HealthStatus(tcp) == 1);
+  Result status = Run({kClient, "--server", tcp, "status"}, dir, 30);
+  CHECK(status.code == 0);
+  CHECK_THAT(status.out, Catch::Contains("NPU Strix"));
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("e2e: the client explains a daemon that is not running") {
+  const std::string dir = TempDir("absent");
+  Result r =
+      Run({kClient, "--server", "unix:" + dir + "/nothing", "status"}, dir, 30);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("irontuned"));
+}
+
+}  // namespace
+}  // namespace irontune::e2e
