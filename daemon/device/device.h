@@ -89,6 +89,13 @@ class Image {
   // the buffer's nbytes (else InvalidArgument).
   virtual absl::Status WriteBuffer(std::string_view name,
                                    std::string_view bytes) = 0;
+  // As WriteBuffer, for contents that no run changes (an input buffer) and
+  // that other images may share, such as seeded inputs. The default copies
+  // them; an implementation may keep the pointer instead.
+  virtual absl::Status ShareBuffer(std::string_view name,
+                                   std::shared_ptr<const std::string> bytes) {
+    return WriteBuffer(name, *bytes);
+  }
   // The buffer's present contents.
   virtual absl::StatusOr<std::string> ReadBuffer(std::string_view name) = 0;
   // One call: runs every step once. Fails (Internal, Unavailable) when the
@@ -151,6 +158,10 @@ class ImageWrapper : public Image {
   absl::Status WriteBuffer(std::string_view name,
                            std::string_view bytes) override {
     return target_->WriteBuffer(name, bytes);
+  }
+  absl::Status ShareBuffer(std::string_view name,
+                           std::shared_ptr<const std::string> bytes) override {
+    return target_->ShareBuffer(name, std::move(bytes));
   }
   absl::StatusOr<std::string> ReadBuffer(std::string_view name) override {
     return target_->ReadBuffer(name);

@@ -68,12 +68,17 @@ std::map<std::string, std::string> GivenDigests(const MeasureRequest& request) {
 
 // Seeded inputs by (dtype, bytes, seed): every setting of a design gets the
 // same ones, so they are made once per Measure call.
-using InputMemo = std::map<std::tuple<int, uint64_t, uint64_t>, std::string>;
+// Shared with the images, which may keep them rather than copy them.
+using InputMemo = std::map<std::tuple<int, uint64_t, uint64_t>,
+                           std::shared_ptr<const std::string>>;
 
-const std::string& MemoInput(InputMemo& memo, v1::DType dtype, uint64_t nbytes,
-                             uint64_t seed) {
+std::shared_ptr<const std::string> MemoInput(InputMemo& memo, v1::DType dtype,
+                                             uint64_t nbytes, uint64_t seed) {
   auto [it, inserted] = memo.try_emplace({dtype, nbytes, seed});
-  if (inserted) it->second = SeededInput(dtype, nbytes, seed);
+  if (inserted) {
+    it->second =
+        std::make_shared<const std::string>(SeededInput(dtype, nbytes, seed));
+  }
   return it->second;
 }
 
@@ -109,7 +114,7 @@ absl::Status PrepareImage(const v1::Operator& op, const Artifact& artifact,
       }
       RETURN_IF_ERROR(image.WriteBuffer(buf.name, given->second));
     } else {
-      RETURN_IF_ERROR(image.WriteBuffer(
+      RETURN_IF_ERROR(image.ShareBuffer(
           buf.name,
           MemoInput(memo, ob.dtype(), buf.nbytes,
                     InputSeed(request.seed, buf.step, buf.op_buffer))));

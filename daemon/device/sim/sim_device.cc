@@ -47,7 +47,12 @@ class SimImage : public Image {
     for (size_t i = 0; i < artifact.buffers.size(); ++i) {
       const ArtifactBuffer& b = artifact.buffers[i];
       index_[b.name] = static_cast<int>(i);
-      buffers_.push_back({b.nbytes, b.step, std::string()});
+      buffers_.push_back({b.nbytes, b.step, std::string(), nullptr});
+      const bool in =
+          b.op_buffer >= 0 && b.op_buffer < design_.op.buffers_size() &&
+          design_.op.buffers(b.op_buffer).role() == v1::BUFFER_ROLE_IN &&
+          !b.drains;
+      only_read_.push_back(in);
     }
     for (const v1::Buffer& b : design_.op.buffers()) {
       has_inout_ |= b.role() == v1::BUFFER_ROLE_INOUT;
@@ -83,12 +88,22 @@ class SimImage : public Image {
                        " bytes, not ", bytes.size()));
     }
     RETURN_IF_ERROR(Settle());
+    b.shared.reset();
     b.bytes.assign(bytes.data(), bytes.size());
-    for (size_t s = 0; s < step_buffers_.size(); ++s) {
-      const std::vector<int>& refs = step_buffers_[s];
-      if (std::find(refs.begin(), refs.end(), index) != refs.end())
-        dirty_[s] = true;
-    }
+    MarkDirty(index);
+    return absl::OkStatus();
+  }
+
+  absl::Status ShareBuffer(std::string_view name,
+                           std::shared_ptr<const std::string> bytes) override {
+    ASSIGN_OR_RETURN(int index, Find(name));
+    if (!only_read_[index]) return WriteBuffer(name, *bytes);
+    Stored& b = buffers_[index];
+    if (bytes->size() != b.nbytes) return WriteBuffer(name, *bytes);
+    RETURN_IF_ERROR(Settle());
+    b.bytes.clear();
+    b.shared = std::move(bytes);
+    MarkDirty(index);
     return absl::OkStatus();
   }
 
@@ -96,6 +111,7 @@ class SimImage : public Image {
     ASSIGN_OR_RETURN(int index, Find(name));
     RETURN_IF_ERROR(Settle());
     const Stored& b = buffers_[index];
+    if (b.shared) return *b.shared;
     if (b.bytes.empty()) return std::string(b.nbytes, '\0');
     return b.bytes;
   }
@@ -118,6 +134,9 @@ class SimImage : public Image {
     uint64_t nbytes;
     int step;
     std::string bytes;  // empty until written or computed
+    // Shared, unchanging contents (ShareBuffer) of an input buffer; when set,
+    // `bytes` is unused.
+    std::shared_ptr<const std::string> shared;
   };
 
   absl::StatusOr<int> Find(std::string_view name) const {
@@ -127,6 +146,16 @@ class SimImage : public Image {
           absl::StrCat("the image has no buffer \"", sim::AsAbsl(name), "\""));
     }
     return it->second;
+  }
+
+  // The steps reading buffer `index` must compute again.
+  void MarkDirty(int index) {
+    for (size_t s = 0; s < step_buffers_.size(); ++s) {
+      const std::vector<int>& refs = step_buffers_[s];
+      if (std::find(refs.begin(), refs.end(), index) != refs.end()) {
+        dirty_[s] = true;
+      }
+    }
   }
 
   // Computes the outputs of the runs so far, before anything observes or
@@ -148,7 +177,10 @@ class SimImage : public Image {
       for (int op_buffer = 0; op_buffer < design_.op.buffers_size();
            ++op_buffer) {
         Stored& b = buffers_[step_buffers_[s][op_buffer]];
-        step.push_back({&design_.op.buffers(op_buffer), &b.bytes, b.nbytes});
+        // Kernels only read input buffers, so a shared one is passed as is.
+        std::string* bytes =
+            b.shared ? const_cast<std::string*>(b.shared.get()) : &b.bytes;
+        step.push_back({&design_.op.buffers(op_buffer), bytes, b.nbytes});
       }
       RETURN_IF_ERROR(sim::ComputeStep(view, step));
       dirty_[s] = false;
@@ -166,6 +198,7 @@ class SimImage : public Image {
   bool has_inout_ = false;
   bool ran_ = false;  // a run's outputs are not computed yet
   std::vector<Stored> buffers_;
+  std::vector<bool> only_read_;  // by buffers_ index: an input no step writes
   absl::flat_hash_map<std::string, int> index_;
   std::set<std::string, std::less<>> symbols_;
   sim::CallValues values_;
