@@ -38,6 +38,8 @@ struct Ctx {
   const AutotuneDeps& deps;
   AutotuneStats* stats;
   int shape_index = 0;
+  // Seeded inputs shared by every Measure of the search.
+  std::shared_ptr<InputCache> inputs = std::make_shared<InputCache>();
 
   void Log(const std::string& line) const {
     spdlog::info("autotune: {}", line);
@@ -167,6 +169,7 @@ absl::StatusOr<std::pair<std::vector<ShapeTrial>, double>> TimeSettings(
   mdeps.device = ctx.deps.device;
   mdeps.builder = ctx.deps.builder;
   mdeps.cache = ctx.deps.cache;
+  mdeps.inputs = ctx.inputs.get();
   mdeps.env = ctx.deps.env;
   mdeps.env.cancelled = ctx.deps.cancelled;
   mdeps.env.log = [&ctx](const std::string& line) { ctx.Log(line); };

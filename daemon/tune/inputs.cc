@@ -101,4 +101,24 @@ std::string SeededInput(v1::DType dtype, uint64_t nbytes, uint64_t seed) {
   return out;
 }
 
+std::shared_ptr<const std::string> InputCache::Get(v1::DType dtype,
+                                                   uint64_t nbytes,
+                                                   uint64_t seed) {
+  const Key key{dtype, nbytes, seed};
+  if (auto it = entries_.find(key); it != entries_.end()) return it->second;
+  auto made =
+      std::make_shared<const std::string>(SeededInput(dtype, nbytes, seed));
+  if (nbytes > max_bytes_) return made;
+  while (bytes_ + nbytes > max_bytes_ && !order_.empty()) {
+    auto oldest = entries_.find(order_.front());
+    bytes_ -= oldest->second->size();
+    entries_.erase(oldest);
+    order_.pop_front();
+  }
+  entries_.emplace(key, made);
+  order_.push_back(key);
+  bytes_ += nbytes;
+  return made;
+}
+
 }  // namespace irontune

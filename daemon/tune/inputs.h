@@ -5,7 +5,11 @@
 #define IRONTUNE_DAEMON_TUNE_INPUTS_H_
 
 #include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
 #include <string>
+#include <tuple>
 
 #include "irontune/v1/recording.pb.h"
 
@@ -21,6 +25,29 @@ uint64_t InputSeed(uint64_t seed, int step, int op_buffer);
 // or [0, 16]). A trailing partial element is zero. Deterministic for a given
 // (dtype, nbytes, seed).
 std::string SeededInput(v1::DType dtype, uint64_t nbytes, uint64_t seed);
+
+// Seeded inputs kept for reuse, so the settings of a design, and the
+// designs of one job, share one copy of each (images may keep the pointer:
+// Image::ShareBuffer). Holds at most `max_bytes`, dropping the oldest first;
+// an input larger than that is made but not kept.
+// Threads: one thread at a time (the device worker's).
+class InputCache {
+ public:
+  static constexpr uint64_t kDefaultBytes = 1ull << 30;
+  explicit InputCache(uint64_t max_bytes = kDefaultBytes)
+      : max_bytes_(max_bytes) {}
+
+  // SeededInput(dtype, nbytes, seed), made once while kept.
+  std::shared_ptr<const std::string> Get(v1::DType dtype, uint64_t nbytes,
+                                         uint64_t seed);
+
+ private:
+  using Key = std::tuple<int, uint64_t, uint64_t>;
+  uint64_t max_bytes_;
+  uint64_t bytes_ = 0;
+  std::map<Key, std::shared_ptr<const std::string>> entries_;
+  std::deque<Key> order_;  // oldest first
+};
 
 }  // namespace irontune
 

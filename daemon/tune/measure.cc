@@ -68,22 +68,8 @@ std::map<std::string, std::string> GivenDigests(const MeasureRequest& request) {
 
 // Seeded inputs by (dtype, bytes, seed): every setting of a design gets the
 // same ones, so they are made once per Measure call.
-// Shared with the images, which may keep them rather than copy them.
-using InputMemo = std::map<std::tuple<int, uint64_t, uint64_t>,
-                           std::shared_ptr<const std::string>>;
-
-std::shared_ptr<const std::string> MemoInput(InputMemo& memo, v1::DType dtype,
-                                             uint64_t nbytes, uint64_t seed) {
-  auto [it, inserted] = memo.try_emplace({dtype, nbytes, seed});
-  if (inserted) {
-    it->second =
-        std::make_shared<const std::string>(SeededInput(dtype, nbytes, seed));
-  }
-  return it->second;
-}
-
 absl::Status PrepareImage(const v1::Operator& op, const Artifact& artifact,
-                          const MeasureRequest& request, InputMemo& memo,
+                          const MeasureRequest& request, InputCache& memo,
                           Image& image) {
   std::map<std::string, int64_t> symbols;
   for (const auto& [name, value] : request.values) {
@@ -116,8 +102,8 @@ absl::Status PrepareImage(const v1::Operator& op, const Artifact& artifact,
     } else {
       RETURN_IF_ERROR(image.ShareBuffer(
           buf.name,
-          MemoInput(memo, ob.dtype(), buf.nbytes,
-                    InputSeed(request.seed, buf.step, buf.op_buffer))));
+          memo.Get(ob.dtype(), buf.nbytes,
+                   InputSeed(request.seed, buf.step, buf.op_buffer))));
     }
   }
   return absl::OkStatus();
@@ -236,7 +222,8 @@ absl::StatusOr<MeasureResult> Measure(const MeasureRequest& request,
   const int batch_size = std::max(1, platform.hw_contexts / 2 - 1);
   double fastest = std::numeric_limits<double>::infinity();
   int batch_number = 0;
-  InputMemo memo;
+  InputCache local_inputs;
+  InputCache& memo = deps.inputs != nullptr ? *deps.inputs : local_inputs;
   for (size_t begin = 0; begin < std::max<size_t>(todo.size(), 1);
        begin += batch_size) {
     std::vector<int> batch = {0};

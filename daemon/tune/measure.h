@@ -20,6 +20,7 @@
 #include "common/expression.h"
 #include "daemon/build/builder.h"
 #include "daemon/device/device.h"
+#include "daemon/tune/inputs.h"
 #include "daemon/tune/interleave.h"
 #include "irontune/v1/measurement.pb.h"
 #include "irontune/v1/recording.pb.h"
@@ -70,7 +71,10 @@ struct MeasureDeps {
   Device* device = nullptr;    // not owned; REQUIRES: non-null
   Builder* builder = nullptr;  // not owned; REQUIRES: non-null
   Cache* cache = nullptr;      // not owned; may be null
-  InterleaveEnv env;           // env.device is set to `device`
+  // Seeded inputs to reuse across calls (a job's); not owned; null: made
+  // for this call alone.
+  InputCache* inputs = nullptr;
+  InterleaveEnv env;  // env.device is set to `device`
 };
 
 // Times `request.settings`. Errors: the default does not build
