@@ -20,10 +20,13 @@
 //   false-gains  the recorded setting made the true optimum: how often
 //                another is taken
 //   stability    5 seeds (sim noise and inputs): how often the choices agree
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -43,6 +46,7 @@
 #include "daemon/device/sim/sim_device.h"
 #include "daemon/tune/autotune.h"
 #include "daemon/tune/settings.h"
+#include "spdlog/spdlog.h"
 
 namespace irontune {
 namespace {
@@ -237,6 +241,19 @@ struct Case {
   std::string name;  // "<model> <role>: <shape key>"
   v1::Calls calls;
 };
+
+// The largest buffer of the operators the calls' steps run, bytes.
+uint64_t LargestBuffer(const v1::Calls& calls) {
+  uint64_t most = 0;
+  for (const v1::Timed& call : calls.calls()) {
+    for (const v1::Step& step : call.recording().steps()) {
+      for (const v1::Buffer& b : calls.operators(step.op()).buffers()) {
+        most = std::max(most, Bytes(b));
+      }
+    }
+  }
+  return most;
+}
 
 struct Model {
   const char* name;
@@ -458,8 +475,8 @@ double Seconds(std::chrono::steady_clock::time_point since) {
       .count();
 }
 
-int Main(const Parts& parts, int max_shapes, const Config& config,
-         const std::string& example) {
+int Main(const Parts& parts, int max_shapes, uint64_t max_mib,
+         const Config& config, const std::string& example) {
   const auto start = std::chrono::steady_clock::now();
   auto sim = MakeSimDevice("sim:npu2");
   const Platform platform = *(*sim)->GetPlatform();
@@ -471,6 +488,12 @@ int Main(const Parts& parts, int max_shapes, const Config& config,
   for (Case& c : ModelCases(platform, builder, seen)) {
     cases.push_back(std::move(c));
   }
+  int too_big = 0;
+  std::erase_if(cases, [&](const Case& c) {
+    const bool big = LargestBuffer(c.calls) > max_mib * (uint64_t{1} << 20);
+    too_big += big;
+    return big;
+  });
   if (max_shapes >= 0 && static_cast<int>(cases.size()) > max_shapes) {
     cases.resize(max_shapes);
   }
@@ -479,6 +502,10 @@ int Main(const Parts& parts, int max_shapes, const Config& config,
       "default noise), Timing rounds %d calls %d, repeats 9, no kernel "
       "cycles\n",
       cases.size(), config.timing.rounds(), config.timing.calls());
+  std::printf(
+      "  (%d shapes with a buffer above %llu MiB left out: "
+      "--max-mib; each batch holds 8 settings x 10 steps of it)\n",
+      too_big, static_cast<unsigned long long>(max_mib));
 
   struct Row {
     std::string name;
@@ -704,8 +731,14 @@ int Main(const Parts& parts, int max_shapes, const Config& config,
 }  // namespace irontune
 
 int main(int argc, char** argv) {
+  spdlog::set_level(spdlog::level::warn);
+  // Keep freed images' buffers in the heap: every batch loads images of the
+  // same sizes, and fresh mmaps fault every page in again.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   irontune::Parts parts;
   int max_shapes = -1;
+  uint64_t max_mib = 16;
   irontune::Config config;
   config.timing.set_rounds(8);
   config.timing.set_calls(50);
@@ -730,6 +763,8 @@ int main(int argc, char** argv) {
       any = true;
     } else if (a == "--shapes") {
       max_shapes = std::atoi(next().c_str());
+    } else if (a == "--max-mib") {
+      max_mib = std::strtoull(next().c_str(), nullptr, 10);
     } else if (a == "--rounds") {
       config.timing.set_rounds(std::atoi(next().c_str()));
     } else if (a == "--calls") {
@@ -739,11 +774,12 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: autotune_bench [quality|cost|false-gains|"
-                   "stability|all]... [--shapes N] [--rounds R] [--calls C] "
+                   "stability|all]... [--shapes N] [--max-mib M] [--rounds R] "
+                   "[--calls C] "
                    "[--example PATH]\n");
       return 2;
     }
   }
   if (!any) parts = {true, true, true, true};
-  return irontune::Main(parts, max_shapes, config, example);
+  return irontune::Main(parts, max_shapes, max_mib, config, example);
 }
