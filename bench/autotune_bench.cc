@@ -14,11 +14,14 @@
 // members and points of weight x the model's step time.
 //
 //   quality      the chosen setting's true time against the true optimum
-//                over every setting of the space the SimBuilder builds
+//                over every setting of the space the SimBuilder builds, and
+//                over those whose output the accuracy gate also admits (as
+//                timing every setting finds: the sim rounds GEMM's C to bf16
+//                at every tile_k chunk, so small tile_k may fail the gate)
 //   cost         settings timed / settings in the space, and device time
 //                (sum of run times) against timing every setting
-//   false-gains  the recorded setting made the true optimum: how often
-//                another is taken
+//   false-gains  the recorded setting made the (admitted) true optimum:
+//                how often another is taken, and whether it is truly slower
 //   stability    5 seeds (sim noise and inputs): how often the choices agree
 #include <malloc.h>
 
@@ -418,6 +421,14 @@ struct Run {
   // The settings the judge (or anything but the builder) refused, by
   // SettingIdentity, with the reason.
   std::map<std::string, std::string> refused;
+  // Each timed trial other than the recorded one: its setting, delta and
+  // noise, to set against the true delta.
+  struct Timed {
+    Setting setting;
+    double delta_us;
+    double noise_us;
+  };
+  std::vector<Timed> timed;
 };
 
 struct Config {
@@ -454,6 +465,10 @@ absl::StatusOr<Run> Tune(const v1::Calls& calls, const Config& config,
   run.settings_timed = result->stats.settings_timed;
   run.device_us = device.device_us;
   run.runs = device.runs;
+  for (size_t i = 1; i < shape.trials.size(); ++i) {
+    const Trial& t = shape.trials[i].trial;
+    if (t.noise_us) run.timed.push_back({t.tunables, t.delta_us, *t.noise_us});
+  }
   for (const ShapeTrial& t : shape.trials) {
     if (!t.trial.refused.empty()) {
       run.refused[SettingIdentity(t.trial.tunables)] = t.trial.refused;
@@ -716,6 +731,53 @@ int Main(const Parts& parts, int max_shapes, uint64_t max_mib,
     std::printf(
         "  exhaustive choices within 1%% of the admitted optimum: %d of %d\n",
         ex_within, n);
+    // Noise calibration over every exhaustive trial: z = (measured delta -
+    // true delta) / reported noise.
+    // Over every trial, and over the near ties that decide choices (true
+    // delta within 1% of the recorded setting's time).
+    int64_t trials = 0, below = 0, beyond = 0;
+    int64_t near = 0, near_below = 0, near_beyond = 0;
+    double sum_z2 = 0, near_z2 = 0;
+    for (const Row& r : rows) {
+      if (!r.exhaustive) continue;
+      for (const Run::Timed& t : r.exhaustive->timed) {
+        if (!(t.noise_us > 0)) continue;
+        const double truth = TruthOf(r.truth, t.setting) - r.truth.us[0];
+        const double z = (t.delta_us - truth) / t.noise_us;
+        if (std::getenv("BENCH_DEBUG")) {
+          std::fprintf(stderr, "%s | %s: delta %.3f true %.3f noise %.3f\n",
+                       r.name.substr(0, 30).c_str(),
+                       SettingText(t.setting).c_str(), t.delta_us, truth,
+                       t.noise_us);
+        }
+        ++trials;
+        if (z < -kGainZ) ++below;
+        if (std::abs(z) > kGainZ) ++beyond;
+        sum_z2 += z * z;
+        if (std::abs(truth) <= 0.01 * r.truth.us[0]) {
+          ++near;
+          if (z < -kGainZ) ++near_below;
+          if (std::abs(z) > kGainZ) ++near_beyond;
+          near_z2 += z * z;
+        }
+      }
+    }
+    std::printf(
+        "  noise calibration over %lld exhaustive trials, z = (delta - true "
+        "delta) / noise: z < -%.0f in %.2f%% (normal: 2.28%%), |z| > %.0f "
+        "in %.2f%% (4.55%%), rms z %.2f (1)\n",
+        static_cast<long long>(trials), kGainZ,
+        trials ? 100.0 * below / trials : 0.0, kGainZ,
+        trials ? 100.0 * beyond / trials : 0.0,
+        trials ? std::sqrt(sum_z2 / trials) : 0.0);
+    std::printf(
+        "  the same over the %lld trials within 1%% of the recorded "
+        "setting's time: z < -%.0f in %.2f%%, |z| > %.0f in %.2f%%, rms z "
+        "%.2f\n",
+        static_cast<long long>(near), kGainZ,
+        near ? 100.0 * near_below / near : 0.0, kGainZ,
+        near ? 100.0 * near_beyond / near : 0.0,
+        near ? std::sqrt(near_z2 / near) : 0.0);
   }
 
   if (parts.false_gains) {
