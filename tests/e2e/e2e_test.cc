@@ -10,6 +10,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -338,7 +339,25 @@ TEST_CASE("e2e: a bad recording gets INVALID_ARGUMENT with the field path") {
   grpc::Status status = reader->Finish();
   CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   CHECK_THAT(status.error_message(), Catch::Contains("operators[0]"));
+  CHECK(daemon.Client({"status"}, 30).code == 0);
   // Garbage bytes where a request should be: refused, the daemon stays up.
+  std::mt19937 rng(5);
+  for (const char* name : {"GetResult", "Cancel", "ListJobs", "GetStatus"}) {
+    for (int i = 0; i < 20; ++i) {
+      std::string bytes(1 + rng() % 200, '\0');
+      for (char& c : bytes) c = static_cast<char>(rng());
+      grpc::internal::RpcMethod method(
+          (std::string("/irontune.v1.Tuner/") + name).c_str(),
+          grpc::internal::RpcMethod::NORMAL_RPC);
+      grpc::ClientContext garbage_context;
+      grpc::Slice slice(bytes);
+      grpc::ByteBuffer request_bytes(&slice, 1), response;
+      (void)
+          grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+              channel.get(), method, &garbage_context, request_bytes,
+              &response);
+    }
+  }
   CHECK(daemon.Client({"status"}, 30).code == 0);
   CHECK(daemon.Stop() == 0);
 }
