@@ -141,7 +141,8 @@ class Daemon {
     auto stub = v1::Tuner::NewStub(Channel());
     for (int i = 0; i < 200; ++i) {
       grpc::ClientContext context;
-      context.set_deadline(Clock::now() + std::chrono::seconds(1));
+      context.set_deadline(std::chrono::system_clock::now() +
+                           std::chrono::seconds(1));
       v1::StatusResponse status;
       if (stub->GetStatus(&context, v1::GetStatusRequest(), &status).ok()) {
         up_ = true;
@@ -387,7 +388,8 @@ ConcurrentRun RunConcurrent(int threads, double seconds, int queue_limit,
       while (!stop.load()) {
         ++mine.sent;
         grpc::ClientContext context;
-        context.set_deadline(Clock::now() + std::chrono::seconds(60));
+        context.set_deadline(std::chrono::system_clock::now() +
+                             std::chrono::seconds(60));
         const auto sent = Clock::now();
         auto reader = stub->Measure(&context, request);
         v1::MeasureEvent event;
