@@ -202,6 +202,7 @@ struct AutotuneOutcome {
   bool has_result = false;
   v1::AutotuneResult result;
   double queued_to_started_s = -1;
+  std::map<std::string, int> events;  // by oneof case
 };
 
 AutotuneOutcome RunAutotune(v1::Tuner::Stub& stub,
@@ -212,6 +213,9 @@ AutotuneOutcome RunAutotune(v1::Tuner::Stub& stub,
   v1::AutotuneEvent event;
   Clock::time_point queued;
   while (reader->Read(&event)) {
+    ++out.events[v1::AutotuneEvent::descriptor()
+                     ->FindFieldByNumber(event.event_case())
+                     ->name()];
     if (event.has_queued()) queued = Clock::now();
     if (event.has_started()) out.queued_to_started_s = Since(queued);
     if (event.has_result()) {
@@ -268,6 +272,8 @@ int Cached() {
   v1::AutotuneRequest request = ExampleRequest(2, 3);
   std::vector<double> stub_s, fresh_s, job_wall_s;
   uint32_t hits = 0, timed = 0;
+  double device_s = 0;
+  std::map<std::string, int> events;
   {
     auto stub = v1::Tuner::NewStub(daemon.Channel());
     RunAutotune(*stub, request);  // connect
@@ -279,6 +285,8 @@ int Cached() {
       job_wall_s.push_back(o.result.stats().wall_seconds());
       hits = o.result.stats().cache_hits();
       timed = o.result.stats().settings_timed();
+      device_s += o.result.stats().device_seconds();
+      events = o.events;
     }
   }
   for (int i = 0; i < kN; ++i) {
@@ -289,8 +297,13 @@ int Cached() {
     if (!o.status.ok() || !o.has_result) ++failures;
   }
 
-  std::printf("  each run: %u settings from the cache, %u timed; %d failed\n",
-              hits, timed, failures);
+  std::printf(
+      "  each run: stats.cache_hits %u, stats.settings_timed %u, device "
+      "seconds over all %d raw runs %.3f; %d runs failed\n",
+      hits, timed, kN, device_s, failures);
+  std::printf("  events streamed per run:");
+  for (auto& [k, v] : events) std::printf(" %s %d", k.c_str(), v);
+  std::printf("\n");
   PrintLatencies("irontune-client submit (process, wall)", client_s);
   PrintLatencies("irontune-client status (process baseline)", status_s);
   PrintLatencies("raw stub->Autotune, one channel", stub_s);
