@@ -321,7 +321,7 @@ struct ConcurrentRun {
   std::map<std::string, int64_t> errors;
   double worst_wait_s = 0;
   std::vector<double> latency_s;
-  long rss_kib[3] = {-1, -1, -1};
+  long rss_kib[5] = {-1, -1, -1, -1, -1};  // idle, 1 s, middle, last, after
   long rss_max_kib = -1;
   double seconds = 0;
 };
@@ -442,21 +442,27 @@ ConcurrentRun RunConcurrent(int threads, double seconds, int queue_limit,
                            mine.latency_s.end());
     });
   }
-  // RSS once a second; the middle sample is the one at half time.
-  bool mid_done = false;
+  // RSS every 250 ms: at 1 s, at half time, at the last sample under load.
+  bool early_done = false, mid_done = false;
   while (Since(start) < seconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
     long rss = RssKib(daemon.pid());
     run.rss_max_kib = std::max(run.rss_max_kib, rss);
-    if (!mid_done && Since(start) >= seconds / 2) {
+    if (!early_done && Since(start) >= 1) {
       run.rss_kib[1] = rss;
+      early_done = true;
+    }
+    if (!mid_done && Since(start) >= seconds / 2) {
+      run.rss_kib[2] = rss;
       mid_done = true;
     }
+    run.rss_kib[3] = rss;
   }
   stop = true;
   for (std::thread& w : workers) w.join();
   run.seconds = Since(start);
-  run.rss_kib[2] = RssKib(daemon.pid());
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  run.rss_kib[4] = RssKib(daemon.pid());
   return run;
 }
 
@@ -478,9 +484,11 @@ void PrintConcurrent(const char* title, const ConcurrentRun& r) {
               r.worst_wait_s * 1e3);
   PrintLatencies("request latency (results only)", r.latency_s);
   std::printf(
-      "    daemon VmRSS start %ld KiB, middle %ld KiB, end %ld KiB (max "
-      "%ld KiB)\n",
-      r.rss_kib[0], r.rss_kib[1], r.rss_kib[2], r.rss_max_kib);
+      "    daemon VmRSS idle %ld KiB; under load at 1 s %ld KiB, middle %ld "
+      "KiB, end %ld KiB (max %ld KiB); 0.5 s after the clients left %ld "
+      "KiB\n",
+      r.rss_kib[0], r.rss_kib[1], r.rss_kib[2], r.rss_kib[3], r.rss_max_kib,
+      r.rss_kib[4]);
 }
 
 int Concurrent() {
