@@ -9,9 +9,9 @@
 //                              throughput, errors by code, lost requests,
 //                              worst queue wait, daemon RSS over the run
 //   service_bench utilisation  simulated device time over job wall time of
-//                              an Autotune on the real-time clock (`utilisation
-//                              decode` adds the default Timing on the decode
-//                              call only)
+//                              an Autotune on the real-time clock, --rounds 3
+//                              --calls 5 (`utilisation decode`: the default
+//                              Timing on the decode call only, instead)
 //   service_bench all          cached, concurrent, utilisation
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -536,8 +536,9 @@ int Utilisation(bool decode) {
   std::printf(
       "utilisation: Autotune of the example on the real-time simulated NPU "
       "(fresh cache), simulated device time over the job's wall time\n");
-  Utilisation("--rounds 3 --calls 5 (as scripts/demo)", ExampleRequest(3, 5));
-  if (decode) {
+  if (!decode) {
+    Utilisation("--rounds 3 --calls 5 (as scripts/demo)", ExampleRequest(3, 5));
+  } else {
     v1::AutotuneRequest request = ExampleRequest(0, 0);
     request.clear_timing();
     auto* calls = request.mutable_calls()->mutable_calls();
@@ -564,11 +565,11 @@ int main(int argc, char** argv) {
   if (what == "all") {
     int rc = irontune::Cached();
     rc |= irontune::Concurrent();
-    rc |= irontune::Utilisation(decode);
+    rc |= irontune::Utilisation(false);
     return rc;
   }
   std::fprintf(stderr,
                "usage: service_bench cached|concurrent|utilisation "
-               "[decode]|all [decode]\n");
+               "[decode]|all\n");
   return 2;
 }
