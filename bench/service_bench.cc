@@ -26,6 +26,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -154,7 +155,12 @@ class Daemon {
   }
   ~Daemon() {
     process_->Signal(SIGTERM);
-    if (!process_->Wait(20)) std::printf("irontuned did not stop in 20 s\n");
+    if (!process_->Wait(60)) {
+      std::printf("irontuned did not stop in 60 s\n");
+      return;
+    }
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
   }
   bool up() const { return up_; }
   pid_t pid() const { return process_->pid(); }
