@@ -230,7 +230,7 @@ absl::StatusOr<v1::AutotuneResult> DeviceJobRunner::RunAutotune(
   *result.mutable_diff() = tuned.diff;
   v1::AutotuneStats* stats = result.mutable_stats();
   stats->set_shapes(static_cast<uint32_t>(tuned.shapes.size()));
-  stats->set_settings_timed(static_cast<uint32_t>(tuned.stats.settings_timed));
+  stats->set_settings_timed(static_cast<uint32_t>(tuned.stats.device_timed));
   stats->set_cache_hits(static_cast<uint32_t>(tuned.stats.cache_hits));
   stats->set_device_seconds(meter.device_us() / 1e6);
   stats->set_wall_seconds(absl::ToDoubleSeconds(absl::Now() - start));

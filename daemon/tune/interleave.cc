@@ -87,6 +87,10 @@ absl::StatusOr<InterleaveResult> TimeInterleaved(
       bool refused = false;
       for (size_t i = 0; i < n && !refused; ++i) {
         if (!live[i]) continue;
+        // Also between images, so a round of long runs stops promptly.
+        if (env.cancelled && env.cancelled()) {
+          return absl::CancelledError("cancelled within a round");
+        }
         for (uint32_t c = 0; c < timing.calls(); ++c) {
           ASSIGN_OR_RETURN(RunResult r, images[i]->Run());
           if (r.cpu_wait_us > env.cpu_wait_us) {

@@ -38,7 +38,8 @@ struct InterleaveEnv {
   // Waits while another process holds the NPU; tests substitute their own.
   std::function<void(absl::Duration)> sleep;
   double cpu_wait_us = kCpuWaitUs;
-  // Checked once per round; true stops the loop with Cancelled.
+  // Checked before each image's calls in a round; true stops the loop with
+  // Cancelled.
   std::function<bool()> cancelled;
   // Progress lines.
   std::function<void(const std::string&)> log;

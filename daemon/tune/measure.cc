@@ -238,6 +238,11 @@ absl::StatusOr<MeasureResult> Measure(const MeasureRequest& request,
     }
     std::vector<Probe> probes;
     for (int i : batch) {
+      // Building, loading and filling a large design takes a while: look
+      // for cancellation before each.
+      if (deps.env.cancelled && deps.env.cancelled()) {
+        return absl::CancelledError("cancelled while preparing a batch");
+      }
       BuildRequest build{request.settings[i], platform, request.repeats,
                          distinct, request.packaging};
       ASSIGN_OR_RETURN(BuildOutcome many, deps.builder->Build(build));

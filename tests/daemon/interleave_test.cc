@@ -191,6 +191,20 @@ TEST_CASE("cancellation is seen between rounds") {
   REQUIRE(a.calls < 1 + 8 * 4);
 }
 
+TEST_CASE("cancellation is seen between the images of a round") {
+  int clock = 0;
+  FakeDevice device(&clock);
+  FakeImage a(10, &clock), b(10, &clock);
+  InterleaveEnv env = Env(&device);
+  // True once a has run its first round's calls (2 warm-ups + 4).
+  env.cancelled = [&] { return clock >= 6; };
+  auto result =
+      TimeInterleaved({&a, &b}, {0, 1}, Timing(8, 4, 1, 1.5), kInf, env);
+  REQUIRE(absl::IsCancelled(result.status()));
+  CHECK(a.calls == 1 + 4);
+  CHECK(b.calls == 1);  // warmed, never timed
+}
+
 TEST_CASE("zero timing fields take IRON's defaults") {
   v1::Timing t = WithDefaults(v1::Timing());
   REQUIRE(t.rounds() == 8);
