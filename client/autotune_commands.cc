@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "client/job_flags.h"
 #include "client/progress.h"
 #include "client/remote.h"
 #include "client/render.h"
@@ -25,16 +26,7 @@ struct SubmitFlags {
   bool check = false;
   bool detach = false;
   bool json = false;
-  std::string priority = "interactive";
-  std::string client;
-  uint32_t rounds = 0;
-  uint32_t calls = 0;
-  uint32_t settle = 0;
-  double cutoff = 0;
-  uint32_t repeats = 0;
-  std::string packaging;
-  uint64_t seed = 0;
-  bool remeasure = false;
+  JobFlags job;
 };
 
 bool DiffIsEmpty(const v1::ProfileDiff& diff) {
@@ -96,24 +88,8 @@ int RunSubmit(const CommandContext& ctx, const SubmitFlags& f) {
   v1::AutotuneRequest request;
   *request.mutable_calls() = *std::move(calls);
   *request.mutable_profile() = given.proto();
-  request.mutable_timing()->set_rounds(f.rounds);
-  request.mutable_timing()->set_calls(f.calls);
-  request.mutable_timing()->set_settle(f.settle);
-  request.mutable_timing()->set_cutoff(f.cutoff);
-  request.set_repeats(f.repeats);
-  if (f.packaging == "full-elf") {
-    request.set_packaging(v1::PACKAGING_FULL_ELF);
-  } else if (f.packaging == "xclbin-chain") {
-    request.set_packaging(v1::PACKAGING_XCLBIN_CHAIN);
-  }
-  request.set_remeasure(f.remeasure);
-  request.set_priority(f.priority == "batch" ? v1::PRIORITY_BATCH
-                                             : v1::PRIORITY_INTERACTIVE);
+  ApplyJobFlags(f.job, ctx.env, &request);
   request.set_detach(f.detach);
-  request.set_client(!f.client.empty()       ? f.client
-                     : !ctx.env.user.empty() ? ctx.env.user
-                                             : "irontune-client");
-  request.set_seed(f.seed);
 
   const std::string server = ResolveServer(ctx.remote.server, ctx.env.server);
   std::unique_ptr<TunerConnection> tuner = ConnectTuner(server);
@@ -188,28 +164,7 @@ void AddSubmit(CLI::App& app, const CommandContext& ctx) {
   cmd->add_flag("--detach", f->detach,
                 "print the job id and return; the job keeps running");
   cmd->add_flag("--json", f->json, "print the result as JSON");
-  cmd->add_option("--priority", f->priority,
-                  "interactive (default) or batch (runs after every "
-                  "interactive job)")
-      ->check(CLI::IsMember({"interactive", "batch"}));
-  cmd->add_option("--client", f->client,
-                  "who asks, for fairness and logs (default: $USER)");
-  cmd->add_option("--rounds", f->rounds, "interleaved rounds (default 8)");
-  cmd->add_option("--calls", f->calls, "runs per round (default 50)");
-  cmd->add_option("--settle", f->settle,
-                  "rounds before slow settings are cut (default 2)");
-  cmd->add_option("--cutoff", f->cutoff,
-                  "cut settings slower than this times the fastest "
-                  "(default 1.5)");
-  cmd->add_option("--repeats", f->repeats,
-                  "steps in the many-step run (default 9)");
-  cmd->add_option("--packaging", f->packaging,
-                  "full-elf or xclbin-chain (default: full ELF where the NPU "
-                  "has it)")
-      ->check(CLI::IsMember({"full-elf", "xclbin-chain"}));
-  cmd->add_option("--seed", f->seed, "seed of the inputs (default 0)");
-  cmd->add_flag("--remeasure", f->remeasure,
-                "time every setting again instead of using the cache");
+  AddJobFlags(cmd, &f->job);
   cmd->callback(
       [ctx, f] { *ctx.run = [ctx, f] { return RunSubmit(ctx, *f); }; });
 }

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "client/job_flags.h"
 #include "client/remote.h"
 #include "client/render.h"
 #include "client/rpc.h"
@@ -63,16 +64,7 @@ struct MeasureFlags {
   std::vector<std::string> settings;
   std::vector<std::string> values;
   bool json = false;
-  std::string priority = "interactive";
-  std::string client;
-  uint32_t rounds = 0;
-  uint32_t calls = 0;
-  uint32_t settle = 0;
-  double cutoff = 0;
-  uint32_t repeats = 0;
-  std::string packaging;
-  uint64_t seed = 0;
-  bool remeasure = false;
+  JobFlags job;
 };
 
 int RunMeasure(const CommandContext& ctx, const MeasureFlags& f) {
@@ -96,23 +88,7 @@ int RunMeasure(const CommandContext& ctx, const MeasureFlags& f) {
       !s.ok()) {
     return Fail(ctx.io.err, s);
   }
-  request.mutable_timing()->set_rounds(f.rounds);
-  request.mutable_timing()->set_calls(f.calls);
-  request.mutable_timing()->set_settle(f.settle);
-  request.mutable_timing()->set_cutoff(f.cutoff);
-  request.set_repeats(f.repeats);
-  if (f.packaging == "full-elf") {
-    request.set_packaging(v1::PACKAGING_FULL_ELF);
-  } else if (f.packaging == "xclbin-chain") {
-    request.set_packaging(v1::PACKAGING_XCLBIN_CHAIN);
-  }
-  request.set_remeasure(f.remeasure);
-  request.set_priority(f.priority == "batch" ? v1::PRIORITY_BATCH
-                                             : v1::PRIORITY_INTERACTIVE);
-  request.set_client(!f.client.empty()       ? f.client
-                     : !ctx.env.user.empty() ? ctx.env.user
-                                             : "irontune-client");
-  request.set_seed(f.seed);
+  ApplyJobFlags(f.job, ctx.env, &request);
 
   const std::string server = ResolveServer(ctx.remote.server, ctx.env.server);
   std::optional<v1::MeasureResult> result;
@@ -264,22 +240,7 @@ void AddMeasureCommand(CLI::App& app, const CommandContext& ctx) {
                   "name=integer: a per-call value by the operator's "
                   "CallValue name (repeatable)");
   cmd->add_flag("--json", f->json, "print the MeasureResult as JSON");
-  cmd->add_option("--priority", f->priority, "interactive (default) or batch")
-      ->check(CLI::IsMember({"interactive", "batch"}));
-  cmd->add_option("--client", f->client, "who asks (default: $USER)");
-  cmd->add_option("--rounds", f->rounds, "interleaved rounds (default 8)");
-  cmd->add_option("--calls", f->calls, "runs per round (default 50)");
-  cmd->add_option("--settle", f->settle,
-                  "rounds before slow settings are cut (default 2)");
-  cmd->add_option("--cutoff", f->cutoff,
-                  "cut settings slower than this times the fastest "
-                  "(default 1.5)");
-  cmd->add_option("--repeats", f->repeats,
-                  "steps in the many-step run (default 9)");
-  cmd->add_option("--packaging", f->packaging, "full-elf or xclbin-chain")
-      ->check(CLI::IsMember({"full-elf", "xclbin-chain"}));
-  cmd->add_option("--seed", f->seed, "seed of the inputs (default 0)");
-  cmd->add_flag("--remeasure", f->remeasure, "ignore the cache");
+  AddJobFlags(cmd, &f->job);
   cmd->callback(
       [ctx, f] { *ctx.run = [ctx, f] { return RunMeasure(ctx, *f); }; });
 }

@@ -1,0 +1,60 @@
+// The flags every job-submitting command shares (submit, measure): who asks,
+// at which priority, and how long to time. One definition, so their --help
+// and their meaning agree.
+#ifndef IRONTUNE_CLIENT_JOB_FLAGS_H_
+#define IRONTUNE_CLIENT_JOB_FLAGS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "client/cli.h"
+#include "irontune/v1/tuner.pb.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace irontune {
+
+struct JobFlags {
+  std::string priority = "interactive";
+  std::string client;
+  uint32_t rounds = 0;
+  uint32_t calls = 0;
+  uint32_t settle = 0;
+  double cutoff = 0;
+  uint32_t repeats = 0;
+  std::string packaging;
+  uint64_t seed = 0;
+  bool remeasure = false;
+};
+
+// Registers the flags on `cmd`. `f` must outlive the parse.
+void AddJobFlags(CLI::App* cmd, JobFlags* f);
+
+// The client name a request carries: --client, else $USER, else
+// "irontune-client".
+std::string ClientName(const JobFlags& f, const ClientEnvironment& env);
+
+v1::Priority PriorityOf(const JobFlags& f);
+v1::Packaging PackagingOf(const JobFlags& f);
+
+// Sets the fields an AutotuneRequest and a MeasureRequest share.
+template <typename Request>
+void ApplyJobFlags(const JobFlags& f, const ClientEnvironment& env,
+                   Request* request) {
+  request->mutable_timing()->set_rounds(f.rounds);
+  request->mutable_timing()->set_calls(f.calls);
+  request->mutable_timing()->set_settle(f.settle);
+  request->mutable_timing()->set_cutoff(f.cutoff);
+  request->set_repeats(f.repeats);
+  request->set_packaging(PackagingOf(f));
+  request->set_remeasure(f.remeasure);
+  request->set_priority(PriorityOf(f));
+  request->set_client(ClientName(f, env));
+  request->set_seed(f.seed);
+}
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_CLIENT_JOB_FLAGS_H_
