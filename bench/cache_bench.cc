@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "daemon/tune/cache.h"
-#include "daemon/tune/cache_key.h"
+#include "daemon/store/cache.h"
+#include "daemon/store/cache_key.h"
 
 namespace irontune {
 namespace {

@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "common/stats.h"
+#include "daemon/base/stats.h"
 #include "common/value.h"
-#include "daemon/build/sim_builder.h"
-#include "daemon/device/metered.h"
-#include "daemon/device/sim/sim_device.h"
+#include "daemon/sim/sim_builder.h"
+#include "daemon/npu/metered.h"
+#include "daemon/sim/sim_device.h"
 #include "daemon/tune/measure.h"
 
 namespace irontune {

@@ -40,7 +40,7 @@
 #include "common/value.h"
 #include "grpcpp/grpcpp.h"
 #include "irontune/v1/tuner.grpc.pb.h"
-#include "tests/e2e/process.h"
+#include "tests/testing/process.h"
 
 extern char** environ;
 

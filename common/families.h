@@ -3,7 +3,7 @@
 // NPU generation and the constraints a setting must satisfy to resolve on a
 // device. Facts from ../shared/NPU_FACTS.md ("IRON operators and profiles",
 // "Memory and DMA"); checks NPU_FACTS only implies are marked [inferred] in
-// families.cc. The CPU reference that judges outputs is common/reference.h.
+// families.cc. The CPU reference that judges outputs is daemon/ops/reference.h.
 //
 // Immutable after construction; every function is thread-safe.
 #ifndef IRONTUNE_COMMON_FAMILIES_H_

@@ -1,14 +1,12 @@
 // Jobs: one Autotune or Measure request from its submission to its result,
-// with every event it produced, and the store that keeps finished jobs.
+// with every event it produced.
 //
 // A Job is shared (std::shared_ptr) by the queue, the device worker and the
 // gRPC handlers streaming its events; it is thread-safe. Its event log is
 // kept whole in memory so Watch can replay it, and a condition variable
 // wakes the streams when an event arrives or the job ends.
-//
-// JobStore keeps each finished job's summary, result and an events summary
-// in SQLite (jobs.db in the state dir), so GetResult works after the client
-// has gone and after a restart. No gRPC here.
+// Finished jobs are kept by JobStore (daemon/store/jobs_store.h). No gRPC
+// here.
 #ifndef IRONTUNE_DAEMON_SERVER_JOBS_H_
 #define IRONTUNE_DAEMON_SERVER_JOBS_H_
 
@@ -25,7 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "daemon/tune/sqlite.h"
+#include "daemon/store/jobs_store.h"
 #include "irontune/v1/tuner.pb.h"
 
 namespace irontune {
@@ -95,6 +93,8 @@ class Job {
   v1::JobResult Result() const;
   // "3 events: queued 1, started 1, log 1" and the like.
   std::string EventsSummary() const;
+  // What the JobStore keeps of this job.
+  JobRecord Record() const;
 
  private:
   const std::string id_;
@@ -121,31 +121,6 @@ class Job {
 };
 
 using JobPtr = std::shared_ptr<Job>;
-
-// Finished jobs in SQLite. Thread-safe: one connection behind a mutex (the
-// file is small and written once per job, by whichever thread ends it).
-// Failure: SQLite errors come back as a Status; a row that does not decode
-// reads as absent.
-class JobStore {
- public:
-  // Opens or creates `path` (its directory must exist).
-  static absl::StatusOr<std::unique_ptr<JobStore>> Open(
-      const std::string& path);
-  JobStore(const JobStore&) = delete;
-  JobStore& operator=(const JobStore&) = delete;
-
-  // Stores a finished job, replacing an earlier row of its id.
-  absl::Status Save(const Job& job);
-  // The job's stored result; nullopt when unknown.
-  absl::StatusOr<std::optional<v1::JobResult>> Load(const std::string& id);
-  // Summaries of the newest `limit` stored jobs, newest first.
-  absl::StatusOr<std::vector<v1::JobSummary>> List(int limit);
-
- private:
-  explicit JobStore(std::unique_ptr<sqlite::Db> db) : db_(std::move(db)) {}
-  absl::Mutex mu_;
-  std::unique_ptr<sqlite::Db> db_ ABSL_GUARDED_BY(mu_);
-};
 
 }  // namespace irontune
 

@@ -10,7 +10,7 @@
 #include "common/profile.h"
 #include "common/recording.h"
 #include "common/status_macros.h"
-#include "daemon/device/metered.h"
+#include "daemon/npu/metered.h"
 #include "daemon/tune/autotune.h"
 #include "daemon/tune/measure.h"
 

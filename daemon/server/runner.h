@@ -13,8 +13,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "daemon/build/builder.h"
-#include "daemon/device/device.h"
+#include "daemon/npu/builder.h"
+#include "daemon/npu/device.h"
 #include "irontune/v1/tuner.pb.h"
 
 namespace irontune {

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/recording.h"
 #include "daemon/server/runner.h"
-#include "daemon/tune/cache.h"
+#include "daemon/store/cache.h"
 #include "spdlog/spdlog.h"
 
 namespace irontune {

@@ -22,7 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "daemon/device/device.h"
+#include "daemon/npu/device.h"
 #include "daemon/server/job_queue.h"
 #include "daemon/server/jobs.h"
 #include "daemon/server/worker.h"

@@ -262,7 +262,7 @@ void DeviceWorker::Refresh() {
 
 void DeviceWorker::Save(const Job& job) {
   if (store_ == nullptr) return;
-  absl::Status s = store_->Save(job);
+  absl::Status s = store_->Save(job.Record());
   if (!s.ok()) {
     spdlog::warn("job {}: not saved in the job store: {}", job.id(),
                  s.ToString());

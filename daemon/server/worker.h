@@ -27,12 +27,12 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "daemon/build/builder.h"
-#include "daemon/device/device.h"
+#include "daemon/npu/builder.h"
+#include "daemon/npu/device.h"
 #include "daemon/server/job_queue.h"
 #include "daemon/server/jobs.h"
 #include "daemon/server/runner.h"
-#include "daemon/tune/cache.h"
+#include "daemon/store/cache.h"
 
 namespace irontune {
 

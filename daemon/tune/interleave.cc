@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/stats.h"
+#include "daemon/base/stats.h"
 #include "common/status_macros.h"
 
 namespace irontune {

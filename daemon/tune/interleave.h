@@ -19,7 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "daemon/device/device.h"
+#include "daemon/npu/device.h"
 #include "irontune/v1/measurement.pb.h"
 
 namespace irontune {

@@ -11,7 +11,7 @@
 // Judge when they are equal; a bit-identical output is always admitted.
 //
 // Otherwise each drained buffer is compared, element by element, with the
-// CPU reference (common/reference.h) on the rows the reference computed
+// CPU reference (daemon/ops/reference.h) on the rows the reference computed
 // (the same deterministic sample the sim computes):
 // |got - want| <= atol + rtol * |want|, under the default's gate first, then
 // its own. A class without a reference admits only a bit-identical output.

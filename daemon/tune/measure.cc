@@ -11,11 +11,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/recording.h"
-#include "common/sha256.h"
-#include "common/stats.h"
+#include "daemon/base/sha256.h"
+#include "daemon/base/stats.h"
 #include "common/status_macros.h"
-#include "daemon/tune/cache.h"
-#include "daemon/tune/cache_key.h"
+#include "daemon/store/cache.h"
+#include "daemon/store/cache_key.h"
 #include "daemon/tune/inputs.h"
 
 namespace irontune {

@@ -18,8 +18,8 @@
 
 #include "absl/status/statusor.h"
 #include "common/expression.h"
-#include "daemon/build/builder.h"
-#include "daemon/device/device.h"
+#include "daemon/npu/builder.h"
+#include "daemon/npu/device.h"
 #include "daemon/tune/inputs.h"
 #include "daemon/tune/interleave.h"
 #include "irontune/v1/measurement.pb.h"

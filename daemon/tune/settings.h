@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "daemon/device/device.h"
+#include "daemon/npu/device.h"
 #include "daemon/tune/search.h"
 #include "irontune/v1/recording.pb.h"
 #include "irontune/v1/value.pb.h"

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "tests/common/recording_fixtures.h"
+#include "tests/testing/recording_fixtures.h"
 
 namespace irontune {
 namespace {

@@ -12,7 +12,7 @@
 #include "common/recording.h"
 #include "google/protobuf/stubs/logging.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "tests/common/recording_fixtures.h"
+#include "tests/testing/recording_fixtures.h"
 
 namespace irontune {
 namespace {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "google/protobuf/util/message_differencer.h"
-#include "tests/common/recording_fixtures.h"
+#include "tests/testing/recording_fixtures.h"
 
 namespace irontune {
 namespace {

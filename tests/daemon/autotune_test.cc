@@ -16,12 +16,12 @@
 #include "common/profile.h"
 #include "common/recording.h"
 #include "common/value.h"
-#include "daemon/build/sim_builder.h"
-#include "daemon/device/sim/sim_device.h"
-#include "daemon/tune/cache.h"
+#include "daemon/sim/sim_builder.h"
+#include "daemon/sim/sim_device.h"
+#include "daemon/store/cache.h"
 #include "daemon/tune/kernel_cycles.h"
 #include "daemon/tune/settings.h"
-#include "sim_test_util.h"
+#include "tests/testing/sim_fixtures.h"
 
 namespace irontune {
 namespace {

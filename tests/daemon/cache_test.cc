@@ -1,4 +1,4 @@
-#include "daemon/tune/cache.h"
+#include "daemon/store/cache.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -15,10 +15,10 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/tune/cache_json.h"
-#include "daemon/tune/cache_key.h"
-#include "daemon/tune/cache_schema.h"
-#include "daemon/tune/sqlite.h"
+#include "daemon/store/cache_json.h"
+#include "daemon/store/cache_key.h"
+#include "daemon/store/cache_schema.h"
+#include "daemon/store/sqlite.h"
 
 namespace irontune {
 namespace {

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "common/recording.h"
-#include "daemon/build/sim_builder.h"
-#include "daemon/device/sim/sim_device.h"
+#include "daemon/sim/sim_builder.h"
+#include "daemon/sim/sim_device.h"
 
 namespace irontune {
 namespace {

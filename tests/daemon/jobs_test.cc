@@ -100,8 +100,8 @@ TEST_CASE("job store: finished jobs survive a reopen") {
   {
     auto store = JobStore::Open(path);
     REQUIRE(store.ok());
-    REQUIRE((*store)->Save(*a).ok());
-    REQUIRE((*store)->Save(*b).ok());
+    REQUIRE((*store)->Save(a->Record()).ok());
+    REQUIRE((*store)->Save(b->Record()).ok());
   }
   auto store = JobStore::Open(path);
   REQUIRE(store.ok());

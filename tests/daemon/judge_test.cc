@@ -3,9 +3,9 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
-#include "daemon/device/device.h"
-#include "daemon/device/sim/sim_device.h"
-#include "sim_test_util.h"
+#include "daemon/npu/device.h"
+#include "daemon/sim/sim_device.h"
+#include "tests/testing/sim_fixtures.h"
 
 namespace irontune {
 namespace {

@@ -4,11 +4,11 @@
 #include <filesystem>
 #include <set>
 
-#include "common/stats.h"
+#include "daemon/base/stats.h"
 #include "common/value.h"
-#include "daemon/build/sim_builder.h"
-#include "daemon/device/sim/sim_device.h"
-#include "daemon/tune/cache.h"
+#include "daemon/sim/sim_builder.h"
+#include "daemon/sim/sim_device.h"
+#include "daemon/store/cache.h"
 
 namespace irontune {
 namespace {

@@ -1,9 +1,9 @@
-#include "daemon/build/sim_builder.h"
+#include "daemon/sim/sim_builder.h"
 
 #include <catch2/catch.hpp>
 #include <set>
 
-#include "sim_test_util.h"
+#include "tests/testing/sim_fixtures.h"
 
 namespace irontune {
 namespace {

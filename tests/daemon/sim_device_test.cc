@@ -1,12 +1,12 @@
-#include "daemon/device/sim/sim_device.h"
+#include "daemon/sim/sim_device.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <memory>
 #include <vector>
 
-#include "daemon/device/sim/design.h"
-#include "sim_test_util.h"
+#include "daemon/sim/design.h"
+#include "tests/testing/sim_fixtures.h"
 
 namespace irontune {
 namespace {

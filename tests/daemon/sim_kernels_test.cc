@@ -3,8 +3,8 @@
 #include <cstring>
 #include <vector>
 
-#include "daemon/device/sim/kernels.h"
-#include "sim_test_util.h"
+#include "daemon/sim/kernels.h"
+#include "tests/testing/sim_fixtures.h"
 
 namespace irontune {
 namespace {

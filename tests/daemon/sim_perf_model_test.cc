@@ -3,9 +3,9 @@
 #include <tuple>
 #include <vector>
 
-#include "daemon/build/sim_limits.h"
-#include "daemon/device/sim/perf_model.h"
-#include "sim_test_util.h"
+#include "daemon/sim/sim_limits.h"
+#include "daemon/sim/perf_model.h"
+#include "tests/testing/sim_fixtures.h"
 
 namespace irontune {
 namespace {

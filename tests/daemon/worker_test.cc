@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
-#include "daemon/build/sim_builder.h"
-#include "daemon/device/sim/sim_device.h"
+#include "daemon/sim/sim_builder.h"
+#include "daemon/sim/sim_device.h"
 
 namespace irontune {
 namespace {

@@ -19,7 +19,7 @@
 #include "grpcpp/impl/codegen/client_unary_call.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "irontune/v1/tuner.grpc.pb.h"
-#include "tests/e2e/process.h"
+#include "tests/testing/process.h"
 
 namespace irontune::e2e {
 namespace {

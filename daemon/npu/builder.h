@@ -1,0 +1,56 @@
+// The Builder seam: turns one setting of an operator, packaged as a runlist
+// of N steps, into an Artifact the device can load, or says why the design
+// does not fit.
+//
+// Implementations: SimBuilder (in process, for the simulated NPU) and, on an
+// NPU box, a builder that runs IRON's build entry as a subprocess
+// (docs/builder-protocol.md).
+// Threads: one caller at a time.
+#ifndef IRONTUNE_DAEMON_NPU_BUILDER_H_
+#define IRONTUNE_DAEMON_NPU_BUILDER_H_
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "daemon/npu/device.h"
+#include "irontune/v1/measurement.pb.h"
+#include "irontune/v1/recording.pb.h"
+
+namespace irontune {
+
+struct BuildRequest {
+  // The operator at the setting to build: its tunables' `value`s are the
+  // setting.
+  v1::Operator op;
+  // The platform it is built for.
+  Platform platform;
+  int steps = 1;
+  bool distinct = true;
+  v1::Packaging packaging = v1::PACKAGING_FULL_ELF;
+};
+
+// Either an artifact or a refusal (the design does not fit: a reason a
+// person can act on, e.g. "L1: 2 A + 2 B + 2 C tiles need 72.0 KiB of
+// 64 KiB"). A refusal is the design's verdict, not an error.
+struct BuildOutcome {
+  std::optional<Artifact> artifact;
+  std::string refusal;
+};
+
+class Builder {
+ public:
+  virtual ~Builder() = default;
+
+  // Builds `request`. Errors (a Status) are the builder's own failures: a
+  // tool that crashed, a bad request; refusals are in the outcome.
+  virtual absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) = 0;
+
+  // Identifies the build environment (tools and their versions), so a cached
+  // verdict is not reused across a builder fix.
+  virtual std::string Environment() const = 0;
+};
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_DAEMON_NPU_BUILDER_H_

@@ -1,0 +1,159 @@
+#include "daemon/ops/numeric.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace irontune {
+namespace {
+
+template <typename T>
+T LoadAs(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+template <typename T>
+void StoreAs(char* p, T v) {
+  std::memcpy(p, &v, sizeof(T));
+}
+
+template <typename T>
+T SaturateInt(float v) {
+  if (std::isnan(v)) return 0;
+  const double r = std::nearbyint(static_cast<double>(v));
+  const double lo = static_cast<double>(std::numeric_limits<T>::min());
+  const double hi = static_cast<double>(std::numeric_limits<T>::max());
+  return static_cast<T>(std::clamp(r, lo, hi));
+}
+
+}  // namespace
+
+float Bf16ToFloat(uint16_t bits) {
+  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
+}
+
+uint16_t FloatToBf16(float value) {
+  uint32_t bits = std::bit_cast<uint32_t>(value);
+  if (std::isnan(value)) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  bits += 0x7fff + ((bits >> 16) & 1);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+float F16ToFloat(uint16_t bits) {
+  const uint32_t sign = (bits >> 15) & 1, exp = (bits >> 10) & 0x1f,
+                 mant = bits & 0x3ff;
+  float magnitude;
+  if (exp == 0) {
+    magnitude = std::ldexp(static_cast<float>(mant), -24);
+  } else if (exp == 31) {
+    magnitude = mant ? std::numeric_limits<float>::quiet_NaN()
+                     : std::numeric_limits<float>::infinity();
+  } else {
+    magnitude = std::ldexp(static_cast<float>(mant | 0x400),
+                           static_cast<int>(exp) - 25);
+  }
+  return sign ? -magnitude : magnitude;
+}
+
+uint16_t FloatToF16(float value) {
+  const uint16_t sign = std::signbit(value) ? 0x8000 : 0;
+  float a = std::fabs(value);
+  if (std::isnan(a)) return sign | 0x7e00;
+  if (a >= 65520.0f) return sign | 0x7c00;
+  if (a < std::ldexp(1.0f, -14)) {  // subnormal: units of 2^-24
+    return sign | static_cast<uint16_t>(std::nearbyint(std::ldexp(a, 24)));
+  }
+  int e;
+  float m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  uint32_t mant =
+      static_cast<uint32_t>(std::nearbyint(std::ldexp(m, 11)));  // 11 bits
+  if (mant == 2048) {
+    mant = 1024;
+    ++e;
+  }
+  const int biased = e - 1 + 15;
+  if (biased >= 31) return sign | 0x7c00;
+  return sign | static_cast<uint16_t>((biased << 10) | (mant & 0x3ff));
+}
+
+float LoadElement(v1::DType dtype, const char* data, uint64_t i) {
+  switch (dtype) {
+    case v1::DTYPE_BF16:
+      return Bf16ToFloat(LoadAs<uint16_t>(data + 2 * i));
+    case v1::DTYPE_F16:
+      return F16ToFloat(LoadAs<uint16_t>(data + 2 * i));
+    case v1::DTYPE_F32:
+      return LoadAs<float>(data + 4 * i);
+    case v1::DTYPE_I8:
+      return LoadAs<int8_t>(data + i);
+    case v1::DTYPE_U8:
+      return LoadAs<uint8_t>(data + i);
+    case v1::DTYPE_I16:
+      return LoadAs<int16_t>(data + 2 * i);
+    case v1::DTYPE_U16:
+      return LoadAs<uint16_t>(data + 2 * i);
+    case v1::DTYPE_I32:
+      return static_cast<float>(LoadAs<int32_t>(data + 4 * i));
+    case v1::DTYPE_U32:
+      return static_cast<float>(LoadAs<uint32_t>(data + 4 * i));
+    case v1::DTYPE_I64:
+      return static_cast<float>(LoadAs<int64_t>(data + 8 * i));
+    default:
+      return 0;
+  }
+}
+
+void StoreElement(v1::DType dtype, char* data, uint64_t i, float v) {
+  switch (dtype) {
+    case v1::DTYPE_BF16:
+      return StoreAs(data + 2 * i, FloatToBf16(v));
+    case v1::DTYPE_F16:
+      return StoreAs(data + 2 * i, FloatToF16(v));
+    case v1::DTYPE_F32:
+      return StoreAs(data + 4 * i, v);
+    case v1::DTYPE_I8:
+      return StoreAs(data + i, SaturateInt<int8_t>(v));
+    case v1::DTYPE_U8:
+      return StoreAs(data + i, SaturateInt<uint8_t>(v));
+    case v1::DTYPE_I16:
+      return StoreAs(data + 2 * i, SaturateInt<int16_t>(v));
+    case v1::DTYPE_U16:
+      return StoreAs(data + 2 * i, SaturateInt<uint16_t>(v));
+    case v1::DTYPE_I32:
+      return StoreAs(data + 4 * i, SaturateInt<int32_t>(v));
+    case v1::DTYPE_U32:
+      return StoreAs(data + 4 * i, SaturateInt<uint32_t>(v));
+    case v1::DTYPE_I64:
+      return StoreAs(data + 8 * i, SaturateInt<int64_t>(v));
+    default:
+      return;
+  }
+}
+
+float RoundTo(v1::DType dtype, float v) {
+  switch (dtype) {
+    case v1::DTYPE_BF16:
+      return Bf16ToFloat(FloatToBf16(v));
+    case v1::DTYPE_F16:
+      return F16ToFloat(FloatToF16(v));
+    default:
+      return v;
+  }
+}
+
+int64_t SampledRows(int64_t rows, int64_t work_per_row, int64_t cap) {
+  const int64_t by_budget = std::max<int64_t>(
+      1, kSampleWorkBudget / std::max<int64_t>(work_per_row, 1));
+  return std::clamp<int64_t>(std::min(by_budget, cap), 0,
+                             std::max<int64_t>(rows, 0));
+}
+
+int64_t SampleRow(int64_t j, int64_t r, int64_t rows) {
+  return static_cast<int64_t>((static_cast<__int128>(j) * rows) / r);
+}
+
+}  // namespace irontune

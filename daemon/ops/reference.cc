@@ -1,0 +1,447 @@
+#include "daemon/ops/reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/ops/numeric.h"
+#include "common/op_access.h"
+#include "common/recording.h"
+#include "common/status_macros.h"
+
+namespace irontune {
+namespace {
+
+// RoPE's default theta: Llama 3.2 1B (NPU_FACTS.md "A real model's shapes").
+constexpr double kRopeTheta = 500000;
+constexpr double kRmsNormEps = 1e-6;
+// Dimensions past this are not computed (they would overflow products).
+constexpr int64_t kMaxDim = int64_t{1} << 31;
+
+bool Sane(std::initializer_list<int64_t> dims) {
+  for (int64_t d : dims) {
+    if (d <= 0 || d > kMaxDim) return false;
+  }
+  return true;
+}
+
+// Elements of a buffer: product(shape), saturating at 2^62.
+uint64_t Elements(const v1::Buffer& b) {
+  uint64_t n = 1;
+  for (uint64_t e : b.shape()) {
+    if (e != 0 && n > (uint64_t{1} << 62) / e) return uint64_t{1} << 62;
+    n *= e;
+  }
+  return n;
+}
+
+int64_t LastAxis(const v1::Buffer& b, int64_t fallback) {
+  if (b.shape_size() == 0 || b.shape(b.shape_size() - 1) == 0) return fallback;
+  return static_cast<int64_t>(
+      std::min<uint64_t>(b.shape(b.shape_size() - 1), 1ull << 40));
+}
+
+// An input buffer; a missing one reads as zeros.
+class In {
+ public:
+  In(const v1::Buffer& meta, const std::string* bytes)
+      : meta_(&meta),
+        data_(bytes == nullptr ? nullptr : bytes->data()),
+        size_(Elements(meta)) {}
+  const v1::Buffer& meta() const { return *meta_; }
+  uint64_t size() const { return size_; }
+  double operator[](uint64_t i) const {
+    return data_ == nullptr ? 0.0 : LoadElement(meta_->dtype(), data_, i);
+  }
+
+ private:
+  const v1::Buffer* meta_;
+  const char* data_;
+  uint64_t size_;
+};
+
+// An output buffer, zero-filled.
+class Out {
+ public:
+  explicit Out(const v1::Buffer& meta)
+      : meta_(&meta),
+        size_(Elements(meta)),
+        bytes_(size_ * DTypeSize(meta.dtype()), '\0') {}
+  uint64_t size() const { return size_; }
+  void Set(uint64_t i, double v) {
+    StoreElement(meta_->dtype(), bytes_.data(), i, static_cast<float>(v));
+  }
+  std::string& bytes() { return bytes_; }
+
+ private:
+  const v1::Buffer* meta_;
+  uint64_t size_;
+  std::string bytes_;
+};
+
+struct Roles {
+  std::vector<int> in, out;
+};
+
+// As the sim assigns them (kernels.cc): unspecified roles follow
+// fills/drains.
+Roles FindRoles(const v1::Operator& op) {
+  Roles roles;
+  for (int i = 0; i < op.buffers_size(); ++i) {
+    const v1::Buffer& b = op.buffers(i);
+    const bool in = b.role() == v1::BUFFER_ROLE_IN ||
+                    b.role() == v1::BUFFER_ROLE_INOUT ||
+                    (b.role() == v1::BUFFER_ROLE_UNSPECIFIED && b.fills());
+    const bool out = b.role() == v1::BUFFER_ROLE_OUT ||
+                     b.role() == v1::BUFFER_ROLE_INOUT ||
+                     (b.role() == v1::BUFFER_ROLE_UNSPECIFIED && b.drains());
+    if (in) roles.in.push_back(i);
+    if (out) roles.out.push_back(i);
+  }
+  return roles;
+}
+
+// What one family's computation needs.
+struct Ctx {
+  const v1::Operator& op;
+  const CallValues& values;
+  std::vector<In> ins;  // by operator buffer index
+  Roles roles;
+
+  int64_t Param(std::string_view name, int64_t fallback) const {
+    return IntParam(op, name).value_or(fallback);
+  }
+  int64_t Extent(std::string_view name, int64_t fallback) const {
+    return BoundExtent(op, values, name, fallback);
+  }
+  const In& in(size_t k) const { return ins[roles.in[k]]; }
+  const v1::Buffer& out_meta() const { return op.buffers(roles.out[0]); }
+};
+
+absl::Status NoFit(const v1::Operator& op) {
+  return absl::UnimplementedError(absl::StrCat(
+      "the buffers do not fit ", op.class_name(), "'s layout: no reference"));
+}
+
+using Result = absl::StatusOr<std::pair<Out, ComputedRows>>;
+
+Result Gemm(const Ctx& c) {
+  if (c.roles.in.size() < 2 || c.roles.out.empty()) return NoFit(c.op);
+  const int64_t m = c.Param("M", 0), k = c.Param("K", 0), n = c.Param("N", 0);
+  if (!Sane({m, k, n})) return NoFit(c.op);
+  const In &a = c.in(0), &b = c.in(1);
+  Out out(c.out_meta());
+  if (a.size() < static_cast<uint64_t>(m * k) ||
+      b.size() < static_cast<uint64_t>(k * n) ||
+      out.size() < static_cast<uint64_t>(m * n)) {
+    return NoFit(c.op);
+  }
+  const bool b_col = c.Param("b_col_maj", 0) != 0,
+             c_col = c.Param("c_col_maj", 0) != 0;
+  const int64_t used = c.Extent("M", m);
+  const int64_t rows = SampledRows(used, k * n, kMaxGemmRows);
+  std::vector<double> acc(n);
+  for (int64_t j = 0; j < rows; ++j) {
+    const int64_t i = SampleRow(j, rows, used);
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const double av = a[i * k + kk];
+      for (int64_t col = 0; col < n; ++col)
+        acc[col] += av * b[b_col ? col * k + kk : kk * n + col];
+    }
+    for (int64_t col = 0; col < n; ++col)
+      out.Set(c_col ? col * m + i : i * n + col, acc[col]);
+  }
+  ComputedRows computed{.rows = used,
+                        .computed = rows,
+                        .row_elements = n,
+                        .row_stride = c_col ? 1 : n,
+                        .element_stride = c_col ? m : 1};
+  return std::make_pair(std::move(out), computed);
+}
+
+Result Gemv(const Ctx& c) {
+  if (c.roles.in.size() < 2 || c.roles.out.empty()) return NoFit(c.op);
+  const int64_t m = c.Param("M", 0), k = c.Param("K", 0);
+  if (!Sane({m, k, std::max<int64_t>(c.Param("num_batches", 1), 1)}))
+    return NoFit(c.op);
+  const In &a = c.in(0), &x = c.in(1);
+  Out y(c.out_meta());
+  if (a.size() < static_cast<uint64_t>(m * k) ||
+      x.size() < static_cast<uint64_t>(k) ||
+      y.size() < static_cast<uint64_t>(m)) {
+    return NoFit(c.op);
+  }
+  int64_t batches = std::max<int64_t>(c.Param("num_batches", 1), 1);
+  if (x.size() < static_cast<uint64_t>(batches * k) ||
+      y.size() < static_cast<uint64_t>(batches * m))
+    batches = 1;
+  const bool a_per_batch =
+      static_cast<__int128>(a.size()) >= static_cast<__int128>(batches) * m * k;
+  const int64_t used = c.Extent("M", m);
+  const int64_t rows = SampledRows(used, k * batches, used);
+  for (int64_t bt = 0; bt < batches; ++bt) {
+    const int64_t a_base = a_per_batch ? bt * m * k : 0;
+    for (int64_t j = 0; j < rows; ++j) {
+      const int64_t i = SampleRow(j, rows, used);
+      double sum = 0;
+      for (int64_t kk = 0; kk < k; ++kk)
+        sum += a[a_base + i * k + kk] * x[bt * k + kk];
+      y.Set(bt * m + i, sum);
+    }
+  }
+  ComputedRows computed{
+      .rows = used, .computed = rows, .batches = batches, .batch_stride = m};
+  return std::make_pair(std::move(y), computed);
+}
+
+Result Elementwise(const Ctx& c) {
+  const std::string& cls = c.op.class_name();
+  const bool binary = cls != "SiLU";
+  if (c.roles.in.size() < (binary ? 2u : 1u) || c.roles.out.empty())
+    return NoFit(c.op);
+  const In &x = c.in(0), &z = c.in(binary ? 1 : 0);
+  Out out(c.out_meta());
+  const uint64_t n = std::min({x.size(), z.size(), out.size()});
+  const int64_t count =
+      SampledRows(static_cast<int64_t>(n), 1, static_cast<int64_t>(n));
+  for (int64_t j = 0; j < count; ++j) {
+    const uint64_t i = SampleRow(j, count, n);
+    const double a = x[i];
+    if (cls == "ElementwiseAdd") {
+      out.Set(i, a + z[i]);
+    } else if (cls == "ElementwiseMul") {
+      out.Set(i, a * z[i]);
+    } else {
+      out.Set(i, a / (1.0 + std::exp(-a)));
+    }
+  }
+  ComputedRows computed{.rows = static_cast<int64_t>(n), .computed = count};
+  return std::make_pair(std::move(out), computed);
+}
+
+Result RowWise(const Ctx& c) {
+  const bool rms = c.op.class_name() == "RMSNorm";
+  if (c.roles.in.empty() || c.roles.out.empty()) return NoFit(c.op);
+  const In& x = c.in(0);
+  int64_t row_len =
+      rms ? LastAxis(x.meta(), 0) : c.Param("cols", LastAxis(x.meta(), 0));
+  const bool weighted = rms && c.roles.in.size() >= 2;
+  if (weighted) row_len = LastAxis(c.in(1).meta(), row_len);
+  Out out(c.out_meta());
+  if (!Sane({row_len}) || x.size() < static_cast<uint64_t>(row_len) ||
+      out.size() < x.size())
+    return NoFit(c.op);
+  if (weighted && c.in(1).size() < static_cast<uint64_t>(row_len))
+    return NoFit(c.op);
+  const int64_t total_rows = static_cast<int64_t>(x.size()) / row_len;
+  const int64_t rows = SampledRows(total_rows, row_len, total_rows);
+  for (int64_t j = 0; j < rows; ++j) {
+    const int64_t base = SampleRow(j, rows, total_rows) * row_len;
+    if (rms) {
+      double sum = 0;
+      for (int64_t i = 0; i < row_len; ++i) sum += x[base + i] * x[base + i];
+      const double inv = 1.0 / std::sqrt(sum / row_len + kRmsNormEps);
+      for (int64_t i = 0; i < row_len; ++i)
+        out.Set(base + i, x[base + i] * inv * (weighted ? c.in(1)[i] : 1.0));
+    } else {
+      double mx = -std::numeric_limits<double>::infinity();
+      for (int64_t i = 0; i < row_len; ++i) mx = std::max(mx, x[base + i]);
+      double sum = 0;
+      for (int64_t i = 0; i < row_len; ++i) sum += std::exp(x[base + i] - mx);
+      for (int64_t i = 0; i < row_len; ++i)
+        out.Set(base + i, std::exp(x[base + i] - mx) / sum);
+    }
+  }
+  ComputedRows computed{.rows = total_rows,
+                        .computed = rows,
+                        .row_elements = row_len,
+                        .row_stride = row_len};
+  return std::make_pair(std::move(out), computed);
+}
+
+Result Rope(const Ctx& c) {
+  if (c.roles.in.empty() || c.roles.out.empty()) return NoFit(c.op);
+  const int64_t rows = c.Param("rows", 0), heads = c.Param("num_heads", 0),
+                dim = c.Param("head_dim", 0);
+  if (!Sane({rows, heads, dim}) || !Sane({rows * heads}) || dim <= 1)
+    return NoFit(c.op);
+  const int64_t row_len = heads * dim;
+  const In& x = c.in(0);
+  Out out(c.out_meta());
+  if (x.size() < static_cast<uint64_t>(rows * row_len) ||
+      out.size() < static_cast<uint64_t>(rows * row_len))
+    return NoFit(c.op);
+  const double theta = IntParam(c.op, "theta").has_value()
+                           ? static_cast<double>(c.Param("theta", 0))
+                           : kRopeTheta;
+  const int64_t used = c.Extent("rows", rows);
+  const int64_t sampled = SampledRows(used, row_len, used);
+  for (int64_t j = 0; j < sampled; ++j) {
+    const int64_t row = SampleRow(j, sampled, used);
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t p = 0; p + 1 < dim; p += 2) {
+        const double angle =
+            row * std::pow(theta, -static_cast<double>(p) / dim);
+        const int64_t at = row * row_len + h * dim + p;
+        const double x0 = x[at], x1 = x[at + 1];
+        out.Set(at, x0 * std::cos(angle) - x1 * std::sin(angle));
+        out.Set(at + 1, x0 * std::sin(angle) + x1 * std::cos(angle));
+      }
+    }
+  }
+  ComputedRows computed{.rows = used,
+                        .computed = sampled,
+                        .row_elements = row_len,
+                        .row_stride = row_len};
+  return std::make_pair(std::move(out), computed);
+}
+
+Result Mha(const Ctx& c) {
+  if (c.roles.in.size() < 3 || c.roles.out.empty()) return NoFit(c.op);
+  const int64_t heads = c.Param("num_heads", 0),
+                kv_heads = c.Param("num_KV_heads", 0), d = c.Param("d", 0),
+                pad = c.Param("seq_pad", 0);
+  if (!Sane({heads, kv_heads, d, pad}) || !Sane({kv_heads * pad}))
+    return NoFit(c.op);
+  const In &q = c.in(0), &kc = c.in(1), &vc = c.in(2);
+  Out out(c.out_meta());
+  const uint64_t cache = static_cast<uint64_t>(kv_heads * pad * d);
+  if (q.size() < static_cast<uint64_t>(heads * d) || kc.size() < cache ||
+      vc.size() < cache || out.size() < static_cast<uint64_t>(heads * d)) {
+    return NoFit(c.op);
+  }
+  const int64_t len = c.Extent("seq_pad", pad);
+  const int64_t group = std::max<int64_t>(heads / kv_heads, 1);
+  const int64_t sampled = SampledRows(heads, 2 * len * d, heads);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  std::vector<double> p(len), y(d);
+  for (int64_t j = 0; j < sampled; ++j) {
+    const int64_t h = SampleRow(j, sampled, heads);
+    const int64_t base = std::min(h / group, kv_heads - 1) * pad * d;
+    double mx = -std::numeric_limits<double>::infinity();
+    for (int64_t l = 0; l < len; ++l) {
+      double s = 0;
+      for (int64_t i = 0; i < d; ++i) s += q[h * d + i] * kc[base + l * d + i];
+      p[l] = s * scale;
+      mx = std::max(mx, p[l]);
+    }
+    double sum = 0;
+    for (int64_t l = 0; l < len; ++l) sum += (p[l] = std::exp(p[l] - mx));
+    std::fill(y.begin(), y.end(), 0.0);
+    for (int64_t l = 0; l < len; ++l) {
+      for (int64_t i = 0; i < d; ++i) y[i] += p[l] / sum * vc[base + l * d + i];
+    }
+    for (int64_t i = 0; i < d; ++i) out.Set(h * d + i, y[i]);
+  }
+  ComputedRows computed{
+      .rows = heads, .computed = sampled, .row_elements = d, .row_stride = d};
+  return std::make_pair(std::move(out), computed);
+}
+
+Result Sample(const Ctx& c) {
+  if (c.roles.in.empty() || c.roles.out.empty()) return NoFit(c.op);
+  const In& logits = c.in(0);
+  const int64_t vocab = c.Param("vocab", LastAxis(logits.meta(), 0));
+  Out out(c.out_meta());
+  if (!Sane({vocab}) || logits.size() < static_cast<uint64_t>(vocab))
+    return NoFit(c.op);
+  const int64_t total_rows = static_cast<int64_t>(logits.size()) / vocab;
+  if (out.size() < static_cast<uint64_t>(total_rows)) return NoFit(c.op);
+  const int64_t rows = SampledRows(total_rows, vocab, total_rows);
+  for (int64_t j = 0; j < rows; ++j) {
+    const int64_t row = SampleRow(j, rows, total_rows);
+    const int64_t base = row * vocab;
+    double top = logits[base];
+    int64_t best = 0;
+    for (int64_t i = 1; i < vocab; ++i) {
+      if (logits[base + i] > top) {
+        top = logits[base + i];
+        best = i;
+      }
+    }
+    out.Set(row, static_cast<double>(best));
+  }
+  ComputedRows computed{.rows = total_rows, .computed = rows};
+  return std::make_pair(std::move(out), computed);
+}
+
+}  // namespace
+
+std::vector<int64_t> ComputedRows::RowIndices() const {
+  std::vector<int64_t> out;
+  out.reserve(computed);
+  for (int64_t j = 0; j < computed; ++j)
+    out.push_back(SampleRow(j, computed, rows));
+  return out;
+}
+
+int64_t ComputedRows::ElementIndex(int64_t k) const {
+  const int64_t per_batch = computed * row_elements;
+  const int64_t b = k / per_batch, rest = k % per_batch;
+  const int64_t j = rest / row_elements, e = rest % row_elements;
+  return b * batch_stride + SampleRow(j, computed, rows) * row_stride +
+         e * element_stride;
+}
+
+absl::StatusOr<Reference> ReferenceOutputs(
+    const v1::Operator& op, const std::map<std::string, std::string>& inputs,
+    const CallValues& values) {
+  const std::string& cls = op.class_name();
+  Result (*compute)(const Ctx&) = nullptr;
+  if (cls == "GEMM") {
+    compute = Gemm;
+  } else if (cls == "GEMV") {
+    compute = Gemv;
+  } else if (cls == "ElementwiseAdd" || cls == "ElementwiseMul" ||
+             cls == "SiLU") {
+    compute = Elementwise;
+  } else if (cls == "RMSNorm" || cls == "Softmax") {
+    compute = RowWise;
+  } else if (cls == "RoPE") {
+    compute = Rope;
+  } else if (cls == "MHA") {
+    compute = Mha;
+  } else if (cls == "Sample") {
+    compute = Sample;
+  } else {
+    return absl::UnimplementedError(
+        absl::StrCat("no CPU reference for class \"", cls, "\""));
+  }
+  for (const v1::Buffer& b : op.buffers()) {
+    if (DTypeSize(b.dtype()) == 0) {
+      return absl::UnimplementedError(absl::StrCat(
+          "buffer \"", b.name(), "\" has a dtype the reference does not read"));
+    }
+  }
+  Ctx ctx{op, values, {}, FindRoles(op)};
+  for (const v1::Buffer& b : op.buffers()) {
+    auto it = inputs.find(b.name());
+    const std::string* bytes = it == inputs.end() ? nullptr : &it->second;
+    if (bytes != nullptr && bytes->size() != Elements(b) * DTypeSize(b.dtype()))
+      return absl::InvalidArgumentError(
+          absl::StrCat("input \"", b.name(), "\" holds ", bytes->size(),
+                       " bytes, not ", Elements(b) * DTypeSize(b.dtype())));
+    ctx.ins.emplace_back(b, bytes);
+  }
+  ASSIGN_OR_RETURN(auto result, compute(ctx));
+  Reference reference;
+  // The kernels compute their first output only; others hold nothing to
+  // compare (no computed elements).
+  for (size_t k = 0; k < ctx.roles.out.size(); ++k) {
+    const v1::Buffer& b = op.buffers(ctx.roles.out[k]);
+    if (k == 0) {
+      reference.outputs[b.name()] = std::move(result.first.bytes());
+      reference.computed[b.name()] = result.second;
+    } else {
+      reference.outputs[b.name()] =
+          std::string(Elements(b) * DTypeSize(b.dtype()), '\0');
+      reference.computed[b.name()] = ComputedRows{};
+    }
+  }
+  return reference;
+}
+
+}  // namespace irontune

@@ -1,0 +1,474 @@
+#include "daemon/sim/kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <initializer_list>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/ops/numeric.h"
+
+namespace irontune::sim {
+namespace {
+
+// RoPE's default theta: Llama 3.2 1B (NPU_FACTS.md "A real model's shapes").
+constexpr double kRopeTheta = 500000;
+constexpr double kRmsNormEps = 1e-6;
+
+bool Supported(v1::DType dtype) { return DTypeBytes(dtype) > 0; }
+
+// Read access to a buffer; unwritten storage reads as zeros.
+class In {
+ public:
+  explicit In(const StepBuffer& b)
+      : dtype_(b.meta->dtype()),
+        width_(DTypeBytes(b.meta->dtype())),
+        data_(b.bytes->empty() ? nullptr : b.bytes->data()),
+        size_(width_ ? b.nbytes / width_ : 0) {}
+
+  uint64_t size() const { return size_; }
+  bool written() const { return data_ != nullptr; }
+  float operator[](uint64_t i) const {
+    return data_ == nullptr ? 0 : LoadElement(dtype_, data_, i);
+  }
+
+ private:
+  v1::DType dtype_;
+  int width_;
+  const char* data_;
+  uint64_t size_;
+};
+
+// Write access to an output: zero-filled on construction.
+class Out {
+ public:
+  explicit Out(StepBuffer& b)
+      : dtype_(b.meta->dtype()), width_(DTypeBytes(b.meta->dtype())) {
+    b.bytes->assign(b.nbytes, '\0');
+    data_ = b.bytes->data();
+    size_ = width_ ? b.nbytes / width_ : 0;
+  }
+
+  uint64_t size() const { return size_; }
+  // `v` at the output's precision.
+  float Round(float v) const { return RoundTo(dtype_, v); }
+  void Set(uint64_t i, float v) { StoreElement(dtype_, data_, i, v); }
+
+ private:
+  v1::DType dtype_;
+  int width_;
+  char* data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+int64_t LastAxis(const v1::Buffer& b, int64_t fallback) {
+  if (b.shape_size() == 0 || b.shape(b.shape_size() - 1) == 0) return fallback;
+  return static_cast<int64_t>(
+      std::min<uint64_t>(b.shape(b.shape_size() - 1), 1ull << 40));
+}
+
+struct Roles {
+  std::vector<int> in, out;
+};
+
+Roles FindRoles(const v1::Operator& op) {
+  Roles roles;
+  for (int i = 0; i < op.buffers_size(); ++i) {
+    const v1::Buffer& b = op.buffers(i);
+    const bool in = b.role() == v1::BUFFER_ROLE_IN ||
+                    b.role() == v1::BUFFER_ROLE_INOUT ||
+                    (b.role() == v1::BUFFER_ROLE_UNSPECIFIED && b.fills());
+    const bool out = b.role() == v1::BUFFER_ROLE_OUT ||
+                     b.role() == v1::BUFFER_ROLE_INOUT ||
+                     (b.role() == v1::BUFFER_ROLE_UNSPECIFIED && b.drains());
+    if (in) roles.in.push_back(i);
+    if (out) roles.out.push_back(i);
+  }
+  return roles;
+}
+
+void CopyFirstInput(const std::vector<StepBuffer>& ins,
+                    std::vector<StepBuffer>& buffers, const Roles& roles) {
+  if (roles.in.empty()) return;
+  const std::string& src = *ins[roles.in[0]].bytes;
+  if (src.empty()) return;
+  for (int o : roles.out) {
+    StepBuffer& b = buffers[o];
+    b.bytes->assign(b.nbytes, '\0');
+    std::memcpy(b.bytes->data(), src.data(),
+                std::min<uint64_t>(src.size(), b.nbytes));
+  }
+}
+
+// Dimensions past this are not computed (they would overflow products).
+constexpr int64_t kMaxDim = int64_t{1} << 31;
+bool Sane(std::initializer_list<int64_t> dims) {
+  for (int64_t d : dims) {
+    if (d <= 0 || d > kMaxDim) return false;
+  }
+  return true;
+}
+
+// Each kernel returns false when the buffers do not fit its layout.
+
+bool Gemm(const OpView& op, const std::vector<StepBuffer>& ins,
+          std::vector<StepBuffer>& bufs, const Roles& r) {
+  if (r.in.size() < 2 || r.out.empty()) return false;
+  const int64_t m = op.Param("M", 0), k = op.Param("K", 0),
+                n = op.Param("N", 0);
+  if (!Sane({m, k, n})) return false;
+  In a(ins[r.in[0]]), b(ins[r.in[1]]);
+  if (a.size() < static_cast<uint64_t>(m * k) ||
+      b.size() < static_cast<uint64_t>(k * n))
+    return false;
+  if (bufs[r.out[0]].nbytes /
+          std::max(DTypeBytes(bufs[r.out[0]].meta->dtype()), 1) <
+      static_cast<uint64_t>(m * n)) {
+    return false;
+  }
+  const bool b_col = op.Param("b_col_maj", 0) != 0,
+             c_col = op.Param("c_col_maj", 0) != 0;
+  const int64_t tk = std::clamp<int64_t>(op.Tunable("tile_k", 64), 1, k);
+  const int64_t used = op.Extent("M", m);
+  Out c(bufs[r.out[0]]);
+  const int64_t rows = SampledRows(used, k * n, kMaxGemmRows);
+  // All sampled rows advance together, so each row of B is decoded once;
+  // every output element still sums its K chunk in ascending order.
+  std::vector<int64_t> sample(rows);
+  for (int64_t j = 0; j < rows; ++j) sample[j] = SampleRow(j, rows, used);
+  std::vector<float> acc(rows * n, 0.0f), part(rows * n), brow(n);
+  for (int64_t k0 = 0; k0 < k; k0 += tk) {
+    std::fill(part.begin(), part.end(), 0.0f);
+    const int64_t k1 = std::min(k, k0 + tk);
+    for (int64_t kk = k0; kk < k1; ++kk) {
+      for (int64_t col = 0; col < n; ++col) {
+        brow[col] = b[b_col ? col * k + kk : kk * n + col];
+      }
+      for (int64_t j = 0; j < rows; ++j) {
+        const float av = a[sample[j] * k + kk];
+        float* __restrict p = part.data() + j * n;
+        const float* __restrict bv = brow.data();
+        for (int64_t col = 0; col < n; ++col) p[col] += av * bv[col];
+      }
+    }
+    // The C tile is held at the output's precision between K chunks.
+    for (int64_t e = 0; e < rows * n; ++e) acc[e] = c.Round(acc[e] + part[e]);
+  }
+  for (int64_t j = 0; j < rows; ++j) {
+    const int64_t i = sample[j];
+    for (int64_t col = 0; col < n; ++col) {
+      c.Set(c_col ? col * m + i : i * n + col, acc[j * n + col]);
+    }
+  }
+  return true;
+}
+
+bool Gemv(const OpView& op, const std::vector<StepBuffer>& ins,
+          std::vector<StepBuffer>& bufs, const Roles& r) {
+  if (r.in.size() < 2 || r.out.empty()) return false;
+  const int64_t m = op.Param("M", 0), k = op.Param("K", 0);
+  if (!Sane({m, k, std::max<int64_t>(op.Param("num_batches", 1), 1)}))
+    return false;
+  In a(ins[r.in[0]]), x(ins[r.in[1]]);
+  const uint64_t y_size = bufs[r.out[0]].nbytes /
+                          std::max(DTypeBytes(bufs[r.out[0]].meta->dtype()), 1);
+  if (a.size() < static_cast<uint64_t>(m * k) ||
+      x.size() < static_cast<uint64_t>(k) ||
+      y_size < static_cast<uint64_t>(m)) {
+    return false;
+  }
+  int64_t batches = std::max<int64_t>(op.Param("num_batches", 1), 1);
+  if (x.size() < static_cast<uint64_t>(batches * k) ||
+      y_size < static_cast<uint64_t>(batches * m))
+    batches = 1;
+  const bool a_per_batch =
+      static_cast<__int128>(a.size()) >= static_cast<__int128>(batches) * m * k;
+  const int64_t v =
+      std::clamp<int64_t>(op.Tunable("kernel_vector_size", 64), 1, k);
+  const int64_t used = op.Extent("M", m);
+  Out y(bufs[r.out[0]]);
+  const int64_t rows = SampledRows(used, k * batches, used);
+  std::vector<float> lanes(v);
+  for (int64_t bt = 0; bt < batches; ++bt) {
+    const int64_t a_base = a_per_batch ? bt * m * k : 0;
+    for (int64_t j = 0; j < rows; ++j) {
+      const int64_t i = SampleRow(j, rows, used);
+      std::fill(lanes.begin(), lanes.end(), 0.0f);
+      for (int64_t kk = 0; kk < k; ++kk)
+        lanes[kk % v] += a[a_base + i * k + kk] * x[bt * k + kk];
+      for (int64_t stride = 1; stride < v; stride *= 2) {
+        for (int64_t l = 0; l + stride < v; l += 2 * stride)
+          lanes[l] += lanes[l + stride];
+      }
+      y.Set(bt * m + i, lanes[0]);
+    }
+  }
+  return true;
+}
+
+bool Elementwise(const OpView& op, const std::vector<StepBuffer>& ins,
+                 std::vector<StepBuffer>& bufs, const Roles& r) {
+  const std::string& cls = op.class_name();
+  const bool binary = cls != "SiLU";
+  if (r.in.size() < (binary ? 2u : 1u) || r.out.empty()) return false;
+  In x(ins[r.in[0]]);
+  In z(ins[r.in[binary ? 1 : 0]]);
+  uint64_t n = std::min(x.size(), z.size());
+  const uint64_t out_n = bufs[r.out[0]].nbytes /
+                         std::max(DTypeBytes(bufs[r.out[0]].meta->dtype()), 1);
+  n = std::min(n, out_n);
+  const int64_t count =
+      SampledRows(static_cast<int64_t>(n), 1, static_cast<int64_t>(n));
+  std::vector<float> values(count);
+  for (int64_t j = 0; j < count; ++j) {
+    const uint64_t i = SampleRow(j, count, n);
+    const float a = x[i];
+    if (cls == "ElementwiseAdd") {
+      values[j] = a + z[i];
+    } else if (cls == "ElementwiseMul") {
+      values[j] = a * z[i];
+    } else {
+      values[j] = a / (1.0f + std::exp(-a));
+    }
+  }
+  Out out(bufs[r.out[0]]);
+  for (int64_t j = 0; j < count; ++j)
+    out.Set(SampleRow(j, count, n), values[j]);
+  return true;
+}
+
+// Row-wise families: RMSNorm and Softmax over the input's last axis.
+bool RowWise(const OpView& op, const std::vector<StepBuffer>& ins,
+             std::vector<StepBuffer>& bufs, const Roles& r) {
+  const bool rms = op.class_name() == "RMSNorm";
+  if (r.in.empty() || r.out.empty()) return false;
+  const StepBuffer& xb = ins[r.in[0]];
+  int64_t row_len =
+      rms ? LastAxis(*xb.meta, 0) : op.Param("cols", LastAxis(*xb.meta, 0));
+  const bool weighted = rms && r.in.size() >= 2;
+  if (weighted) row_len = LastAxis(*ins[r.in[1]].meta, row_len);
+  In x(xb);
+  const uint64_t out_n = bufs[r.out[0]].nbytes /
+                         std::max(DTypeBytes(bufs[r.out[0]].meta->dtype()), 1);
+  if (!Sane({row_len}) || x.size() < static_cast<uint64_t>(row_len) ||
+      out_n < x.size())
+    return false;
+  const int64_t total_rows = static_cast<int64_t>(x.size()) / row_len;
+  const int64_t tile =
+      std::clamp<int64_t>(op.Tunable("tile_size", row_len), 1, row_len);
+  std::vector<float> w(weighted ? row_len : 0);
+  if (weighted) {
+    In wb(ins[r.in[1]]);
+    if (wb.size() < static_cast<uint64_t>(row_len)) return false;
+    for (int64_t i = 0; i < row_len; ++i) w[i] = wb[i];
+  }
+  const int64_t rows = SampledRows(total_rows, row_len, total_rows);
+  std::vector<std::vector<float>> results(rows, std::vector<float>(row_len));
+  for (int64_t j = 0; j < rows; ++j) {
+    const int64_t base = SampleRow(j, rows, total_rows) * row_len;
+    std::vector<float>& y = results[j];
+    if (rms) {
+      float sum = 0;
+      for (int64_t t0 = 0; t0 < row_len; t0 += tile) {  // per tile, then across
+        float part = 0;
+        for (int64_t i = t0; i < std::min(row_len, t0 + tile); ++i)
+          part += x[base + i] * x[base + i];
+        sum += part;
+      }
+      const float inv = 1.0f / std::sqrt(sum / static_cast<float>(row_len) +
+                                         static_cast<float>(kRmsNormEps));
+      for (int64_t i = 0; i < row_len; ++i)
+        y[i] = x[base + i] * inv * (weighted ? w[i] : 1.0f);
+    } else {
+      float mx = -std::numeric_limits<float>::infinity();
+      for (int64_t i = 0; i < row_len; ++i) mx = std::max(mx, x[base + i]);
+      float sum = 0;
+      for (int64_t i = 0; i < row_len; ++i)
+        sum += (y[i] = std::exp(x[base + i] - mx));
+      for (int64_t i = 0; i < row_len; ++i) y[i] /= sum;
+    }
+  }
+  Out out(bufs[r.out[0]]);
+  for (int64_t j = 0; j < rows; ++j) {
+    const int64_t base = SampleRow(j, rows, total_rows) * row_len;
+    for (int64_t i = 0; i < row_len; ++i) out.Set(base + i, results[j][i]);
+  }
+  return true;
+}
+
+bool Rope(const OpView& op, const std::vector<StepBuffer>& ins,
+          std::vector<StepBuffer>& bufs, const Roles& r) {
+  if (r.in.empty() || r.out.empty()) return false;
+  const int64_t rows = op.Param("rows", 0), heads = op.Param("num_heads", 0),
+                dim = op.Param("head_dim", 0);
+  if (!Sane({rows, heads, dim}) || !Sane({rows * heads}) || dim <= 1)
+    return false;
+  const int64_t row_len = heads * dim;
+  In x(ins[r.in[0]]);
+  const uint64_t out_n = bufs[r.out[0]].nbytes /
+                         std::max(DTypeBytes(bufs[r.out[0]].meta->dtype()), 1);
+  if (x.size() < static_cast<uint64_t>(rows * row_len) ||
+      out_n < static_cast<uint64_t>(rows * row_len))
+    return false;
+  const double theta = op.HasParam("theta")
+                           ? static_cast<double>(op.Param("theta", 0))
+                           : kRopeTheta;
+  const int64_t used = op.Extent("rows", rows);
+  const int64_t sampled = SampledRows(used, row_len, used);
+  std::vector<float> y(sampled * row_len);
+  for (int64_t j = 0; j < sampled; ++j) {
+    const int64_t row = SampleRow(j, sampled, used);
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t p = 0; p + 1 < dim; p += 2) {
+        const double angle =
+            row * std::pow(theta, -static_cast<double>(p) / dim);
+        const float cs = static_cast<float>(std::cos(angle)),
+                    sn = static_cast<float>(std::sin(angle));
+        const int64_t at = row * row_len + h * dim + p;
+        const float x0 = x[at], x1 = x[at + 1];
+        y[j * row_len + h * dim + p] = x0 * cs - x1 * sn;
+        y[j * row_len + h * dim + p + 1] = x0 * sn + x1 * cs;
+      }
+    }
+  }
+  Out out(bufs[r.out[0]]);
+  for (int64_t j = 0; j < sampled; ++j) {
+    const int64_t row = SampleRow(j, sampled, used);
+    for (int64_t i = 0; i < row_len; ++i)
+      out.Set(row * row_len + i, y[j * row_len + i]);
+  }
+  return true;
+}
+
+bool Mha(const OpView& op, const std::vector<StepBuffer>& ins,
+         std::vector<StepBuffer>& bufs, const Roles& r) {
+  if (r.in.size() < 3 || r.out.empty()) return false;
+  const int64_t heads = op.Param("num_heads", 0),
+                kv_heads = op.Param("num_KV_heads", 0), d = op.Param("d", 0),
+                pad = op.Param("seq_pad", 0);
+  if (!Sane({heads, kv_heads, d, pad}) || !Sane({kv_heads * pad})) return false;
+  In q(ins[r.in[0]]), kc(ins[r.in[1]]), vc(ins[r.in[2]]);
+  const uint64_t out_n = bufs[r.out[0]].nbytes /
+                         std::max(DTypeBytes(bufs[r.out[0]].meta->dtype()), 1);
+  const uint64_t cache = static_cast<uint64_t>(kv_heads * pad * d);
+  if (q.size() < static_cast<uint64_t>(heads * d) || kc.size() < cache ||
+      vc.size() < cache || out_n < static_cast<uint64_t>(heads * d)) {
+    return false;
+  }
+  const int64_t len = op.Extent("seq_pad", pad);
+  const int64_t group = std::max<int64_t>(heads / kv_heads, 1);
+  const int64_t sampled = SampledRows(heads, 2 * len * d, heads);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  std::vector<float> y(sampled * d), p(len);
+  for (int64_t j = 0; j < sampled; ++j) {
+    const int64_t h = SampleRow(j, sampled, heads);
+    const int64_t base = std::min(h / group, kv_heads - 1) * pad * d;
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int64_t l = 0; l < len; ++l) {
+      float s = 0;
+      for (int64_t i = 0; i < d; ++i) s += q[h * d + i] * kc[base + l * d + i];
+      p[l] = s * scale;
+      mx = std::max(mx, p[l]);
+    }
+    float sum = 0;
+    for (int64_t l = 0; l < len; ++l) sum += (p[l] = std::exp(p[l] - mx));
+    for (int64_t l = 0; l < len; ++l) {
+      const float wgt = p[l] / sum;
+      for (int64_t i = 0; i < d; ++i)
+        y[j * d + i] += wgt * vc[base + l * d + i];
+    }
+  }
+  Out out(bufs[r.out[0]]);
+  for (int64_t j = 0; j < sampled; ++j) {
+    const int64_t h = SampleRow(j, sampled, heads);
+    for (int64_t i = 0; i < d; ++i) out.Set(h * d + i, y[j * d + i]);
+  }
+  return true;
+}
+
+bool Sample(const OpView& op, const std::vector<StepBuffer>& ins,
+            std::vector<StepBuffer>& bufs, const Roles& r) {
+  if (r.in.empty() || r.out.empty()) return false;
+  In logits(ins[r.in[0]]);
+  const int64_t vocab = op.Param("vocab", LastAxis(*ins[r.in[0]].meta, 0));
+  const uint64_t out_n = bufs[r.out[0]].nbytes /
+                         std::max(DTypeBytes(bufs[r.out[0]].meta->dtype()), 1);
+  if (!Sane({vocab}) || logits.size() < static_cast<uint64_t>(vocab))
+    return false;
+  const int64_t total_rows = static_cast<int64_t>(logits.size()) / vocab;
+  if (out_n < static_cast<uint64_t>(total_rows)) return false;
+  const int64_t rows = SampledRows(total_rows, vocab, total_rows);
+  std::vector<int64_t> best(rows, 0);
+  for (int64_t j = 0; j < rows; ++j) {
+    const int64_t base = SampleRow(j, rows, total_rows) * vocab;
+    float top = logits[base];
+    for (int64_t i = 1; i < vocab; ++i) {
+      const float v = logits[base + i];
+      if (v > top) {
+        top = v;
+        best[j] = i;
+      }
+    }
+  }
+  Out out(bufs[r.out[0]]);
+  for (int64_t j = 0; j < rows; ++j)
+    out.Set(SampleRow(j, rows, total_rows), static_cast<float>(best[j]));
+  return true;
+}
+
+}  // namespace
+
+absl::Status ComputeStep(const OpView& op, std::vector<StepBuffer>& buffers) {
+  if (static_cast<int>(buffers.size()) != op.op().buffers_size()) {
+    return absl::InternalError(absl::StrCat("ComputeStep: ", buffers.size(),
+                                            " buffers for an operator of ",
+                                            op.op().buffers_size()));
+  }
+  for (const StepBuffer& b : buffers) {
+    if (b.meta == nullptr || b.bytes == nullptr ||
+        (!b.bytes->empty() && b.bytes->size() != b.nbytes)) {
+      return absl::InternalError("ComputeStep: a buffer breaks its contract");
+    }
+  }
+  const Roles roles = FindRoles(op.op());
+  bool any_written = false;
+  for (int i : roles.in) any_written |= !buffers[i].bytes->empty();
+  if (!any_written) return absl::OkStatus();
+  // An INOUT buffer is read from a snapshot, as the output resets it.
+  std::vector<StepBuffer> inputs = buffers;
+  std::vector<std::string> snapshots(buffers.size());
+  for (int i : roles.in) {
+    if (std::find(roles.out.begin(), roles.out.end(), i) != roles.out.end()) {
+      snapshots[i] = *buffers[i].bytes;
+      inputs[i].bytes = &snapshots[i];
+    }
+  }
+  bool typed = true;
+  for (const StepBuffer& b : buffers) typed &= Supported(b.meta->dtype());
+
+  const std::string& cls = op.class_name();
+  bool done = false;
+  if (typed) {
+    if (cls == "GEMM") {
+      done = Gemm(op, inputs, buffers, roles);
+    } else if (cls == "GEMV") {
+      done = Gemv(op, inputs, buffers, roles);
+    } else if (cls == "ElementwiseAdd" || cls == "ElementwiseMul" ||
+               cls == "SiLU") {
+      done = Elementwise(op, inputs, buffers, roles);
+    } else if (cls == "RMSNorm" || cls == "Softmax") {
+      done = RowWise(op, inputs, buffers, roles);
+    } else if (cls == "RoPE") {
+      done = Rope(op, inputs, buffers, roles);
+    } else if (cls == "MHA") {
+      done = Mha(op, inputs, buffers, roles);
+    } else if (cls == "Sample") {
+      done = Sample(op, inputs, buffers, roles);
+    }
+  }
+  if (!done) CopyFirstInput(inputs, buffers, roles);
+  return absl::OkStatus();
+}
+
+}  // namespace irontune::sim

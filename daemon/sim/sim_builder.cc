@@ -1,0 +1,166 @@
+#include "daemon/sim/sim_builder.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "daemon/base/sha256.h"
+#include "daemon/sim/sim_limits.h"
+#include "daemon/sim/design.h"
+#include "daemon/sim/presets.h"
+
+namespace irontune {
+namespace {
+
+constexpr char kEnvironment[] = "sim-builder/1";
+constexpr int kMaxSteps = 1 << 16;
+
+std::string Typed(const v1::Value& v) {
+  switch (v.kind_case()) {
+    case v1::Value::kIntValue:
+      return absl::StrCat("i:", v.int_value());
+    case v1::Value::kBoolValue:
+      return v.bool_value() ? "b:1" : "b:0";
+    case v1::Value::kStringValue:
+      return absl::StrCat("s:", absl::CEscape(v.string_value()));
+    case v1::Value::kDoubleValue:
+      return absl::StrCat("d:", v.double_value());
+    default:
+      return "unset";
+  }
+}
+
+// The operator as the design needs it: no domains, pins or tolerance.
+v1::Operator DesignOperator(const v1::Operator& op) {
+  v1::Operator out = op;
+  for (v1::Tunable& t : *out.mutable_tunables()) t.clear_domain();
+  out.clear_pinned();
+  out.clear_tolerance();
+  return out;
+}
+
+std::string BufferName(const v1::Operator& op, int index) {
+  const std::string& name = op.buffers(index).name();
+  int same = 0;
+  for (const v1::Buffer& b : op.buffers()) same += b.name() == name;
+  const bool usable = !name.empty() && same == 1 &&
+                      name.find_first_of(" \t\n") == std::string::npos;
+  return usable ? name : absl::StrCat(index);
+}
+
+}  // namespace
+
+std::string SimRecipeHash(const v1::Operator& op, std::string_view generation) {
+  std::vector<std::string> params, tunables;
+  for (const v1::Param& p : op.params()) {
+    params.push_back(
+        absl::StrCat("param ", absl::CEscape(p.name()), "=", Typed(p.value())));
+  }
+  for (const v1::Tunable& t : op.tunables()) {
+    tunables.push_back(absl::StrCat("tunable ", absl::CEscape(t.name()), "=",
+                                    Typed(t.value())));
+  }
+  std::sort(params.begin(), params.end());
+  std::sort(tunables.begin(), tunables.end());
+  std::string text =
+      absl::StrCat("sim-recipe/1\nclass ", absl::CEscape(op.class_name()),
+                   "\ngeneration ", sim::AsAbsl(generation), "\n");
+  for (const std::string& line : params) absl::StrAppend(&text, line, "\n");
+  for (const std::string& line : tunables) absl::StrAppend(&text, line, "\n");
+  for (const v1::Buffer& b : op.buffers()) {
+    absl::StrAppend(&text, "buffer ", static_cast<int>(b.role()), " ",
+                    static_cast<int>(b.dtype()));
+    for (uint64_t e : b.shape()) absl::StrAppend(&text, " ", e);
+    absl::StrAppend(&text, "\n");
+  }
+  for (const v1::CallValue& v : op.values()) {
+    absl::StrAppend(&text, "value ", absl::CEscape(v.symbol()), " ",
+                    absl::CEscape(v.bounds()), "\n");
+  }
+  return Sha256Hex(text);
+}
+
+absl::StatusOr<BuildOutcome> SimBuilder::Build(const BuildRequest& request) {
+  const sim::SimPreset* preset =
+      sim::FindSimPresetByGeneration(request.platform.generation);
+  if (preset == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the sim builder builds for npu1 and npu2, not \"",
+                     request.platform.generation, "\""));
+  }
+  if (request.steps < 1 || request.steps > kMaxSteps) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "steps must be in [1, ", kMaxSteps, "], not ", request.steps));
+  }
+  if (request.packaging != v1::PACKAGING_FULL_ELF &&
+      request.packaging != v1::PACKAGING_XCLBIN_CHAIN) {
+    return absl::InvalidArgumentError("packaging is unspecified");
+  }
+  const v1::Operator& op = request.op;
+  if (op.class_name().empty())
+    return absl::InvalidArgumentError("the operator has no class");
+  std::vector<uint64_t> nbytes;
+  for (int i = 0; i < op.buffers_size(); ++i) {
+    const v1::Buffer& b = op.buffers(i);
+    std::optional<uint64_t> size = sim::BufferBytes(b);
+    if (sim::DTypeBytes(b.dtype()) == 0 || !size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("buffers[", i, "] (", b.name(),
+                       "): unknown dtype or a size past 2^62 bytes"));
+    }
+    nbytes.push_back(*size);
+  }
+
+  BuildOutcome outcome;
+  if (request.packaging == v1::PACKAGING_FULL_ELF && !preset->full_elf) {
+    // NPU_FACTS.md: "npu1 has no full-ELF dispatch".
+    outcome.refusal = absl::StrCat(
+        preset->generation, " has no full-ELF dispatch (xclbin chain only)");
+    return outcome;
+  }
+  const sim::CallValues no_values;
+  outcome.refusal = sim::SimRefusal(sim::OpView(op, no_values), *preset);
+  if (!outcome.refusal.empty()) return outcome;
+
+  sim::SimDesign design;
+  design.op = DesignOperator(op);
+  design.generation = preset->generation;
+  design.packaging = request.packaging;
+  design.steps = request.steps;
+  design.distinct = request.distinct;
+
+  Artifact artifact;
+  artifact.payload = sim::EncodeSimDesign(design);
+  artifact.artifact_hash = Sha256Hex(artifact.payload);
+  artifact.recipe_hash = SimRecipeHash(design.op, preset->generation);
+  artifact.packaging = request.packaging;
+  artifact.steps = request.steps;
+  artifact.distinct = request.distinct;
+  const int steps = request.distinct ? request.steps : 1;
+  for (int s = 0; s < steps; ++s) {
+    for (int i = 0; i < op.buffers_size(); ++i) {
+      ArtifactBuffer b;
+      b.name = absl::StrCat("s", s, ".", BufferName(op, i));
+      b.step = s;
+      b.op_buffer = i;
+      b.nbytes = nbytes[i];
+      b.fills = op.buffers(i).fills();
+      b.drains = op.buffers(i).drains();
+      artifact.buffers.push_back(std::move(b));
+    }
+  }
+  std::set<std::string> symbols;
+  for (const v1::CallValue& v : op.values()) {
+    if (symbols.insert(v.symbol()).second)
+      artifact.symbols.push_back(v.symbol());
+  }
+  outcome.artifact = std::move(artifact);
+  return outcome;
+}
+
+std::string SimBuilder::Environment() const { return kEnvironment; }
+
+}  // namespace irontune

@@ -1,0 +1,274 @@
+// The measurement cache: every figure irontuned has timed, kept in one
+// SQLite file so a design is timed once per NPU platform and power mode.
+// It also keeps the builder's verdicts ("fits" / "refused: why") and the
+// figures imported from IRON's JSON cost cache.
+//
+// Partitions: a Cache or CacheReader is bound at Open to one platform (its
+// slug, as IRON names its cache directories: "npu-strix") and one power
+// mode. Gets and Puts see that partition only; a figure of another mode is
+// never returned. Verdicts are per platform (a design fits or not whatever
+// the power mode).
+//
+// The file: WAL mode, synchronous=NORMAL, a busy timeout. Its layout version
+// is PRAGMA user_version (see cache_schema.h); Cache::Open migrates an older
+// file and refuses a newer one (FailedPrecondition). A row written under
+// another row schema is a miss, never a wrong figure.
+//
+// Durability: each Put is one INSERT OR REPLACE of the whole serialized
+// measurement with its indexed columns, and each PutMany, Import and
+// ImportIronCosts one transaction, so a crash leaves each row either whole
+// or absent. With synchronous=NORMAL a power cut may lose the last
+// transactions (never corrupt the file): they are remeasured.
+//
+// Threads: irontuned's device worker owns the one Cache (the only writer);
+// a Cache is used by one thread at a time. Status and cache queries use a
+// CacheReader, a separate read-only connection that may be used from another
+// thread concurrently with the Cache (WAL lets it read while the writer
+// writes); a CacheReader too is used by one thread at a time.
+//
+// Failure: SQLite errors come back as a Status (Unavailable when the file
+// stays locked past the busy timeout, DataLoss when it is corrupt). A row
+// whose stored measurement does not decode is logged and read as a miss.
+#ifndef IRONTUNE_DAEMON_STORE_CACHE_H_
+#define IRONTUNE_DAEMON_STORE_CACHE_H_
+
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "daemon/npu/device.h"
+#include "daemon/store/cache_key.h"
+#include "daemon/store/cache_schema.h"
+#include "daemon/store/sqlite.h"
+#include "irontune/v1/measurement.pb.h"
+
+namespace irontune {
+
+// What a partition holds, and how its lookups went.
+struct CacheStats {
+  int64_t rows = 0;            // measurements in the partition (any row schema)
+  int64_t stale_rows = 0;      // of those, written under another row schema
+  int64_t iron_rows = 0;       // IRON figures imported into the partition
+  int64_t verdicts = 0;        // builder verdicts for the platform
+  int64_t database_bytes = 0;  // the whole file: page_count * page_size
+  int64_t hits = 0;            // Gets that found a figure, since Open
+  int64_t misses = 0;          // Gets that did not (incl. stale, undecodable)
+};
+
+// A measurement and the key digest (CacheKey::Digest) it is stored under.
+struct CacheEntry {
+  std::string key;
+  v1::Measurement measurement;
+};
+
+// What a builder verdict follows: the design's recipe and the build
+// environment (Builder::Environment()), so a builder fix re-decides.
+struct VerdictKey {
+  std::string recipe_hash;
+  std::string environment;
+};
+
+// How an import went. `skipped` lists each entry not imported, with why
+// ("path: reason" or "line N: reason"); each is also logged.
+struct ImportCounts {
+  int64_t imported = 0;
+  std::vector<std::string> skipped;
+};
+
+// The outcome of Check.
+struct CacheCheck {
+  std::string integrity;    // PRAGMA integrity_check: "ok" when sound
+  int64_t rows = 0;         // measurement and IRON rows, every partition
+  int64_t undecodable = 0;  // of those, blobs that do not decode
+};
+
+// Read access to one partition. See the file comment for threads.
+class CacheReader {
+ public:
+  // Opens `path` read-only. REQUIRES: the file exists and a Cache has
+  // created it (else FailedPrecondition); its schema version must be this
+  // build's.
+  static absl::StatusOr<std::unique_ptr<CacheReader>> Open(
+      const std::string& path, std::string_view platform_name,
+      PowerMode power_mode);
+  CacheReader(const CacheReader&) = delete;
+  CacheReader& operator=(const CacheReader&) = delete;
+
+  // The measurement stored under `key`; nullopt when there is none, it was
+  // written under another row schema, or it does not decode (logged).
+  // InvalidArgument when `digest` is not a key digest.
+  absl::StatusOr<std::optional<v1::Measurement>> Get(const CacheKey& key);
+  absl::StatusOr<std::optional<v1::Measurement>> Get(std::string_view digest);
+  // Get of each digest (result i is digests[i]'s), in one read transaction:
+  // one snapshot, and the file's read lock taken once rather than per key.
+  // The way to look up a shape's settings together.
+  absl::StatusOr<std::vector<std::optional<v1::Measurement>>> GetMany(
+      absl::Span<const std::string> digests);
+  // A builder verdict for the platform; nullopt when none (or stale).
+  absl::StatusOr<std::optional<std::string>> GetVerdict(const VerdictKey& key);
+  // A figure imported from IRON, by IRON's key (see Cache::ImportIronCosts).
+  absl::StatusOr<std::optional<v1::Measurement>> GetIronCost(
+      std::string_view iron_key);
+
+  absl::StatusOr<CacheStats> Stats();
+  // Writes the partition as JSON lines, one object a line:
+  //   {"kind":"measurement","platform":..,"power_mode":..,"key":..,
+  //    "row_schema":N,"measurement":{proto3 JSON of v1.Measurement}}
+  //   {"kind":"iron_cost","platform":..,"power_mode":..,"key":..,
+  //    "measurement":{..}}
+  //   {"kind":"verdict","platform":..,"recipe_hash":..,"environment":..,
+  //    "row_schema":N,"verdict":".."}
+  // in key order. A row that does not decode is left out (logged).
+  absl::Status Export(std::ostream& out);
+  // Checks the whole file (every partition): SQLite's integrity check, and
+  // that every stored measurement decodes.
+  absl::StatusOr<CacheCheck> Check();
+
+  const std::string& platform() const { return platform_; }
+  PowerMode power_mode() const { return power_mode_; }
+
+ private:
+  friend class Cache;
+  CacheReader(std::unique_ptr<sqlite::Db> owned, sqlite::Db* db,
+              std::string platform, PowerMode power_mode)
+      : owned_(std::move(owned)),
+        db_(db),
+        platform_(std::move(platform)),
+        power_mode_(power_mode) {}
+  // The partition's id; nullopt while no Cache has created it.
+  absl::StatusOr<std::optional<int64_t>> PartitionId();
+  // Prepares the kept statements. REQUIRES: the schema is current.
+  absl::Status PrepareStatements();
+  // Runs get_ or get_iron_ for `digest`; counts nothing.
+  absl::StatusOr<std::optional<v1::Measurement>> Lookup(
+      sqlite::Statement& stmt, std::string_view digest);
+
+  // Declared before the statements, so they are finalized first.
+  std::unique_ptr<sqlite::Db> owned_;  // null when the Cache owns db_
+  sqlite::Db* db_;
+  const std::string platform_;  // slug
+  const PowerMode power_mode_;
+  std::optional<int64_t> partition_id_;
+  sqlite::Statement get_;
+  sqlite::Statement get_iron_;
+  sqlite::Statement get_verdict_;
+  int64_t hits_ = 0;
+  int64_t misses_ = 0;
+};
+
+// The writer. See the file comment for partitions, durability and threads.
+class Cache {
+ public:
+  // Opens or creates the cache file at `path` (its directory must exist),
+  // migrates it to this build's schema and binds the partition of
+  // `platform_name` (slugged) at `power_mode`. FailedPrecondition for a
+  // file of a newer schema; DataLoss for a file that is not a database.
+  static absl::StatusOr<std::unique_ptr<Cache>> Open(
+      const std::string& path, std::string_view platform_name,
+      PowerMode power_mode);
+  Cache(const Cache&) = delete;
+  Cache& operator=(const Cache&) = delete;
+
+  // OK when `device_mode` is the partition's; else FailedPrecondition ("the
+  // cache is for power mode X, not Y"): the caller must not time or look
+  // up figures at another mode through this cache.
+  absl::Status CheckPowerMode(PowerMode device_mode) const;
+
+  // As CacheReader::Get; counted in Stats().hits/misses.
+  absl::StatusOr<std::optional<v1::Measurement>> Get(const CacheKey& key) {
+    return reads_.Get(key);
+  }
+  absl::StatusOr<std::optional<v1::Measurement>> Get(std::string_view digest) {
+    return reads_.Get(digest);
+  }
+  absl::StatusOr<std::vector<std::optional<v1::Measurement>>> GetMany(
+      absl::Span<const std::string> digests) {
+    return reads_.GetMany(digests);
+  }
+
+  // Stores `m` under the key, replacing any earlier figure, atomically.
+  // m.power_mode may be empty (the partition's is filled in); another mode
+  // is InvalidArgument, as is a malformed digest.
+  absl::Status Put(const CacheKey& key, const v1::Measurement& m);
+  absl::Status Put(std::string_view digest, const v1::Measurement& m);
+  // Stores every entry in one transaction: all of them or, on any error,
+  // none.
+  absl::Status PutMany(absl::Span<const CacheEntry> entries);
+
+  absl::StatusOr<std::optional<std::string>> GetVerdict(const VerdictKey& key) {
+    return reads_.GetVerdict(key);
+  }
+  // Stores the builder's verdict on a recipe in an environment.
+  absl::Status PutVerdict(const VerdictKey& key, std::string_view verdict);
+
+  // Copies the write-ahead log into the database file and empties it
+  // (wal_checkpoint(TRUNCATE)). SQLite checkpoints by itself as the log
+  // grows, but pages still in the log are read through it rather than
+  // mapped; irontuned calls this when idle (after a job). Unavailable when
+  // a reader keeps it from finishing (retry later; nothing is lost).
+  absl::Status Checkpoint();
+
+  // Imports IRON's JSON cost cache for this partition: the files
+  // `<root>/<platform slug>/<power mode>/<key>.json`, root being IRON's
+  // `$NPU_CACHE_HOME/iron/costs`. A file is skipped (and logged) unless its
+  // name is a 32-hex-digit key, it holds exactly IRON's Measurement fields
+  // (as IRON's own reader requires) and its pmode is the partition's.
+  // Imported figures go to their own table under IRON's key, replacing an
+  // earlier import of the same key: IRON computes its keys from a Python
+  // repr of its own design hashes, which irontune cannot reproduce, so
+  // they are never Get hits. They are kept for inspection (GetIronCost),
+  // Stats and Export. One transaction. NotFound when the partition's
+  // directory does not exist.
+  absl::StatusOr<ImportCounts> ImportIronCosts(
+      const std::filesystem::path& root);
+
+  // As CacheReader.
+  absl::StatusOr<std::optional<v1::Measurement>> GetIronCost(
+      std::string_view iron_key) {
+    return reads_.GetIronCost(iron_key);
+  }
+  absl::StatusOr<CacheStats> Stats() { return reads_.Stats(); }
+  absl::Status Export(std::ostream& out) { return reads_.Export(out); }
+  absl::StatusOr<CacheCheck> Check() { return reads_.Check(); }
+
+  // Imports lines written by Export, in one transaction: on any malformed
+  // line (InvalidArgument, naming it) or a line of another platform or power
+  // mode (FailedPrecondition) nothing is imported. Rows already present
+  // are kept, not replaced: this box's own figures win over imported ones
+  // (such a line is listed in `skipped`). Blank lines are ignored.
+  absl::StatusOr<ImportCounts> Import(std::istream& in);
+
+  const std::string& platform() const { return reads_.platform(); }
+  PowerMode power_mode() const { return reads_.power_mode(); }
+
+ private:
+  Cache(std::unique_ptr<sqlite::Db> db, int64_t partition_id,
+        std::string platform, PowerMode power_mode);
+  // InvalidArgument unless `digest` is a key digest and `m` is of the
+  // partition's power mode (or of none).
+  absl::Status Validate(std::string_view digest,
+                        const v1::Measurement& m) const;
+  // Binds and runs `stmt` (one of the measurement inserts) for one entry,
+  // filling in an empty power mode. REQUIRES: Validate passed.
+  absl::Status Insert(sqlite::Statement& stmt, std::string_view digest,
+                      int64_t row_schema, const v1::Measurement& m);
+
+  std::unique_ptr<sqlite::Db> db_;
+  const int64_t partition_id_;
+  CacheReader reads_;  // over db_
+  sqlite::Statement put_;
+  sqlite::Statement put_verdict_;
+  sqlite::Statement put_iron_;
+};
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_DAEMON_STORE_CACHE_H_

@@ -1,0 +1,77 @@
+// What a cached measurement's time follows, and the digest it is stored
+// under.
+//
+// A measurement is reused only when every part of its key is equal:
+//   - recipe_hash, artifact_hash: the design as built (its recipe and the
+//     sources, tools and device it is compiled with) and the bytes the
+//     builder produced for one step of it. Editing how a design is generated
+//     changes these, so the old figure misses rather than being reused.
+//   - values: the per-call values it ran at, by name.
+//   - input_sha256: the sha256 of each input buffer given explicitly (where
+//     seeded random bytes would not be representative), by buffer name.
+//   - packaging: one full ELF, or an xclbin per step.
+//   - repeats: how many back-to-back steps the long run holds. IRON leaves it
+//     out of its key; irontune keeps it, because the long run is another
+//     artifact (with distinct buffers, `repeats` times the working set), so
+//     its per-step excess may differ. A miss costs a rerun; a wrong figure
+//     costs a wrong profile.
+//   - distinct: whether every step runs on buffers of its own, for the same
+//     reason (SoC cache hits between steps change the step's time).
+// Deliberately NOT in the key: the Timing (rounds, calls, settle, cutoff).
+// They decide how precise the figure is, not what it estimates, as in IRON.
+// A measurement carries its round_us and calls, so a caller wanting more
+// rounds than a cached figure has can see that and remeasure.
+//
+// Digest(): the first 32 hex digits of the sha256 of a canonical encoding:
+// a version tag, then every part length-prefixed (strings) or fixed-width
+// (integers), maps in name order with their counts. Two different keys
+// cannot encode alike, whatever bytes their names hold. Changing what the
+// key holds changes the tag, so old rows are never found under new keys.
+//
+// Thread-safe (values only).
+#ifndef IRONTUNE_DAEMON_STORE_CACHE_KEY_H_
+#define IRONTUNE_DAEMON_STORE_CACHE_KEY_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "irontune/v1/measurement.pb.h"
+
+namespace irontune {
+
+// The number of hex digits in a cache key digest (as IRON's keys).
+inline constexpr int kCacheKeyDigits = 32;
+
+struct CacheKey {
+  std::string recipe_hash;
+  std::string artifact_hash;
+  std::map<std::string, int64_t> values;
+  // sha256 hex of each given input's bytes; see InputDigest.
+  std::map<std::string, std::string> input_sha256;
+  v1::Packaging packaging = v1::PACKAGING_UNSPECIFIED;
+  int repeats = 9;
+  bool distinct = true;
+
+  // The canonical encoding the digest is taken of.
+  std::string Encode() const;
+  // kCacheKeyDigits lower-case hex digits.
+  std::string Digest() const;
+};
+
+// The sha256 hex of an input buffer's bytes, as CacheKey::input_sha256
+// holds it.
+std::string InputDigest(std::string_view bytes);
+
+// True for exactly kCacheKeyDigits lower-case hex digits.
+bool IsCacheKeyDigest(std::string_view text);
+
+// A platform name as a partition slug, as IRON spells its cache
+// directories: lower case, each run of other characters than [a-z0-9] one
+// '-', no '-' at either end ("NPU Strix" -> "npu-strix").
+std::string PlatformSlug(std::string_view platform_name);
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_DAEMON_STORE_CACHE_KEY_H_

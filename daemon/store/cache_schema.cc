@@ -1,0 +1,92 @@
+#include "daemon/store/cache_schema.h"
+
+#include <iterator>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace irontune {
+namespace {
+
+// Version 1. `partitions` names each (platform slug, power mode) once so rows
+// carry a small integer. Rows are WITHOUT ROWID tables keyed on what a lookup
+// gives, so a Get is one b-tree search. `measurement` is a serialized
+// irontune.v1.Measurement; the other columns are copies for queries.
+absl::Status CreateV1(sqlite::Db& db) {
+  return db.Exec(R"sql(
+    CREATE TABLE partitions(
+      id INTEGER PRIMARY KEY,
+      platform TEXT NOT NULL,
+      power_mode TEXT NOT NULL,
+      UNIQUE(platform, power_mode));
+    CREATE TABLE measurements(
+      partition INTEGER NOT NULL,
+      key TEXT NOT NULL,
+      row_schema INTEGER NOT NULL,
+      t_step_us REAL NOT NULL,
+      measured TEXT NOT NULL,
+      written INTEGER NOT NULL,
+      measurement BLOB NOT NULL,
+      PRIMARY KEY(partition, key)) WITHOUT ROWID;
+    CREATE TABLE iron_costs(
+      partition INTEGER NOT NULL,
+      key TEXT NOT NULL,
+      written INTEGER NOT NULL,
+      measurement BLOB NOT NULL,
+      PRIMARY KEY(partition, key)) WITHOUT ROWID;
+    CREATE TABLE verdicts(
+      platform TEXT NOT NULL,
+      recipe_hash TEXT NOT NULL,
+      environment TEXT NOT NULL,
+      row_schema INTEGER NOT NULL,
+      verdict TEXT NOT NULL,
+      written INTEGER NOT NULL,
+      PRIMARY KEY(platform, recipe_hash, environment)) WITHOUT ROWID;
+  )sql");
+}
+
+constexpr Migration kMigrations[] = {
+    {1, "measurements, IRON imports and build verdicts", &CreateV1},
+};
+static_assert(std::size(kMigrations) == kCacheSchemaVersion);
+
+}  // namespace
+
+std::span<const Migration> CacheMigrations() { return kMigrations; }
+
+absl::Status MigrateSchema(sqlite::Db& db,
+                           std::span<const Migration> migrations) {
+  const int target = migrations.empty() ? 0 : migrations.back().version;
+  // Read the version inside the write transaction, so two processes opening
+  // one new file do not both create it.
+  ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(db));
+  ASSIGN_OR_RETURN(int64_t version, db.QueryInt("PRAGMA user_version"));
+  if (version > target) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(db.path(), ": the cache's schema version is ", version,
+                     ", newer than this irontune understands (", target,
+                     "); upgrade irontune or give it another cache file"));
+  }
+  if (version < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(db.path(), ": invalid schema version ", version));
+  }
+  if (version == target) return absl::OkStatus();  // rolls back a no-op
+  for (const Migration& step : migrations) {
+    if (step.version <= version) continue;
+    absl::Status status = step.apply(db);
+    if (!status.ok()) {
+      return absl::Status(
+          status.code(),
+          absl::StrCat("migrating the cache to schema version ", step.version,
+                       " (",
+                       absl::string_view(step.description.data(),
+                                         step.description.size()),
+                       "): ", status.message()));
+    }
+  }
+  RETURN_IF_ERROR(db.Exec(absl::StrCat("PRAGMA user_version = ", target)));
+  return txn.Commit();
+}
+
+}  // namespace irontune

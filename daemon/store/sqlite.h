@@ -1,0 +1,161 @@
+// A thin RAII layer over the sqlite3 C API: a connection (Db), a prepared
+// statement (Statement) and a write transaction (Transaction). Errors come
+// back as absl::Status carrying SQLite's message; nothing throws.
+//
+// Threads: a Db and its Statements are used by one thread at a time (SQLite's
+// own serialization is not relied upon). Separate Db objects on one file may
+// be used from separate threads; WAL mode lets readers run beside the writer.
+#ifndef IRONTUNE_DAEMON_STORE_SQLITE_H_
+#define IRONTUNE_DAEMON_STORE_SQLITE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace irontune::sqlite {
+
+// Maps an SQLite result code to a status: BUSY/LOCKED -> Unavailable,
+// CORRUPT/NOTADB -> DataLoss, FULL -> ResourceExhausted,
+// CANTOPEN/PERM/READONLY -> FailedPrecondition, others -> Internal.
+absl::Status ErrorStatus(int code, std::string_view context,
+                         std::string_view message);
+
+enum class OpenMode { kReadWriteCreate, kReadOnly };
+
+class Statement;
+
+// One connection. Owns the sqlite3 handle; closing happens in the
+// destructor. Statements prepared on it must be destroyed first.
+class Db {
+ public:
+  // Opens (or, with kReadWriteCreate, creates) the database at `path`.
+  // The parent directory must exist.
+  static absl::StatusOr<std::unique_ptr<Db>> Open(const std::string& path,
+                                                  OpenMode mode);
+  ~Db();
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+
+  // Runs one or more statements that return no rows the caller wants.
+  absl::Status Exec(std::string_view sql);
+  // Prepares a statement meant to be kept and reused
+  // (SQLITE_PREPARE_PERSISTENT).
+  absl::StatusOr<Statement> Prepare(std::string_view sql);
+  // Runs `sql`, which must return one row, and gives its first column as an
+  // integer (e.g. "PRAGMA user_version").
+  absl::StatusOr<int64_t> QueryInt(std::string_view sql);
+  // Same, as text.
+  absl::StatusOr<std::string> QueryText(std::string_view sql);
+
+  // Rows the last INSERT, UPDATE or DELETE changed.
+  int64_t Changes() const;
+
+  // A status for the connection's last error, prefixed with `context`.
+  absl::Status LastError(std::string_view context) const;
+  const std::string& path() const { return path_; }
+  sqlite3* handle() const { return db_; }
+
+ private:
+  Db(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  sqlite3* db_;  // owned
+  std::string path_;
+};
+
+// A prepared statement. Movable; finalized in the destructor. Bind indices
+// are 1-based, column indices 0-based, as in SQLite.
+class Statement {
+ public:
+  Statement() = default;
+  Statement(Statement&& other) noexcept;
+  Statement& operator=(Statement&& other) noexcept;
+  ~Statement();
+
+  // Bound text and blobs are copied (SQLITE_TRANSIENT), so the arguments
+  // need not outlive the call.
+  absl::Status BindInt(int index, int64_t value);
+  absl::Status BindDouble(int index, double value);
+  absl::Status BindText(int index, std::string_view value);
+  absl::Status BindBlob(int index, std::string_view value);
+  // Binds without copying, for hot lookups. REQUIRES: `value` outlives the
+  // next Reset (which clears the bindings) or Bind of the same index.
+  absl::Status BindTextUncopied(int index, std::string_view value);
+
+  // Advances: true when a row is available, false when done.
+  absl::StatusOr<bool> Step();
+  // Steps to completion, for statements that return no rows.
+  absl::Status Run();
+  // Resets for reuse and clears the bindings. Always safe to call.
+  void Reset();
+
+  int64_t ColumnInt(int index) const;
+  double ColumnDouble(int index) const;
+  // The views stay valid until the next Step, Reset or destruction.
+  std::string_view ColumnText(int index) const;
+  std::string_view ColumnBlob(int index) const;
+  bool ColumnIsNull(int index) const;
+
+  bool valid() const { return stmt_ != nullptr; }
+
+ private:
+  friend class Db;
+  Statement(Db* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  absl::Status Check(int code, std::string_view what);
+
+  Db* db_ = nullptr;              // not owned; outlives the statement
+  sqlite3_stmt* stmt_ = nullptr;  // owned
+};
+
+// Resets a statement when the scope ends, so a kept statement never holds a
+// read transaction open between uses.
+class ScopedReset {
+ public:
+  explicit ScopedReset(Statement& s) : s_(s) {}
+  ~ScopedReset() { s_.Reset(); }
+  ScopedReset(const ScopedReset&) = delete;
+  ScopedReset& operator=(const ScopedReset&) = delete;
+
+ private:
+  Statement& s_;
+};
+
+// A write transaction: BEGIN IMMEDIATE on Begin, rolled back in the
+// destructor unless committed. `db` must outlive it.
+class Transaction {
+ public:
+  static absl::StatusOr<Transaction> Begin(Db& db);
+  Transaction(Transaction&& other) noexcept;
+  Transaction& operator=(Transaction&&) = delete;
+  ~Transaction();
+
+  absl::Status Commit();
+
+ private:
+  explicit Transaction(Db* db) : db_(db) {}
+  Db* db_;  // null once committed or moved from
+};
+
+// A read transaction (deferred BEGIN), ended in the destructor: the reads
+// inside see one snapshot and take the WAL read lock once. `db` must
+// outlive it, and statements stepped inside must be reset before it ends.
+class ReadTransaction {
+ public:
+  static absl::StatusOr<ReadTransaction> Begin(Db& db);
+  ReadTransaction(ReadTransaction&& other) noexcept;
+  ReadTransaction& operator=(ReadTransaction&&) = delete;
+  ~ReadTransaction();
+
+ private:
+  explicit ReadTransaction(Db* db) : db_(db) {}
+  Db* db_;  // null once moved from
+};
+
+}  // namespace irontune::sqlite
+
+#endif  // IRONTUNE_DAEMON_STORE_SQLITE_H_

@@ -1,0 +1,274 @@
+// Hand-made recordings for the recording tests. Each is valid as built;
+// tests mutate copies.
+#ifndef IRONTUNE_TESTS_TESTING_RECORDING_FIXTURES_H_
+#define IRONTUNE_TESTS_TESTING_RECORDING_FIXTURES_H_
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "irontune/v1/recording.pb.h"
+
+namespace irontune::testing {
+
+inline v1::Value Int(int64_t x) {
+  v1::Value v;
+  v.set_int_value(x);
+  return v;
+}
+
+inline v1::Expression Const(int64_t x) {
+  v1::Expression e;
+  e.set_constant(x);
+  return e;
+}
+
+inline v1::Expression Name(const std::string& name) {
+  v1::Expression e;
+  e.set_value(name);
+  return e;
+}
+
+inline v1::Expression Bin(v1::Expression::Op op, v1::Expression lhs,
+                          v1::Expression rhs) {
+  v1::Expression e;
+  e.mutable_binary()->set_op(op);
+  *e.mutable_binary()->mutable_lhs() = std::move(lhs);
+  *e.mutable_binary()->mutable_rhs() = std::move(rhs);
+  return e;
+}
+
+inline void AddBuffer(v1::Operator* op, const std::string& name,
+                      v1::BufferRole role, v1::DType dtype,
+                      std::initializer_list<uint64_t> shape) {
+  v1::Buffer* b = op->add_buffers();
+  b->set_name(name);
+  b->set_role(role);
+  b->set_dtype(dtype);
+  for (uint64_t d : shape) b->add_shape(d);
+  b->set_fills(role != v1::BUFFER_ROLE_OUT);
+  b->set_drains(role != v1::BUFFER_ROLE_IN);
+}
+
+inline void AddStep(v1::Recording* rec, uint32_t op,
+                    std::initializer_list<std::string> buffers) {
+  v1::Step* step = rec->add_steps();
+  step->set_op(op);
+  for (const std::string& b : buffers) step->add_refs()->set_buffer(b);
+}
+
+// An ElementwiseAdd of 1024 bf16 (operator 0: buffers a, b in and c out,
+// param "size", tunable "tile_size", call value "n" bounding "size"), run
+// once by one recording "decode" with per-call value "position", in one
+// call with contents for x and two points.
+//
+//   calls[0].recording: values [position]; buffers x, y, z (2048 bytes);
+//   steps[0] = op 0 on (x, y, z); bindings[0]: op 0 member n =
+//   min(position + 1, 1024).
+inline v1::Calls SmallCalls() {
+  v1::Calls calls;
+  calls.set_format_version(v1::FORMAT_VERSION_1);
+  v1::Operator* op = calls.add_operators();
+  op->set_class_name("ElementwiseAdd");
+  v1::Param* size = op->add_params();
+  size->set_name("size");
+  *size->mutable_value() = Int(1024);
+  v1::Tunable* tile = op->add_tunables();
+  tile->set_name("tile_size");
+  *tile->mutable_value() = Int(256);
+  for (int64_t x : {128, 256, 512}) *tile->add_domain() = Int(x);
+  AddBuffer(op, "a", v1::BUFFER_ROLE_IN, v1::DTYPE_BF16, {1024});
+  AddBuffer(op, "b", v1::BUFFER_ROLE_IN, v1::DTYPE_BF16, {1024});
+  AddBuffer(op, "c", v1::BUFFER_ROLE_OUT, v1::DTYPE_BF16, {1024});
+  v1::ExtentAxis* axis = op->mutable_buffers(0)->add_extents();
+  axis->set_extent("size");
+  axis->set_axis(0);
+  v1::CallValue* n = op->add_values();
+  n->set_name("n");
+  n->set_symbol("rows");
+  n->set_bounds("size");
+  op->mutable_tolerance()->mutable_close()->set_atol(1e-2);
+  op->mutable_tolerance()->mutable_close()->set_rtol(1e-2);
+
+  v1::Timed* call = calls.add_calls();
+  v1::Recording* rec = call->mutable_recording();
+  rec->set_name("decode");
+  rec->add_values("position");
+  for (const char* name : {"x", "y", "z"}) {
+    v1::GraphBuffer* g = rec->add_buffers();
+    g->set_name(name);
+    g->set_nbytes(2048);
+  }
+  AddStep(rec, 0, {"x", "y", "z"});
+  rec->add_inputs("x");
+  rec->add_inputs("y");
+  rec->add_outputs("z");
+  v1::Binding* binding = rec->add_bindings();
+  binding->set_op(0);
+  binding->set_member("n");
+  *binding->mutable_expression() =
+      Bin(v1::Expression::OP_MIN,
+          Bin(v1::Expression::OP_ADD, Name("position"), Const(1)), Const(1024));
+  (*call->mutable_values())["position"] = 5;
+  v1::Content* content = call->add_contents();
+  content->set_buffer("x");
+  content->set_data(std::string(2048, '\x01'));
+  for (int64_t position : {0, 100}) {
+    v1::Point* point = call->add_points();
+    point->set_weight(0.5);
+    (*point->mutable_values())["position"] = position;
+  }
+  return calls;
+}
+
+// Several operators (RMSNorm, GEMM, ElementwiseAdd, a Softmax no step
+// runs), two recordings with several values, bindings with nested
+// expressions, contents, points and every Value kind.
+inline v1::Calls RichCalls() {
+  v1::Calls calls;
+  calls.set_format_version(v1::FORMAT_VERSION_1);
+
+  v1::Operator* norm = calls.add_operators();  // 0
+  norm->set_class_name("RMSNorm");
+  v1::Param* p = norm->add_params();
+  p->set_name("size");
+  *p->mutable_value() = Int(64);
+  p = norm->add_params();
+  p->set_name("eps");
+  p->mutable_value()->set_double_value(1e-5);
+  p->mutable_default_value()->set_double_value(1e-6);
+  v1::Tunable* t = norm->add_tunables();
+  t->set_name("columns");
+  *t->mutable_value() = Int(4);
+  for (int64_t x : {1, 2, 4, 8}) *t->add_domain() = Int(x);
+  t = norm->add_tunables();
+  t->set_name("vectorized");
+  t->mutable_value()->set_bool_value(true);
+  t->add_domain()->set_bool_value(false);
+  t->add_domain()->set_bool_value(true);
+  norm->add_pinned("vectorized");
+  AddBuffer(norm, "in", v1::BUFFER_ROLE_IN, v1::DTYPE_BF16, {64});
+  AddBuffer(norm, "out", v1::BUFFER_ROLE_OUT, v1::DTYPE_BF16, {64});
+  norm->mutable_tolerance()->mutable_exact();
+
+  v1::Operator* gemm = calls.add_operators();  // 1
+  gemm->set_class_name("GEMM");
+  for (const char* name : {"M", "K", "N"}) {
+    p = gemm->add_params();
+    p->set_name(name);
+    *p->mutable_value() = Int(name[0] == 'M' ? 4 : 32);
+  }
+  t = gemm->add_tunables();
+  t->set_name("tile_m");
+  *t->mutable_value() = Int(4);
+  t = gemm->add_tunables();
+  t->set_name("layout");
+  t->mutable_value()->set_string_value("row");
+  t->add_domain()->set_string_value("row");
+  t->add_domain()->set_string_value("col");
+  AddBuffer(gemm, "A", v1::BUFFER_ROLE_IN, v1::DTYPE_BF16, {4, 32});
+  AddBuffer(gemm, "B", v1::BUFFER_ROLE_IN, v1::DTYPE_I8, {32, 32});
+  AddBuffer(gemm, "C", v1::BUFFER_ROLE_INOUT, v1::DTYPE_F32, {4, 32});
+  v1::ExtentAxis* axis = gemm->mutable_buffers(0)->add_extents();
+  axis->set_extent("M");
+  axis = gemm->mutable_buffers(2)->add_extents();
+  axis->set_extent("N");
+  axis->set_axis(1);
+  v1::CallValue* cv = gemm->add_values();
+  cv->set_name("rows");
+  cv->set_symbol("m_rows");
+  cv->set_bounds("M");
+  cv = gemm->add_values();
+  cv->set_name("offset");
+  cv->set_symbol("k_off");
+  gemm->mutable_tolerance()->mutable_close()->set_atol(0.125);
+  gemm->mutable_tolerance()->mutable_close()->set_rtol(0.0625);
+
+  v1::Operator* add = calls.add_operators();  // 2
+  add->set_class_name("ElementwiseAdd");
+  p = add->add_params();
+  p->set_name("size");
+  *p->mutable_value() = Int(64);
+  AddBuffer(add, "a", v1::BUFFER_ROLE_IN, v1::DTYPE_BF16, {64});
+  AddBuffer(add, "b", v1::BUFFER_ROLE_IN, v1::DTYPE_BF16, {64});
+  AddBuffer(add, "c", v1::BUFFER_ROLE_OUT, v1::DTYPE_BF16, {64});
+  cv = add->add_values();
+  cv->set_name("pos");
+  cv->set_symbol("pos");
+
+  v1::Operator* softmax = calls.add_operators();  // 3: never run
+  softmax->set_class_name("Softmax");
+  AddBuffer(softmax, "x", v1::BUFFER_ROLE_INOUT, v1::DTYPE_F16, {2, 16});
+
+  using E = v1::Expression;
+  for (int c = 0; c < 2; ++c) {
+    v1::Timed* call = calls.add_calls();
+    v1::Recording* rec = call->mutable_recording();
+    rec->set_name(c == 0 ? "decode" : "prefill");
+    rec->add_values("position");
+    rec->add_values("rows");
+    // One arena holding several operator buffers, plus separate ones.
+    v1::GraphBuffer* g = rec->add_buffers();
+    g->set_name("hidden");
+    g->set_nbytes(512);
+    g = rec->add_buffers();
+    g->set_name("weights");
+    g->set_nbytes(1024);
+    g = rec->add_buffers();
+    g->set_name("acc");
+    g->set_nbytes(512);
+    AddStep(rec, 0, {"hidden", "hidden"});
+    rec->mutable_steps(0)->mutable_refs(1)->set_offset(128);
+    rec->mutable_steps(0)->mutable_refs(1)->set_length(128);
+    AddStep(rec, 1, {"hidden", "weights", "acc"});
+    rec->mutable_steps(1)->mutable_refs(0)->set_offset(256);
+    AddStep(rec, 2, {"hidden", "hidden", "hidden"});
+    rec->mutable_steps(2)->mutable_refs(1)->set_offset(128);
+    rec->mutable_steps(2)->mutable_refs(2)->set_offset(384);
+    AddStep(rec, 0, {"acc", "acc"});
+    rec->mutable_steps(3)->mutable_refs(1)->set_offset(256);
+    rec->add_inputs("hidden");
+    rec->add_inputs("weights");
+    rec->add_outputs("acc");
+
+    v1::Binding* b = rec->add_bindings();
+    b->set_op(1);
+    b->set_member("rows");
+    *b->mutable_expression() =
+        Bin(E::OP_MAX, Const(1),
+            Bin(E::OP_MIN, Name("rows"),
+                Bin(E::OP_SUB, Const(4),
+                    Bin(E::OP_MOD, Name("position"), Const(4)))));
+    b = rec->add_bindings();
+    b->set_op(1);
+    b->set_member("offset");
+    *b->mutable_expression() =
+        Bin(E::OP_MUL, Bin(E::OP_FLOOR_DIV, Name("position"), Const(-8)),
+            Const(-32));
+    b = rec->add_bindings();
+    b->set_op(2);
+    b->set_member("pos");
+    *b->mutable_expression() = Name("position");
+
+    (*call->mutable_values())["position"] = 17 + c;
+    (*call->mutable_values())["rows"] = c == 0 ? 1 : 4;
+    v1::Content* content = call->add_contents();
+    content->set_buffer("weights");
+    std::string data(1024, '\0');
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i);
+    content->set_data(data);
+    if (c == 0) {
+      for (int k = 0; k < 4; ++k) {
+        v1::Point* point = call->add_points();
+        point->set_weight(0.25);
+        (*point->mutable_values())["position"] = 1000 * k - 5;
+        (*point->mutable_values())["rows"] = k + 1;
+      }
+    }
+  }
+  return calls;
+}
+
+}  // namespace irontune::testing
+
+#endif  // IRONTUNE_TESTS_TESTING_RECORDING_FIXTURES_H_
