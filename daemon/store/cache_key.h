@@ -37,6 +37,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/defaults.h"
 #include "irontune/v1/measurement.pb.h"
 
 namespace irontune {
@@ -51,7 +52,7 @@ struct CacheKey {
   // sha256 hex of each given input's bytes; see InputDigest.
   std::map<std::string, std::string> input_sha256;
   v1::Packaging packaging = v1::PACKAGING_UNSPECIFIED;
-  int repeats = 9;
+  int repeats = kDefaultRepeats;
   bool distinct = true;
 
   // The canonical encoding the digest is taken of.

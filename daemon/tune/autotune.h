@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "common/defaults.h"
 #include "absl/status/statusor.h"
 #include "common/expression.h"
 #include "common/profile.h"
@@ -130,7 +131,7 @@ class AutotuneProgress {
 
 struct AutotuneOptions {
   v1::Timing timing;  // zero fields take IRON's defaults
-  int repeats = 9;
+  int repeats = kDefaultRepeats;
   // nullopt: full ELF where the platform supports it, else the xclbin chain.
   std::optional<v1::Packaging> packaging;
   bool remeasure = false;  // time again what the cache holds

@@ -12,11 +12,6 @@
 namespace irontune {
 namespace {
 
-// IRON's Timing defaults (NPU_FACTS.md).
-constexpr uint32_t kDefaultRounds = 8;
-constexpr uint32_t kDefaultCalls = 50;
-constexpr uint32_t kDefaultSettle = 2;
-constexpr double kDefaultCutoff = 1.5;
 // A round refused this many times over (for CPU waits) ends the timing.
 constexpr int kMaxAttemptsPerRound = 20;
 
@@ -49,14 +44,6 @@ absl::StatusOr<bool> HeldByOthers(const InterleaveEnv& env) {
 }
 
 }  // namespace
-
-v1::Timing WithDefaults(v1::Timing timing) {
-  if (timing.rounds() == 0) timing.set_rounds(kDefaultRounds);
-  if (timing.calls() == 0) timing.set_calls(kDefaultCalls);
-  if (timing.settle() == 0) timing.set_settle(kDefaultSettle);
-  if (!(timing.cutoff() > 0)) timing.set_cutoff(kDefaultCutoff);
-  return timing;
-}
 
 absl::StatusOr<InterleaveResult> TimeInterleaved(
     const std::vector<Image*>& images, const std::vector<int>& groups,

@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/defaults.h"
 #include "daemon/npu/device.h"
 #include "irontune/v1/measurement.pb.h"
 
@@ -66,9 +67,6 @@ struct InterleaveResult {
 absl::StatusOr<InterleaveResult> TimeInterleaved(
     const std::vector<Image*>& images, const std::vector<int>& groups,
     const v1::Timing& timing, double fastest_us, const InterleaveEnv& env);
-
-// `timing` with zero fields replaced by IRON's defaults (8, 50, 2, 1.5).
-v1::Timing WithDefaults(v1::Timing timing);
 
 }  // namespace irontune
 

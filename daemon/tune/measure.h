@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/defaults.h"
 #include "absl/status/statusor.h"
 #include "common/expression.h"
 #include "daemon/npu/builder.h"
@@ -38,7 +39,7 @@ struct MeasureRequest {
   // recorded (default) setting first.
   std::vector<v1::Operator> settings;
   v1::Timing timing;  // zero fields take IRON's defaults
-  int repeats = 9;
+  int repeats = kDefaultRepeats;
   v1::Packaging packaging = v1::PACKAGING_FULL_ELF;
   // The per-call values, by CallValue name.
   CallValues values;
