@@ -349,7 +349,7 @@ std::vector<Case> ModelCases(const Platform& platform, SimBuilder& builder,
 // A shape's true time at `setting`: what its trials' delta sums, per member
 // and point, weighted.
 struct Truth {
-  std::vector<Setting> space;  // the settings that build, recorded first
+  std::vector<TunableValues> space;  // the settings that build, recorded first
   std::vector<double> us;      // true time of each
   int best = 0;                // index of the fastest
   // The fastest whose output the judge admits (as the exhaustive run found,
@@ -359,7 +359,7 @@ struct Truth {
 };
 
 absl::StatusOr<double> TrueUs(const v1::Calls& calls, const Shape& shape,
-                              const Setting& setting,
+                              const TunableValues& setting,
                               const Platform& platform) {
   double total = 0;
   for (const ShapeMember& m : shape.members) {
@@ -387,7 +387,7 @@ absl::StatusOr<Truth> GroundTruth(const v1::Calls& calls, const Shape& shape,
   if (!settings.ok()) return settings.status();
   Truth t;
   t.combinations = static_cast<int64_t>(settings->size());
-  for (const Setting& s : *settings) {
+  for (const TunableValues& s : *settings) {
     bool ok = true;
     for (const ShapeMember& m : shape.members) {
       if (!Builds(WithSetting(calls.operators(m.op), s), platform, builder)) {
@@ -411,7 +411,7 @@ absl::StatusOr<Truth> GroundTruth(const v1::Calls& calls, const Shape& shape,
 // ---------------------------------------------------------------- tuning
 
 struct Run {
-  Setting chosen;  // the taken setting's tunables (recorded where none gains)
+  TunableValues chosen;  // the taken setting's tunables (recorded where none gains)
   bool moved = false;  // another setting than the recorded one taken
   int64_t settings_timed = 0;
   double device_us = 0;
@@ -424,7 +424,7 @@ struct Run {
   // Each timed trial other than the recorded one: its setting, delta and
   // noise, to set against the true delta.
   struct Timed {
-    Setting setting;
+    TunableValues setting;
     double delta_us;
     double noise_us;
   };
@@ -437,7 +437,7 @@ struct Config {
 
 absl::StatusOr<Run> Tune(const v1::Calls& calls, const Config& config,
                          uint64_t seed, int exhaustive,
-                         const Setting* watch = nullptr) {
+                         const TunableValues* watch = nullptr) {
   SimOptions sim_options;
   sim_options.seed = seed;
   auto sim = MakeSimDevice("sim:npu2", sim_options);
@@ -466,7 +466,7 @@ absl::StatusOr<Run> Tune(const v1::Calls& calls, const Config& config,
   run.device_us = device.device_us;
   run.runs = device.runs;
   for (size_t i = 1; i < shape.trials.size(); ++i) {
-    const Trial& t = shape.trials[i].trial;
+    const Comparison& t = shape.trials[i].trial;
     if (t.noise_us) run.timed.push_back({t.tunables, t.delta_us, *t.noise_us});
   }
   for (const ShapeTrial& t : shape.trials) {
@@ -492,7 +492,7 @@ absl::StatusOr<Run> Tune(const v1::Calls& calls, const Config& config,
 }
 
 // `calls` with every operator at `setting`.
-v1::Calls AtSetting(v1::Calls calls, const Setting& setting) {
+v1::Calls AtSetting(v1::Calls calls, const TunableValues& setting) {
   for (v1::Operator& op : *calls.mutable_operators()) {
     if (op.class_name() != "GEMM" && op.class_name() != "GEMV") continue;
     op = WithSetting(op, setting);
@@ -500,7 +500,7 @@ v1::Calls AtSetting(v1::Calls calls, const Setting& setting) {
   return calls;
 }
 
-double TruthOf(const Truth& t, const Setting& s) {
+double TruthOf(const Truth& t, const TunableValues& s) {
   for (size_t i = 0; i < t.space.size(); ++i) {
     if (SettingIdentity(t.space[i]) == SettingIdentity(s)) return t.us[i];
   }

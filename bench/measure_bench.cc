@@ -94,7 +94,7 @@ int Overhead() {
   SimBuilder builder;
   MeteredDevice device(sim->get());
   Platform platform = *(*sim)->GetPlatform();
-  MeasureRequest request;
+  MeasurePlan request;
   request.packaging = v1::PACKAGING_FULL_ELF;
   request.timing.set_rounds(4);
   request.timing.set_calls(10);
@@ -139,7 +139,7 @@ int Overhead() {
 int Memory(const std::string& which) {
   auto sim = MakeSimDevice("sim:npu2");
   SimBuilder builder;
-  MeasureRequest request;
+  MeasurePlan request;
   request.packaging = v1::PACKAGING_FULL_ELF;
   if (which == "gemv") {
     request.settings = {Gemv(2048, 8192)};
@@ -167,7 +167,7 @@ int Memory(const std::string& which) {
 int Precision() {
   auto sim = MakeSimDevice("sim:npu2");
   SimBuilder builder;
-  MeasureRequest request;
+  MeasurePlan request;
   request.packaging = v1::PACKAGING_FULL_ELF;
   request.settings = {Gemm(256, 2048, 2048, 64, 64, 64, 8)};
   MeasureDeps deps;

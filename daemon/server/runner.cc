@@ -158,7 +158,7 @@ class JobProgress : public AutotuneProgress {
     context_.Emit(std::move(event));
   }
 
-  void OnTrial(int, const Trial& trial) override {
+  void OnTrial(int, const Comparison& trial) override {
     ++timed_;
     if (trial.Gains() && (!best_ || trial.delta_us < best_->delta_us)) {
       best_ = trial;
@@ -193,7 +193,7 @@ class JobProgress : public AutotuneProgress {
   int index_ = 0;
   int total_ = 0;
   uint32_t timed_ = 0;
-  std::optional<Trial> best_;
+  std::optional<Comparison> best_;
 };
 
 }  // namespace
@@ -222,7 +222,7 @@ absl::StatusOr<v1::AutotuneResult> DeviceJobRunner::RunAutotune(
   deps.cancelled = [&context] { return context.cancelled(); };
   deps.env.sleep = [&context](absl::Duration d) { context.Sleep(d); };
   ASSIGN_OR_RETURN(
-      AutotuneResult tuned,
+      TuneResult tuned,
       Autotune(request.calls(), Profile(request.profile()), options, deps));
 
   v1::AutotuneResult result;
@@ -241,7 +241,7 @@ absl::StatusOr<v1::AutotuneResult> DeviceJobRunner::RunAutotune(
 absl::StatusOr<v1::MeasureResult> DeviceJobRunner::RunMeasure(
     const v1::MeasureRequest& request, JobContext& context) {
   ASSIGN_OR_RETURN(Platform platform, device_->GetPlatform());
-  MeasureRequest m;
+  MeasurePlan m;
   m.settings.push_back(request.operator_());
   for (const v1::Setting& s : request.settings()) {
     m.settings.push_back(ApplySetting(request.operator_(), s));
@@ -266,7 +266,7 @@ absl::StatusOr<v1::MeasureResult> DeviceJobRunner::RunMeasure(
   deps.env.sleep = [&context](absl::Duration d) { context.Sleep(d); };
   deps.env.log = [&context](const std::string& line) { context.Log(line); };
   context.SetShapes(0, 1);
-  ASSIGN_OR_RETURN(MeasureResult measured, Measure(m, deps));
+  ASSIGN_OR_RETURN(MeasureOutcome measured, Measure(m, deps));
   context.SetShapes(1, 1);
 
   v1::MeasureResult result;

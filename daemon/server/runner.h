@@ -70,7 +70,7 @@ class DeviceJobRunner : public JobRunner {
   // REQUIRES: the calls passed ValidateRecording.
   absl::StatusOr<v1::AutotuneResult> RunAutotune(
       const v1::AutotuneRequest& request, JobContext& context) override;
-  // Times the operator at its recorded setting, then at each Setting (its
+  // Times the operator at its recorded setting, then at each v1::Setting (its
   // tunables applied over the recorded ones); deltas via AgainstDefault.
   // Errors as irontune::Measure. REQUIRES: ValidateMeasureRequest passed.
   absl::StatusOr<v1::MeasureResult> RunMeasure(
@@ -84,7 +84,7 @@ class DeviceJobRunner : public JobRunner {
 };
 
 // Checks what RunMeasure relies on: the operator validates as a recording's
-// would, and every Setting names tunables of the operator, each once, with
+// would, and every v1::Setting names tunables of the operator, each once, with
 // a value. InvalidArgument naming the field path ("operator.buffers[1]...",
 // "settings[2].tunables[0].name: ...").
 absl::Status ValidateMeasureRequest(const v1::MeasureRequest& request);

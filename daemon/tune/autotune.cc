@@ -36,7 +36,7 @@ struct Ctx {
   v1::Packaging packaging;
   const KernelCycles& cycles;
   const AutotuneDeps& deps;
-  AutotuneStats* stats;
+  TuneStats* stats;
   int shape_index = 0;
   // Seeded inputs shared by every Measure of the search.
   std::shared_ptr<InputCache> inputs = std::make_shared<InputCache>();
@@ -101,8 +101,8 @@ VerdictKey JudgementKey(const Ctx& ctx, const v1::Operator& default_op,
 absl::StatusOr<std::string> JudgeOutput(const Ctx& ctx,
                                         const v1::Operator& default_op,
                                         const v1::Operator& op,
-                                        const MeasureRequest& request,
-                                        const MeasureResult& result, int i) {
+                                        const MeasurePlan& request,
+                                        const MeasureOutcome& result, int i) {
   const std::string& want = result.measurements.at(0).output();
   const std::string& got = result.measurements.at(i).output();
   if (want == got) return std::string();
@@ -153,7 +153,7 @@ std::optional<double> Quadrature(const std::vector<std::optional<double>>& v) {
 // returns their trials (in `todo` order) and the recorded setting's time
 // (summed over members, weighted over points).
 absl::StatusOr<std::pair<std::vector<ShapeTrial>, double>> TimeSettings(
-    const Ctx& ctx, const Shape& shape, const std::vector<Setting>& todo) {
+    const Ctx& ctx, const Shape& shape, const std::vector<TunableValues>& todo) {
   const size_t n = todo.size();
   const size_t members = shape.members.size();
   std::vector<ShapeTrial> trials(n);
@@ -176,8 +176,8 @@ absl::StatusOr<std::pair<std::vector<ShapeTrial>, double>> TimeSettings(
   for (size_t m = 0; m < members; ++m) {
     const ShapeMember& member = shape.members[m];
     const v1::Operator& op = OpOf(ctx, member);
-    MeasureRequest request;
-    for (const Setting& s : todo)
+    MeasurePlan request;
+    for (const TunableValues& s : todo)
       request.settings.push_back(WithSetting(op, s));
     request.timing = ctx.options.timing;
     request.repeats = ctx.options.repeats;
@@ -190,7 +190,7 @@ absl::StatusOr<std::pair<std::vector<ShapeTrial>, double>> TimeSettings(
         return absl::CancelledError("autotune cancelled");
       }
       request.values = point.values;
-      ASSIGN_OR_RETURN(MeasureResult result, Measure(request, mdeps));
+      ASSIGN_OR_RETURN(MeasureOutcome result, Measure(request, mdeps));
       ++ctx.stats->measure_calls;
       ctx.stats->cache_hits += static_cast<int64_t>(result.cached.size());
       ctx.stats->device_timed += static_cast<int64_t>(
@@ -198,7 +198,7 @@ absl::StatusOr<std::pair<std::vector<ShapeTrial>, double>> TimeSettings(
       const double w = point.weight;
       recorded_us += w * result.measurements.at(0).t_step_us();
       for (size_t i = 0; i < n; ++i) {
-        Trial& trial = trials[i].trial;
+        Comparison& trial = trials[i].trial;
         auto it = result.measurements.find(static_cast<int>(i));
         if (it == result.measurements.end()) {
           if (trial.refused.empty()) {
@@ -238,7 +238,7 @@ absl::StatusOr<std::pair<std::vector<ShapeTrial>, double>> TimeSettings(
 // The least step time `s` could take, summed and weighted as a delta is;
 // nullopt where any member or point has no bound.
 std::optional<double> ShapeLeastUs(const Ctx& ctx, const Shape& shape,
-                                   const Setting& s) {
+                                   const TunableValues& s) {
   double sum = 0;
   for (const ShapeMember& m : shape.members) {
     const v1::Operator op = WithSetting(OpOf(ctx, m), s);
@@ -393,8 +393,8 @@ absl::StatusOr<std::string> Refusal(const v1::Operator& op,
 absl::StatusOr<ShapeResult> TimeShape(
     const Shape& shape, const v1::Calls& calls, const Platform& platform,
     const AutotuneOptions& options, const KernelCycles& cycles,
-    const AutotuneDeps& deps, AutotuneStats* stats, int shape_index) {
-  AutotuneStats own_stats;
+    const AutotuneDeps& deps, TuneStats* stats, int shape_index) {
+  TuneStats own_stats;
   if (stats == nullptr) stats = &own_stats;
   const v1::Packaging packaging = options.packaging.value_or(
       platform.full_elf ? v1::PACKAGING_FULL_ELF : v1::PACKAGING_XCLBIN_CHAIN);
@@ -405,16 +405,16 @@ absl::StatusOr<ShapeResult> TimeShape(
         absl::StrCat(shape.key, ": a shape with no operator"));
   }
   auto log = [&ctx](const std::string& line) { ctx.Log("    " + line); };
-  ASSIGN_OR_RETURN(std::vector<Setting> found,
+  ASSIGN_OR_RETURN(std::vector<TunableValues> found,
                    Settings(OpOf(ctx, shape.members[0]), platform, shape.pinned,
                             options.space, log));
   for (size_t m = 1; m < shape.members.size(); ++m) {
-    ASSIGN_OR_RETURN(std::vector<Setting> others,
+    ASSIGN_OR_RETURN(std::vector<TunableValues> others,
                      Settings(OpOf(ctx, shape.members[m]), platform,
                               shape.pinned, options.space, log));
-    std::vector<Setting> shared = {found[0]};
+    std::vector<TunableValues> shared = {found[0]};
     for (size_t i = 1; i < found.size(); ++i) {
-      if (std::any_of(others.begin(), others.end(), [&](const Setting& o) {
+      if (std::any_of(others.begin(), others.end(), [&](const TunableValues& o) {
             return SettingsEqual(o, found[i]);
           })) {
         shared.push_back(std::move(found[i]));
@@ -445,7 +445,7 @@ absl::StatusOr<ShapeResult> TimeShape(
     }
   }
   {
-    std::vector<Setting> fit = {found[0]};
+    std::vector<TunableValues> fit = {found[0]};
     for (size_t i = 1; i < found.size(); ++i) {
       bool fits = true;
       for (const ShapeMember& m : shape.members) {
@@ -467,7 +467,7 @@ absl::StatusOr<ShapeResult> TimeShape(
     }
     found = std::move(fit);
   }
-  auto zero = [&](const Setting& s) {
+  auto zero = [&](const TunableValues& s) {
     ShapeTrial t;
     t.trial.tunables = s;
     t.trial.noise_us = 0;
@@ -485,7 +485,7 @@ absl::StatusOr<ShapeResult> TimeShape(
   const auto& identity_of =
       options.space.identity ? options.space.identity : fallback.identity;
   const v1::Operator& first = OpOf(ctx, shape.members[0]);
-  auto id = [&](const Setting& s) { return identity_of(first, s); };
+  auto id = [&](const TunableValues& s) { return identity_of(first, s); };
   const std::string recorded_id = id(found[0]);
 
   std::map<std::string, std::optional<double>> least;
@@ -496,7 +496,7 @@ absl::StatusOr<ShapeResult> TimeShape(
   }
   std::map<std::string, ShapeTrial> tried;
   std::optional<double> recorded_us;
-  auto slower = [&](const Setting& s) {
+  auto slower = [&](const TunableValues& s) {
     auto it = least.find(id(s));
     if (it == least.end() || !it->second || !recorded_us) return false;
     double best = 0;
@@ -505,11 +505,11 @@ absl::StatusOr<ShapeResult> TimeShape(
     }
     return *it->second >= *recorded_us + best;
   };
-  auto run = [&](const std::vector<Setting>& batch,
+  auto run = [&](const std::vector<TunableValues>& batch,
                  bool recorded_alone) -> absl::Status {
-    std::vector<Setting> todo = {found[0]};
+    std::vector<TunableValues> todo = {found[0]};
     int skipped = 0;
-    for (const Setting& s : batch) {
+    for (const TunableValues& s : batch) {
       const std::string key = id(s);
       if (key == recorded_id || tried.contains(key)) continue;
       if (slower(s)) {
@@ -546,7 +546,7 @@ absl::StatusOr<ShapeResult> TimeShape(
     if (bounded) RETURN_IF_ERROR(run({}, true));
     RETURN_IF_ERROR(run(found, false));
   } else {
-    Setting best = found[0];
+    TunableValues best = found[0];
     bool moved = true;
     while (moved) {
       moved = false;
@@ -567,12 +567,12 @@ absl::StatusOr<ShapeResult> TimeShape(
       }
     }
   }
-  for (const Setting& s : found) {
+  for (const TunableValues& s : found) {
     auto it = tried.find(id(s));
     if (it != tried.end()) out.trials.push_back(it->second);
   }
   for (size_t i = 1; i < out.trials.size(); ++i) {
-    const Trial& t = out.trials[i].trial;
+    const Comparison& t = out.trials[i].trial;
     if (t.Gains() &&
         (out.best == 0 || t.delta_us < out.trials[out.best].trial.delta_us)) {
       out.best = static_cast<int>(i);
@@ -581,7 +581,7 @@ absl::StatusOr<ShapeResult> TimeShape(
   return out;
 }
 
-absl::StatusOr<AutotuneResult> Autotune(const v1::Calls& calls,
+absl::StatusOr<TuneResult> Autotune(const v1::Calls& calls,
                                         const Profile& profile,
                                         const AutotuneOptions& options,
                                         const AutotuneDeps& deps) {
@@ -589,7 +589,7 @@ absl::StatusOr<AutotuneResult> Autotune(const v1::Calls& calls,
     return absl::InvalidArgumentError("autotune needs a device and a builder");
   }
   ASSIGN_OR_RETURN(Platform platform, deps.device->GetPlatform());
-  AutotuneResult result;
+  TuneResult result;
   const v1::Packaging packaging = options.packaging.value_or(
       platform.full_elf ? v1::PACKAGING_FULL_ELF : v1::PACKAGING_XCLBIN_CHAIN);
   KernelCycles cycles;
@@ -678,7 +678,7 @@ absl::StatusOr<AutotuneResult> Autotune(const v1::Calls& calls,
       }
       const ShapeResult& shape = result.shapes[s];
       if (shape.best == 0) break;
-      const Trial& t = shape.trials[shape.best].trial;
+      const Comparison& t = shape.trials[shape.best].trial;
       change.set_has_gain(true);
       change.set_gain_us(-t.delta_us);
       change.set_noise_us(t.noise_us.value_or(0));

@@ -18,7 +18,7 @@
 // thread. Ownership: AutotuneDeps' pointers are borrowed and must outlive
 // the call. Failure: device, builder and cache errors come back as the
 // Status they were; cancellation is Cancelled. A setting the builder refuses
-// or whose output is not admitted is a refused Trial, not an error.
+// or whose output is not admitted is a refused Comparison, not an error.
 #ifndef IRONTUNE_DAEMON_TUNE_AUTOTUNE_H_
 #define IRONTUNE_DAEMON_TUNE_AUTOTUNE_H_
 
@@ -124,7 +124,7 @@ class AutotuneProgress {
   virtual void OnShape(int /*index*/, int /*total*/,
                        const std::string& /*key*/) {}
   // A setting of shape `index` was timed (or refused).
-  virtual void OnTrial(int /*index*/, const Trial& /*trial*/) {}
+  virtual void OnTrial(int /*index*/, const Comparison& /*trial*/) {}
   // A progress line (also logged with spdlog).
   virtual void OnLog(const std::string& /*line*/) {}
 };
@@ -162,7 +162,7 @@ struct AutotuneDeps {
   InterleaveEnv env;
 };
 
-struct AutotuneStats {
+struct TuneStats {
   int64_t settings_timed = 0;    // settings given a figure (cache or device)
   int64_t cache_hits = 0;        // figures taken from the cache
   int64_t device_timed = 0;      // figures timed on the device
@@ -174,7 +174,7 @@ struct AutotuneStats {
 // One setting's trial, with each member's share (per step, weighted over
 // its points) so the model-level gain can weight members by their steps.
 struct ShapeTrial {
-  Trial trial;
+  Comparison trial;
   std::vector<double> member_delta_us;
   std::vector<std::optional<double>> member_noise_us;
 };
@@ -199,13 +199,13 @@ struct ShapeResult {
 absl::StatusOr<ShapeResult> TimeShape(
     const Shape& shape, const v1::Calls& calls, const Platform& platform,
     const AutotuneOptions& options, const KernelCycles& cycles,
-    const AutotuneDeps& deps, AutotuneStats* stats, int shape_index = 0);
+    const AutotuneDeps& deps, TuneStats* stats, int shape_index = 0);
 
-struct AutotuneResult {
+struct TuneResult {
   Profile profile;
   v1::ProfileDiff diff;
   std::vector<ShapeResult> shapes;  // in Shapes() order
-  AutotuneStats stats;
+  TuneStats stats;
 };
 
 // Returns `profile` with an entry for each shape of `calls` naming the
@@ -217,7 +217,7 @@ struct AutotuneResult {
 // and noise, and the model-level gain: each shape's member gains weighted
 // by how many steps run the member, summed; noises in quadrature.
 // REQUIRES: calls passed ValidateRecording.
-absl::StatusOr<AutotuneResult> Autotune(const v1::Calls& calls,
+absl::StatusOr<TuneResult> Autotune(const v1::Calls& calls,
                                         const Profile& profile,
                                         const AutotuneOptions& options,
                                         const AutotuneDeps& deps);

@@ -35,7 +35,7 @@ inline constexpr char kOnlyBitIdentical[] =
 // Why `op`'s output `written` (drained buffers by operator buffer name, raw
 // bytes) on `inputs` (filled buffers by name) may not replace the output of
 // `default_op`; nullopt when it may. `values` are the per-call values by
-// CallValue name, as MeasureRequest.values.
+// CallValue name, as MeasurePlan.values.
 // Details name the buffer, the gate, the worst element (its index into the
 // buffer), its error and its bound, e.g.
 //   "C under the default's gate: worst element 1234 off by 0.31 > 0.05".

@@ -58,7 +58,7 @@ struct Probe {
 };
 
 // The given inputs' sha256s by name, sorted: part of the cache key.
-std::map<std::string, std::string> GivenDigests(const MeasureRequest& request) {
+std::map<std::string, std::string> GivenDigests(const MeasurePlan& request) {
   std::map<std::string, std::string> out;
   for (const auto& [name, bytes] : request.inputs) {
     out[name] = InputDigest(bytes);
@@ -69,7 +69,7 @@ std::map<std::string, std::string> GivenDigests(const MeasureRequest& request) {
 // Seeded inputs by (dtype, bytes, seed): every setting of a design gets the
 // same ones, so they are made once per Measure call.
 absl::Status PrepareImage(const v1::Operator& op, const Artifact& artifact,
-                          const MeasureRequest& request, InputCache& memo,
+                          const MeasurePlan& request, InputCache& memo,
                           Image& image) {
   std::map<std::string, int64_t> symbols;
   for (const auto& [name, value] : request.values) {
@@ -151,7 +151,7 @@ uint64_t TotalBytes(const v1::Operator& op) {
 
 }  // namespace
 
-absl::StatusOr<MeasureResult> Measure(const MeasureRequest& request,
+absl::StatusOr<MeasureOutcome> Measure(const MeasurePlan& request,
                                       MeasureDeps deps) {
   if (request.settings.empty()) {
     return absl::InvalidArgumentError("settings: none given");
@@ -174,7 +174,7 @@ absl::StatusOr<MeasureResult> Measure(const MeasureRequest& request,
   const bool distinct = TotalBytes(request.settings[0]) <= kDistinctBytes;
   const int n = static_cast<int>(request.settings.size());
 
-  MeasureResult result;
+  MeasureOutcome result;
   std::vector<Artifact> ones(n);
   std::vector<std::string> keys(n);
   std::vector<int> todo;

@@ -34,7 +34,7 @@ class Cache;
 // runlist share one set of buffers (IRON's DISTINCT_BYTES, NPU_FACTS.md).
 inline constexpr uint64_t kDistinctBytes = 256ull << 20;
 
-struct MeasureRequest {
+struct MeasurePlan {
   // The settings to time: one design's operator at each setting, the
   // recorded (default) setting first.
   std::vector<v1::Operator> settings;
@@ -56,7 +56,7 @@ struct SettingOutput {
   std::map<std::string, std::string> written;  // drained buffers, by name
 };
 
-struct MeasureResult {
+struct MeasureOutcome {
   // Each setting timed or taken from the cache, by index into `settings`.
   // A setting other than the default that does not build is left out.
   std::map<int, v1::Measurement> measurements;
@@ -83,7 +83,7 @@ struct MeasureDeps {
 // device's status), the cache is for another power mode or the power mode
 // changed during a batch (FailedPrecondition), the NPU stayed held
 // (DeadlineExceeded), cancellation (Cancelled).
-absl::StatusOr<MeasureResult> Measure(const MeasureRequest& request,
+absl::StatusOr<MeasureOutcome> Measure(const MeasurePlan& request,
                                       MeasureDeps deps);
 
 // How much longer a step of `m` takes than the default timed beside it,

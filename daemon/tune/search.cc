@@ -34,7 +34,7 @@ std::optional<uint64_t> BufferBytes(const v1::Buffer& buffer) {
   return bytes;
 }
 
-const v1::Value* Find(const Setting& setting, const std::string& name) {
+const v1::Value* Find(const TunableValues& setting, const std::string& name) {
   for (const v1::Field& f : setting) {
     if (f.name() == name) return &f.value();
   }
@@ -132,12 +132,12 @@ std::map<std::string, std::string> OpInputs(const v1::Timed& call, uint32_t op,
   return out;
 }
 
-bool Trial::Gains(double z) const {
+bool Comparison::Gains(double z) const {
   return refused.empty() && delta_us < 0 && noise_us.has_value() &&
          -delta_us > z * *noise_us;
 }
 
-v1::Trial Trial::ToProto() const {
+v1::Trial Comparison::ToProto() const {
   v1::Trial proto;
   for (const v1::Field& f : tunables) *proto.add_tunables() = f;
   proto.set_delta_us(delta_us);
@@ -146,8 +146,8 @@ v1::Trial Trial::ToProto() const {
   return proto;
 }
 
-Trial Trial::FromProto(const v1::Trial& proto) {
-  Trial t;
+Comparison Comparison::FromProto(const v1::Trial& proto) {
+  Comparison t;
   t.tunables.assign(proto.tunables().begin(), proto.tunables().end());
   t.delta_us = proto.delta_us();
   if (proto.has_noise_us()) t.noise_us = proto.noise_us();
@@ -155,17 +155,17 @@ Trial Trial::FromProto(const v1::Trial& proto) {
   return t;
 }
 
-std::vector<Setting> Line(const std::vector<Setting>& found,
-                          const Setting& through, const std::string& name) {
+std::vector<TunableValues> Line(const std::vector<TunableValues>& found,
+                          const TunableValues& through, const std::string& name) {
   // Per distinct value of `name`, in first-seen order: the best setting so
   // far and how many other tunables it moves.
   struct Best {
     const v1::Value* value;
-    const Setting* setting;
+    const TunableValues* setting;
     int moved;
   };
   std::vector<Best> best;
-  for (const Setting& s : found) {
+  for (const TunableValues& s : found) {
     const v1::Value* value = Find(s, name);
     if (value == nullptr) continue;
     int moved = 0;
@@ -184,7 +184,7 @@ std::vector<Setting> Line(const std::vector<Setting>& found,
       it->moved = moved;
     }
   }
-  std::vector<Setting> out;
+  std::vector<TunableValues> out;
   out.reserve(best.size());
   for (const Best& b : best) out.push_back(*b.setting);
   return out;

@@ -1,7 +1,7 @@
 // The pieces of the search over an operator shape's tunables, as IRON's
 // autotune module defines them: where each operator of a call is timed
 // (OpValues, OpPoints), what its inputs hold (OpInputs), when a timed
-// setting may replace the recorded one (Trial::Gains), the settings a
+// setting may replace the recorded one (Comparison::Gains), the settings a
 // coordinate descent tries for one tunable (Line), and which dims a profile
 // entry for a shape names (NamedDims). docs/search.md says why.
 //
@@ -74,7 +74,7 @@ inline constexpr double kGainZ = 2.0;
 
 // One setting of a shape, timed against the setting it was recorded at
 // (v1::Trial in measurement.proto).
-struct Trial {
+struct Comparison {
   std::vector<v1::Field> tunables;
   // How much longer its steps take than the recorded setting's; negative is
   // faster.
@@ -90,12 +90,12 @@ struct Trial {
   bool Gains(double z = kGainZ) const;
 
   v1::Trial ToProto() const;
-  static Trial FromProto(const v1::Trial& proto);
+  static Comparison FromProto(const v1::Trial& proto);
 };
 
 // One setting of an operator's tunables: name -> value, in the operator's
 // tunable order.
-using Setting = std::vector<v1::Field>;
+using TunableValues = std::vector<v1::Field>;
 
 // The settings of `found` a coordinate descent tries for tunable `name`
 // from `through`: for each distinct value of `name` among `found`
@@ -104,8 +104,8 @@ using Setting = std::vector<v1::Field>;
 // ValuesEqual; a tunable `through` lacks counts as differing), the first in
 // `found` on a tie. Where tunables are coupled, a value is reached by moving
 // the others with it. Settings without `name` are ignored.
-std::vector<Setting> Line(const std::vector<Setting>& found,
-                          const Setting& through, const std::string& name);
+std::vector<TunableValues> Line(const std::vector<TunableValues>& found,
+                          const TunableValues& through, const std::string& name);
 
 // The dims a profile entry for `op`'s shape names: those of ShapeDims(op),
 // in that order, that some entry of `covering` names (so the new entry is

@@ -72,14 +72,14 @@ SearchSpace DefaultSearchSpace() {
   space.violation = [](const v1::Operator& op, const Platform& platform) {
     return ConstraintViolation(op, platform.generation, platform.columns);
   };
-  space.identity = [](const v1::Operator&, const Setting& setting) {
+  space.identity = [](const v1::Operator&, const TunableValues& setting) {
     return SettingIdentity(setting);
   };
   return space;
 }
 
-Setting RecordedSetting(const v1::Operator& op) {
-  Setting out;
+TunableValues RecordedSetting(const v1::Operator& op) {
+  TunableValues out;
   for (const v1::Tunable& t : op.tunables()) {
     v1::Field f;
     f.set_name(t.name());
@@ -89,7 +89,7 @@ Setting RecordedSetting(const v1::Operator& op) {
   return out;
 }
 
-v1::Operator WithSetting(const v1::Operator& op, const Setting& setting) {
+v1::Operator WithSetting(const v1::Operator& op, const TunableValues& setting) {
   v1::Operator out = op;
   for (v1::Tunable& t : *out.mutable_tunables()) {
     for (const v1::Field& f : setting) {
@@ -99,7 +99,7 @@ v1::Operator WithSetting(const v1::Operator& op, const Setting& setting) {
   return out;
 }
 
-bool SettingsEqual(const Setting& a, const Setting& b) {
+bool SettingsEqual(const TunableValues& a, const TunableValues& b) {
   if (a.size() != b.size()) return false;
   for (const v1::Field& fa : a) {
     auto it = std::find_if(b.begin(), b.end(), [&](const v1::Field& fb) {
@@ -110,7 +110,7 @@ bool SettingsEqual(const Setting& a, const Setting& b) {
   return true;
 }
 
-std::string SettingText(const Setting& setting) {
+std::string SettingText(const TunableValues& setting) {
   std::string out;
   for (const v1::Field& f : setting) {
     absl::StrAppend(&out, out.empty() ? "" : " ", f.name(), "=",
@@ -119,7 +119,7 @@ std::string SettingText(const Setting& setting) {
   return out;
 }
 
-std::string SettingIdentity(const Setting& setting) {
+std::string SettingIdentity(const TunableValues& setting) {
   std::vector<std::pair<std::string, std::string>> parts;
   for (const v1::Field& f : setting) {
     parts.emplace_back(f.name(), TypedValue(f.value()));
@@ -132,7 +132,7 @@ std::string SettingIdentity(const Setting& setting) {
   return out;
 }
 
-absl::StatusOr<std::vector<Setting>> Settings(
+absl::StatusOr<std::vector<TunableValues>> Settings(
     const v1::Operator& op, const Platform& platform,
     const std::set<std::string>& pinned, const SearchSpace& space,
     const std::function<void(const std::string&)>& log) {
@@ -144,7 +144,7 @@ absl::StatusOr<std::vector<Setting>> Settings(
 
   std::set<std::string> held = pinned;
   held.insert(op.pinned().begin(), op.pinned().end());
-  const Setting recorded = RecordedSetting(op);
+  const TunableValues recorded = RecordedSetting(op);
   // Each tunable's values: the recorded one first, then its domain's others.
   std::vector<std::vector<v1::Value>> domains;
   int64_t combinations = 1;
@@ -167,7 +167,7 @@ absl::StatusOr<std::vector<Setting>> Settings(
     domains.push_back(std::move(values));
   }
 
-  std::vector<Setting> out = {recorded};
+  std::vector<TunableValues> out = {recorded};
   std::unordered_set<std::string> designs = {identity_of(op, recorded)};
   int64_t dropped = 0;
   std::string first_reason;
@@ -178,7 +178,7 @@ absl::StatusOr<std::vector<Setting>> Settings(
       if (++at[i] < domains[i].size()) break;
       at[i] = 0;
     }
-    Setting setting = recorded;
+    TunableValues setting = recorded;
     for (size_t i = 0; i < domains.size(); ++i) {
       *setting[i].mutable_value() = domains[i][at[i]];
     }

@@ -41,7 +41,7 @@ struct SearchSpace {
   // The design a setting of `op` resolves to: two settings of one identity
   // are one design and timed once. The default: the setting's tunables
   // sorted by name with their typed values (SettingIdentity).
-  std::function<std::string(const v1::Operator& op, const Setting& setting)>
+  std::function<std::string(const v1::Operator& op, const TunableValues& setting)>
       identity;
 };
 
@@ -59,21 +59,21 @@ inline constexpr int64_t kMaxCombinations = int64_t{1} << 20;
 
 // The setting `op` was recorded at: each tunable's name and value, in the
 // operator's order.
-Setting RecordedSetting(const v1::Operator& op);
+TunableValues RecordedSetting(const v1::Operator& op);
 
 // `op` with each tunable named in `setting` set to its value there; tunables
 // the setting lacks keep their value, names the operator lacks are ignored.
-v1::Operator WithSetting(const v1::Operator& op, const Setting& setting);
+v1::Operator WithSetting(const v1::Operator& op, const TunableValues& setting);
 
 // The same names with ValuesEqual values, in any order.
-bool SettingsEqual(const Setting& a, const Setting& b);
+bool SettingsEqual(const TunableValues& a, const TunableValues& b);
 
 // "tile_m=64 tile_k=128", in the setting's order (for logs).
-std::string SettingText(const Setting& setting);
+std::string SettingText(const TunableValues& setting);
 
 // A canonical text of the setting: sorted by name, values typed
 // ("i:64", "b:1", "s:bf16", "d:<hex bits>").
-std::string SettingIdentity(const Setting& setting);
+std::string SettingIdentity(const TunableValues& setting);
 
 // The settings of `op` to time on `platform`, IRON's `settings`: the
 // recorded one first, then every other combination of its tunables' domains
@@ -86,7 +86,7 @@ std::string SettingIdentity(const Setting& setting);
 // dropped (first: <reason>)".
 // Fails with InvalidArgument when the domains' product exceeds
 // kMaxCombinations.
-absl::StatusOr<std::vector<Setting>> Settings(
+absl::StatusOr<std::vector<TunableValues>> Settings(
     const v1::Operator& op, const Platform& platform,
     const std::set<std::string>& pinned, const SearchSpace& space,
     const std::function<void(const std::string&)>& log = nullptr);

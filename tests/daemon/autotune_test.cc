@@ -39,7 +39,7 @@ void SetDomain(v1::Operator& op, const std::string& name,
   }
 }
 
-int64_t IntOf(const Setting& s, const std::string& name) {
+int64_t IntOf(const TunableValues& s, const std::string& name) {
   for (const v1::Field& f : s) {
     if (f.name() == name) return f.value().int_value();
   }
@@ -111,7 +111,7 @@ class Recorder : public AutotuneProgress {
   void OnShape(int /*index*/, int /*total*/, const std::string& key) override {
     shapes.push_back(key);
   }
-  void OnTrial(int /*index*/, const Trial& /*trial*/) override { ++trials; }
+  void OnTrial(int /*index*/, const Comparison& /*trial*/) override { ++trials; }
   void OnLog(const std::string& line) override { lines.push_back(line); }
   bool Saw(const std::string& text) const {
     for (const std::string& l : lines) {
@@ -177,7 +177,7 @@ TEST_CASE("Settings: recorded first, pinned held, duplicates once") {
   auto pinned = Settings(op, platform, {"tile_m"}, RecordingSearchSpace());
   REQUIRE(pinned.ok());
   CHECK(pinned->size() == 2 * 3);
-  for (const Setting& s : *pinned) CHECK(IntOf(s, "tile_m") == 64);
+  for (const TunableValues& s : *pinned) CHECK(IntOf(s, "tile_m") == 64);
 
   // The operator's own pins count too.
   op.add_pinned("num_aie_columns");
@@ -187,7 +187,7 @@ TEST_CASE("Settings: recorded first, pinned held, duplicates once") {
 
   // A coarser identity merges designs.
   SearchSpace coarse = RecordingSearchSpace();
-  coarse.identity = [](const v1::Operator&, const Setting& s) {
+  coarse.identity = [](const v1::Operator&, const TunableValues& s) {
     return absl::StrCat(IntOf(s, "tile_m"));
   };
   auto merged = Settings(op, platform, {}, coarse);
@@ -391,7 +391,7 @@ TEST_CASE("TimeShape: a coordinate descent times fewer settings") {
     auto shapes = Shapes(calls, options.space, "npu2");
     REQUIRE(shapes.ok());
     REQUIRE(shapes->size() == 1);
-    AutotuneStats stats;
+    TuneStats stats;
     auto result = TimeShape((*shapes)[0], calls, rig.platform(), options, {},
                             rig.Deps(), &stats);
     REQUIRE(result.ok());
@@ -479,7 +479,7 @@ TEST_CASE("Autotune: entries replaced, held, kept; diff; a cached rerun") {
   }
   REQUIRE(gemm_change != nullptr);
   CHECK(gemm_change->has_gain());
-  const Trial& best = result->shapes[0].trials[result->shapes[0].best].trial;
+  const Comparison& best = result->shapes[0].trials[result->shapes[0].best].trial;
   CHECK(gemm_change->gain_us() == Approx(-best.delta_us));
   CHECK(gemm_change->gain_us() > 0);
   REQUIRE(FieldOf(gemm_change->new_tunables(), "tile_k") != nullptr);

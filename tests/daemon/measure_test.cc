@@ -78,8 +78,8 @@ struct Rig {
   SimBuilder builder;
 };
 
-MeasureRequest Request(std::vector<v1::Operator> settings) {
-  MeasureRequest r;
+MeasurePlan Request(std::vector<v1::Operator> settings) {
+  MeasurePlan r;
   r.settings = std::move(settings);
   r.timing = Quick();
   r.packaging = v1::PACKAGING_FULL_ELF;
@@ -185,7 +185,7 @@ TEST_CASE("batches follow the device's hardware contexts") {
       Gemm(256, 512, 512, 64, 64, 32, 4)};
   auto runs = [&](std::string_view spec) {
     Rig rig(spec);
-    MeasureRequest request = Request(settings);
+    MeasurePlan request = Request(settings);
     request.packaging = v1::PACKAGING_XCLBIN_CHAIN;
     request.timing.set_cutoff(100);  // nothing cut: every batch is full
     auto result = Measure(request, rig.Deps());
@@ -347,7 +347,7 @@ TEST_CASE("the cache serves what was timed and misses what was not") {
         first->measurements.at(1).t_step_us());
 
   // Other per-call values: a miss.
-  MeasureRequest other = Request(settings);
+  MeasurePlan other = Request(settings);
   other.values["rows"] = 128;
   // GEMM here has no CallValue "rows": the request is refused, nothing
   // cached under it.
@@ -355,7 +355,7 @@ TEST_CASE("the cache serves what was timed and misses what was not") {
   CHECK(absl::IsInvalidArgument(refused.status()));
 
   // Remeasure times again.
-  MeasureRequest again = Request(settings);
+  MeasurePlan again = Request(settings);
   again.remeasure = true;
   auto third = Measure(again, rig.Deps(cache->get()));
   REQUIRE(third.ok());

@@ -247,9 +247,9 @@ TEST_CASE("OpInputs leaves out a view into part of a graph buffer",
   CHECK(OpInputs(calls.calls(0), 0, calls.operators(0)).empty());
 }
 
-TEST_CASE("Trial::Gains needs admission and a gain beyond the noise",
+TEST_CASE("Comparison::Gains needs admission and a gain beyond the noise",
           "[search]") {
-  Trial t;
+  Comparison t;
   t.delta_us = -10;
   t.noise_us = 1;
   CHECK(t.Gains());
@@ -279,11 +279,11 @@ TEST_CASE("Trial::Gains needs admission and a gain beyond the noise",
   SECTION("round trip through the proto") {
     v1::Trial p = t.ToProto();
     CHECK(p.has_noise_us());
-    Trial back = Trial::FromProto(p);
+    Comparison back = Comparison::FromProto(p);
     CHECK(back.delta_us == -10);
     CHECK(back.noise_us == std::optional<double>(1));
     t.noise_us.reset();
-    CHECK_FALSE(Trial::FromProto(t.ToProto()).noise_us.has_value());
+    CHECK_FALSE(Comparison::FromProto(t.ToProto()).noise_us.has_value());
   }
 }
 
@@ -294,12 +294,12 @@ v1::Field IntField(const std::string& name, int64_t v) {
   return f;
 }
 
-Setting S(int64_t m, int64_t n, int64_t cols) {
+TunableValues S(int64_t m, int64_t n, int64_t cols) {
   return {IntField("tile_m", m), IntField("tile_n", n),
           IntField("num_aie_columns", cols)};
 }
 
-bool Same(const Setting& a, const Setting& b) {
+bool Same(const TunableValues& a, const TunableValues& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
     if (a[i].name() != b[i].name() || !ValuesEqual(a[i].value(), b[i].value()))
@@ -308,7 +308,7 @@ bool Same(const Setting& a, const Setting& b) {
   return true;
 }
 
-bool SameAll(const std::vector<Setting>& a, const std::vector<Setting>& b) {
+bool SameAll(const std::vector<TunableValues>& a, const std::vector<TunableValues>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
     if (!Same(a[i], b[i])) return false;
@@ -318,32 +318,32 @@ bool SameAll(const std::vector<Setting>& a, const std::vector<Setting>& b) {
 
 TEST_CASE("Line tries each value of a tunable, moving the fewest others",
           "[search]") {
-  const Setting through = S(32, 32, 4);
+  const TunableValues through = S(32, 32, 4);
 
   SECTION("coupled tunables move together") {
     // tile_m = 128 exists only with tile_n = 64: reached by moving tile_n.
-    const std::vector<Setting> found = {S(32, 32, 4),  S(64, 64, 8),
+    const std::vector<TunableValues> found = {S(32, 32, 4),  S(64, 64, 8),
                                         S(64, 32, 4),  S(128, 64, 8),
                                         S(128, 64, 4), S(64, 64, 4)};
     CHECK(SameAll(Line(found, through, "tile_m"),
                   {S(32, 32, 4), S(64, 32, 4), S(128, 64, 4)}));
   }
   SECTION("a tie goes to the first in found") {
-    const std::vector<Setting> a = {S(16, 64, 4), S(16, 32, 8)};
+    const std::vector<TunableValues> a = {S(16, 64, 4), S(16, 32, 8)};
     CHECK(SameAll(Line(a, through, "tile_m"), {S(16, 64, 4)}));
-    const std::vector<Setting> b = {S(16, 32, 8), S(16, 64, 4)};
+    const std::vector<TunableValues> b = {S(16, 32, 8), S(16, 64, 4)};
     CHECK(SameAll(Line(b, through, "tile_m"), {S(16, 32, 8)}));
   }
   SECTION("values in first-seen order, along another tunable") {
-    const std::vector<Setting> found = {S(64, 32, 8), S(32, 32, 2),
+    const std::vector<TunableValues> found = {S(64, 32, 8), S(32, 32, 2),
                                         S(32, 32, 8), S(64, 32, 2)};
     CHECK(SameAll(Line(found, through, "num_aie_columns"),
                   {S(32, 32, 8), S(32, 32, 2)}));
   }
   SECTION("an int and a double are different values") {
-    Setting d = S(32, 32, 4);
+    TunableValues d = S(32, 32, 4);
     d[0].mutable_value()->set_double_value(32.0);
-    const std::vector<Setting> found = {S(32, 32, 4), d};
+    const std::vector<TunableValues> found = {S(32, 32, 4), d};
     CHECK(Line(found, through, "tile_m").size() == 2);
   }
   SECTION("nothing found") {
