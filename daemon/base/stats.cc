@@ -105,4 +105,14 @@ Difference UnpairedDifference(absl::Span<const double> a,
   return out;
 }
 
+std::optional<double> Quadrature(
+    absl::Span<const std::optional<double>> errors) {
+  double sum = 0;
+  for (const std::optional<double>& x : errors) {
+    if (!x) return std::nullopt;
+    sum += *x * *x;
+  }
+  return std::sqrt(sum);
+}
+
 }  // namespace irontune

@@ -43,6 +43,10 @@ Difference PairedDifference(absl::Span<const double> a,
 Difference UnpairedDifference(absl::Span<const double> a,
                               absl::Span<const double> b);
 
+// Independent errors combined: the square root of the sum of squares;
+// nullopt where any of them is unknown (0 for none).
+std::optional<double> Quadrature(absl::Span<const std::optional<double>> errors);
+
 }  // namespace irontune
 
 #endif  // IRONTUNE_DAEMON_BASE_STATS_H_

@@ -42,6 +42,13 @@ struct Platform {
   bool full_elf = false;  // supports full-ELF packaging
 };
 
+// The packaging a platform runs when none is asked for: full ELF where it
+// has it, else the xclbin chain.
+inline v1::Packaging DefaultPackaging(const Platform& platform) {
+  return platform.full_elf ? v1::PACKAGING_FULL_ELF
+                           : v1::PACKAGING_XCLBIN_CHAIN;
+}
+
 // One operator buffer of one step of an artifact, as the host sees it.
 struct ArtifactBuffer {
   std::string name;   // unique within the artifact, e.g. "s3.b"

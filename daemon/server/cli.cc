@@ -18,34 +18,21 @@
 
 namespace irontune {
 
-int IrontunedMain(int argc, char** argv) {
-  CLI::App app{
-      "irontuned: the irontune daemon. It holds one NPU, keeps the "
-      "measurement cache and serves irontune.v1.Tuner (Measure, Autotune, "
-      "status, jobs, cache export/import) over gRPC. See docs/operations.md."};
-  app.set_config("--config", "",
-                 "Read options from FILE (key = value lines, TOML style; "
-                 "flags on the command line override it)");
-  app.allow_config_extras(false);
+namespace {
 
-  DaemonOptions options;
-  std::string device = options.device;
-  std::vector<std::string> listen = options.listen;
-  std::string state_dir = options.state_dir;
-  std::string log_level = "info";
-  std::string sim_clock = "realtime";
-  uint64_t sim_seed = options.sim_seed;
-  size_t queue_limit = options.queue_limit;
-
-  app.add_option("--device", device,
+// Flags (and config-file keys) straight into `options`; the two that need
+// translating into `log_level` and `sim_clock`.
+void AddOptions(CLI::App& app, DaemonOptions& options, std::string& log_level,
+                std::string& sim_clock) {
+  app.add_option("--device", options.device,
                  "The NPU to serve: sim:npu2 or sim:npu1 (simulated). xrt:N "
                  "(a real NPU) is reserved and not built into this binary")
       ->capture_default_str();
-  app.add_option("--listen", listen,
+  app.add_option("--listen", options.listen,
                  "Where to serve gRPC; repeat for several: unix:PATH or "
                  "HOST:PORT (HOST:0 picks a free port)")
       ->capture_default_str();
-  app.add_option("--state-dir", state_dir,
+  app.add_option("--state-dir", options.state_dir,
                  "Directory for irontune.db (the measurement cache), jobs.db "
                  "(finished jobs) and irontuned.lock (one daemon per dir)")
       ->capture_default_str();
@@ -58,34 +45,23 @@ int IrontunedMain(int argc, char** argv) {
                  "simulated time) or virtual (they return at once; tests)")
       ->check(CLI::IsMember({"virtual", "realtime"}))
       ->capture_default_str();
-  app.add_option("--sim-seed", sim_seed,
+  app.add_option("--sim-seed", options.sim_seed,
                  "Seed of the simulated NPU's noise and interference")
       ->capture_default_str();
-  app.add_option("--queue-limit", queue_limit,
+  app.add_option("--queue-limit", options.queue_limit,
                  "Most jobs waiting at once; beyond it requests fail with "
                  "RESOURCE_EXHAUSTED")
       ->check(CLI::Range(size_t{1}, size_t{1} << 20))
       ->capture_default_str();
+  app.add_option("--kernel-cycles", options.kernel_cycles,
+                 "mlir-aie's nightly kernel cycle counts (a JSON file, "
+                 "docs/search.md): GEMM settings their kernel alone shows "
+                 "cannot win are not timed. Default: none")
+      ->check(CLI::ExistingFile);
+}
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? kExitOk : kExitUsage;
-  }
-
-  auto logger = spdlog::stderr_color_mt("irontuned");
-  spdlog::set_default_logger(logger);
-  spdlog::set_level(spdlog::level::from_str(log_level));
-
-  options.device = device;
-  options.listen = listen;
-  options.state_dir = state_dir;
-  options.sim_clock =
-      sim_clock == "virtual" ? SimClock::kVirtual : SimClock::kRealTime;
-  options.sim_seed = sim_seed;
-  options.queue_limit = queue_limit;
-
+// Runs `options`' daemon until SIGTERM or SIGINT.
+int Serve(DaemonOptions options) {
   // Every thread started from here on inherits the blocked signals; this
   // thread takes them with sigwait, so no work happens in a handler.
   sigset_t signals;
@@ -120,6 +96,35 @@ int IrontunedMain(int argc, char** argv) {
   daemon->Shutdown();
   daemon.reset();
   return kExitOk;
+}
+
+}  // namespace
+
+int IrontunedMain(int argc, char** argv) {
+  CLI::App app{
+      "irontuned: the irontune daemon. It holds one NPU, keeps the "
+      "measurement cache and serves irontune.v1.Tuner (Measure, Autotune, "
+      "status, jobs, cache export/import) over gRPC. See docs/operations.md."};
+  app.set_config("--config", "",
+                 "Read options from FILE (key = value lines, TOML style; "
+                 "flags on the command line override it)");
+  app.allow_config_extras(false);
+  DaemonOptions options;
+  std::string log_level = "info";
+  std::string sim_clock = "realtime";
+  AddOptions(app, options, log_level, sim_clock);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  auto logger = spdlog::stderr_color_mt("irontuned");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  options.sim_clock =
+      sim_clock == "virtual" ? SimClock::kVirtual : SimClock::kRealTime;
+  return Serve(std::move(options));
 }
 
 }  // namespace irontune

@@ -109,12 +109,10 @@ const std::vector<std::string>& Daemon::addresses() const {
   return parts_->addresses;
 }
 
-absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
-  auto parts = std::make_unique<Parts>();
-  // Whatever fails below, the parts made so far are released in order.
-  auto daemon = std::unique_ptr<Daemon>(new Daemon(std::move(parts)));
-  Parts& p = *daemon->parts_;
+namespace {
 
+absl::StatusOr<std::unique_ptr<SimDevice>> OpenDevice(
+    const DaemonOptions& options) {
   if (absl::StartsWith(options.device, "xrt:")) {
     return absl::FailedPreconditionError(absl::StrCat(
         "--device ", options.device,
@@ -126,16 +124,88 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   sim.clock = options.sim_clock == SimClock::kVirtual
                   ? SimOptions::Clock::kVirtual
                   : SimOptions::Clock::kRealTime;
-  ASSIGN_OR_RETURN(std::unique_ptr<SimDevice> device,
-                   MakeSimDevice(options.device, sim));
+  return MakeSimDevice(options.device, sim);
+}
 
-  const std::filesystem::path dir(options.state_dir);
+absl::StatusOr<std::filesystem::path> MakeStateDir(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
     return absl::FailedPreconditionError(
-        absl::StrCat("--state-dir ", options.state_dir, ": ", ec.message()));
+        absl::StrCat("--state-dir ", dir, ": ", ec.message()));
   }
+  return std::filesystem::path(dir);
+}
+
+// Listens on every address; the addresses listened on, with the port a
+// ":0" address was given.
+absl::StatusOr<std::vector<std::string>> Listen(
+    const std::vector<std::string>& listen, grpc::Service* service,
+    std::unique_ptr<grpc::Server>& server) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  if (listen.empty()) {
+    return absl::InvalidArgumentError("--listen: no address given");
+  }
+  std::vector<std::unique_ptr<int>> ports;
+  for (const std::string& address : listen) {
+    RETURN_IF_ERROR(PrepareUnixSocket(address));
+    ports.push_back(std::make_unique<int>(0));
+    builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
+                             ports.back().get());
+  }
+  builder.RegisterService(service);
+  server = builder.BuildAndStart();
+  if (server == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", absl::StrJoin(listen, ", "),
+                     " (in use, or not an address)"));
+  }
+  std::vector<std::string> addresses;
+  for (size_t i = 0; i < listen.size(); ++i) {
+    const std::string& a = listen[i];
+    const bool unix_socket = absl::StartsWith(a, "unix:");
+    if (*ports[i] == 0 && !unix_socket) {
+      return absl::UnavailableError(absl::StrCat("cannot listen on ", a));
+    }
+    addresses.push_back(absl::EndsWith(a, ":0") && !unix_socket
+                            ? absl::StrCat(a.substr(0, a.size() - 1),
+                                           *ports[i])
+                            : a);
+  }
+  return addresses;
+}
+
+}  // namespace
+
+absl::Status Daemon::StartWorker(DaemonOptions& options,
+                                 std::unique_ptr<SimDevice> device,
+                                 std::unique_ptr<Cache> cache) {
+  Parts& p = *parts_;
+  p.queue = std::make_unique<JobQueue>(options.queue_limit);
+  WorkerParts wp;
+  SimDevice* sim_device = device.get();
+  wp.device_clock_us = [sim_device] { return sim_device->now_us(); };
+  wp.device = std::move(device);
+  wp.builder = std::make_unique<SimBuilder>();
+  wp.cache = std::move(cache);
+  wp.runner = options.runner
+                  ? std::move(options.runner)
+                  : std::make_unique<DeviceJobRunner>(options.kernel_cycles);
+  p.worker = std::make_unique<DeviceWorker>(std::move(wp), p.queue.get(),
+                                            p.store.get());
+  return p.worker->Start();
+}
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
+  // Whatever fails below, the parts made so far are released in order.
+  auto daemon = std::unique_ptr<Daemon>(new Daemon(std::make_unique<Parts>()));
+  Parts& p = *daemon->parts_;
+  ASSIGN_OR_RETURN(std::unique_ptr<SimDevice> device, OpenDevice(options));
+  ASSIGN_OR_RETURN(const std::filesystem::path dir,
+                   MakeStateDir(options.state_dir));
   ASSIGN_OR_RETURN(p.lock_fd, TakeLockFile((dir / "irontuned.lock").string()));
 
   ASSIGN_OR_RETURN(Platform platform, device->GetPlatform());
@@ -143,18 +213,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   ASSIGN_OR_RETURN(std::unique_ptr<Cache> cache,
                    Cache::Open(cache_path, platform.name, platform.power_mode));
   ASSIGN_OR_RETURN(p.store, JobStore::Open((dir / "jobs.db").string()));
-  p.queue = std::make_unique<JobQueue>(options.queue_limit);
-
-  WorkerParts wp;
-  SimDevice* sim_device = device.get();
-  wp.device_clock_us = [sim_device] { return sim_device->now_us(); };
-  wp.device = std::move(device);
-  wp.builder = std::make_unique<SimBuilder>();
-  wp.cache = std::move(cache);
-  wp.runner = std::move(options.runner);
-  p.worker = std::make_unique<DeviceWorker>(std::move(wp), p.queue.get(),
-                                            p.store.get());
-  RETURN_IF_ERROR(p.worker->Start());
+  RETURN_IF_ERROR(
+      daemon->StartWorker(options, std::move(device), std::move(cache)));
 
   ServiceDeps deps;
   deps.queue = p.queue.get();
@@ -166,39 +226,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   deps.cache_platform = platform.name;
   deps.cache_power_mode = platform.power_mode;
   p.service = std::make_unique<TunerService>(std::move(deps));
-
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  if (options.listen.empty()) {
-    return absl::InvalidArgumentError("--listen: no address given");
-  }
-  std::vector<std::unique_ptr<int>> ports;
-  for (const std::string& address : options.listen) {
-    RETURN_IF_ERROR(PrepareUnixSocket(address));
-    ports.push_back(std::make_unique<int>(0));
-    builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
-                             ports.back().get());
-  }
-  builder.RegisterService(p.service.get());
-  p.server = builder.BuildAndStart();
-  if (p.server == nullptr) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", absl::StrJoin(options.listen, ", "),
-                     " (in use, or not an address)"));
-  }
-  for (size_t i = 0; i < options.listen.size(); ++i) {
-    const std::string& a = options.listen[i];
-    if (*ports[i] == 0 && !absl::StartsWith(a, "unix:")) {
-      return absl::UnavailableError(absl::StrCat("cannot listen on ", a));
-    }
-    if (absl::EndsWith(a, ":0") && !absl::StartsWith(a, "unix:")) {
-      p.addresses.push_back(absl::StrCat(a.substr(0, a.size() - 1), *ports[i]));
-    } else {
-      p.addresses.push_back(a);
-    }
-  }
+  ASSIGN_OR_RETURN(p.addresses,
+                   Listen(options.listen, p.service.get(), p.server));
   p.server->GetHealthCheckService()->SetServingStatus(true);
   spdlog::info("irontuned {} serving {} ({}, {} power mode) on {}; state in {}",
                IRONTUNE_VERSION, options.device, platform.name,

@@ -26,6 +26,9 @@
 
 namespace irontune {
 
+class Cache;
+class SimDevice;
+
 inline constexpr char kDefaultListen[] = "unix:/run/irontune/irontuned.sock";
 inline constexpr char kDefaultStateDir[] = "/var/lib/irontune";
 
@@ -38,6 +41,9 @@ struct DaemonOptions {
   SimClock sim_clock = SimClock::kRealTime;
   uint64_t sim_seed = 1;
   size_t queue_limit = 64;
+  // mlir-aie nightly kernel cycles (daemon/tune/kernel_cycles.h) for the
+  // GEMM bound; empty: none, every setting is timed.
+  std::string kernel_cycles;
   // Tests only: replaces the DeviceJobRunner.
   std::unique_ptr<JobRunner> runner;
 };
@@ -62,6 +68,9 @@ class Daemon {
  private:
   struct Parts;
   explicit Daemon(std::unique_ptr<Parts> parts);
+  absl::Status StartWorker(DaemonOptions& options,
+                           std::unique_ptr<SimDevice> device,
+                           std::unique_ptr<Cache> cache);
   std::unique_ptr<Parts> parts_;
 };
 

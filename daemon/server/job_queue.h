@@ -5,9 +5,9 @@
 //   2. Priority: every interactive job runs before any batch job.
 //   3. Fairness: within a priority, clients take turns (round robin in the
 //      order they first queued); a client's own jobs run in FIFO order.
-//   4. Yielding: between shapes a long Autotune calls the worker's
-//      RunYielded(), which takes queued Measure jobs (TakeMeasure) so a
-//      quick Measure does not wait hours behind it.
+//   4. Yielding: between an Autotune's shapes the worker takes queued
+//      Measure jobs first (TakeMeasure), so a quick Measure does not wait
+//      hours behind it.
 //   5. Shared measurements: two queued jobs needing the same measurement
 //      share it through the cache, since the second runs after the first
 //      and finds the figure there (unless it asked to remeasure). Nothing

@@ -7,8 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/recording.h"
-#include "daemon/server/runner.h"
+#include "daemon/server/requests.h"
 #include "daemon/store/cache.h"
 #include "spdlog/spdlog.h"
 
@@ -150,15 +149,8 @@ grpc::Status TunerService::Autotune(
     grpc::ServerContext* context, const v1::AutotuneRequest* request,
     grpc::ServerWriter<v1::AutotuneEvent>* writer) {
   if (shutting_down_) return ShuttingDown();
-  if (!request->has_calls()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "calls: missing");
-  }
-  if (absl::Status s = ValidateRecording(request->calls()); !s.ok()) {
+  if (absl::Status s = ValidateAutotuneRequest(*request); !s.ok()) {
     return ToGrpcStatus(s);
-  }
-  if (request->repeats() == 1) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "repeats: must be 0 (9) or at least 2");
   }
   auto job = std::make_shared<Job>(NewJobId(), *request,
                                    ClientOf(*context, request->client()),

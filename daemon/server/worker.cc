@@ -3,42 +3,49 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "spdlog/spdlog.h"
 
 namespace irontune {
 namespace {
 
+constexpr char kShuttingDown[] = "irontuned is shutting down";
+
 const char* KindName(v1::JobKind kind) {
   return kind == v1::JOB_KIND_AUTOTUNE ? "autotune" : "measure";
 }
 
+using JobResultVariant =
+    std::variant<std::monostate, v1::AutotuneResult, v1::MeasureResult>;
+
+// Settings given a figure, and those of them timed on the device.
+struct SettingCounts {
+  uint32_t settings = 0;
+  uint32_t timed = 0;
+};
+
+SettingCounts CountSettings(const JobResultVariant& result) {
+  SettingCounts counts;
+  if (const auto* a = std::get_if<v1::AutotuneResult>(&result)) {
+    counts.timed = a->stats().settings_timed();
+    counts.settings = counts.timed + a->stats().cache_hits();
+  } else if (const auto* m = std::get_if<v1::MeasureResult>(&result)) {
+    for (const auto& s : m->settings()) {
+      ++counts.settings;
+      if (s.has_measurement() && !s.cached()) ++counts.timed;
+    }
+  }
+  return counts;
+}
+
 }  // namespace
 
-class DeviceWorker::Context : public JobContext {
- public:
-  Context(DeviceWorker* worker, JobPtr job, bool yielded)
-      : worker_(worker), job_(std::move(job)), yielded_(yielded) {}
-
-  void Emit(v1::AutotuneEvent event) override { job_->Emit(std::move(event)); }
-  bool cancelled() override { return job_->cancelled(); }
-  void Sleep(absl::Duration d) override { job_->WaitCancelled(d); }
-  void Yield() override {
-    // A job run from a yield does not yield in turn.
-    if (!yielded_) worker_->RunYielded();
-  }
-  void SetShapes(uint32_t done, uint32_t total) override {
-    job_->SetShapes(done, total);
-    shapes_total_ = total;
-  }
-  uint32_t shapes_total() const { return shapes_total_; }
-
- private:
-  DeviceWorker* worker_;
-  JobPtr job_;
-  bool yielded_;
-  uint32_t shapes_total_ = 0;
+struct DeviceWorker::Running {
+  JobPtr job;
+  std::unique_ptr<JobContext> context;
+  std::unique_ptr<AutotuneSteps> steps;  // an Autotune's
+  double device_start_us = 0;
+  absl::Time wall_start;
 };
 
 DeviceWorker::DeviceWorker(WorkerParts parts, JobQueue* queue, JobStore* store)
@@ -46,8 +53,7 @@ DeviceWorker::DeviceWorker(WorkerParts parts, JobQueue* queue, JobStore* store)
   if (parts_.runner) {
     runner_ = parts_.runner.get();
   } else {
-    default_runner_ = std::make_unique<DeviceJobRunner>(
-        parts_.device.get(), parts_.builder.get(), parts_.cache.get());
+    default_runner_ = std::make_unique<DeviceJobRunner>();
     runner_ = default_runner_.get();
   }
 }
@@ -72,18 +78,19 @@ void DeviceWorker::Stop() {
     return;
   }
   for (const JobPtr& job : queue_->Close()) {
-    job->Cancel("irontuned is shutting down");
-    FinishUnrun(job, absl::UnavailableError("irontuned is shutting down"));
+    job->Cancel(kShuttingDown);
+    FinishUnrun(job, absl::UnavailableError(kShuttingDown));
   }
   {
     absl::MutexLock lock(&mu_);
-    if (running_) running_->Cancel("irontuned is shutting down");
+    if (running_) running_->Cancel(kShuttingDown);
+    if (autotune_job_) autotune_job_->Cancel(kShuttingDown);
   }
   if (thread_.joinable()) thread_.join();
   // Tasks posted too late are refused.
   absl::MutexLock lock(&mu_);
   for (auto& task : tasks_) {
-    task->result = absl::UnavailableError("irontuned is shutting down");
+    task->result = absl::UnavailableError(kShuttingDown);
     task->done = true;
   }
   tasks_.clear();
@@ -101,7 +108,7 @@ absl::Status DeviceWorker::RunOnWorker(
   t->fn = std::move(task);
   {
     absl::MutexLock lock(&mu_);
-    if (stopping_) return absl::UnavailableError("irontuned is shutting down");
+    if (stopping_) return absl::UnavailableError(kShuttingDown);
     tasks_.push_back(t);
   }
   queue_->Wake();
@@ -122,16 +129,21 @@ void DeviceWorker::FinishUnrun(const JobPtr& job, absl::Status status) {
 void DeviceWorker::Loop() {
   while (true) {
     RunTasks();
-    JobPtr job = queue_->Pop();
-    if (job) {
-      RunJob(job, /*yielded=*/false);
-      if (queue_->size() == 0 && parts_.cache) {
-        // Idle: fold the WAL back into the file; failure loses nothing.
-        absl::Status s = parts_.cache->Checkpoint();
-        if (!s.ok()) spdlog::debug("cache checkpoint: {}", s.ToString());
+    if (autotune_ != nullptr) {
+      if (JobPtr measure = queue_->TakeMeasure()) {
+        RunMeasure(measure);
+      } else {
+        Advance();
       }
+    } else if (JobPtr job = queue_->Pop()) {
+      Begin(job);
     } else if (stopping_) {
       break;
+    }
+    if (autotune_ == nullptr && queue_->size() == 0 && parts_.cache) {
+      // Idle: fold the WAL back into the file; failure loses nothing.
+      absl::Status s = parts_.cache->Checkpoint();
+      if (!s.ok()) spdlog::debug("cache checkpoint: {}", s.ToString());
     }
   }
   RunTasks();
@@ -155,97 +167,121 @@ void DeviceWorker::RunTasks() {
   }
 }
 
-void DeviceWorker::RunYielded() {
-  RunTasks();
-  while (JobPtr job = queue_->TakeMeasure()) RunJob(job, /*yielded=*/true);
-}
-
-void DeviceWorker::RunJob(const JobPtr& job, bool yielded) {
+void DeviceWorker::Begin(const JobPtr& job) {
+  if (job->kind() != v1::JOB_KIND_AUTOTUNE) {
+    RunMeasure(job);
+    return;
+  }
   if (job->cancelled()) {
     FinishUnrun(job, absl::CancelledError(job->cancel_reason()));
     return;
   }
-  JobPtr outer;
+  std::unique_ptr<Running> run = Open(job);
+  absl::StatusOr<std::unique_ptr<AutotuneSteps>> steps = runner_->StartAutotune(
+      std::get<v1::AutotuneRequest>(job->request()), *run->context);
+  if (!steps.ok()) {
+    End(*run, steps.status(), v1::AutotuneResult());
+    return;
+  }
+  run->steps = *std::move(steps);
+  autotune_ = std::move(run);
   {
     absl::MutexLock lock(&mu_);
-    outer = running_;
-    running_ = job;
+    autotune_job_ = job;
   }
+  Advance();  // the first shape before anything else
+}
+
+void DeviceWorker::RunMeasure(const JobPtr& job) {
+  if (job->cancelled()) {
+    FinishUnrun(job, absl::CancelledError(job->cancel_reason()));
+    return;
+  }
+  std::unique_ptr<Running> run = Open(job);
+  absl::StatusOr<v1::MeasureResult> result = runner_->RunMeasure(
+      std::get<v1::MeasureRequest>(job->request()), *run->context);
+  if (result.ok()) {
+    End(*run, absl::OkStatus(), *std::move(result));
+  } else {
+    End(*run, result.status(), std::monostate());
+  }
+}
+
+void DeviceWorker::Advance() {
+  SetRunning(autotune_->job);
+  absl::Status status = absl::OkStatus();
+  if (!autotune_->steps->done()) status = autotune_->steps->Next();
+  if (status.ok() && !autotune_->steps->done()) return;
+  std::unique_ptr<Running> run = std::move(autotune_);
+  {
+    absl::MutexLock lock(&mu_);
+    autotune_job_ = nullptr;
+  }
+  if (status.ok()) {
+    End(*run, status, run->steps->Finish());
+  } else {
+    End(*run, status, v1::AutotuneResult());
+  }
+}
+
+std::unique_ptr<DeviceWorker::Running> DeviceWorker::Open(const JobPtr& job) {
+  auto run = std::make_unique<Running>();
+  run->job = job;
+  const JobPtr outer = autotune_ != nullptr ? autotune_->job : nullptr;
+  SetRunning(job);
   // Stop may have closed the queue after Pop handed this job out.
-  if (stopping_) job->Cancel("irontuned is shutting down");
+  if (stopping_) job->Cancel(kShuttingDown);
   job->MarkStarted();
   spdlog::info("job {} started: client={} kind={} priority={}{}", job->id(),
                job->client(), KindName(job->kind()),
                job->priority() == v1::PRIORITY_BATCH ? "batch" : "interactive",
-               yielded ? absl::StrCat(" (yielded to by ", outer->id(), ")")
-                       : std::string());
-  const double device_start =
-      parts_.device_clock_us ? parts_.device_clock_us() : 0;
-  const absl::Time wall_start = absl::Now();
-  Context context(this, job, yielded);
+               outer ? absl::StrCat(" (yielded to by ", outer->id(), ")")
+                     : std::string());
+  run->device_start_us = parts_.device_clock_us ? parts_.device_clock_us() : 0;
+  run->wall_start = absl::Now();
+  run->context = std::make_unique<JobContext>(
+      job, *parts_.device, *parts_.builder, parts_.cache.get());
+  return run;
+}
 
-  absl::Status status;
-  uint32_t settings_timed = 0;
-  uint32_t settings = 0;
-  if (job->kind() == v1::JOB_KIND_AUTOTUNE) {
-    absl::StatusOr<v1::AutotuneResult> result = runner_->RunAutotune(
-        std::get<v1::AutotuneRequest>(job->request()), context);
-    status = result.status();
-    if (result.ok()) {
-      settings_timed = result->stats().settings_timed();
-      settings = settings_timed + result->stats().cache_hits();
-    }
-    if (!status.ok() && job->cancelled()) {
-      status = absl::CancelledError(job->cancel_reason());
-    }
-    // Status readers see the job's cache lookups once it has ended.
-    Refresh();
-    job->Finish(status,
-                result.ok() ? std::move(*result) : v1::AutotuneResult());
-  } else {
-    absl::StatusOr<v1::MeasureResult> result = runner_->RunMeasure(
-        std::get<v1::MeasureRequest>(job->request()), context);
-    status = result.status();
-    if (result.ok()) {
-      for (const auto& s : result->settings()) {
-        ++settings;
-        if (s.has_measurement() && !s.cached()) ++settings_timed;
-      }
-    }
-    if (!status.ok() && job->cancelled()) {
-      status = absl::CancelledError(job->cancel_reason());
-    }
-    Refresh();
-    if (result.ok()) {
-      job->Finish(status, std::move(*result));
-    } else {
-      job->Finish(status);
-    }
+void DeviceWorker::End(Running& run, absl::Status status,
+                       JobResultVariant result) {
+  const JobPtr& job = run.job;
+  if (!status.ok() && job->cancelled()) {
+    status = absl::CancelledError(job->cancel_reason());
   }
-  const double device_s = parts_.device_clock_us
-                              ? (parts_.device_clock_us() - device_start) / 1e6
-                              : 0;
+  // Status readers see the job's cache lookups once it has ended.
+  Refresh();
+  const SettingCounts counts =
+      status.ok() ? CountSettings(result) : SettingCounts();
+  job->Finish(status, std::move(result));
+  const double device_s =
+      parts_.device_clock_us
+          ? (parts_.device_clock_us() - run.device_start_us) / 1e6
+          : 0;
+  const double wall_s = absl::ToDoubleSeconds(absl::Now() - run.wall_start);
   if (job->kind() == v1::JOB_KIND_MEASURE && status.ok()) {
     v1::AutotuneStats stats;
     stats.set_shapes(1);
-    stats.set_settings_timed(settings_timed);
-    stats.set_cache_hits(settings - settings_timed);
+    stats.set_settings_timed(counts.timed);
+    stats.set_cache_hits(counts.settings - counts.timed);
     stats.set_device_seconds(device_s);
-    stats.set_wall_seconds(absl::ToDoubleSeconds(absl::Now() - wall_start));
+    stats.set_wall_seconds(wall_s);
     job->SetStats(stats);
   }
   Save(*job);
   spdlog::info(
       "job {} ended: client={} kind={} shapes={} settings_timed={}/{} "
       "device_time={:.3f}s wall={:.3f}s outcome={}",
-      job->id(), job->client(), KindName(job->kind()), context.shapes_total(),
-      settings_timed, settings, device_s,
-      absl::ToDoubleSeconds(absl::Now() - wall_start),
-      status.ok() ? std::string("OK") : status.ToString());
-  {
-    absl::MutexLock lock(&mu_);
-    running_ = outer;
-  }
+      job->id(), job->client(), KindName(job->kind()),
+      run.context->shapes_total(), counts.timed, counts.settings, device_s,
+      wall_s, status.ok() ? std::string("OK") : status.ToString());
+  SetRunning(autotune_ != nullptr ? autotune_->job : nullptr);
+}
+
+void DeviceWorker::SetRunning(JobPtr job) {
+  absl::MutexLock lock(&mu_);
+  running_ = std::move(job);
 }
 
 void DeviceWorker::Refresh() {

@@ -1,18 +1,24 @@
 // DeviceWorker: the one thread that owns the Device, the Builder and the
-// writing Cache, and runs queued jobs on them one at a time.
+// writing Cache, and schedules the work on them.
 //
 // gRPC handlers never touch the device: they queue jobs (JobQueue) and read
 // the snapshot Status() publishes. Work that must write the cache outside a
-// job (ImportCache) is posted with RunOnWorker and runs between jobs.
+// job (ImportCache) is posted with RunOnWorker.
+//
+// The loop: run posted tasks; while an Autotune is under way, run a queued
+// Measure job if there is one, else the Autotune's next shape; otherwise
+// take the next job from the queue (blocking). A Measure runs to its end;
+// an Autotune is started and then advanced one shape per turn of the loop,
+// so a long one lets Measure jobs and tasks through between its shapes.
 //
 // Each job's end is saved in the JobStore and logged (client, id, shapes,
 // settings timed, device time, outcome).
 //
 // Lifetime: construct, Start(), then Stop() (also from the destructor).
 // Stop closes the queue (queued jobs end UNAVAILABLE "irontuned is shutting
-// down"), cancels the running job (it stops at its next round) and joins.
-// Threads: Start/Stop from one thread; Status, RunOnWorker and
-// CancelRunning from any thread.
+// down"), cancels the running jobs (they stop at their next round) and
+// joins. Threads: Start/Stop from one thread; Status, RunOnWorker and
+// FinishUnrun from any thread.
 #ifndef IRONTUNE_DAEMON_SERVER_WORKER_H_
 #define IRONTUNE_DAEMON_SERVER_WORKER_H_
 
@@ -33,6 +39,7 @@
 #include "daemon/server/jobs.h"
 #include "daemon/server/runner.h"
 #include "daemon/store/cache.h"
+#include "daemon/store/jobs_store.h"
 
 namespace irontune {
 
@@ -40,7 +47,7 @@ struct WorkerParts {
   std::unique_ptr<Device> device;    // REQUIRES: non-null
   std::unique_ptr<Builder> builder;  // REQUIRES: non-null
   std::unique_ptr<Cache> cache;      // may be null (no cache)
-  // Null: a DeviceJobRunner over the parts above.
+  // Null: a DeviceJobRunner without kernel cycles.
   std::unique_ptr<JobRunner> runner;
   // The device's clock in microseconds, for the device time in logs and
   // stats (the sim's virtual clock); null when unknown.
@@ -69,8 +76,9 @@ class DeviceWorker {
 
   WorkerStatus Status() const;
 
-  // Runs `task` on the worker thread between jobs and returns its status;
-  // blocks the caller until then. Unavailable once stopping.
+  // Runs `task` on the worker thread between jobs (or between an
+  // Autotune's shapes) and returns its status; blocks the caller until
+  // then. Unavailable once stopping.
   absl::Status RunOnWorker(std::function<absl::Status(Cache*)> task);
 
   // Ends `job` (queued, already removed from the queue) as cancelled and
@@ -78,19 +86,28 @@ class DeviceWorker {
   void FinishUnrun(const JobPtr& job, absl::Status status);
 
  private:
-  class Context;
   struct Task {
     std::function<absl::Status(Cache*)> fn;
     absl::Status result;
     bool done = false;
   };
+  // A job under way on the worker: its context, and for an Autotune its
+  // steps.
+  struct Running;
 
   void Loop();
   void RunTasks();
-  // Runs one job to its end. `yielded`: run from another job's Yield.
-  void RunJob(const JobPtr& job, bool yielded);
-  // Runs the queued Measure jobs (the Yield hook).
-  void RunYielded();
+  // Starts `job`: a Measure runs to its end; an Autotune becomes autotune_.
+  void Begin(const JobPtr& job);
+  void RunMeasure(const JobPtr& job);
+  // Advances autotune_ by one shape, ending it when done or failed.
+  void Advance();
+  std::unique_ptr<Running> Open(const JobPtr& job);
+  // Ends a job that ran, with `status` and its result.
+  void End(Running& run, absl::Status status,
+           std::variant<std::monostate, v1::AutotuneResult, v1::MeasureResult>
+               result);
+  void SetRunning(JobPtr job);
   void Refresh();
   void Save(const Job& job);
 
@@ -101,12 +118,16 @@ class DeviceWorker {
   JobStore* const store_;
   std::thread thread_;
   std::atomic<bool> stopping_{false};
+  // Worker thread only: the Autotune under way, if any.
+  std::unique_ptr<Running> autotune_;
 
   mutable absl::Mutex mu_;
   absl::CondVar task_done_;
   std::deque<std::shared_ptr<Task>> tasks_ ABSL_GUARDED_BY(mu_);
   Platform platform_ ABSL_GUARDED_BY(mu_);
+  // The job on the device now; an Autotune under way besides it.
   JobPtr running_ ABSL_GUARDED_BY(mu_);
+  JobPtr autotune_job_ ABSL_GUARDED_BY(mu_);
   std::optional<CacheStats> cache_stats_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -12,15 +12,14 @@
 #ifndef IRONTUNE_DAEMON_TUNE_INTERLEAVE_H_
 #define IRONTUNE_DAEMON_TUNE_INTERLEAVE_H_
 
-#include <functional>
 #include <limits>
-#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/defaults.h"
 #include "daemon/npu/device.h"
+#include "daemon/tune/tune_context.h"
 #include "irontune/v1/measurement.pb.h"
 
 namespace irontune {
@@ -29,21 +28,14 @@ namespace irontune {
 // (IRON's CPU_WAIT_US).
 inline constexpr double kCpuWaitUs = 50.0;
 
-// What the loop needs beyond the images; every member has a working default.
-struct InterleaveEnv {
-  Device* device = nullptr;  // asked for OtherHolders(); not owned
-  // How long to wait for the NPU to be free before giving up, and how often
-  // to look (NPU_FACTS.md: IRON polls every 5 s for up to 1800 s).
+// When a round does not count: how long to wait for the NPU to be free
+// before giving up and how often to look (docs/npu-facts.md, "Idle NPU":
+// IRON polls every 5 s for up to 1800 s), and the CPU wait over which a
+// call is refused.
+struct IdleRules {
   absl::Duration idle_timeout = absl::Seconds(1800);
   absl::Duration idle_poll = absl::Seconds(5);
-  // Waits while another process holds the NPU; tests substitute their own.
-  std::function<void(absl::Duration)> sleep;
   double cpu_wait_us = kCpuWaitUs;
-  // Checked before each image's calls in a round; true stops the loop with
-  // Cancelled.
-  std::function<bool()> cancelled;
-  // Progress lines.
-  std::function<void(const std::string&)> log;
 };
 
 struct RunSeries {
@@ -59,14 +51,16 @@ struct InterleaveResult {
 // Times `images` interleaved. `groups[i]` names the setting image i belongs
 // to; group 0 is never cut. `fastest_us` is the fastest group's figure from
 // an earlier batch (infinity if none). Images of a cut group keep the rounds
-// they have.
+// they have. `context` gives the device asked for other holders, the waits,
+// cancellation and progress lines.
 // REQUIRES: groups.size() == images.size(); every image non-null.
 // Errors: a run's error (as the device returned it), DeadlineExceeded when
 // the NPU stayed held past idle_timeout, Aborted when calls kept waiting for
-// a CPU, Cancelled when `cancelled` said so.
+// a CPU, Cancelled when the context said so.
 absl::StatusOr<InterleaveResult> TimeInterleaved(
     const std::vector<Image*>& images, const std::vector<int>& groups,
-    const v1::Timing& timing, double fastest_us, const InterleaveEnv& env);
+    const v1::Timing& timing, double fastest_us, const IdleRules& rules,
+    TuneContext& context);
 
 }  // namespace irontune
 

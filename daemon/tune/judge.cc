@@ -118,4 +118,13 @@ std::optional<std::string> Judge(
   return std::nullopt;
 }
 
+JudgeFn BitIdenticalJudge() {
+  return [](const v1::Operator&, const v1::Operator&,
+            const std::map<std::string, std::string>&,
+            const std::map<std::string, std::string>&,
+            const CallValues&) -> std::optional<std::string> {
+    return std::string(kOnlyBitIdentical);
+  };
+}
+
 }  // namespace irontune

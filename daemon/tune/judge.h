@@ -20,6 +20,7 @@
 #ifndef IRONTUNE_DAEMON_TUNE_JUDGE_H_
 #define IRONTUNE_DAEMON_TUNE_JUDGE_H_
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -45,6 +46,20 @@ std::optional<std::string> Judge(
     const std::map<std::string, std::string>& inputs,
     const std::map<std::string, std::string>& written,
     const CallValues& values);
+
+// A judge: decides whether `op`'s output may replace `default_op`'s, given
+// what the recorded setting was fed (`inputs`) and what `op` wrote
+// (`written`), at per-call `values`; nullopt = admitted, else why not.
+// Judge above is the default; tests substitute their own.
+using JudgeFn = std::function<std::optional<std::string>(
+    const v1::Operator& default_op, const v1::Operator& op,
+    const std::map<std::string, std::string>& inputs,
+    const std::map<std::string, std::string>& written,
+    const CallValues& values)>;
+
+// A judge that admits only a bit-identical output, so it refuses every
+// output it is asked about (equal outputs never reach a judge).
+JudgeFn BitIdenticalJudge();
 
 }  // namespace irontune
 

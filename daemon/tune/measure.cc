@@ -21,10 +21,6 @@
 namespace irontune {
 namespace {
 
-void Log(const MeasureDeps& deps, const std::string& line) {
-  if (deps.env.log) deps.env.log(line);
-}
-
 std::string SettingText(const v1::Operator& op) {
   std::string out = op.class_name();
   for (const v1::Tunable& t : op.tunables()) {
@@ -149,130 +145,128 @@ uint64_t TotalBytes(const v1::Operator& op) {
   return total;
 }
 
-}  // namespace
+// One Measure call: its plan, the context, and what it has found so far.
+// Plan() builds every setting's 1-step design and looks it up in the
+// cache; then each batch is loaded, run once for its output, timed
+// interleaved and recorded.
+class Measurer {
+ public:
+  Measurer(const MeasurePlan& plan, TuneContext& context)
+      : plan_(plan),
+        context_(context),
+        n_(static_cast<int>(plan.settings.size())),
+        ones_(n_),
+        keys_(n_) {}
 
-absl::StatusOr<MeasureOutcome> Measure(const MeasurePlan& request,
-                                      MeasureDeps deps) {
-  if (request.settings.empty()) {
-    return absl::InvalidArgumentError("settings: none given");
+  absl::StatusOr<MeasureOutcome> Run() {
+    RETURN_IF_ERROR(Check());
+    RETURN_IF_ERROR(Plan());
+    if (todo_.empty() && outcome_.measurements.count(0) > 0) {
+      return std::move(outcome_);
+    }
+    // Each setting is two images, one context each; one pair is the
+    // default's.
+    const size_t batch_size =
+        static_cast<size_t>(std::max(1, platform_.hw_contexts / 2 - 1));
+    for (size_t begin = 0; begin < std::max<size_t>(todo_.size(), 1);
+         begin += batch_size) {
+      std::vector<int> batch = {0};
+      for (size_t k = begin; k < std::min(todo_.size(), begin + batch_size);
+           ++k) {
+        batch.push_back(todo_[k]);
+      }
+      context_.Log(absl::StrFormat("    timing %d settings, %d to go",
+                                   batch.size(), todo_.size() - begin));
+      RETURN_IF_ERROR(TimeBatch(batch));
+    }
+    return std::move(outcome_);
   }
-  if (request.repeats < 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("repeats: ", request.repeats, " (at least 2)"));
-  }
-  deps.env.device = deps.device;
-  ASSIGN_OR_RETURN(Platform platform, deps.device->GetPlatform());
-  if (request.packaging == v1::PACKAGING_FULL_ELF && !platform.full_elf) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        platform.name, " has no full-ELF dispatch; use the xclbin chain"));
-  }
-  if (deps.cache != nullptr) {
-    RETURN_IF_ERROR(deps.cache->CheckPowerMode(platform.power_mode));
-  }
-  const v1::Timing timing = WithDefaults(request.timing);
-  const std::map<std::string, std::string> given = GivenDigests(request);
-  const bool distinct = TotalBytes(request.settings[0]) <= kDistinctBytes;
-  const int n = static_cast<int>(request.settings.size());
 
-  MeasureOutcome result;
-  std::vector<Artifact> ones(n);
-  std::vector<std::string> keys(n);
-  std::vector<int> todo;
-  for (int i = 0; i < n; ++i) {
-    BuildRequest build{request.settings[i], platform, 1, true,
-                       request.packaging};
-    ASSIGN_OR_RETURN(BuildOutcome outcome, deps.builder->Build(build));
-    if (!outcome.artifact) {
-      if (i == 0) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "the recorded setting ", SettingText(request.settings[0]),
-            " does not build: ", outcome.refusal));
-      }
-      Log(deps,
-          absl::StrCat("    ", SettingText(request.settings[i]),
-                       " does not build, not measured: ", outcome.refusal));
-      result.refused[i] = outcome.refusal;
-      continue;
+ private:
+  absl::Status Check() {
+    if (plan_.settings.empty()) {
+      return absl::InvalidArgumentError("settings: none given");
     }
-    ones[i] = *std::move(outcome.artifact);
-    CacheKey key;
-    key.recipe_hash = ones[i].recipe_hash;
-    key.artifact_hash = ones[i].artifact_hash;
-    key.values.insert(request.values.begin(), request.values.end());
-    key.input_sha256 = given;
-    key.packaging = request.packaging;
-    key.repeats = request.repeats;
-    key.distinct = distinct;
-    keys[i] = key.Digest();
-    if (deps.cache != nullptr && !request.remeasure) {
-      ASSIGN_OR_RETURN(std::optional<v1::Measurement> hit,
-                       deps.cache->Get(keys[i]));
-      if (hit) {
-        result.measurements[i] = *std::move(hit);
-        result.cached.push_back(i);
-        continue;
-      }
+    if (plan_.repeats < 2) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("repeats: ", plan_.repeats, " (at least 2)"));
     }
-    if (i != 0) todo.push_back(i);
+    ASSIGN_OR_RETURN(platform_, context_.device().GetPlatform());
+    if (plan_.packaging == v1::PACKAGING_FULL_ELF && !platform_.full_elf) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          platform_.name, " has no full-ELF dispatch; use the xclbin chain"));
+    }
+    if (context_.cache() != nullptr) {
+      RETURN_IF_ERROR(context_.cache()->CheckPowerMode(platform_.power_mode));
+    }
+    timing_ = WithDefaults(plan_.timing);
+    distinct_ = TotalBytes(plan_.settings[0]) <= kDistinctBytes;
+    return absl::OkStatus();
   }
-  const bool default_cached = result.measurements.count(0) > 0;
-  if (todo.empty() && default_cached) return result;
 
-  // Each setting is two images, one context each; one pair is the default's.
-  const int batch_size = std::max(1, platform.hw_contexts / 2 - 1);
-  double fastest = std::numeric_limits<double>::infinity();
-  int batch_number = 0;
-  InputCache local_inputs;
-  InputCache& memo = deps.inputs != nullptr ? *deps.inputs : local_inputs;
-  for (size_t begin = 0; begin < std::max<size_t>(todo.size(), 1);
-       begin += batch_size) {
-    std::vector<int> batch = {0};
-    for (size_t k = begin; k < std::min(todo.size(), begin + batch_size); ++k) {
-      batch.push_back(todo[k]);
-    }
-    Log(deps, absl::StrFormat("    timing %d settings, %d to go", batch.size(),
-                              todo.size() - begin));
-    ASSIGN_OR_RETURN(Platform before, deps.device->GetPlatform());
-    if (deps.cache != nullptr) {
-      RETURN_IF_ERROR(deps.cache->CheckPowerMode(before.power_mode));
-    }
-    std::vector<Probe> probes;
-    for (int i : batch) {
-      // Building, loading and filling a large design takes a while: look
-      // for cancellation before each.
-      if (deps.env.cancelled && deps.env.cancelled()) {
-        return absl::CancelledError("cancelled while preparing a batch");
-      }
-      BuildRequest build{request.settings[i], platform, request.repeats,
-                         distinct, request.packaging};
-      ASSIGN_OR_RETURN(BuildOutcome many, deps.builder->Build(build));
-      if (!many.artifact) {
+  // Builds each setting's 1-step design and takes what the cache holds;
+  // the rest are left to time (todo_).
+  absl::Status Plan() {
+    const std::map<std::string, std::string> given = GivenDigests(plan_);
+    for (int i = 0; i < n_; ++i) {
+      BuildRequest build{plan_.settings[i], platform_, 1, true,
+                         plan_.packaging};
+      ASSIGN_OR_RETURN(BuildOutcome outcome, context_.builder().Build(build));
+      if (!outcome.artifact) {
         if (i == 0) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("the recorded setting's ", request.repeats,
-                           "-step runlist does not build: ", many.refusal));
+          return absl::FailedPreconditionError(absl::StrCat(
+              "the recorded setting ", SettingText(plan_.settings[0]),
+              " does not build: ", outcome.refusal));
         }
-        result.refused[i] = many.refusal;
+        context_.Log(absl::StrCat("    ", SettingText(plan_.settings[i]),
+                                  " does not build, not measured: ",
+                                  outcome.refusal));
+        outcome_.refused[i] = outcome.refusal;
         continue;
       }
-      Probe probe;
-      probe.index = i;
-      probe.one_artifact = ones[i];
-      // A failed load is the device's state, not the setting's: not caught.
-      ASSIGN_OR_RETURN(probe.one, deps.device->Load(ones[i]));
-      ASSIGN_OR_RETURN(probe.many, deps.device->Load(*many.artifact));
-      RETURN_IF_ERROR(PrepareImage(request.settings[i], ones[i], request, memo,
-                                   *probe.one));
-      RETURN_IF_ERROR(PrepareImage(request.settings[i], *many.artifact, request,
-                                   memo, *probe.many));
-      probes.push_back(std::move(probe));
+      ones_[i] = *std::move(outcome.artifact);
+      keys_[i] = KeyOf(ones_[i], given);
+      ASSIGN_OR_RETURN(bool cached, TakeCached(i));
+      if (!cached && i != 0) todo_.push_back(i);
     }
+    return absl::OkStatus();
+  }
+
+  std::string KeyOf(const Artifact& one,
+                    const std::map<std::string, std::string>& given) const {
+    CacheKey key;
+    key.recipe_hash = one.recipe_hash;
+    key.artifact_hash = one.artifact_hash;
+    key.values.insert(plan_.values.begin(), plan_.values.end());
+    key.input_sha256 = given;
+    key.packaging = plan_.packaging;
+    key.repeats = plan_.repeats;
+    key.distinct = distinct_;
+    return key.Digest();
+  }
+
+  absl::StatusOr<bool> TakeCached(int i) {
+    if (context_.cache() == nullptr || plan_.remeasure) return false;
+    ASSIGN_OR_RETURN(std::optional<v1::Measurement> hit,
+                     context_.cache()->Get(keys_[i]));
+    if (!hit) return false;
+    outcome_.measurements[i] = *std::move(hit);
+    outcome_.cached.push_back(i);
+    return true;
+  }
+
+  absl::Status TimeBatch(const std::vector<int>& batch) {
+    ASSIGN_OR_RETURN(Platform before, context_.device().GetPlatform());
+    if (context_.cache() != nullptr) {
+      RETURN_IF_ERROR(context_.cache()->CheckPowerMode(before.power_mode));
+    }
+    ASSIGN_OR_RETURN(std::vector<Probe> probes, Load(batch));
     std::vector<std::string> digests;
     for (Probe& p : probes) {
-      ASSIGN_OR_RETURN(SettingOutput out, RunOnce(request.settings[p.index],
+      ASSIGN_OR_RETURN(SettingOutput out, RunOnce(plan_.settings[p.index],
                                                   p.one_artifact, *p.one));
       digests.push_back(Digest(out));
-      result.outputs[p.index] = std::move(out);
+      outcome_.outputs[p.index] = std::move(out);
     }
     std::vector<Image*> images;
     std::vector<int> groups;
@@ -284,35 +278,81 @@ absl::StatusOr<MeasureOutcome> Measure(const MeasurePlan& request,
       images.push_back(p.many.get());
       groups.push_back(p.index);
     }
-    ASSIGN_OR_RETURN(
-        InterleaveResult times,
-        TimeInterleaved(images, groups, timing, fastest, deps.env));
-    ASSIGN_OR_RETURN(Platform after, deps.device->GetPlatform());
-    if (after.power_mode != before.power_mode) {
-      Log(deps,
-          absl::StrCat("    the power mode changed from ",
-                       std::string(PowerModeName(before.power_mode)), " to ",
-                       std::string(PowerModeName(after.power_mode)),
-                       " during the batch; its figures are discarded"));
-      return absl::FailedPreconditionError(
-          absl::StrCat("the NPU's power mode changed from ",
-                       std::string(PowerModeName(before.power_mode)), " to ",
-                       std::string(PowerModeName(after.power_mode)),
-                       " while timing; the batch was discarded"));
+    ASSIGN_OR_RETURN(InterleaveResult times,
+                     TimeInterleaved(images, groups, timing_, fastest_,
+                                     plan_.idle, context_));
+    ASSIGN_OR_RETURN(Platform after, context_.device().GetPlatform());
+    RETURN_IF_ERROR(SamePowerMode(before, after));
+    return Record(probes, digests, times, after);
+    // The probes release their contexts here, before the next batch loads.
+  }
+
+  // Builds the `repeats`-step designs of `batch`, loads both images of each
+  // and fills their inputs.
+  absl::StatusOr<std::vector<Probe>> Load(const std::vector<int>& batch) {
+    std::vector<Probe> probes;
+    for (int i : batch) {
+      // Building, loading and filling a large design takes a while: look
+      // for cancellation before each.
+      if (context_.cancelled()) {
+        return absl::CancelledError("cancelled while preparing a batch");
+      }
+      BuildRequest build{plan_.settings[i], platform_, plan_.repeats,
+                         distinct_, plan_.packaging};
+      ASSIGN_OR_RETURN(BuildOutcome many, context_.builder().Build(build));
+      if (!many.artifact) {
+        if (i == 0) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("the recorded setting's ", plan_.repeats,
+                           "-step runlist does not build: ", many.refusal));
+        }
+        outcome_.refused[i] = many.refusal;
+        continue;
+      }
+      Probe probe;
+      probe.index = i;
+      probe.one_artifact = ones_[i];
+      // A failed load is the device's state, not the setting's: not caught.
+      ASSIGN_OR_RETURN(probe.one, context_.device().Load(ones_[i]));
+      ASSIGN_OR_RETURN(probe.many, context_.device().Load(*many.artifact));
+      RETURN_IF_ERROR(Fill(plan_.settings[i], ones_[i], *probe.one));
+      RETURN_IF_ERROR(Fill(plan_.settings[i], *many.artifact, *probe.many));
+      probes.push_back(std::move(probe));
     }
+    return probes;
+  }
+
+  absl::Status Fill(const v1::Operator& op, const Artifact& artifact,
+                    Image& image) {
+    return PrepareImage(op, artifact, plan_, context_.inputs(), image);
+  }
+
+  absl::Status SamePowerMode(const Platform& before, const Platform& after) {
+    if (after.power_mode == before.power_mode) return absl::OkStatus();
+    const std::string from(PowerModeName(before.power_mode));
+    const std::string to(PowerModeName(after.power_mode));
+    context_.Log(absl::StrCat("    the power mode changed from ", from, " to ",
+                              to, " during the batch; its figures are "
+                              "discarded"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the NPU's power mode changed from ", from, " to ", to,
+                     " while timing; the batch was discarded"));
+  }
+
+  // Each probe's step times, from its 1-step and many-step rounds, as a
+  // Measurement, cached and kept.
+  absl::Status Record(const std::vector<Probe>& probes,
+                      const std::vector<std::string>& digests,
+                      const InterleaveResult& times, const Platform& after) {
     const std::string run =
-        Sha256Hex(absl::StrCat(request.seed, "/", batch_number++, "/", keys[0],
-                               "/", absl::ToUnixNanos(absl::Now())))
+        Sha256Hex(absl::StrCat(plan_.seed, "/", batch_number_++, "/",
+                               keys_[0], "/", absl::ToUnixNanos(absl::Now())))
             .substr(0, 32);
     const size_t m = probes.size();
     std::vector<double> default_steps;
     for (size_t j = 0; j < m; ++j) {
-      const auto& one = times.runs[j].rounds_us;
       const auto& many = times.runs[m + j].rounds_us;
-      std::vector<double> steps;
-      for (size_t r = 0; r < std::min(one.size(), many.size()); ++r) {
-        steps.push_back((many[r] - one[r]) / (request.repeats - 1));
-      }
+      const std::vector<double> steps = StepTimes(times.runs[j].rounds_us, many);
       if (j == 0) default_steps = steps;
       v1::Measurement out;
       out.set_t_step_us(Median(steps));
@@ -320,22 +360,51 @@ absl::StatusOr<MeasureOutcome> Measure(const MeasurePlan& request,
       out.set_output(digests[j]);
       out.set_run(run);
       out.set_power_mode(std::string(PowerModeName(after.power_mode)));
-      out.set_calls(timing.calls());
+      out.set_calls(timing_.calls());
       if (probes[j].index != 0) {
         for (double s : default_steps) out.add_default_round_us(s);
       }
       out.set_measured(Today());
       out.set_discarded_rounds(times.discarded_rounds);
       out.set_refused_calls(times.refused_calls);
-      if (deps.cache != nullptr) {
-        RETURN_IF_ERROR(deps.cache->Put(keys[probes[j].index], out));
+      if (context_.cache() != nullptr) {
+        RETURN_IF_ERROR(context_.cache()->Put(keys_[probes[j].index], out));
       }
-      result.measurements[probes[j].index] = std::move(out);
-      fastest = std::min(fastest, Median(many));
+      outcome_.measurements[probes[j].index] = std::move(out);
+      fastest_ = std::min(fastest_, Median(many));
     }
-    // The probes release their contexts here, before the next batch loads.
+    return absl::OkStatus();
   }
-  return result;
+
+  // A step's time per round: (many - one) / (repeats - 1).
+  std::vector<double> StepTimes(const std::vector<double>& one,
+                                const std::vector<double>& many) const {
+    std::vector<double> steps;
+    for (size_t r = 0; r < std::min(one.size(), many.size()); ++r) {
+      steps.push_back((many[r] - one[r]) / (plan_.repeats - 1));
+    }
+    return steps;
+  }
+
+  const MeasurePlan& plan_;
+  TuneContext& context_;
+  const int n_;
+  Platform platform_;
+  v1::Timing timing_;
+  bool distinct_ = true;
+  std::vector<Artifact> ones_;     // each setting's 1-step artifact
+  std::vector<std::string> keys_;  // each setting's cache key
+  std::vector<int> todo_;          // settings to time, default left out
+  double fastest_ = std::numeric_limits<double>::infinity();
+  int batch_number_ = 0;
+  MeasureOutcome outcome_;
+};
+
+}  // namespace
+
+absl::StatusOr<MeasureOutcome> Measure(const MeasurePlan& plan,
+                                       TuneContext& context) {
+  return Measurer(plan, context).Run();
 }
 
 Delta AgainstDefault(const v1::Measurement& m) {

@@ -7,7 +7,8 @@
 // round by round with the default, so every setting pairs with it.
 // Cached settings are taken from the cache unless `remeasure`.
 //
-// Threads: runs on the thread that owns the Device and the Builder.
+// Threads: runs on the thread that owns the Device and the Builder (the
+// context's).
 #ifndef IRONTUNE_DAEMON_TUNE_MEASURE_H_
 #define IRONTUNE_DAEMON_TUNE_MEASURE_H_
 
@@ -19,16 +20,12 @@
 #include "common/defaults.h"
 #include "absl/status/statusor.h"
 #include "common/expression.h"
-#include "daemon/npu/builder.h"
-#include "daemon/npu/device.h"
-#include "daemon/tune/inputs.h"
 #include "daemon/tune/interleave.h"
+#include "daemon/tune/tune_context.h"
 #include "irontune/v1/measurement.pb.h"
 #include "irontune/v1/recording.pb.h"
 
 namespace irontune {
-
-class Cache;
 
 // Above this many bytes of the default's buffers, the steps of a many-step
 // runlist share one set of buffers (IRON's DISTINCT_BYTES, NPU_FACTS.md).
@@ -48,6 +45,7 @@ struct MeasurePlan {
   std::map<std::string, std::string> inputs;
   bool remeasure = false;
   uint64_t seed = 0;
+  IdleRules idle;
 };
 
 // What one setting wrote when run once, for judging its output.
@@ -68,23 +66,14 @@ struct MeasureOutcome {
   std::map<int, SettingOutput> outputs;
 };
 
-struct MeasureDeps {
-  Device* device = nullptr;    // not owned; REQUIRES: non-null
-  Builder* builder = nullptr;  // not owned; REQUIRES: non-null
-  Cache* cache = nullptr;      // not owned; may be null
-  // Seeded inputs to reuse across calls (a job's); not owned; null: made
-  // for this call alone.
-  InputCache* inputs = nullptr;
-  InterleaveEnv env;  // env.device is set to `device`
-};
-
-// Times `request.settings`. Errors: the default does not build
+// Times `plan.settings` on the context's device, with its builder, cache
+// and seeded inputs. Errors: the default does not build
 // (FailedPrecondition with the builder's reason), a load or run fails (the
 // device's status), the cache is for another power mode or the power mode
 // changed during a batch (FailedPrecondition), the NPU stayed held
 // (DeadlineExceeded), cancellation (Cancelled).
-absl::StatusOr<MeasureOutcome> Measure(const MeasurePlan& request,
-                                      MeasureDeps deps);
+absl::StatusOr<MeasureOutcome> Measure(const MeasurePlan& plan,
+                                       TuneContext& context);
 
 // How much longer a step of `m` takes than the default timed beside it,
 // paired round by round (IRON's against_default).

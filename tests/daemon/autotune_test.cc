@@ -21,7 +21,9 @@
 #include "daemon/store/cache.h"
 #include "daemon/tune/kernel_cycles.h"
 #include "daemon/tune/settings.h"
+#include "daemon/tune/verdicts.h"
 #include "tests/testing/sim_fixtures.h"
+#include "tests/testing/tune_context.h"
 
 namespace irontune {
 namespace {
@@ -106,23 +108,12 @@ v1::Calls MakeCalls(std::vector<v1::Operator> ops, std::vector<int> steps) {
   return calls;
 }
 
-class Recorder : public AutotuneProgress {
- public:
-  void OnShape(int /*index*/, int /*total*/, const std::string& key) override {
-    shapes.push_back(key);
+bool Saw(const std::vector<std::string>& lines, const std::string& text) {
+  for (const std::string& l : lines) {
+    if (absl::StrContains(l, text)) return true;
   }
-  void OnTrial(int /*index*/, const Comparison& /*trial*/) override { ++trials; }
-  void OnLog(const std::string& line) override { lines.push_back(line); }
-  bool Saw(const std::string& text) const {
-    for (const std::string& l : lines) {
-      if (absl::StrContains(l, text)) return true;
-    }
-    return false;
-  }
-  std::vector<std::string> shapes;
-  int trials = 0;
-  std::vector<std::string> lines;
-};
+  return false;
+}
 
 v1::Timing Quick() {
   v1::Timing t;
@@ -138,19 +129,19 @@ struct Rig {
     if (!noise) options.noise = sim::NoiseSettings::Off();
     device = *MakeSimDevice("sim:npu2", options);
   }
-  AutotuneDeps Deps(Cache* cache = nullptr) {
-    AutotuneDeps deps;
-    deps.device = device.get();
-    deps.builder = &builder;
-    deps.cache = cache;
-    deps.progress = &progress;
-    deps.env.sleep = [](absl::Duration) {};
-    return deps;
+  // A context that keeps its progress across the rig's calls.
+  testing::LocalTuneContext& Context(Cache* cache = nullptr) {
+    if (!progress) {
+      progress = std::make_unique<testing::LocalTuneContext>(device.get(),
+                                                             &builder);
+    }
+    progress->set_cache(cache);
+    return *progress;
   }
   Platform platform() { return *device->GetPlatform(); }
   std::unique_ptr<SimDevice> device;
   SimBuilder builder;
-  Recorder progress;
+  std::unique_ptr<testing::LocalTuneContext> progress;
 };
 
 std::string TempPath(const std::string& name) {
@@ -393,7 +384,7 @@ TEST_CASE("TimeShape: a coordinate descent times fewer settings") {
     REQUIRE(shapes->size() == 1);
     TuneStats stats;
     auto result = TimeShape((*shapes)[0], calls, rig.platform(), options, {},
-                            rig.Deps(), &stats);
+                            rig.Context(), &stats);
     REQUIRE(result.ok());
     return std::make_pair(*result, stats);
   };
@@ -428,11 +419,11 @@ TEST_CASE("TimeShape: settings a kernel bound rules out are not timed") {
   options.space = RecordingSearchSpace();
   options.timing = Quick();
   options.cycles_path = path;
-  auto result = Autotune(calls, Profile(), options, rig.Deps());
+  auto result = Autotune(calls, Profile(), options, rig.Context());
   REQUIRE(result.ok());
   // tile_m 32, tile_n 32 at 3 column counts: each bound far above any time.
   CHECK(result->stats.skipped_by_bound == 3);
-  CHECK(rig.progress.Saw("3 slower by their kernel alone, not timed"));
+  CHECK(Saw(rig.progress->lines, "3 slower by their kernel alone, not timed"));
   for (const ShapeTrial& t : result->shapes[0].trials) {
     CHECK_FALSE((IntOf(t.trial.tunables, "tile_m") == 32 &&
                  IntOf(t.trial.tunables, "tile_n") == 32));
@@ -460,12 +451,12 @@ TEST_CASE("Autotune: entries replaced, held, kept; diff; a cached rerun") {
   AutotuneOptions options;
   options.space = RecordingSearchSpace();
   options.timing = Quick();
-  auto result = Autotune(calls, before, options, rig.Deps(cache->get()));
+  auto result = Autotune(calls, before, options, rig.Context(cache->get()));
   REQUIRE(result.ok());
-  REQUIRE(rig.progress.shapes.size() == 2);
-  CHECK(absl::StartsWith(rig.progress.shapes[0], "GEMM M=256 K=256 N=256"));
-  CHECK(absl::StartsWith(rig.progress.shapes[1], "GEMV M=512 K=256"));
-  CHECK(rig.progress.trials > 0);
+  REQUIRE(rig.progress->shapes.size() == 2);
+  CHECK(absl::StartsWith(rig.progress->shapes[0], "GEMM M=256 K=256 N=256"));
+  CHECK(absl::StartsWith(rig.progress->shapes[1], "GEMV M=512 K=256"));
+  CHECK(rig.progress->trials > 0);
   REQUIRE(result->shapes.size() == 2);
   CHECK(result->shapes[0].best != 0);  // one column is slow
   CHECK(result->profile.size() == 3);
@@ -515,7 +506,7 @@ TEST_CASE("Autotune: entries replaced, held, kept; diff; a cached rerun") {
   // Again, from the cache: the device runs nothing.
   const int64_t runs = rig.device->calls();
   Rig again;
-  auto cached = Autotune(calls, before, options, again.Deps(cache->get()));
+  auto cached = Autotune(calls, before, options, again.Context(cache->get()));
   REQUIRE(cached.ok());
   CHECK(again.device->calls() == 0);
   CHECK(rig.device->calls() == runs);
@@ -527,12 +518,12 @@ TEST_CASE("Autotune: entries replaced, held, kept; diff; a cached rerun") {
 TEST_CASE("Autotune: cancellation stops the search") {
   v1::Calls calls = MakeCalls({SearchGemm(256, 256, 256, 64, 64, 1)}, {0});
   Rig rig;
-  AutotuneDeps deps = rig.Deps();
-  deps.cancelled = [] { return true; };
+  testing::LocalTuneContext& context = rig.Context();
+  context.cancel_when = [] { return true; };
   AutotuneOptions options;
   options.space = RecordingSearchSpace();
   options.timing = Quick();
-  CHECK(Autotune(calls, Profile(), options, deps).status().code() ==
+  CHECK(Autotune(calls, Profile(), options, context).status().code() ==
         absl::StatusCode::kCancelled);
 }
 
@@ -556,7 +547,7 @@ TEST_CASE("Autotune: the example recording's profile loads and matches") {
   options.timing.set_rounds(3);
   options.timing.set_calls(3);
   const auto start = std::chrono::steady_clock::now();
-  auto result = Autotune(*calls, *profile, options, rig.Deps());
+  auto result = Autotune(*calls, *profile, options, rig.Context());
   REQUIRE(result.ok());
   WARN("example autotune: " << std::chrono::duration<double>(
                                    std::chrono::steady_clock::now() - start)

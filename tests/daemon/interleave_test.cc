@@ -4,6 +4,8 @@
 #include <deque>
 #include <functional>
 
+#include "tests/testing/tune_context.h"
+
 namespace irontune {
 namespace {
 
@@ -68,11 +70,8 @@ v1::Timing Timing(int rounds, int calls, int settle, double cutoff) {
   return t;
 }
 
-InterleaveEnv Env(Device* device) {
-  InterleaveEnv env;
-  env.device = device;
-  env.sleep = [](absl::Duration) {};
-  return env;
+std::unique_ptr<testing::LocalTuneContext> Context(Device* device) {
+  return std::make_unique<testing::LocalTuneContext>(device, nullptr);
 }
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -82,7 +81,7 @@ TEST_CASE("each round's figure is the median of its calls") {
   FakeDevice device(&clock);
   FakeImage a(10, &clock), b(20, &clock);
   auto result = TimeInterleaved({&a, &b}, {0, 1}, Timing(4, 5, 2, 3.0), kInf,
-                                Env(&device));
+                                IdleRules(), *Context(&device));
   REQUIRE(result.ok());
   REQUIRE(result->runs[0].rounds_us == std::vector<double>(4, 10.0));
   REQUIRE(result->runs[1].rounds_us == std::vector<double>(4, 20.0));
@@ -96,7 +95,7 @@ TEST_CASE("a slow setting is cut after settle rounds, the default never") {
   FakeImage fast(10, &clock), slow(40, &clock), slow_default(50, &clock);
   // The default (group 0) is slowest of all and still never cut.
   auto result = TimeInterleaved({&slow_default, &fast, &slow}, {0, 1, 2},
-                                Timing(8, 3, 2, 1.5), kInf, Env(&device));
+                                Timing(8, 3, 2, 1.5), kInf, IdleRules(), *Context(&device));
   REQUIRE(result.ok());
   REQUIRE(result->runs[0].rounds_us.size() == 8);
   REQUIRE(result->runs[1].rounds_us.size() == 8);
@@ -108,7 +107,7 @@ TEST_CASE("a carried-over fastest figure cuts a setting") {
   FakeDevice device(&clock);
   FakeImage def(30, &clock), other(20, &clock);
   auto result = TimeInterleaved({&def, &other}, {0, 1}, Timing(6, 3, 3, 1.5),
-                                /*fastest_us=*/10, Env(&device));
+                                /*fastest_us=*/10, IdleRules(), *Context(&device));
   REQUIRE(result.ok());
   REQUIRE(result->runs[1].rounds_us.size() == 3);
   REQUIRE(result->runs[0].rounds_us.size() == 6);
@@ -122,7 +121,7 @@ TEST_CASE("a group is judged by its slowest run") {
   FakeImage def(60, &clock), a1(10, &clock), a2(100, &clock), b1(40, &clock),
       b2(50, &clock);
   auto result = TimeInterleaved({&def, &a1, &b1, &a2, &b2}, {0, 1, 2, 1, 2},
-                                Timing(5, 2, 1, 1.5), kInf, Env(&device));
+                                Timing(5, 2, 1, 1.5), kInf, IdleRules(), *Context(&device));
   REQUIRE(result.ok());
   REQUIRE(result->runs[1].rounds_us.size() == 1);
   REQUIRE(result->runs[3].rounds_us.size() == 1);
@@ -136,7 +135,7 @@ TEST_CASE("rounds overlapping another process are discarded and repeated") {
   // Another process holds the NPU at the end of the first two rounds.
   device.held = [](int, int polls) { return polls == 2 || polls == 4; };
   auto result =
-      TimeInterleaved({&a}, {0}, Timing(3, 4, 1, 1.5), kInf, Env(&device));
+      TimeInterleaved({&a}, {0}, Timing(3, 4, 1, 1.5), kInf, IdleRules(), *Context(&device));
   REQUIRE(result.ok());
   REQUIRE(result->discarded_rounds == 2);
   REQUIRE(result->runs[0].rounds_us.size() == 3);
@@ -148,10 +147,11 @@ TEST_CASE("waiting for the NPU is bounded") {
   FakeDevice device(&clock);
   FakeImage a(10, &clock);
   device.held = [](int, int) { return true; };
-  InterleaveEnv env = Env(&device);
-  env.idle_timeout = absl::Seconds(20);
-  env.idle_poll = absl::Seconds(5);
-  auto result = TimeInterleaved({&a}, {0}, Timing(3, 4, 1, 1.5), kInf, env);
+  IdleRules rules;
+  rules.idle_timeout = absl::Seconds(20);
+  rules.idle_poll = absl::Seconds(5);
+  auto result = TimeInterleaved({&a}, {0}, Timing(3, 4, 1, 1.5), kInf, rules,
+                                *Context(&device));
   REQUIRE(absl::IsDeadlineExceeded(result.status()));
   REQUIRE_THAT(std::string(result.status().message()),
                Catch::Contains("process 4242"));
@@ -164,7 +164,7 @@ TEST_CASE("a call that waited for a CPU is refused and its round repeated") {
   FakeImage a(10, &clock);
   a.cpu_wait_at = [](int clock) { return clock == 3 || clock == 10; };
   auto result =
-      TimeInterleaved({&a}, {0}, Timing(2, 4, 1, 1.5), kInf, Env(&device));
+      TimeInterleaved({&a}, {0}, Timing(2, 4, 1, 1.5), kInf, IdleRules(), *Context(&device));
   REQUIRE(result.ok());
   REQUIRE(result->refused_calls == 2);
   REQUIRE(result->runs[0].rounds_us.size() == 2);
@@ -176,7 +176,7 @@ TEST_CASE("calls that always wait for a CPU end the timing") {
   FakeImage a(10, &clock);
   a.cpu_wait_at = [](int clock) { return clock > 1; };
   auto result =
-      TimeInterleaved({&a}, {0}, Timing(2, 4, 1, 1.5), kInf, Env(&device));
+      TimeInterleaved({&a}, {0}, Timing(2, 4, 1, 1.5), kInf, IdleRules(), *Context(&device));
   REQUIRE(absl::IsAborted(result.status()));
 }
 
@@ -184,9 +184,10 @@ TEST_CASE("cancellation is seen between rounds") {
   int clock = 0;
   FakeDevice device(&clock);
   FakeImage a(10, &clock);
-  InterleaveEnv env = Env(&device);
-  env.cancelled = [&] { return clock > 10; };
-  auto result = TimeInterleaved({&a}, {0}, Timing(8, 4, 1, 1.5), kInf, env);
+  auto context = Context(&device);
+  context->cancel_when = [&] { return clock > 10; };
+  auto result = TimeInterleaved({&a}, {0}, Timing(8, 4, 1, 1.5), kInf,
+                                IdleRules(), *context);
   REQUIRE(absl::IsCancelled(result.status()));
   REQUIRE(a.calls < 1 + 8 * 4);
 }
@@ -195,11 +196,11 @@ TEST_CASE("cancellation is seen between the images of a round") {
   int clock = 0;
   FakeDevice device(&clock);
   FakeImage a(10, &clock), b(10, &clock);
-  InterleaveEnv env = Env(&device);
+  auto context = Context(&device);
   // True once a has run its first round's calls (2 warm-ups + 4).
-  env.cancelled = [&] { return clock >= 6; };
-  auto result =
-      TimeInterleaved({&a, &b}, {0, 1}, Timing(8, 4, 1, 1.5), kInf, env);
+  context->cancel_when = [&] { return clock >= 6; };
+  auto result = TimeInterleaved({&a, &b}, {0, 1}, Timing(8, 4, 1, 1.5), kInf,
+                                IdleRules(), *context);
   REQUIRE(absl::IsCancelled(result.status()));
   CHECK(a.calls == 1 + 4);
   CHECK(b.calls == 1);  // warmed, never timed

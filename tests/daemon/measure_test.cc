@@ -9,6 +9,7 @@
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
 #include "daemon/store/cache.h"
+#include "tests/testing/tune_context.h"
 
 namespace irontune {
 namespace {
@@ -66,13 +67,9 @@ struct Rig {
     options.seed = seed;
     device = *MakeSimDevice(spec, options);
   }
-  MeasureDeps Deps(Cache* cache = nullptr) {
-    MeasureDeps deps;
-    deps.device = device.get();
-    deps.builder = &builder;
-    deps.cache = cache;
-    deps.env.sleep = [](absl::Duration) {};
-    return deps;
+  std::unique_ptr<testing::LocalTuneContext> Context(Cache* cache = nullptr) {
+    return std::make_unique<testing::LocalTuneContext>(device.get(), &builder,
+                                                       cache);
   }
   std::unique_ptr<SimDevice> device;
   SimBuilder builder;
@@ -113,7 +110,7 @@ TEST_CASE("every setting pairs with the default, round by round") {
   std::vector<v1::Operator> settings = {Gemm(256, 512, 512, 64, 64, 64, 8),
                                         Gemm(256, 512, 512, 32, 64, 64, 8),
                                         Gemm(256, 512, 512, 64, 32, 64, 4)};
-  auto result = Measure(Request(settings), rig.Deps());
+  auto result = Measure(Request(settings), *rig.Context());
   REQUIRE(result.ok());
   for (auto& [i, why] : result->refused) UNSCOPED_INFO(i << ": " << why);
   REQUIRE(result->measurements.size() == 3);
@@ -146,9 +143,9 @@ TEST_CASE("the same seed gives the same measurements") {
   std::vector<v1::Operator> settings = {Gemm(256, 512, 512, 64, 64, 64, 8),
                                         Gemm(256, 512, 512, 32, 64, 64, 8)};
   Rig a(/*spec=*/"sim:npu2", /*seed=*/11), b("sim:npu2", 11), c("sim:npu2", 12);
-  auto ra = Measure(Request(settings), a.Deps());
-  auto rb = Measure(Request(settings), b.Deps());
-  auto rc = Measure(Request(settings), c.Deps());
+  auto ra = Measure(Request(settings), *a.Context());
+  auto rb = Measure(Request(settings), *b.Context());
+  auto rc = Measure(Request(settings), *c.Context());
   REQUIRE(ra.ok());
   REQUIRE(rb.ok());
   REQUIRE(rc.ok());
@@ -170,7 +167,7 @@ TEST_CASE(
   // One column and 32-wide tiles: far slower than the default.
   auto result = Measure(Request({Gemm(256, 512, 512, 64, 64, 64, 8),
                                  Gemm(256, 512, 512, 32, 32, 32, 1)}),
-                        rig.Deps());
+                        *rig.Context());
   REQUIRE(result.ok());
   CHECK(result->measurements.at(0).round_us_size() == 6);
   CHECK(result->measurements.at(1).round_us_size() == 2);
@@ -188,7 +185,7 @@ TEST_CASE("batches follow the device's hardware contexts") {
     MeasurePlan request = Request(settings);
     request.packaging = v1::PACKAGING_XCLBIN_CHAIN;
     request.timing.set_cutoff(100);  // nothing cut: every batch is full
-    auto result = Measure(request, rig.Deps());
+    auto result = Measure(request, *rig.Context());
     REQUIRE(result.ok());
     for (auto& [i, why] : result->refused) UNSCOPED_INFO(i << ": " << why);
     REQUIRE(result->measurements.size() == settings.size());
@@ -206,7 +203,7 @@ TEST_CASE("a setting that does not build is reported and skipped") {
   auto result = Measure(Request({Gemm(256, 512, 512, 64, 64, 64, 8),
                                  Gemm(256, 512, 512, 128, 64, 64, 8),
                                  Gemm(256, 512, 512, 32, 64, 64, 8)}),
-                        rig.Deps());
+                        *rig.Context());
   REQUIRE(result.ok());
   CHECK(result->measurements.count(1) == 0);
   REQUIRE(result->refused.count(1) == 1);
@@ -218,7 +215,7 @@ TEST_CASE("the default not building is an error") {
   Rig rig;
   auto result = Measure(Request({Gemm(256, 512, 512, 128, 64, 64, 8),
                                  Gemm(256, 512, 512, 64, 64, 64, 8)}),
-                        rig.Deps());
+                        *rig.Context());
   REQUIRE(absl::IsFailedPrecondition(result.status()));
   CHECK_THAT(std::string(result.status().message()),
              Catch::Contains("recorded setting"));
@@ -244,11 +241,11 @@ class FailingLoad : public DeviceWrapper {
 TEST_CASE("a failed load is a device error, not the setting's") {
   Rig rig;
   FailingLoad device(rig.device.get(), 3);
-  MeasureDeps deps = rig.Deps();
-  deps.device = &device;
+  auto context = rig.Context();
+  context->set_device(&device);
   auto result = Measure(Request({Gemm(256, 512, 512, 64, 64, 64, 8),
                                  Gemm(256, 512, 512, 32, 64, 64, 8)}),
-                        deps);
+                        *context);
   REQUIRE(absl::IsUnavailable(result.status()));
 }
 
@@ -263,7 +260,7 @@ TEST_CASE("rounds while another process holds the NPU are discarded") {
   rig.device->ScriptInterference(script);
   auto result = Measure(Request({Gemm(256, 512, 512, 64, 64, 64, 8),
                                  Gemm(256, 512, 512, 32, 64, 64, 8)}),
-                        rig.Deps());
+                        *rig.Context());
   REQUIRE(result.ok());
   CHECK(result->measurements.at(0).round_us_size() == 6);
   CHECK(result->measurements.at(0).discarded_rounds() >= 1);
@@ -278,7 +275,7 @@ TEST_CASE("calls that waited for a CPU are refused and their rounds redone") {
   rig.device->ScriptCpuWait(script);
   auto result = Measure(Request({Gemm(256, 512, 512, 64, 64, 64, 8),
                                  Gemm(256, 512, 512, 32, 64, 64, 8)}),
-                        rig.Deps());
+                        *rig.Context());
   REQUIRE(result.ok());
   CHECK(result->measurements.at(0).refused_calls() >= 1);
   CHECK(result->measurements.at(0).round_us_size() == 6);
@@ -317,11 +314,11 @@ class Switching : public DeviceWrapper {
 TEST_CASE("a power mode change mid-batch discards the batch") {
   Rig rig;
   Switching device(rig.device.get());
-  MeasureDeps deps = rig.Deps();
-  deps.device = &device;
+  auto context = rig.Context();
+  context->set_device(&device);
   auto result = Measure(Request({Gemm(256, 512, 512, 64, 64, 64, 8),
                                  Gemm(256, 512, 512, 32, 64, 64, 8)}),
-                        deps);
+                        *context);
   REQUIRE(absl::IsFailedPrecondition(result.status()));
   CHECK_THAT(std::string(result.status().message()),
              Catch::Contains("powersaver"));
@@ -334,12 +331,12 @@ TEST_CASE("the cache serves what was timed and misses what was not") {
   REQUIRE(cache.ok());
   std::vector<v1::Operator> settings = {Gemm(256, 512, 512, 64, 64, 64, 8),
                                         Gemm(256, 512, 512, 32, 64, 64, 8)};
-  auto first = Measure(Request(settings), rig.Deps(cache->get()));
+  auto first = Measure(Request(settings), *rig.Context(cache->get()));
   REQUIRE(first.ok());
   CHECK(first->cached.empty());
   const int64_t calls = rig.device->calls();
 
-  auto second = Measure(Request(settings), rig.Deps(cache->get()));
+  auto second = Measure(Request(settings), *rig.Context(cache->get()));
   REQUIRE(second.ok());
   CHECK(second->cached.size() == 2);
   CHECK(rig.device->calls() == calls);  // nothing ran
@@ -351,13 +348,13 @@ TEST_CASE("the cache serves what was timed and misses what was not") {
   other.values["rows"] = 128;
   // GEMM here has no CallValue "rows": the request is refused, nothing
   // cached under it.
-  auto refused = Measure(other, rig.Deps(cache->get()));
+  auto refused = Measure(other, *rig.Context(cache->get()));
   CHECK(absl::IsInvalidArgument(refused.status()));
 
   // Remeasure times again.
   MeasurePlan again = Request(settings);
   again.remeasure = true;
-  auto third = Measure(again, rig.Deps(cache->get()));
+  auto third = Measure(again, *rig.Context(cache->get()));
   REQUIRE(third.ok());
   CHECK(third->cached.empty());
   CHECK(rig.device->calls() > calls);
@@ -369,14 +366,14 @@ TEST_CASE("a cache of another power mode is refused") {
       Cache::Open(TempDb("pmode"), "NPU Strix", PowerMode::kPerformance);
   REQUIRE(cache.ok());
   auto result = Measure(Request({Gemm(256, 512, 512, 64, 64, 64, 8)}),
-                        rig.Deps(cache->get()));
+                        *rig.Context(cache->get()));
   REQUIRE(absl::IsFailedPrecondition(result.status()));
 }
 
 TEST_CASE("npu1 has no full-ELF dispatch") {
   Rig rig("sim:npu1");
   auto result =
-      Measure(Request({Gemm(256, 512, 512, 64, 64, 64, 4)}), rig.Deps());
+      Measure(Request({Gemm(256, 512, 512, 64, 64, 64, 4)}), *rig.Context());
   REQUIRE(absl::IsFailedPrecondition(result.status()));
 }
 

@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
@@ -12,18 +13,36 @@
 namespace irontune {
 namespace {
 
-// Records what ran; its Autotune yields between two "shapes".
+// Records what ran; its Autotune has two "shapes", the first waiting for
+// `proceed`.
 class FakeRunner : public JobRunner {
  public:
-  absl::StatusOr<v1::AutotuneResult> RunAutotune(const v1::AutotuneRequest&,
-                                                 JobContext& context) override {
-    order.push_back("autotune shape 0");
-    started.Notify();
-    proceed.WaitForNotification();
-    context.Yield();
-    order.push_back("autotune shape 1");
-    if (context.cancelled()) return absl::CancelledError("cancelled");
-    return v1::AutotuneResult();
+  class Steps : public AutotuneSteps {
+   public:
+    Steps(FakeRunner& runner, JobContext& context)
+        : runner_(runner), context_(context) {}
+    bool done() const override { return shape_ == 2; }
+    absl::Status Next() override {
+      runner_.order.push_back(absl::StrCat("autotune shape ", shape_));
+      if (shape_++ == 0) {
+        runner_.started.Notify();
+        runner_.proceed.WaitForNotification();
+      } else if (context_.cancelled()) {
+        return absl::CancelledError("cancelled");
+      }
+      return absl::OkStatus();
+    }
+    v1::AutotuneResult Finish() override { return v1::AutotuneResult(); }
+
+   private:
+    FakeRunner& runner_;
+    JobContext& context_;
+    int shape_ = 0;
+  };
+
+  absl::StatusOr<std::unique_ptr<AutotuneSteps>> StartAutotune(
+      const v1::AutotuneRequest&, JobContext& context) override {
+    return std::make_unique<Steps>(*this, context);
   }
   absl::StatusOr<v1::MeasureResult> RunMeasure(const v1::MeasureRequest&,
                                                JobContext& context) override {

@@ -1,0 +1,78 @@
+#include "daemon/server/job_context.h"
+
+#include <utility>
+
+#include "absl/time/clock.h"
+
+namespace irontune {
+
+JobContext::JobContext(JobPtr job, Device& device, Builder& builder,
+                       Cache* cache)
+    : job_(std::move(job)),
+      meter_(&device),
+      builder_(builder),
+      cache_(cache),
+      start_(absl::Now()) {}
+
+void JobContext::Log(const std::string& line) {
+  v1::AutotuneEvent event;
+  event.mutable_log()->set_text(line);
+  Emit(std::move(event));
+}
+
+void JobContext::SetShapes(uint32_t done, uint32_t total) {
+  job_->SetShapes(done, total);
+  shapes_total_ = total;
+}
+
+double JobContext::wall_seconds() const {
+  return absl::ToDoubleSeconds(absl::Now() - start_);
+}
+
+void JobContext::OnShape(int index, int total, const std::string& key) {
+  if (index > 0) SetShapes(index, total);
+  shape_ = key;
+  index_ = index;
+  total_ = total;
+  timed_ = 0;
+  best_.reset();
+  v1::AutotuneEvent event = Progress();
+  if (index > 0) {
+    const double per_shape = wall_seconds() / index;
+    event.mutable_progress()->set_eta_seconds(per_shape * (total - index));
+  }
+  Emit(std::move(event));
+}
+
+void JobContext::OnTrial(int /*index*/, const Comparison& trial) {
+  ++timed_;
+  if (trial.Gains() && (!best_ || trial.delta_us < best_->delta_us)) {
+    best_ = trial;
+  }
+  v1::AutotuneEvent event;
+  v1::TrialEvent* t = event.mutable_trial();
+  t->set_shape(shape_);
+  *t->mutable_trial() = trial.ToProto();
+  Emit(std::move(event));
+  v1::AutotuneEvent progress = Progress();
+  v1::ShapeProgress* p = progress.mutable_progress();
+  p->set_settings_timed(timed_);
+  if (best_) {
+    p->set_has_best(true);
+    for (const v1::Field& f : best_->tunables) *p->add_best() = f;
+    p->set_best_delta_us(best_->delta_us);
+    p->set_best_noise_us(best_->noise_us.value_or(0));
+  }
+  Emit(std::move(progress));
+}
+
+v1::AutotuneEvent JobContext::Progress() const {
+  v1::AutotuneEvent event;
+  v1::ShapeProgress* p = event.mutable_progress();
+  p->set_index(index_);
+  p->set_total(total_);
+  p->set_shape(shape_);
+  return event;
+}
+
+}  // namespace irontune

@@ -1,0 +1,69 @@
+// JobContext: one running job's view of the device worker, the TuneContext
+// the method runs against. It meters the device for the job's statistics,
+// keeps the job's seeded inputs, turns progress into the job's events
+// (log lines, shape progress with an ETA, trials) and reads cancellation
+// from the job.
+//
+// Threads: the device worker's only. Ownership: the job is shared; the
+// device, builder and cache are borrowed from the worker and must outlive
+// the context.
+#ifndef IRONTUNE_DAEMON_SERVER_JOB_CONTEXT_H_
+#define IRONTUNE_DAEMON_SERVER_JOB_CONTEXT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/time/time.h"
+#include "daemon/npu/metered.h"
+#include "daemon/server/jobs.h"
+#include "daemon/tune/tune_context.h"
+#include "irontune/v1/tuner.pb.h"
+
+namespace irontune {
+
+class JobContext : public TuneContext {
+ public:
+  JobContext(JobPtr job, Device& device, Builder& builder, Cache* cache);
+
+  Device& device() override { return meter_; }
+  Builder& builder() override { return builder_; }
+  Cache* cache() override { return cache_; }
+  InputCache& inputs() override { return inputs_; }
+  bool cancelled() override { return job_->cancelled(); }
+  void Sleep(absl::Duration d) override { job_->WaitCancelled(d); }
+  void Log(const std::string& line) override;
+  void OnShape(int index, int total, const std::string& key) override;
+  void OnTrial(int index, const Comparison& trial) override;
+
+  // Appends an event to the job's log.
+  void Emit(v1::AutotuneEvent event) { job_->Emit(std::move(event)); }
+  // Counts for the job's summary and the end-of-job log line.
+  void SetShapes(uint32_t done, uint32_t total);
+  uint32_t shapes_total() const { return shapes_total_; }
+
+  // Device time the job's runs took so far, and wall time since it began.
+  double device_seconds() const { return meter_.device_us() / 1e6; }
+  double wall_seconds() const;
+
+ private:
+  v1::AutotuneEvent Progress() const;
+
+  JobPtr job_;
+  MeteredDevice meter_;
+  Builder& builder_;
+  Cache* cache_;
+  InputCache inputs_;
+  const absl::Time start_;
+  uint32_t shapes_total_ = 0;
+  // The shape being searched: its key, index, settings timed and best gain.
+  std::string shape_;
+  int index_ = 0;
+  int total_ = 0;
+  uint32_t timed_ = 0;
+  std::optional<Comparison> best_;
+};
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_DAEMON_SERVER_JOB_CONTEXT_H_

@@ -1,0 +1,241 @@
+#include "daemon/server/requests.h"
+
+#include <map>
+#include <set>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/defaults.h"
+#include "common/recording.h"
+#include "common/status_macros.h"
+
+namespace irontune {
+namespace {
+
+// Settings one Measure request may time.
+constexpr int kMaxSettings = 1024;
+
+absl::Status Invalid(const std::string& text) {
+  return absl::InvalidArgumentError(text);
+}
+
+// The operator is checked exactly as a recording's operators[0] would be.
+absl::Status CheckOperator(const v1::MeasureRequest& request) {
+  if (!request.has_operator_()) return Invalid("operator: missing");
+  v1::Calls calls;
+  calls.set_format_version(v1::FORMAT_VERSION_1);
+  *calls.add_operators() = request.operator_();
+  absl::Status s = ValidateRecording(calls);
+  if (s.ok()) return s;
+  std::string message(s.message());
+  const std::string prefix = "operators[0]";
+  if (absl::StartsWith(message, prefix)) {
+    message = "operator" + message.substr(prefix.size());
+  }
+  return Invalid(message);
+}
+
+absl::Status CheckSetting(const v1::Setting& setting, int i,
+                          const std::set<std::string>& tunables) {
+  std::set<std::string> seen;
+  for (int j = 0; j < setting.tunables_size(); ++j) {
+    const v1::Field& f = setting.tunables(j);
+    const std::string path = absl::StrCat("settings[", i, "].tunables[", j, "]");
+    if (!tunables.count(f.name())) {
+      return Invalid(absl::StrCat(path, ".name: \"", f.name(),
+                                  "\" is not a tunable of the operator"));
+    }
+    if (!seen.insert(f.name()).second) {
+      return Invalid(
+          absl::StrCat(path, ".name: \"", f.name(), "\" given twice"));
+    }
+    if (f.value().kind_case() == v1::Value::KIND_NOT_SET) {
+      return Invalid(absl::StrCat(path, ".value: missing"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSettings(const v1::MeasureRequest& request) {
+  if (request.settings_size() > kMaxSettings) {
+    return Invalid(absl::StrCat("settings: ", request.settings_size(),
+                                " settings exceed the limit of ",
+                                kMaxSettings));
+  }
+  std::set<std::string> tunables;
+  for (const v1::Tunable& t : request.operator_().tunables()) {
+    tunables.insert(t.name());
+  }
+  for (int i = 0; i < request.settings_size(); ++i) {
+    RETURN_IF_ERROR(CheckSetting(request.settings(i), i, tunables));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckValues(const v1::MeasureRequest& request) {
+  std::set<std::string> call_values;
+  for (const v1::CallValue& v : request.operator_().values()) {
+    call_values.insert(v.name());
+  }
+  for (const auto& [name, value] : request.values()) {
+    if (!call_values.count(name)) {
+      return Invalid(absl::StrCat("values[\"", name,
+                                  "\"]: the operator has no such call value"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckInputs(const v1::MeasureRequest& request) {
+  std::map<std::string, uint64_t> sizes;
+  for (const v1::Buffer& b : request.operator_().buffers()) {
+    uint64_t n = DTypeSize(b.dtype());
+    for (uint64_t d : b.shape()) n *= d;  // bounded by CheckOperator
+    sizes[b.name()] = n;
+  }
+  std::set<std::string> given;
+  for (int i = 0; i < request.inputs_size(); ++i) {
+    const v1::Content& c = request.inputs(i);
+    const std::string path = absl::StrCat("inputs[", i, "]");
+    auto it = sizes.find(c.buffer());
+    if (it == sizes.end()) {
+      return Invalid(absl::StrCat(path, ".buffer: \"", c.buffer(),
+                                  "\" is not a buffer of the operator"));
+    }
+    if (!given.insert(c.buffer()).second) {
+      return Invalid(
+          absl::StrCat(path, ".buffer: \"", c.buffer(), "\" given twice"));
+    }
+    if (c.data().size() != it->second) {
+      return Invalid(absl::StrCat(path, ".data: ", c.data().size(),
+                                  " bytes; the buffer holds ", it->second));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckRepeats(uint32_t repeats) {
+  if (repeats == 1) {
+    return Invalid(absl::StrCat("repeats: must be 0 (", kDefaultRepeats,
+                                ") or at least 2"));
+  }
+  if (repeats > kMaxRepeats) {
+    return Invalid(absl::StrCat("repeats: at most ", kMaxRepeats));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateMeasureRequest(const v1::MeasureRequest& request) {
+  RETURN_IF_ERROR(CheckOperator(request));
+  RETURN_IF_ERROR(CheckSettings(request));
+  RETURN_IF_ERROR(CheckValues(request));
+  RETURN_IF_ERROR(CheckInputs(request));
+  return CheckRepeats(request.repeats());
+}
+
+absl::Status ValidateAutotuneRequest(const v1::AutotuneRequest& request) {
+  if (!request.has_calls()) return Invalid("calls: missing");
+  RETURN_IF_ERROR(ValidateRecording(request.calls()));
+  return CheckRepeats(request.repeats());
+}
+
+v1::Operator ApplySetting(const v1::Operator& op, const v1::Setting& setting) {
+  v1::Operator out = op;
+  for (const v1::Field& f : setting.tunables()) {
+    for (v1::Tunable& t : *out.mutable_tunables()) {
+      if (t.name() == f.name()) *t.mutable_value() = f.value();
+    }
+  }
+  return out;
+}
+
+int RepeatsOf(uint32_t repeats) {
+  return repeats == 0 ? kDefaultRepeats : static_cast<int>(repeats);
+}
+
+MeasurePlan MeasurePlanOf(const v1::MeasureRequest& request,
+                          const Platform& platform) {
+  MeasurePlan plan;
+  plan.settings.push_back(request.operator_());
+  for (const v1::Setting& s : request.settings()) {
+    plan.settings.push_back(ApplySetting(request.operator_(), s));
+  }
+  plan.timing = request.timing();
+  plan.repeats = RepeatsOf(request.repeats());
+  plan.packaging = request.packaging() == v1::PACKAGING_UNSPECIFIED
+                       ? DefaultPackaging(platform)
+                       : request.packaging();
+  for (const auto& [name, value] : request.values()) plan.values[name] = value;
+  for (const v1::Content& c : request.inputs()) {
+    plan.inputs[c.buffer()] = c.data();
+  }
+  plan.remeasure = request.remeasure();
+  plan.seed = request.seed();
+  return plan;
+}
+
+AutotuneOptions AutotuneOptionsOf(const v1::AutotuneRequest& request,
+                                  const std::string& cycles_path) {
+  AutotuneOptions options;
+  options.timing = request.timing();
+  options.repeats = RepeatsOf(request.repeats());
+  if (request.packaging() != v1::PACKAGING_UNSPECIFIED) {
+    options.packaging = request.packaging();
+  }
+  options.remeasure = request.remeasure();
+  options.seed = request.seed();
+  options.cycles_path = cycles_path;
+  return options;
+}
+
+v1::MeasureResult MeasureResultOf(const v1::MeasureRequest& request,
+                                  const MeasurePlan& plan,
+                                  const MeasureOutcome& outcome) {
+  v1::MeasureResult result;
+  const std::set<int> cached(outcome.cached.begin(), outcome.cached.end());
+  for (int i = 0; i < static_cast<int>(plan.settings.size()); ++i) {
+    v1::SettingMeasurement* sm = result.add_settings();
+    if (i == 0) {
+      for (const v1::Tunable& t : request.operator_().tunables()) {
+        v1::Field* f = sm->mutable_setting()->add_tunables();
+        f->set_name(t.name());
+        *f->mutable_value() = t.value();
+      }
+    } else {
+      *sm->mutable_setting() = request.settings(i - 1);
+    }
+    sm->set_cached(cached.count(i) > 0);
+    if (auto it = outcome.refused.find(i); it != outcome.refused.end()) {
+      sm->set_refused(it->second);
+    }
+    auto it = outcome.measurements.find(i);
+    if (it == outcome.measurements.end()) continue;
+    *sm->mutable_measurement() = it->second;
+    if (i == 0) continue;
+    const Delta d = AgainstDefault(it->second);
+    sm->set_has_delta(true);
+    sm->set_delta_us(d.delta_us);
+    if (d.noise_us) sm->set_noise_us(*d.noise_us);
+  }
+  return result;
+}
+
+v1::AutotuneResult AutotuneResultOf(const TuneResult& tuned,
+                                    double device_seconds,
+                                    double wall_seconds) {
+  v1::AutotuneResult result;
+  *result.mutable_profile() = tuned.profile.proto();
+  *result.mutable_diff() = tuned.diff;
+  v1::AutotuneStats* stats = result.mutable_stats();
+  stats->set_shapes(static_cast<uint32_t>(tuned.shapes.size()));
+  stats->set_settings_timed(static_cast<uint32_t>(tuned.stats.device_timed));
+  stats->set_cache_hits(static_cast<uint32_t>(tuned.stats.cache_hits));
+  stats->set_device_seconds(device_seconds);
+  stats->set_wall_seconds(wall_seconds);
+  return result;
+}
+
+}  // namespace irontune

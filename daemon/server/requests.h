@@ -1,0 +1,70 @@
+// The wire boundary: every conversion between irontune.v1's requests and
+// results and the method's own types, the checks a request must pass before
+// it is queued, and the defaults a request's zero fields take (IRON's
+// Timing and repeats, common/defaults.h; the platform's packaging,
+// DefaultPackaging).
+//
+// No gRPC here: the service turns the Status these return into a
+// grpc::Status. Thread-safe (pure functions).
+#ifndef IRONTUNE_DAEMON_SERVER_REQUESTS_H_
+#define IRONTUNE_DAEMON_SERVER_REQUESTS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "daemon/npu/device.h"
+#include "daemon/tune/autotune.h"
+#include "daemon/tune/measure.h"
+#include "irontune/v1/tuner.pb.h"
+
+namespace irontune {
+
+// The largest runlist a request may ask for.
+inline constexpr uint32_t kMaxRepeats = 65536;
+
+// Checks what a Measure relies on: the operator validates as a recording's
+// would, and every Setting names tunables of the operator, each once, with
+// a value; values and inputs name the operator's call values and buffers,
+// inputs of the buffer's size; repeats is 0 or in [2, kMaxRepeats].
+// InvalidArgument naming the field path ("operator.buffers[1]...",
+// "settings[2].tunables[0].name: ...").
+absl::Status ValidateMeasureRequest(const v1::MeasureRequest& request);
+
+// Checks what an Autotune relies on: calls present and valid
+// (ValidateRecording), repeats as above. InvalidArgument naming the field
+// path.
+absl::Status ValidateAutotuneRequest(const v1::AutotuneRequest& request);
+
+// The operator at `setting`: the recorded tunables with the setting's
+// values applied. REQUIRES: ValidateMeasureRequest passed.
+v1::Operator ApplySetting(const v1::Operator& op, const v1::Setting& setting);
+
+// A request's repeats, 0 meaning the default.
+int RepeatsOf(uint32_t repeats);
+
+// What a Measure request asks for on `platform`: the operator at its
+// recorded setting, then at each Setting. REQUIRES: ValidateMeasureRequest
+// passed.
+MeasurePlan MeasurePlanOf(const v1::MeasureRequest& request,
+                          const Platform& platform);
+
+// What an Autotune request asks for; `cycles_path` is the daemon's kernel
+// cycles file ("" for none).
+AutotuneOptions AutotuneOptionsOf(const v1::AutotuneRequest& request,
+                                  const std::string& cycles_path);
+
+// A Measure's answer: a SettingMeasurement per setting, the recorded one
+// first, with its delta against the recorded setting (AgainstDefault).
+v1::MeasureResult MeasureResultOf(const v1::MeasureRequest& request,
+                                  const MeasurePlan& plan,
+                                  const MeasureOutcome& outcome);
+
+// An Autotune's answer, with the device and wall time it took.
+v1::AutotuneResult AutotuneResultOf(const TuneResult& tuned,
+                                    double device_seconds,
+                                    double wall_seconds);
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_DAEMON_SERVER_REQUESTS_H_

@@ -1,0 +1,52 @@
+// What an Autotune is asked to do, and what it counts while doing it.
+#ifndef IRONTUNE_DAEMON_TUNE_AUTOTUNE_OPTIONS_H_
+#define IRONTUNE_DAEMON_TUNE_AUTOTUNE_OPTIONS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "common/defaults.h"
+#include "daemon/tune/interleave.h"
+#include "daemon/tune/judge.h"
+#include "daemon/tune/settings.h"
+#include "irontune/v1/measurement.pb.h"
+
+namespace irontune {
+
+// Where there are at most this many settings of a shape, every one is
+// timed; above, a coordinate descent (IRON's EXHAUSTIVE).
+inline constexpr int kExhaustive = 32;
+
+struct AutotuneOptions {
+  v1::Timing timing;  // zero fields take IRON's defaults
+  int repeats = kDefaultRepeats;
+  // nullopt: full ELF where the platform supports it, else the xclbin chain.
+  std::optional<v1::Packaging> packaging;
+  bool remeasure = false;  // time again what the cache holds
+  int exhaustive = kExhaustive;
+  uint64_t seed = 0;  // the seeded inputs' seed
+  // mlir-aie nightly kernel cycles (kernel_cycles.h); empty: none, every
+  // setting is timed. Read once per Autotune; never fetched.
+  std::string cycles_path;
+  SearchSpace space = DefaultSearchSpace();
+  // The operator's CPU reference under both gates (judge.h).
+  JudgeFn judge = Judge;
+  // Names the judge in the cache's judgement verdicts, so another judge
+  // decides afresh.
+  std::string judge_id = "reference/1";
+  IdleRules idle;
+};
+
+struct TuneStats {
+  int64_t settings_timed = 0;    // settings given a figure (cache or device)
+  int64_t cache_hits = 0;        // figures taken from the cache
+  int64_t device_timed = 0;      // figures timed on the device
+  int64_t measure_calls = 0;     // Measure calls
+  int64_t skipped_by_bound = 0;  // settings the kernel bound ruled out
+  int64_t builder_refused = 0;   // settings the builder refused
+};
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_DAEMON_TUNE_AUTOTUNE_OPTIONS_H_

@@ -1,0 +1,70 @@
+// TimeShape: IRON's time_shape, the search of one shape's settings.
+//
+// The settings every member of the shape has (Settings with shape.pinned,
+// intersected), less those the builder refuses for some member, are timed
+// against the recorded setting: all of them where there are at most
+// options.exhaustive, else a coordinate descent over Line()s through the
+// fastest setting taken until a pass moves nothing. With kernel cycles and
+// a core clock, a GEMM setting whose LeastUs (summed as the delta is) is no
+// less than the recorded setting's time plus the best gain so far is not
+// timed. docs/search.md says why each step is as it is.
+//
+// Threads: the context's (the device worker's). Failure: device, builder
+// and cache errors come back as they were; cancellation is Cancelled. A
+// setting the builder refuses or whose output is not admitted is a refused
+// Comparison, not an error.
+#ifndef IRONTUNE_DAEMON_TUNE_TIME_SHAPE_H_
+#define IRONTUNE_DAEMON_TUNE_TIME_SHAPE_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "daemon/npu/device.h"
+#include "daemon/tune/autotune_options.h"
+#include "daemon/tune/kernel_cycles.h"
+#include "daemon/tune/search.h"
+#include "daemon/tune/shapes.h"
+#include "daemon/tune/tune_context.h"
+#include "irontune/v1/recording.pb.h"
+
+namespace irontune {
+
+// One setting's comparison, with each member's share (per step, weighted
+// over its points) so the model-level gain can weight members by their
+// steps.
+struct ShapeTrial {
+  Comparison trial;
+  std::vector<double> member_delta_us;
+  std::vector<std::optional<double>> member_noise_us;
+};
+
+struct ShapeResult {
+  std::string key;
+  std::vector<ShapeTrial> trials;  // the recorded setting first
+  int best = 0;                    // index of the setting taken
+};
+
+// Times `shape`'s settings (see the top of this file). Trials are in
+// Settings order, the recorded one first; `best` is the fastest that
+// Gains(), else 0. One setting left gives [{recorded, 0, 0}]. A recorded
+// setting the builder refuses gives its one trial, refused, untimed.
+// `stats` (may be null) is added to; the context hears each trial under
+// `shape_index`.
+absl::StatusOr<ShapeResult> TimeShape(const Shape& shape,
+                                      const v1::Calls& calls,
+                                      const Platform& platform,
+                                      const AutotuneOptions& options,
+                                      const KernelCycles& cycles,
+                                      TuneContext& context, TuneStats* stats,
+                                      int shape_index = 0);
+
+// The packaging an Autotune uses on `platform`: the asked one, else full
+// ELF where the platform has it, else the xclbin chain.
+v1::Packaging PackagingFor(const AutotuneOptions& options,
+                           const Platform& platform);
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_DAEMON_TUNE_TIME_SHAPE_H_

@@ -1,0 +1,58 @@
+// TuneContext: everything the method needs from whoever runs it, in one
+// small interface: the device parts, cancellation, waiting, and where
+// progress goes.
+//
+// irontuned's job context (daemon/server/job_context.h) implements it over
+// the device worker's parts and a job's event log; tests and benchmarks use
+// tests/testing/tune_context.h.
+//
+// Threads: every method is called on the thread that owns the Device and
+// the Builder (irontuned's device worker). Ownership: the references it
+// returns stay valid for the context's life. An implementation must not
+// call back into the method (Measure, AutotuneRun) from any of its methods.
+#ifndef IRONTUNE_DAEMON_TUNE_TUNE_CONTEXT_H_
+#define IRONTUNE_DAEMON_TUNE_TUNE_CONTEXT_H_
+
+#include <string>
+
+#include "absl/time/time.h"
+#include "daemon/npu/builder.h"
+#include "daemon/npu/device.h"
+#include "daemon/tune/inputs.h"
+#include "daemon/tune/search.h"
+
+namespace irontune {
+
+class Cache;
+
+class TuneContext {
+ public:
+  virtual ~TuneContext() = default;
+
+  // The NPU, the builder of its designs, and the measurement cache (null:
+  // nothing is cached or looked up).
+  virtual Device& device() = 0;
+  virtual Builder& builder() = 0;
+  virtual Cache* cache() = 0;
+  // Seeded inputs kept across the measurements of one job.
+  virtual InputCache& inputs() = 0;
+
+  // True once the work should stop; the method looks at least once a round
+  // and stops with Cancelled.
+  virtual bool cancelled() = 0;
+  // Waits up to `d` while another process holds the NPU; may return early
+  // once cancelled.
+  virtual void Sleep(absl::Duration d) = 0;
+
+  // Progress: a line for people, shape `index` of `total` (0-based) about to
+  // be searched, and a setting of shape `index` compared with the recorded
+  // one. The defaults drop them.
+  virtual void Log(const std::string& /*line*/) {}
+  virtual void OnShape(int /*index*/, int /*total*/,
+                       const std::string& /*key*/) {}
+  virtual void OnTrial(int /*index*/, const Comparison& /*trial*/) {}
+};
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_DAEMON_TUNE_TUNE_CONTEXT_H_

@@ -1,0 +1,125 @@
+#include "daemon/tune/tuned_profile.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/value.h"
+#include "daemon/base/stats.h"
+#include "daemon/tune/search.h"
+#include "daemon/tune/settings.h"
+
+namespace irontune {
+namespace {
+
+bool DimsMatch(const std::vector<v1::Field>& entry_dims,
+               const std::vector<v1::Field>& shape_dims) {
+  for (const v1::Field& d : entry_dims) {
+    auto it =
+        std::find_if(shape_dims.begin(), shape_dims.end(),
+                     [&](const v1::Field& s) { return s.name() == d.name(); });
+    if (it == shape_dims.end() || !ValuesEqual(it->value(), d.value())) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// `fields` with `over`'s fields replacing those of the same name, new names
+// appended.
+void Overlay(std::vector<v1::Field>& fields,
+             const google::protobuf::RepeatedPtrField<v1::Field>& over) {
+  for (const v1::Field& f : over) {
+    auto it =
+        std::find_if(fields.begin(), fields.end(),
+                     [&](const v1::Field& g) { return g.name() == f.name(); });
+    if (it == fields.end()) {
+      fields.push_back(f);
+    } else {
+      *it = f;
+    }
+  }
+}
+
+}  // namespace
+
+TunedProfile::TunedProfile(const v1::Calls& calls, const Profile& submitted,
+                           const std::vector<Shape>& shapes)
+    : calls_(calls),
+      submitted_(submitted),
+      shapes_(shapes),
+      covering_(shapes.size()),
+      held_(shapes.size()) {
+  for (const v1::ProfileEntry& entry : submitted.proto().entries()) {
+    const std::vector<v1::Field> dims(entry.dims().begin(), entry.dims().end());
+    bool covered = false;
+    for (size_t s = 0; s < shapes.size(); ++s) {
+      if (shapes[s].class_name != entry.operator_class() ||
+          !DimsMatch(dims, shapes[s].dims)) {
+        continue;
+      }
+      covered = true;
+      covering_[s].push_back(dims);
+      Overlay(held_[s], entry.tunables());
+    }
+    if (!covered) out_.Add(entry);
+  }
+}
+
+void TunedProfile::Add(size_t s, const ShapeResult& result) {
+  const Shape& shape = shapes_[s];
+  const ShapeTrial& best = result.trials[result.best];
+  if (result.best != 0) {
+    for (size_t m = 0; m < shape.members.size(); ++m) {
+      const double steps = static_cast<double>(shape.members[m].steps);
+      model_gain_ += -steps * best.member_delta_us[m];
+      const std::optional<double>& noise = best.member_noise_us[m];
+      model_noise_.push_back(noise ? std::optional<double>(steps * *noise)
+                                   : std::nullopt);
+    }
+  }
+  v1::ProfileEntry entry;
+  entry.set_operator_class(shape.class_name);
+  for (v1::Field& d :
+       NamedDims(calls_.operators(static_cast<int>(shape.members[0].op)),
+                 covering_[s])) {
+    *entry.add_dims() = std::move(d);
+  }
+  std::vector<v1::Field> tunables = held_[s];
+  google::protobuf::RepeatedPtrField<v1::Field> chosen(
+      best.trial.tunables.begin(), best.trial.tunables.end());
+  Overlay(tunables, chosen);
+  for (v1::Field& f : tunables) *entry.add_tunables() = std::move(f);
+  made_.emplace_back(entry, s);
+  out_.Add(std::move(entry));
+}
+
+std::pair<Profile, v1::ProfileDiff> TunedProfile::Finish(
+    const std::vector<ShapeResult>& results) && {
+  v1::ProfileDiff diff = DiffProfiles(submitted_, out_);
+  for (v1::EntryChange& change : *diff.mutable_changed()) {
+    const std::vector<v1::Field> dims(change.dims().begin(),
+                                      change.dims().end());
+    for (const auto& [entry, s] : made_) {
+      const std::vector<v1::Field> own(entry.dims().begin(),
+                                       entry.dims().end());
+      if (entry.operator_class() != change.operator_class() ||
+          !SettingsEqual(own, dims)) {
+        continue;
+      }
+      const ShapeResult& shape = results[s];
+      if (shape.best == 0) break;
+      const Comparison& t = shape.trials[shape.best].trial;
+      change.set_has_gain(true);
+      change.set_gain_us(-t.delta_us);
+      change.set_noise_us(t.noise_us.value_or(0));
+      break;
+    }
+  }
+  const std::optional<double> noise = Quadrature(model_noise_);
+  diff.set_has_model_gain(noise.has_value());
+  diff.set_model_gain_us(noise ? model_gain_ : 0);
+  diff.set_model_noise_us(noise.value_or(0));
+  return {std::move(out_), std::move(diff)};
+}
+
+}  // namespace irontune
