@@ -48,6 +48,7 @@
 #include "daemon/sim/perf_model.h"
 #include "daemon/sim/sim_device.h"
 #include "daemon/tune/autotune.h"
+#include "tests/testing/tune_context.h"
 #include "daemon/tune/settings.h"
 #include "spdlog/spdlog.h"
 
@@ -444,10 +445,7 @@ absl::StatusOr<Run> Tune(const v1::Calls& calls, const Config& config,
   if (!sim.ok()) return sim.status();
   Metered device(sim->get());
   SimBuilder builder;
-  AutotuneDeps deps;
-  deps.device = &device;
-  deps.builder = &builder;
-  deps.env.sleep = [](absl::Duration) {};
+  testing::LocalTuneContext deps(&device, &builder);
   AutotuneOptions options;
   options.timing = config.timing;
   options.seed = seed;

@@ -23,6 +23,7 @@
 #include "daemon/npu/metered.h"
 #include "daemon/sim/sim_device.h"
 #include "daemon/tune/measure.h"
+#include "tests/testing/tune_context.h"
 
 namespace irontune {
 namespace {
@@ -115,9 +116,7 @@ int Overhead() {
       }
     }
   }
-  MeasureDeps deps;
-  deps.device = &device;
-  deps.builder = &builder;
+  testing::LocalTuneContext deps(&device, &builder);
   auto start = std::chrono::steady_clock::now();
   auto result = Measure(request, deps);
   double wall_us = std::chrono::duration<double, std::micro>(
@@ -147,9 +146,7 @@ int Memory(const std::string& which) {
     request.settings = {Gemm(256, 2048, 8192, 64, 64, 64, 8),
                         Gemm(256, 2048, 8192, 32, 64, 64, 8)};
   }
-  MeasureDeps deps;
-  deps.device = sim->get();
-  deps.builder = &builder;
+  testing::LocalTuneContext deps(sim->get(), &builder);
   long before = PeakRssKib();
   auto result = Measure(request, deps);
   if (!result.ok()) {
@@ -170,9 +167,7 @@ int Precision() {
   MeasurePlan request;
   request.packaging = v1::PACKAGING_FULL_ELF;
   request.settings = {Gemm(256, 2048, 2048, 64, 64, 64, 8)};
-  MeasureDeps deps;
-  deps.device = sim->get();
-  deps.builder = &builder;
+  testing::LocalTuneContext deps(sim->get(), &builder);
   Platform platform = *(*sim)->GetPlatform();
   auto built = builder.Build(
       {request.settings[0], platform, 1, true, request.packaging});
