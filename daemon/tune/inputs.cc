@@ -21,6 +21,59 @@ void Put(std::string& out, size_t i, T v) {
   std::memcpy(out.data() + i * sizeof(T), &v, sizeof(T));
 }
 
+// The random draws a seeded buffer is made of, in a fixed order.
+class Draws {
+ public:
+  explicit Draws(uint64_t seed) : rng_(seed) {}
+
+  // 16 random bits; one 64-bit draw serves four, so large buffers fill
+  // quickly.
+  uint32_t Next16() {
+    if (left_ == 0) {
+      bits_ = rng_();
+      left_ = 4;
+    }
+    const uint32_t r = static_cast<uint32_t>(bits_ & 0xffff);
+    bits_ >>= 16;
+    --left_;
+    return r;
+  }
+  uint64_t Next64() { return rng_(); }
+  int Small() { return small_(rng_); }
+  int SmallUnsigned() { return small_unsigned_(rng_); }
+
+ private:
+  std::mt19937_64 rng_;
+  uint64_t bits_ = 0;
+  int left_ = 0;
+  std::uniform_int_distribution<int> small_{-8, 8};
+  std::uniform_int_distribution<int> small_unsigned_{0, 16};
+};
+
+// 16 random bits as a bf16 or f16 value: a sign, an exponent putting its
+// magnitude in [2^-7, 1) (bf16) or [2^-4, 1) (f16), and a mantissa.
+uint16_t Bf16(uint32_t r) {
+  const uint16_t sign = static_cast<uint16_t>((r & 1) << 15);
+  const uint16_t exponent = static_cast<uint16_t>(120 + (r >> 8) % 7);
+  return sign | static_cast<uint16_t>(exponent << 7) | ((r >> 1) & 0x7f);
+}
+
+uint16_t F16(uint32_t r) {
+  const uint16_t sign = static_cast<uint16_t>((r & 1) << 15);
+  const uint16_t exponent = static_cast<uint16_t>(11 + (r >> 11) % 4);
+  return sign | static_cast<uint16_t>(exponent << 10) | ((r >> 1) & 0x3ff);
+}
+
+// Uniform in [-1, 1) from 24 random bits.
+float F32(uint64_t r) {
+  return static_cast<float>(static_cast<uint32_t>(r >> 40)) / (1 << 23) - 1.0f;
+}
+
+template <typename T, typename Draw>
+void Fill(std::string& out, size_t count, Draw draw) {
+  for (size_t i = 0; i < count; ++i) Put<T>(out, i, static_cast<T>(draw()));
+}
+
 }  // namespace
 
 uint64_t InputSeed(uint64_t seed, int step, int op_buffer) {
@@ -33,70 +86,40 @@ std::string SeededInput(v1::DType dtype, uint64_t nbytes, uint64_t seed) {
   const uint64_t size = DTypeSize(dtype);
   if (size == 0) return out;
   const size_t count = nbytes / size;
-  std::mt19937_64 rng(seed);
-  // 16 random bits make one bf16 or f16 value: a sign, an exponent putting
-  // its magnitude in [2^-7, 1) (bf16) or [2^-4, 1) (f16), and a mantissa.
-  // One 64-bit draw serves four values, so large buffers fill quickly.
-  uint64_t bits = 0;
-  int left = 0;
-  auto next16 = [&]() -> uint32_t {
-    if (left == 0) {
-      bits = rng();
-      left = 4;
-    }
-    uint32_t r = static_cast<uint32_t>(bits & 0xffff);
-    bits >>= 16;
-    --left;
-    return r;
-  };
-  std::uniform_int_distribution<int> small(-8, 8);
-  std::uniform_int_distribution<int> small_unsigned(0, 16);
-  for (size_t i = 0; i < count; ++i) {
-    switch (dtype) {
-      case v1::DTYPE_BF16: {
-        uint32_t r = next16();
-        uint16_t sign = static_cast<uint16_t>((r & 1) << 15);
-        uint16_t exponent = static_cast<uint16_t>(120 + (r >> 8) % 7);
-        Put<uint16_t>(out, i, sign | (exponent << 7) | ((r >> 1) & 0x7f));
-        break;
-      }
-      case v1::DTYPE_F16: {
-        uint32_t r = next16();
-        uint16_t sign = static_cast<uint16_t>((r & 1) << 15);
-        uint16_t exponent = static_cast<uint16_t>(11 + (r >> 11) % 4);
-        Put<uint16_t>(out, i, sign | (exponent << 10) | ((r >> 1) & 0x3ff));
-        break;
-      }
-      case v1::DTYPE_F32: {
-        // Uniform in [-1, 1) from 24 random bits.
-        uint32_t r = static_cast<uint32_t>(rng() >> 40);
-        Put<float>(out, i, static_cast<float>(r) / (1 << 23) - 1.0f);
-        break;
-      }
-      case v1::DTYPE_I8:
-        Put<int8_t>(out, i, static_cast<int8_t>(small(rng)));
-        break;
-      case v1::DTYPE_U8:
-        Put<uint8_t>(out, i, static_cast<uint8_t>(small_unsigned(rng)));
-        break;
-      case v1::DTYPE_I16:
-        Put<int16_t>(out, i, static_cast<int16_t>(small(rng)));
-        break;
-      case v1::DTYPE_U16:
-        Put<uint16_t>(out, i, static_cast<uint16_t>(small_unsigned(rng)));
-        break;
-      case v1::DTYPE_I32:
-        Put<int32_t>(out, i, small(rng));
-        break;
-      case v1::DTYPE_U32:
-        Put<uint32_t>(out, i, static_cast<uint32_t>(small_unsigned(rng)));
-        break;
-      case v1::DTYPE_I64:
-        Put<int64_t>(out, i, small(rng));
-        break;
-      default:
-        return out;
-    }
+  Draws d(seed);
+  switch (dtype) {
+    case v1::DTYPE_BF16:
+      Fill<uint16_t>(out, count, [&] { return Bf16(d.Next16()); });
+      break;
+    case v1::DTYPE_F16:
+      Fill<uint16_t>(out, count, [&] { return F16(d.Next16()); });
+      break;
+    case v1::DTYPE_F32:
+      Fill<float>(out, count, [&] { return F32(d.Next64()); });
+      break;
+    case v1::DTYPE_I8:
+      Fill<int8_t>(out, count, [&] { return d.Small(); });
+      break;
+    case v1::DTYPE_U8:
+      Fill<uint8_t>(out, count, [&] { return d.SmallUnsigned(); });
+      break;
+    case v1::DTYPE_I16:
+      Fill<int16_t>(out, count, [&] { return d.Small(); });
+      break;
+    case v1::DTYPE_U16:
+      Fill<uint16_t>(out, count, [&] { return d.SmallUnsigned(); });
+      break;
+    case v1::DTYPE_I32:
+      Fill<int32_t>(out, count, [&] { return d.Small(); });
+      break;
+    case v1::DTYPE_U32:
+      Fill<uint32_t>(out, count, [&] { return d.SmallUnsigned(); });
+      break;
+    case v1::DTYPE_I64:
+      Fill<int64_t>(out, count, [&] { return d.Small(); });
+      break;
+    default:
+      break;
   }
   return out;
 }

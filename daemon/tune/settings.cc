@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "common/families.h"
 #include "common/profile.h"
+#include "common/status_macros.h"
 #include "common/value.h"
 
 namespace irontune {
@@ -132,26 +133,19 @@ std::string SettingIdentity(const TunableValues& setting) {
   return out;
 }
 
-absl::StatusOr<std::vector<TunableValues>> Settings(
-    const v1::Operator& op, const Platform& platform,
-    const std::set<std::string>& pinned, const SearchSpace& space,
-    const std::function<void(const std::string&)>& log) {
-  const SearchSpace fallback = DefaultSearchSpace();
-  const auto& domain_of = space.domain ? space.domain : fallback.domain;
-  const auto& violation_of =
-      space.violation ? space.violation : fallback.violation;
-  const auto& identity_of = space.identity ? space.identity : fallback.identity;
+namespace {
 
-  std::set<std::string> held = pinned;
-  held.insert(op.pinned().begin(), op.pinned().end());
-  const TunableValues recorded = RecordedSetting(op);
-  // Each tunable's values: the recorded one first, then its domain's others.
+// Each tunable's values: the recorded one first, then its domain's others
+// (none for a held tunable). Fails past kMaxCombinations combinations.
+absl::StatusOr<std::vector<std::vector<v1::Value>>> Domains(
+    const v1::Operator& op, const Platform& platform,
+    const std::set<std::string>& held, const SearchSpace& space) {
   std::vector<std::vector<v1::Value>> domains;
   int64_t combinations = 1;
   for (const v1::Tunable& t : op.tunables()) {
     std::vector<v1::Value> values = {t.value()};
     if (!held.contains(t.name())) {
-      for (v1::Value& v : domain_of(op, t.name(), platform.generation)) {
+      for (v1::Value& v : space.domain(op, t.name(), platform.generation)) {
         const bool seen =
             std::any_of(values.begin(), values.end(),
                         [&](const v1::Value& u) { return ValuesEqual(u, v); });
@@ -166,9 +160,36 @@ absl::StatusOr<std::vector<TunableValues>> Settings(
     combinations *= static_cast<int64_t>(values.size());
     domains.push_back(std::move(values));
   }
+  return domains;
+}
 
+// `space` with its unset members taken from DefaultSearchSpace().
+SearchSpace Completed(const SearchSpace& space) {
+  SearchSpace out = DefaultSearchSpace();
+  if (space.domain) out.domain = space.domain;
+  if (space.violation) out.violation = space.violation;
+  if (space.identity) out.identity = space.identity;
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<TunableValues>> Settings(
+    const v1::Operator& op, const Platform& platform,
+    const std::set<std::string>& pinned, const SearchSpace& given,
+    const std::function<void(const std::string&)>& log) {
+  const SearchSpace space = Completed(given);
+  std::set<std::string> held = pinned;
+  held.insert(op.pinned().begin(), op.pinned().end());
+  const TunableValues recorded = RecordedSetting(op);
+  ASSIGN_OR_RETURN(const std::vector<std::vector<v1::Value>> domains,
+                   Domains(op, platform, held, space));
+  int64_t combinations = 1;
+  for (const auto& values : domains) {
+    combinations *= static_cast<int64_t>(values.size());
+  }
   std::vector<TunableValues> out = {recorded};
-  std::unordered_set<std::string> designs = {identity_of(op, recorded)};
+  std::unordered_set<std::string> designs = {space.identity(op, recorded)};
   int64_t dropped = 0;
   std::string first_reason;
   // Odometer over the domains, index 0 everywhere being the recorded setting.
@@ -183,11 +204,11 @@ absl::StatusOr<std::vector<TunableValues>> Settings(
       *setting[i].mutable_value() = domains[i][at[i]];
     }
     const v1::Operator moved = WithSetting(op, setting);
-    if (std::string why = violation_of(moved, platform); !why.empty()) {
+    if (std::string why = space.violation(moved, platform); !why.empty()) {
       if (dropped++ == 0) first_reason = std::move(why);
       continue;
     }
-    if (designs.insert(identity_of(moved, setting)).second) {
+    if (designs.insert(space.identity(moved, setting)).second) {
       out.push_back(std::move(setting));
     }
   }
