@@ -1,6 +1,6 @@
 // A thin RAII layer over the sqlite3 C API: a connection (Db), a prepared
-// statement (Statement) and a write transaction (Transaction). Errors come
-// back as absl::Status carrying SQLite's message; nothing throws.
+// statement (Statement) and transactions (Transaction, ReadTransaction).
+// Errors come back as absl::Status carrying SQLite's message; nothing throws.
 //
 // Threads: a Db and its Statements are used by one thread at a time (SQLite's
 // own serialization is not relied upon). Separate Db objects on one file may
@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -64,6 +65,10 @@ class Db {
 
  private:
   Db(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  // `sql` prepared and stepped to its first row; Internal when it returns
+  // none.
+  absl::StatusOr<Statement> QueryRow(std::string_view sql);
+
   sqlite3* db_;  // owned
   std::string path_;
 };
@@ -125,36 +130,45 @@ class ScopedReset {
   Statement& s_;
 };
 
-// A write transaction: BEGIN IMMEDIATE on Begin, rolled back in the
-// destructor unless committed. `db` must outlive it.
-class Transaction {
- public:
-  static absl::StatusOr<Transaction> Begin(Db& db);
-  Transaction(Transaction&& other) noexcept;
-  Transaction& operator=(Transaction&&) = delete;
-  ~Transaction();
-
-  absl::Status Commit();
-
- private:
-  explicit Transaction(Db* db) : db_(db) {}
-  Db* db_;  // null once committed or moved from
+enum class TransactionKind {
+  // BEGIN IMMEDIATE: takes the write lock at once. Rolled back when the
+  // scope ends unless committed.
+  kWrite,
+  // Deferred BEGIN: the reads inside see one snapshot and take the WAL read
+  // lock once. Ended (nothing to lose) when the scope ends.
+  kRead,
 };
 
-// A read transaction (deferred BEGIN), ended in the destructor: the reads
-// inside see one snapshot and take the WAL read lock once. `db` must
-// outlive it, and statements stepped inside must be reset before it ends.
-class ReadTransaction {
+// A transaction open on a connection until Commit (kWrite only) or the end
+// of its scope. Movable, not assignable. REQUIRES: `db` outlives it, and
+// statements stepped inside are reset before it ends. Use the aliases
+// below.
+template <TransactionKind kKind>
+class BasicTransaction {
  public:
-  static absl::StatusOr<ReadTransaction> Begin(Db& db);
-  ReadTransaction(ReadTransaction&& other) noexcept;
-  ReadTransaction& operator=(ReadTransaction&&) = delete;
-  ~ReadTransaction();
+  // Begins on `db`; the connection's error when it cannot (Unavailable
+  // while another connection holds the write lock past the busy timeout).
+  static absl::StatusOr<BasicTransaction> Begin(Db& db);
+  BasicTransaction(BasicTransaction&& other) noexcept
+      : db_(std::exchange(other.db_, nullptr)) {}
+  BasicTransaction& operator=(BasicTransaction&&) = delete;
+  ~BasicTransaction();
+
+  // Commits. On failure (e.g. SQLITE_BUSY) the transaction is rolled back,
+  // so the connection stays usable. FailedPrecondition when already
+  // committed.
+  absl::Status Commit() requires(kKind == TransactionKind::kWrite);
 
  private:
-  explicit ReadTransaction(Db* db) : db_(db) {}
-  Db* db_;  // null once moved from
+  explicit BasicTransaction(Db* db) : db_(db) {}
+  Db* db_;  // not owned; null once committed or moved from
 };
+
+using Transaction = BasicTransaction<TransactionKind::kWrite>;
+using ReadTransaction = BasicTransaction<TransactionKind::kRead>;
+
+extern template class BasicTransaction<TransactionKind::kWrite>;
+extern template class BasicTransaction<TransactionKind::kRead>;
 
 }  // namespace irontune::sqlite
 
