@@ -167,12 +167,17 @@ absl::StatusOr<bool> Statement::Step() {
   return status;
 }
 
-absl::Status Statement::Run() {
+absl::Status Statement::ForEachRow(absl::FunctionRef<void()> on_row) {
   while (true) {
     absl::StatusOr<bool> row = Step();
     if (!row.ok()) return row.status();
     if (!*row) return absl::OkStatus();
+    on_row();
   }
+}
+
+absl::Status Statement::Run() {
+  return ForEachRow([] {});
 }
 
 void Statement::Reset() {

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <utility>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
@@ -94,6 +95,9 @@ class Statement {
 
   // Advances: true when a row is available, false when done.
   absl::StatusOr<bool> Step();
+  // Steps to completion, calling `on_row` at each row; the columns are
+  // read from this statement inside it. Stops at the first error.
+  absl::Status ForEachRow(absl::FunctionRef<void()> on_row);
   // Steps to completion, for statements that return no rows.
   absl::Status Run();
   // Resets for reuse and clears the bindings. Always safe to call.
