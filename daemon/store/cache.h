@@ -20,6 +20,9 @@
 // or absent. With synchronous=NORMAL a power cut may lose the last
 // transactions (never corrupt the file): they are remeasured.
 //
+// Ownership: Open gives the caller the Cache or CacheReader, each owning
+// its own connection to the file.
+//
 // Threads: irontuned's device worker owns the one Cache (the only writer);
 // a Cache is used by one thread at a time. Status and cache queries use a
 // CacheReader, a separate read-only connection that may be used from another
@@ -78,8 +81,9 @@ struct VerdictKey {
   std::string environment;
 };
 
-// How an import went. `skipped` lists each entry not imported, with why
-// ("path: reason" or "line N: reason"); each is also logged.
+// How an import went. `skipped` lists each entry not imported, with why:
+// "path: reason" (ImportIronCosts, which also logs each) or
+// "line N: already present, kept" (Import).
 struct ImportCounts {
   int64_t imported = 0;
   std::vector<std::string> skipped;

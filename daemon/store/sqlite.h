@@ -33,12 +33,14 @@ enum class OpenMode { kReadWriteCreate, kReadOnly };
 
 class Statement;
 
-// One connection. Owns the sqlite3 handle; closing happens in the
-// destructor. Statements prepared on it must be destroyed first.
+// One connection. Owns the sqlite3 handle and closes it in the destructor.
+// REQUIRES: the Statements prepared on it, and its transactions, are
+// destroyed first.
 class Db {
  public:
   // Opens (or, with kReadWriteCreate, creates) the database at `path`.
-  // The parent directory must exist.
+  // REQUIRES: the parent directory exists. FailedPrecondition when the file
+  // cannot be opened (see ErrorStatus for the other codes).
   static absl::StatusOr<std::unique_ptr<Db>> Open(const std::string& path,
                                                   OpenMode mode);
   ~Db();
@@ -62,6 +64,7 @@ class Db {
   // A status for the connection's last error, prefixed with `context`.
   absl::Status LastError(std::string_view context) const;
   const std::string& path() const { return path_; }
+  // The connection, still owned by this Db: not to be closed.
   sqlite3* handle() const { return db_; }
 
  private:
@@ -75,7 +78,10 @@ class Db {
 };
 
 // A prepared statement. Movable; finalized in the destructor. Bind indices
-// are 1-based, column indices 0-based, as in SQLite.
+// are 1-based, column indices 0-based, as in SQLite. A failed Bind or Step
+// comes back as the connection's error, naming the statement's SQL.
+// REQUIRES: valid() for all but Reset and destruction; the Db it was
+// prepared on outlives it.
 class Statement {
  public:
   Statement() = default;
@@ -103,6 +109,7 @@ class Statement {
   // Resets for reuse and clears the bindings. Always safe to call.
   void Reset();
 
+  // The columns of the current row. REQUIRES: the last Step returned true.
   int64_t ColumnInt(int index) const;
   double ColumnDouble(int index) const;
   // The views stay valid until the next Step, Reset or destruction.
@@ -122,7 +129,7 @@ class Statement {
 };
 
 // Resets a statement when the scope ends, so a kept statement never holds a
-// read transaction open between uses.
+// read transaction open between uses. REQUIRES: the statement outlives it.
 class ScopedReset {
  public:
   explicit ScopedReset(Statement& s) : s_(s) {}
