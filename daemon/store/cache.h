@@ -20,6 +20,9 @@
 // or absent. With synchronous=NORMAL a power cut may lose the last
 // transactions (never corrupt the file): they are remeasured.
 //
+// Ownership: Open gives the caller the Cache or CacheReader, each owning
+// its own connection to the file.
+//
 // Threads: irontuned's device worker owns the one Cache (the only writer);
 // a Cache is used by one thread at a time. Status and cache queries use a
 // CacheReader, a separate read-only connection that may be used from another
@@ -52,6 +55,8 @@
 
 namespace irontune {
 
+class ImportLine;  // cache_json.h
+
 // What a partition holds, and how its lookups went.
 struct CacheStats {
   int64_t rows = 0;            // measurements in the partition (any row schema)
@@ -76,8 +81,9 @@ struct VerdictKey {
   std::string environment;
 };
 
-// How an import went. `skipped` lists each entry not imported, with why
-// ("path: reason" or "line N: reason"); each is also logged.
+// How an import went. `skipped` lists each entry not imported, with why:
+// "path: reason" (ImportIronCosts, which also logs each) or
+// "line N: already present, kept" (Import).
 struct ImportCounts {
   int64_t imported = 0;
   std::vector<std::string> skipped;
@@ -150,6 +156,11 @@ class CacheReader {
   // Runs get_ or get_iron_ for `digest`; counts nothing.
   absl::StatusOr<std::optional<v1::Measurement>> Lookup(
       sqlite::Statement& stmt, std::string_view digest);
+  // Export's steps: the partition's measurements (or, with `iron`, its
+  // IRON figures), then the platform's verdicts. REQUIRES: inside Export's
+  // read transaction.
+  absl::Status ExportFigures(std::ostream& out, int64_t partition, bool iron);
+  absl::Status ExportVerdicts(std::ostream& out);
 
   // Declared before the statements, so they are finalized first.
   std::unique_ptr<sqlite::Db> owned_;  // null when the Cache owns db_
@@ -256,17 +267,39 @@ class Cache {
   // partition's power mode (or of none).
   absl::Status Validate(std::string_view digest,
                         const v1::Measurement& m) const;
-  // Binds and runs `stmt` (one of the measurement inserts) for one entry,
-  // filling in an empty power mode. REQUIRES: Validate passed.
+  // The row inserts, prepared with one conflict clause.
+  struct Inserts {
+    sqlite::Statement measurement;
+    sqlite::Statement iron;
+    sqlite::Statement verdict;
+  };
+  // Prepares the inserts on `db`. `on_conflict` is "REPLACE" (Put: the
+  // newest figure wins) or "IGNORE" (Import: the rows present win).
+  static absl::StatusOr<Inserts> PrepareInserts(sqlite::Db& db,
+                                                std::string_view on_conflict);
+  // Binds and runs `stmt` (a measurement insert) for one entry, filling in
+  // an empty power mode. REQUIRES: Validate passed.
   absl::Status Insert(sqlite::Statement& stmt, std::string_view digest,
                       int64_t row_schema, const v1::Measurement& m);
+  // Binds and runs `stmt` (an IRON figure insert) for `m` as it is.
+  absl::Status InsertIron(sqlite::Statement& stmt, std::string_view iron_key,
+                          const v1::Measurement& m);
+  // Binds and runs `stmt` (a verdict insert) for the platform.
+  absl::Status InsertVerdict(sqlite::Statement& stmt, const VerdictKey& key,
+                             int64_t row_schema, std::string_view verdict);
+  // Import's steps for one line: checks it (the platform first, then the
+  // fields of its kind) and inserts it with `add`; on a bad line its error,
+  // and nothing inserted.
+  absl::Status ImportOne(Inserts& add, const ImportLine& line);
+  absl::Status ImportVerdict(Inserts& add, const ImportLine& line);
+  // A "measurement" line or, with `iron`, an "iron_cost" one.
+  absl::Status ImportFigure(Inserts& add, const ImportLine& line, bool iron);
 
+  // Declared before the statements, so they are finalized first.
   std::unique_ptr<sqlite::Db> db_;
   const int64_t partition_id_;
   CacheReader reads_;  // over db_
-  sqlite::Statement put_;
-  sqlite::Statement put_verdict_;
-  sqlite::Statement put_iron_;
+  Inserts put_;        // INSERT OR REPLACE
 };
 
 }  // namespace irontune

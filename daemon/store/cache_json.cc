@@ -4,6 +4,7 @@
 
 #include <array>
 #include <limits>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
@@ -44,6 +45,12 @@ absl::StatusOr<std::string> ReadString(const json& j, std::string_view name) {
         absl::StrCat(AsAbsl(name), ": not a string"));
   }
   return value.get<std::string>();
+}
+
+// One export line. Bytes that are not UTF-8 are replaced rather than
+// thrown on.
+std::string DumpLine(const json& line) {
+  return line.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 }  // namespace
@@ -121,6 +128,78 @@ absl::StatusOr<v1::Measurement> MeasurementFromJson(std::string_view json) {
   if (!status.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("not a Measurement: ", status.ToString()));
+  }
+  return m;
+}
+
+std::string FigureLine(std::string_view kind, std::string_view platform,
+                       std::string_view power_mode, std::string_view key,
+                       std::optional<int64_t> row_schema,
+                       const v1::Measurement& m) {
+  json line = {{"kind", kind},
+               {"platform", platform},
+               {"power_mode", power_mode},
+               {"key", key}};
+  if (row_schema.has_value()) line["row_schema"] = *row_schema;
+  line["measurement"] = json::parse(MeasurementToJson(m), nullptr,
+                                    /*allow_exceptions=*/false);
+  return DumpLine(line);
+}
+
+std::string VerdictLine(std::string_view platform, std::string_view recipe_hash,
+                        std::string_view environment, int64_t row_schema,
+                        std::string_view verdict) {
+  json line = {{"kind", "verdict"},          {"platform", platform},
+               {"recipe_hash", recipe_hash}, {"environment", environment},
+               {"row_schema", row_schema},   {"verdict", verdict}};
+  return DumpLine(line);
+}
+
+absl::StatusOr<ImportLine> ImportLine::Parse(std::string_view text,
+                                             int number) {
+  auto j = std::make_unique<json>(json::parse(text.begin(), text.end(), nullptr,
+                                              /*allow_exceptions=*/false));
+  if (j->is_discarded() || !j->is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("line ", number, ": not a JSON object"));
+  }
+  return ImportLine(std::move(j), number);
+}
+
+ImportLine::ImportLine(std::unique_ptr<json> json, int number)
+    : json_(std::move(json)), number_(number) {}
+ImportLine::ImportLine(ImportLine&& other) noexcept = default;
+ImportLine& ImportLine::operator=(ImportLine&& other) noexcept = default;
+ImportLine::~ImportLine() = default;
+
+absl::StatusOr<std::string> ImportLine::String(const char* name) const {
+  auto it = json_->find(name);
+  if (it == json_->end() || !it->is_string()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "line ", number_, ": ", name, ": missing or not a string"));
+  }
+  return it->get<std::string>();
+}
+
+absl::StatusOr<int64_t> ImportLine::Int(const char* name) const {
+  auto it = json_->find(name);
+  if (it == json_->end() || !it->is_number_integer()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "line ", number_, ": ", name, ": missing or not an integer"));
+  }
+  return it->get<int64_t>();
+}
+
+absl::StatusOr<v1::Measurement> ImportLine::Measurement() const {
+  auto it = json_->find("measurement");
+  if (it == json_->end() || !it->is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "line ", number_, ": measurement: missing or not an object"));
+  }
+  absl::StatusOr<v1::Measurement> m = MeasurementFromJson(it->dump());
+  if (!m.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("line ", number_, ": ", m.status().message()));
   }
   return m;
 }

@@ -1,13 +1,19 @@
-// The JSON forms of a measurement: IRON's cost cache files, and irontune's
-// own export lines.
+// The JSON forms of a measurement: IRON's cost cache files, and the lines
+// of irontune's own cache export (see CacheReader::Export for their fields).
+//
+// Thread-safe (functions of their arguments; an ImportLine is a value).
 #ifndef IRONTUNE_DAEMON_STORE_CACHE_JSON_H_
 #define IRONTUNE_DAEMON_STORE_CACHE_JSON_H_
 
+#include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
 #include "irontune/v1/measurement.pb.h"
+#include "nlohmann/json_fwd.hpp"
 
 namespace irontune {
 
@@ -24,6 +30,45 @@ absl::StatusOr<v1::Measurement> ParseIronCost(std::string_view text);
 std::string MeasurementToJson(const v1::Measurement& m);
 // The inverse; unknown fields are InvalidArgument.
 absl::StatusOr<v1::Measurement> MeasurementFromJson(std::string_view json);
+
+// An export line of a measurement (kind "measurement", with its
+// `row_schema`) or of an imported IRON figure (kind "iron_cost", no
+// `row_schema`): one JSON object, no newline. Bytes that are not UTF-8 are
+// replaced rather than thrown on.
+std::string FigureLine(std::string_view kind, std::string_view platform,
+                       std::string_view power_mode, std::string_view key,
+                       std::optional<int64_t> row_schema,
+                       const v1::Measurement& m);
+// An export line of a builder verdict (kind "verdict"), as FigureLine.
+std::string VerdictLine(std::string_view platform, std::string_view recipe_hash,
+                        std::string_view environment, int64_t row_schema,
+                        std::string_view verdict);
+
+// One line of an import, parsed as JSON. Its fields are read one at a time,
+// so the caller decides the order in which they are checked; every failure
+// is InvalidArgument naming the line ("line N: ...").
+class ImportLine {
+ public:
+  // InvalidArgument ("line N: not a JSON object") unless `text` is one JSON
+  // object. `number` is the line's, from 1.
+  static absl::StatusOr<ImportLine> Parse(std::string_view text, int number);
+  ImportLine(ImportLine&& other) noexcept;
+  ImportLine& operator=(ImportLine&& other) noexcept;
+  ~ImportLine();
+
+  // The field `name`; InvalidArgument when missing or of another type.
+  absl::StatusOr<std::string> String(const char* name) const;
+  absl::StatusOr<int64_t> Int(const char* name) const;
+  // The "measurement" object, as MeasurementFromJson reads it.
+  absl::StatusOr<v1::Measurement> Measurement() const;
+
+  int number() const { return number_; }
+
+ private:
+  ImportLine(std::unique_ptr<nlohmann::json> json, int number);
+  std::unique_ptr<nlohmann::json> json_;  // never null but when moved from
+  int number_;
+};
 
 }  // namespace irontune
 

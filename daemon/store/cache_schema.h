@@ -10,6 +10,9 @@
 //     figure means. When the measuring method changes so that old figures
 //     would be wrong, bump it: old rows stay in the file but every Get of
 //     them misses, so they are remeasured, never reused.
+//
+// Threads: MigrateSchema uses its connection as any other call on it does
+// (one thread at a time, see sqlite.h).
 #ifndef IRONTUNE_DAEMON_STORE_CACHE_SCHEMA_H_
 #define IRONTUNE_DAEMON_STORE_CACHE_SCHEMA_H_
 

@@ -75,15 +75,13 @@ absl::StatusOr<std::vector<v1::JobSummary>> JobStore::List(int limit) {
                                 " ORDER BY submitted_ms DESC LIMIT ?"));
   RETURN_IF_ERROR(stmt.BindInt(1, limit));
   std::vector<v1::JobSummary> out;
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, stmt.Step());
-    if (!row) break;
+  RETURN_IF_ERROR(stmt.ForEachRow([&] {
     v1::JobResult result;
     const std::string_view blob = stmt.ColumnBlob(0);
     if (result.ParseFromArray(blob.data(), static_cast<int>(blob.size()))) {
       out.push_back(result.summary());
     }
-  }
+  }));
   return out;
 }
 

@@ -1,6 +1,7 @@
 // JobStore: finished jobs in SQLite (jobs.db in the state dir), so a job's
 // result can be read after its client has gone and after a restart.
 //
+// Ownership: a JobStore owns its connection to the file.
 // Threads: thread-safe; one connection behind a mutex (the file is small and
 // written once per job, by whichever thread ends it).
 // Failure: SQLite errors come back as a Status; a row that does not decode
@@ -32,7 +33,7 @@ struct JobRecord {
 
 class JobStore {
  public:
-  // Opens or creates `path` (its directory must exist).
+  // Opens or creates `path` and its table. REQUIRES: its directory exists.
   static absl::StatusOr<std::unique_ptr<JobStore>> Open(
       const std::string& path);
   JobStore(const JobStore&) = delete;

@@ -87,23 +87,25 @@ absl::StatusOr<Statement> Db::Prepare(std::string_view sql) {
   return Statement(this, stmt);
 }
 
-absl::StatusOr<int64_t> Db::QueryInt(std::string_view sql) {
+absl::StatusOr<Statement> Db::QueryRow(std::string_view sql) {
   absl::StatusOr<Statement> stmt = Prepare(sql);
   if (!stmt.ok()) return stmt.status();
   absl::StatusOr<bool> row = stmt->Step();
   if (!row.ok()) return row.status();
   if (!*row)
     return absl::InternalError(absl::StrCat(AsAbsl(sql), ": returned no row"));
+  return stmt;
+}
+
+absl::StatusOr<int64_t> Db::QueryInt(std::string_view sql) {
+  absl::StatusOr<Statement> stmt = QueryRow(sql);
+  if (!stmt.ok()) return stmt.status();
   return stmt->ColumnInt(0);
 }
 
 absl::StatusOr<std::string> Db::QueryText(std::string_view sql) {
-  absl::StatusOr<Statement> stmt = Prepare(sql);
+  absl::StatusOr<Statement> stmt = QueryRow(sql);
   if (!stmt.ok()) return stmt.status();
-  absl::StatusOr<bool> row = stmt->Step();
-  if (!row.ok()) return row.status();
-  if (!*row)
-    return absl::InternalError(absl::StrCat(AsAbsl(sql), ": returned no row"));
   return std::string(stmt->ColumnText(0));
 }
 
@@ -165,12 +167,17 @@ absl::StatusOr<bool> Statement::Step() {
   return status;
 }
 
-absl::Status Statement::Run() {
+absl::Status Statement::ForEachRow(absl::FunctionRef<void()> on_row) {
   while (true) {
     absl::StatusOr<bool> row = Step();
     if (!row.ok()) return row.status();
     if (!*row) return absl::OkStatus();
+    on_row();
   }
+}
+
+absl::Status Statement::Run() {
+  return ForEachRow([] {});
 }
 
 void Statement::Reset() {
@@ -205,22 +212,25 @@ bool Statement::ColumnIsNull(int index) const {
   return sqlite3_column_type(stmt_, index) == SQLITE_NULL;
 }
 
-absl::StatusOr<Transaction> Transaction::Begin(Db& db) {
-  absl::Status status = db.Exec("BEGIN IMMEDIATE");
+template <TransactionKind kKind>
+absl::StatusOr<BasicTransaction<kKind>> BasicTransaction<kKind>::Begin(Db& db) {
+  absl::Status status =
+      db.Exec(kKind == TransactionKind::kWrite ? "BEGIN IMMEDIATE" : "BEGIN");
   if (!status.ok()) return status;
-  return Transaction(&db);
+  return BasicTransaction(&db);
 }
 
-Transaction::Transaction(Transaction&& other) noexcept
-    : db_(std::exchange(other.db_, nullptr)) {}
-
-Transaction::~Transaction() {
+template <TransactionKind kKind>
+BasicTransaction<kKind>::~BasicTransaction() {
   if (db_ == nullptr) return;
-  // Nothing to report to: the transaction's work is dropped either way.
-  (void)db_->Exec("ROLLBACK");
+  // Nothing to report to: an uncommitted write's work is dropped either
+  // way, and ending a transaction that only read cannot lose anything.
+  (void)db_->Exec(kKind == TransactionKind::kWrite ? "ROLLBACK" : "COMMIT");
 }
 
-absl::Status Transaction::Commit() {
+template <TransactionKind kKind>
+absl::Status BasicTransaction<kKind>::Commit() requires(
+    kKind == TransactionKind::kWrite) {
   if (db_ == nullptr) {
     return absl::FailedPreconditionError("transaction already finished");
   }
@@ -232,18 +242,7 @@ absl::Status Transaction::Commit() {
   return status;
 }
 
-absl::StatusOr<ReadTransaction> ReadTransaction::Begin(Db& db) {
-  absl::Status status = db.Exec("BEGIN");
-  if (!status.ok()) return status;
-  return ReadTransaction(&db);
-}
-
-ReadTransaction::ReadTransaction(ReadTransaction&& other) noexcept
-    : db_(std::exchange(other.db_, nullptr)) {}
-
-ReadTransaction::~ReadTransaction() {
-  // Ending a transaction that only read cannot lose anything.
-  if (db_ != nullptr) (void)db_->Exec("COMMIT");
-}
+template class BasicTransaction<TransactionKind::kWrite>;
+template class BasicTransaction<TransactionKind::kRead>;
 
 }  // namespace irontune::sqlite

@@ -1,6 +1,6 @@
 // A thin RAII layer over the sqlite3 C API: a connection (Db), a prepared
-// statement (Statement) and a write transaction (Transaction). Errors come
-// back as absl::Status carrying SQLite's message; nothing throws.
+// statement (Statement) and transactions (Transaction, ReadTransaction).
+// Errors come back as absl::Status carrying SQLite's message; nothing throws.
 //
 // Threads: a Db and its Statements are used by one thread at a time (SQLite's
 // own serialization is not relied upon). Separate Db objects on one file may
@@ -12,7 +12,9 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
@@ -31,12 +33,14 @@ enum class OpenMode { kReadWriteCreate, kReadOnly };
 
 class Statement;
 
-// One connection. Owns the sqlite3 handle; closing happens in the
-// destructor. Statements prepared on it must be destroyed first.
+// One connection. Owns the sqlite3 handle and closes it in the destructor.
+// REQUIRES: the Statements prepared on it, and its transactions, are
+// destroyed first.
 class Db {
  public:
   // Opens (or, with kReadWriteCreate, creates) the database at `path`.
-  // The parent directory must exist.
+  // REQUIRES: the parent directory exists. FailedPrecondition when the file
+  // cannot be opened (see ErrorStatus for the other codes).
   static absl::StatusOr<std::unique_ptr<Db>> Open(const std::string& path,
                                                   OpenMode mode);
   ~Db();
@@ -60,16 +64,24 @@ class Db {
   // A status for the connection's last error, prefixed with `context`.
   absl::Status LastError(std::string_view context) const;
   const std::string& path() const { return path_; }
+  // The connection, still owned by this Db: not to be closed.
   sqlite3* handle() const { return db_; }
 
  private:
   Db(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  // `sql` prepared and stepped to its first row; Internal when it returns
+  // none.
+  absl::StatusOr<Statement> QueryRow(std::string_view sql);
+
   sqlite3* db_;  // owned
   std::string path_;
 };
 
 // A prepared statement. Movable; finalized in the destructor. Bind indices
-// are 1-based, column indices 0-based, as in SQLite.
+// are 1-based, column indices 0-based, as in SQLite. A failed Bind or Step
+// comes back as the connection's error, naming the statement's SQL.
+// REQUIRES: valid() for all but Reset and destruction; the Db it was
+// prepared on outlives it.
 class Statement {
  public:
   Statement() = default;
@@ -89,11 +101,15 @@ class Statement {
 
   // Advances: true when a row is available, false when done.
   absl::StatusOr<bool> Step();
+  // Steps to completion, calling `on_row` at each row; the columns are
+  // read from this statement inside it. Stops at the first error.
+  absl::Status ForEachRow(absl::FunctionRef<void()> on_row);
   // Steps to completion, for statements that return no rows.
   absl::Status Run();
   // Resets for reuse and clears the bindings. Always safe to call.
   void Reset();
 
+  // The columns of the current row. REQUIRES: the last Step returned true.
   int64_t ColumnInt(int index) const;
   double ColumnDouble(int index) const;
   // The views stay valid until the next Step, Reset or destruction.
@@ -113,7 +129,7 @@ class Statement {
 };
 
 // Resets a statement when the scope ends, so a kept statement never holds a
-// read transaction open between uses.
+// read transaction open between uses. REQUIRES: the statement outlives it.
 class ScopedReset {
  public:
   explicit ScopedReset(Statement& s) : s_(s) {}
@@ -125,36 +141,45 @@ class ScopedReset {
   Statement& s_;
 };
 
-// A write transaction: BEGIN IMMEDIATE on Begin, rolled back in the
-// destructor unless committed. `db` must outlive it.
-class Transaction {
- public:
-  static absl::StatusOr<Transaction> Begin(Db& db);
-  Transaction(Transaction&& other) noexcept;
-  Transaction& operator=(Transaction&&) = delete;
-  ~Transaction();
-
-  absl::Status Commit();
-
- private:
-  explicit Transaction(Db* db) : db_(db) {}
-  Db* db_;  // null once committed or moved from
+enum class TransactionKind {
+  // BEGIN IMMEDIATE: takes the write lock at once. Rolled back when the
+  // scope ends unless committed.
+  kWrite,
+  // Deferred BEGIN: the reads inside see one snapshot and take the WAL read
+  // lock once. Ended (nothing to lose) when the scope ends.
+  kRead,
 };
 
-// A read transaction (deferred BEGIN), ended in the destructor: the reads
-// inside see one snapshot and take the WAL read lock once. `db` must
-// outlive it, and statements stepped inside must be reset before it ends.
-class ReadTransaction {
+// A transaction open on a connection until Commit (kWrite only) or the end
+// of its scope. Movable, not assignable. REQUIRES: `db` outlives it, and
+// statements stepped inside are reset before it ends. Use the aliases
+// below.
+template <TransactionKind kKind>
+class BasicTransaction {
  public:
-  static absl::StatusOr<ReadTransaction> Begin(Db& db);
-  ReadTransaction(ReadTransaction&& other) noexcept;
-  ReadTransaction& operator=(ReadTransaction&&) = delete;
-  ~ReadTransaction();
+  // Begins on `db`; the connection's error when it cannot (Unavailable
+  // while another connection holds the write lock past the busy timeout).
+  static absl::StatusOr<BasicTransaction> Begin(Db& db);
+  BasicTransaction(BasicTransaction&& other) noexcept
+      : db_(std::exchange(other.db_, nullptr)) {}
+  BasicTransaction& operator=(BasicTransaction&&) = delete;
+  ~BasicTransaction();
+
+  // Commits. On failure (e.g. SQLITE_BUSY) the transaction is rolled back,
+  // so the connection stays usable. FailedPrecondition when already
+  // committed.
+  absl::Status Commit() requires(kKind == TransactionKind::kWrite);
 
  private:
-  explicit ReadTransaction(Db* db) : db_(db) {}
-  Db* db_;  // null once moved from
+  explicit BasicTransaction(Db* db) : db_(db) {}
+  Db* db_;  // not owned; null once committed or moved from
 };
+
+using Transaction = BasicTransaction<TransactionKind::kWrite>;
+using ReadTransaction = BasicTransaction<TransactionKind::kRead>;
+
+extern template class BasicTransaction<TransactionKind::kWrite>;
+extern template class BasicTransaction<TransactionKind::kRead>;
 
 }  // namespace irontune::sqlite
 

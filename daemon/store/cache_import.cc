@@ -1,0 +1,262 @@
+// The cache's exchange formats on the database side: CacheReader::Export
+// and Cache::Import (JSON lines, cache_json.h) and Cache::ImportIronCosts
+// (IRON's JSON cost files).
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <istream>
+#include <ostream>
+#include <sstream>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "daemon/store/cache.h"
+#include "daemon/store/cache_json.h"
+
+namespace irontune {
+namespace {
+
+namespace fs = std::filesystem;
+
+// IRON's cost files are a few hundred bytes; anything far larger is not one.
+constexpr std::uintmax_t kMaxIronFileBytes = 1 << 20;
+
+// The entries of `dir`, sorted. NotFound when it is not a directory.
+absl::StatusOr<std::vector<fs::path>> ListIronFiles(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return absl::NotFoundError(
+        absl::StrCat("no IRON cost cache at ", dir.string()));
+  }
+  std::vector<fs::path> files;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    files.push_back(it->path());
+  }
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("listing ", dir.string(), ": ", ec.message()));
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// The text of `file` when it may be an IRON cost file: a regular
+// `<key>.json` file of a plausible size. Otherwise why not, as the status's
+// message.
+absl::StatusOr<std::string> ReadIronFile(const fs::path& file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) {
+    return absl::InvalidArgumentError("not a regular file");
+  }
+  if (file.extension() != ".json") {
+    // Includes IRON's partial writes (`<key>.<pid>`) left by a crash.
+    return absl::InvalidArgumentError("not a .json file");
+  }
+  if (!IsCacheKeyDigest(file.stem().string())) {
+    return absl::InvalidArgumentError("its name is not a 32-hex-digit key");
+  }
+  std::uintmax_t size = fs::file_size(file, ec);
+  if (ec || size > kMaxIronFileBytes) {
+    return absl::InvalidArgumentError(ec ? ec.message()
+                                         : "too large for a cost file");
+  }
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) return absl::InvalidArgumentError("unreadable");
+  return text.str();
+}
+
+// The figure in IRON cost file `file`, its power mode spelled as the
+// partition's. When it is not one of `mode`, why not, as the status's
+// message.
+absl::StatusOr<v1::Measurement> ReadIronCost(const fs::path& file,
+                                             PowerMode mode) {
+  ASSIGN_OR_RETURN(std::string text, ReadIronFile(file));
+  ASSIGN_OR_RETURN(v1::Measurement m, ParseIronCost(text));
+  absl::StatusOr<PowerMode> file_mode = ParsePowerMode(m.power_mode());
+  if (!file_mode.ok() || *file_mode != mode) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "its pmode \"", m.power_mode(), "\" is not the directory's"));
+  }
+  m.set_power_mode(std::string(PowerModeName(mode)));
+  return m;
+}
+
+// Lists `file` in `counts` as skipped, and logs it.
+void SkipIronFile(const fs::path& file, absl::string_view why,
+                  ImportCounts& counts) {
+  spdlog::warn("cache: IRON import: {}: skipped: {}", file.string(),
+               std::string(why));
+  counts.skipped.push_back(absl::StrCat(file.string(), ": ", why));
+}
+
+// Counts an imported line: imported when its insert changed a row, else
+// skipped (the row was present).
+void CountImportedLine(int line, int64_t changes, ImportCounts& counts) {
+  if (changes == 0) {
+    counts.skipped.push_back(
+        absl::StrCat("line ", line, ": already present, kept"));
+  } else {
+    ++counts.imported;
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Export
+
+absl::Status CacheReader::Export(std::ostream& out) {
+  // One read transaction, so the export is one consistent snapshot.
+  ASSIGN_OR_RETURN(sqlite::ReadTransaction snapshot,
+                   sqlite::ReadTransaction::Begin(*db_));
+  ASSIGN_OR_RETURN(std::optional<int64_t> partition, PartitionId());
+  if (partition.has_value()) {
+    RETURN_IF_ERROR(ExportFigures(out, *partition, /*iron=*/false));
+    RETURN_IF_ERROR(ExportFigures(out, *partition, /*iron=*/true));
+  }
+  RETURN_IF_ERROR(ExportVerdicts(out));
+  out.flush();
+  if (!out) return absl::DataLossError("writing the export failed");
+  return absl::OkStatus();
+}
+
+absl::Status CacheReader::ExportFigures(std::ostream& out, int64_t partition,
+                                        bool iron) {
+  const std::string mode(PowerModeName(power_mode_));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement stmt,
+      db_->Prepare(iron ? "SELECT key, 0, measurement FROM iron_costs "
+                          "WHERE partition = ?1 ORDER BY key"
+                        : "SELECT key, row_schema, measurement "
+                          "FROM measurements "
+                          "WHERE partition = ?1 ORDER BY key"));
+  RETURN_IF_ERROR(stmt.BindInt(1, partition));
+  return stmt.ForEachRow([&] {
+    std::string key(stmt.ColumnText(0));
+    v1::Measurement m;
+    std::string_view blob = stmt.ColumnBlob(2);
+    if (!m.ParseFromArray(blob.data(), static_cast<int>(blob.size()))) {
+      spdlog::warn("cache: {} row {} does not decode; not exported", platform_,
+                   key);
+      return;
+    }
+    std::optional<int64_t> row_schema;
+    if (!iron) row_schema = stmt.ColumnInt(1);
+    out << FigureLine(iron ? "iron_cost" : "measurement", platform_, mode, key,
+                      row_schema, m)
+        << '\n';
+  });
+}
+
+absl::Status CacheReader::ExportVerdicts(std::ostream& out) {
+  ASSIGN_OR_RETURN(sqlite::Statement stmt,
+                   db_->Prepare("SELECT recipe_hash, environment, row_schema, "
+                                "verdict FROM verdicts WHERE platform = ?1 "
+                                "ORDER BY recipe_hash, environment"));
+  RETURN_IF_ERROR(stmt.BindText(1, platform_));
+  return stmt.ForEachRow([&] {
+    out << VerdictLine(platform_, stmt.ColumnText(0), stmt.ColumnText(1),
+                       stmt.ColumnInt(2), stmt.ColumnText(3))
+        << '\n';
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Import
+
+absl::StatusOr<ImportCounts> Cache::Import(std::istream& in) {
+  ASSIGN_OR_RETURN(Inserts add, PrepareInserts(*db_, "IGNORE"));
+  ImportCounts counts;
+  ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(*db_));
+  std::string text;
+  for (int number = 1; std::getline(in, text); ++number) {
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    ASSIGN_OR_RETURN(ImportLine line, ImportLine::Parse(text, number));
+    RETURN_IF_ERROR(ImportOne(add, line));
+    CountImportedLine(number, db_->Changes(), counts);
+  }
+  if (in.bad()) return absl::DataLossError("reading the import failed");
+  RETURN_IF_ERROR(txn.Commit());
+  return counts;
+}
+
+absl::Status Cache::ImportOne(Inserts& add, const ImportLine& line) {
+  ASSIGN_OR_RETURN(std::string kind, line.String("kind"));
+  ASSIGN_OR_RETURN(std::string platform, line.String("platform"));
+  if (platform != this->platform()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("line ", line.number(), ": a row of platform ", platform,
+                     ", this cache is for ", this->platform()));
+  }
+  if (kind == "verdict") return ImportVerdict(add, line);
+  if (kind == "measurement" || kind == "iron_cost") {
+    return ImportFigure(add, line, /*iron=*/kind == "iron_cost");
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("line ", line.number(), ": unknown kind \"", kind, "\""));
+}
+
+absl::Status Cache::ImportVerdict(Inserts& add, const ImportLine& line) {
+  ASSIGN_OR_RETURN(std::string recipe, line.String("recipe_hash"));
+  ASSIGN_OR_RETURN(std::string env, line.String("environment"));
+  ASSIGN_OR_RETURN(std::string verdict, line.String("verdict"));
+  ASSIGN_OR_RETURN(int64_t row_schema, line.Int("row_schema"));
+  return InsertVerdict(add.verdict, VerdictKey{recipe, env}, row_schema,
+                       verdict);
+}
+
+absl::Status Cache::ImportFigure(Inserts& add, const ImportLine& line,
+                                 bool iron) {
+  const std::string mode(PowerModeName(power_mode()));
+  ASSIGN_OR_RETURN(std::string line_mode, line.String("power_mode"));
+  if (line_mode != mode) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("line ", line.number(), ": a row of power mode ",
+                     line_mode, ", this cache is for power mode ", mode));
+  }
+  ASSIGN_OR_RETURN(std::string key, line.String("key"));
+  ASSIGN_OR_RETURN(v1::Measurement m, line.Measurement());
+  absl::Status valid = Validate(key, m);
+  if (!valid.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("line ", line.number(), ": ", valid.message()));
+  }
+  if (!iron) {
+    ASSIGN_OR_RETURN(int64_t row_schema, line.Int("row_schema"));
+    return Insert(add.measurement, key, row_schema, m);
+  }
+  if (m.power_mode().empty()) m.set_power_mode(mode);
+  return InsertIron(add.iron, key, m);
+}
+
+// ---------------------------------------------------------------------------
+// IRON's cost cache
+
+absl::StatusOr<ImportCounts> Cache::ImportIronCosts(const fs::path& root) {
+  const fs::path dir =
+      root / platform() / std::string(PowerModeName(power_mode()));
+  ASSIGN_OR_RETURN(std::vector<fs::path> files, ListIronFiles(dir));
+  ImportCounts counts;
+  ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(*db_));
+  for (const fs::path& file : files) {
+    absl::StatusOr<v1::Measurement> m = ReadIronCost(file, power_mode());
+    if (!m.ok()) {
+      SkipIronFile(file, m.status().message(), counts);
+      continue;
+    }
+    RETURN_IF_ERROR(InsertIron(put_.iron, file.stem().string(), *m));
+    ++counts.imported;
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  spdlog::info("cache: imported {} IRON figures from {} ({} skipped)",
+               counts.imported, dir.string(), counts.skipped.size());
+  return counts;
+}
+
+}  // namespace irontune
