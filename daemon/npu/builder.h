@@ -2,9 +2,9 @@
 // of N steps, into an Artifact the device can load, or says why the design
 // does not fit.
 //
-// Implementations: SimBuilder (in process, for the simulated NPU) and, on an
-// NPU box, a builder that runs IRON's build entry as a subprocess
-// (docs/builder-protocol.md).
+// Implementations: SimBuilder (daemon/sim/, in process, for the simulated
+// NPU); a real NPU box needs one that runs IRON's build entry, which is not
+// built yet.
 // Threads: one caller at a time.
 #ifndef IRONTUNE_DAEMON_NPU_BUILDER_H_
 #define IRONTUNE_DAEMON_NPU_BUILDER_H_

@@ -1,6 +1,6 @@
 // The Device seam: everything irontuned asks of an NPU. Like leveldb's Env,
-// it exists so that the simulated NPU (sim/), the real one (xrt/) and test
-// doubles (DeviceWrapper) are interchangeable.
+// it exists so that the simulated NPU (daemon/sim/), a real NPU's backend
+// and test doubles (DeviceWrapper) are interchangeable.
 //
 // Threads: a Device and its Images are used by one thread at a time (in
 // irontuned, the device worker). Implementations need not be thread-safe.

@@ -8,7 +8,7 @@
 // cancels. Once BeginShutdown is called every new request is refused with
 // UNAVAILABLE.
 //
-// Included only by service.cc and server.cc: gRPC headers are heavy.
+// Included only by service.cc and daemon.cc: gRPC headers are heavy.
 // Threads: gRPC calls the handlers on its own threads, concurrently.
 #ifndef IRONTUNE_DAEMON_SERVER_SERVICE_H_
 #define IRONTUNE_DAEMON_SERVER_SERVICE_H_
