@@ -22,7 +22,8 @@
 
 namespace irontune {
 
-// The NPU's power modes (`xrt-smi configure --pmode`; NPU_FACTS.md).
+// The NPU's power modes (`xrt-smi configure --pmode`; docs/npu-facts.md,
+// "Power modes").
 enum class PowerMode { kDefault, kPowersaver, kBalanced, kPerformance, kTurbo };
 
 // "default", "powersaver", ...

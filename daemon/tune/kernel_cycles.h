@@ -36,8 +36,8 @@ namespace irontune {
 // Cycles per call, by recipe key.
 using KernelCycles = std::map<std::string, int64_t, std::less<>>;
 
-// The rows of cores a GEMM spreads M over (4 on npu1 and npu2; NPU_FACTS.md
-// "GEMM": M % (4 tile_m) == 0).
+// The rows of cores a GEMM spreads M over (4 on npu1 and npu2;
+// docs/npu-facts.md, "GEMM": M % (4 tile_m) == 0).
 inline constexpr int64_t kGemmCoreRows = 4;
 
 // How much faster than the reported core clock a kernel may run for the

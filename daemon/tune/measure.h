@@ -28,7 +28,8 @@
 namespace irontune {
 
 // Above this many bytes of the default's buffers, the steps of a many-step
-// runlist share one set of buffers (IRON's DISTINCT_BYTES, NPU_FACTS.md).
+// runlist share one set of buffers (IRON's DISTINCT_BYTES; docs/npu-facts.md,
+// "Step time").
 inline constexpr uint64_t kDistinctBytes = 256ull << 20;
 
 struct MeasurePlan {
