@@ -1,0 +1,89 @@
+#include "daemon/server/requests.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "common/defaults.h"
+
+namespace irontune {
+namespace {
+
+v1::Operator Add() {
+  v1::Operator op;
+  op.set_class_name("ElementwiseAdd");
+  v1::Param* size = op.add_params();
+  size->set_name("size");
+  size->mutable_value()->set_int_value(1024);
+  v1::Tunable* tile = op.add_tunables();
+  tile->set_name("tile_size");
+  tile->mutable_value()->set_int_value(256);
+  for (const char* name : {"a", "b", "c"}) {
+    v1::Buffer* b = op.add_buffers();
+    b->set_name(name);
+    const bool out = std::string(name) == "c";
+    b->set_role(out ? v1::BUFFER_ROLE_OUT : v1::BUFFER_ROLE_IN);
+    b->set_dtype(v1::DTYPE_BF16);
+    b->add_shape(1024);
+    b->set_fills(!out);
+    b->set_drains(out);
+  }
+  return op;
+}
+
+TEST_CASE("requests: a Measure's zero fields take the defaults") {
+  v1::MeasureRequest request;
+  *request.mutable_operator_() = Add();
+  v1::Setting* s = request.add_settings();
+  v1::Field* f = s->add_tunables();
+  f->set_name("tile_size");
+  f->mutable_value()->set_int_value(512);
+  REQUIRE(ValidateMeasureRequest(request).ok());
+
+  Platform strix;
+  strix.full_elf = true;
+  Platform phoenix;
+  const MeasurePlan plan = MeasurePlanOf(request, strix);
+  CHECK(plan.repeats == kDefaultRepeats);
+  CHECK(plan.packaging == v1::PACKAGING_FULL_ELF);
+  CHECK(MeasurePlanOf(request, phoenix).packaging ==
+        v1::PACKAGING_XCLBIN_CHAIN);
+  REQUIRE(plan.settings.size() == 2);
+  CHECK(plan.settings[1].tunables(0).value().int_value() == 512);
+
+  request.set_repeats(4);
+  request.set_packaging(v1::PACKAGING_XCLBIN_CHAIN);
+  CHECK(MeasurePlanOf(request, strix).repeats == 4);
+  CHECK(MeasurePlanOf(request, strix).packaging == v1::PACKAGING_XCLBIN_CHAIN);
+}
+
+TEST_CASE("requests: repeats must be 0 or in [2, the limit], in both kinds") {
+  v1::MeasureRequest measure;
+  *measure.mutable_operator_() = Add();
+  measure.set_repeats(1);
+  CHECK(absl::StrContains(ValidateMeasureRequest(measure).message(),
+                          "repeats: must be 0 (9) or at least 2"));
+  measure.set_repeats(kMaxRepeats + 1);
+  CHECK(absl::IsInvalidArgument(ValidateMeasureRequest(measure)));
+
+  v1::AutotuneRequest tune;
+  CHECK(ValidateAutotuneRequest(tune).message() == "calls: missing");
+  tune.mutable_calls()->set_format_version(v1::FORMAT_VERSION_1);
+  *tune.mutable_calls()->add_operators() = Add();
+  tune.set_repeats(kMaxRepeats + 1);
+  CHECK(absl::StrContains(ValidateAutotuneRequest(tune).message(),
+                          "repeats: at most 65536"));
+}
+
+TEST_CASE("requests: an Autotune takes the daemon's kernel cycles file") {
+  v1::AutotuneRequest request;
+  request.set_seed(7);
+  const AutotuneOptions options = AutotuneOptionsOf(request, "/x/cycles.json");
+  CHECK(options.cycles_path == "/x/cycles.json");
+  CHECK(options.repeats == kDefaultRepeats);
+  CHECK(options.seed == 7);
+  CHECK(!options.packaging.has_value());
+}
+
+}  // namespace
+}  // namespace irontune
