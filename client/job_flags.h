@@ -29,7 +29,8 @@ struct JobFlags {
   bool remeasure = false;
 };
 
-// Registers the flags on `cmd`. `f` must outlive the parse.
+// Registers the flags on `cmd`, bound to `*f`, which must outlive the
+// parse. The Timing and --repeats help quotes common/defaults.h.
 void AddJobFlags(CLI::App* cmd, JobFlags* f);
 
 // The client name a request carries: --client, else $USER, else
