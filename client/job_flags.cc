@@ -55,10 +55,10 @@ void AddRunFlags(CLI::App& cmd, JobFlags* f) {
 
 }  // namespace
 
-void AddJobFlags(CLI::App* cmd, JobFlags* f) {
-  AddRequesterFlags(*cmd, f);
-  AddTimingFlags(*cmd, f);
-  AddRunFlags(*cmd, f);
+void AddJobFlags(CLI::App& cmd, JobFlags* f) {
+  AddRequesterFlags(cmd, f);
+  AddTimingFlags(cmd, f);
+  AddRunFlags(cmd, f);
 }
 
 std::string ClientName(const JobFlags& f, const ClientEnvironment& env) {

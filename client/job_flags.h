@@ -31,7 +31,7 @@ struct JobFlags {
 
 // Registers the flags on `cmd`, bound to `*f`, which must outlive the
 // parse. The Timing and --repeats help quotes common/defaults.h.
-void AddJobFlags(CLI::App* cmd, JobFlags* f);
+void AddJobFlags(CLI::App& cmd, JobFlags* f);
 
 // The client name a request carries: --client, else $USER, else
 // "irontune-client".

@@ -42,9 +42,9 @@ class GrpcTunerConnection : public TunerConnection {
     return Stream(&v1::Tuner::Stub::Measure, request, timeout_s, on_event);
   }
 
-  absl::StatusOr<v1::StatusResponse> GetStatus(double timeout_s) override {
-    return Unary(&v1::Tuner::Stub::GetStatus, v1::GetStatusRequest(),
-                 timeout_s);
+  absl::StatusOr<v1::StatusResponse> GetStatus(
+      const v1::GetStatusRequest& request, double timeout_s) override {
+    return Unary(&v1::Tuner::Stub::GetStatus, request, timeout_s);
   }
 
   absl::StatusOr<v1::ListJobsResponse> ListJobs(
