@@ -72,12 +72,15 @@ void AddCommands(CLI::App& parent, const CommandContext& ctx) {
   (add(std::make_shared<Commands>()), ...);
 }
 
-// The options several commands share, bound to `*value`, which must outlive
-// the parse.
+// Options several commands share. Each binds `*value`, which must outlive
+// the parse, on `cmd`.
+
 // The required positional MODEL: a recording.
 void AddModelArg(CLI::App& cmd, std::string* value);
+
 // The required positional JOB: a job id.
 void AddJobArg(CLI::App& cmd, std::string* value);
+
 // --json, described by `description`.
 void AddJsonFlag(CLI::App& cmd, bool* value, const std::string& description);
 
