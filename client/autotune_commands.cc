@@ -1,11 +1,13 @@
 #include "client/autotune_commands.h"
 
 #include <CLI/CLI.hpp>
-#include <memory>
+#include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/job_flags.h"
@@ -18,16 +20,6 @@
 
 namespace irontune {
 namespace {
-
-struct SubmitFlags {
-  std::string model;
-  std::string profile;
-  bool write = false;
-  bool check = false;
-  bool detach = false;
-  bool json = false;
-  JobFlags job;
-};
 
 bool DiffIsEmpty(const v1::ProfileDiff& diff) {
   return diff.added().empty() && diff.changed().empty() &&
@@ -57,56 +49,139 @@ int ShowResult(const CommandContext& ctx, const std::string& job_id,
   return kExitOk;
 }
 
-ProgressStyle StyleFor(const CommandContext& ctx) {
-  return ctx.env.err_is_terminal ? ProgressStyle::kBar : ProgressStyle::kLines;
+// An autotune job as its event stream ended.
+struct Finished {
+  std::string job_id;
+  v1::AutotuneResult result;
+};
+
+// Autotune or Watch.
+template <typename Request>
+using AutotuneStream = absl::Status (TunerConnection::*)(
+    const Request& request, double timeout_s,
+    const EventCallback<v1::AutotuneEvent>& on_event);
+
+// Follows an autotune job through `stream` with `request`, showing its
+// events on stderr as progress. Returns the job's id and result; nullopt,
+// after printing why, when the call fails or the stream ends without a
+// result (`no_result(job_id)` is then the message).
+template <typename Request>
+std::optional<Finished> Follow(
+    const CommandContext& ctx, AutotuneStream<Request> stream,
+    const Request& request,
+    const std::function<std::string(const std::string&)>& no_result) {
+  const Daemon daemon(ctx, kAutotuneTimeoutS);
+  AutotuneProgress progress(
+      ctx.io.err,
+      ctx.env.err_is_terminal ? ProgressStyle::kBar : ProgressStyle::kLines,
+      ctx.env.terminal_width);
+  absl::Status s = (daemon.tuner().*stream)(request, daemon.timeout_s(),
+                                            [&](const v1::AutotuneEvent& e) {
+                                              progress.OnEvent(e);
+                                              return true;
+                                            });
+  progress.Finish();
+  if (!s.ok()) {
+    daemon.Fail(s);
+    return std::nullopt;
+  }
+  if (!progress.result().has_value()) {
+    Fail(ctx.io.err, absl::InternalError(no_result(progress.job_id())));
+    return std::nullopt;
+  }
+  return Finished{progress.job_id(), *progress.result()};
 }
 
-int RunSubmit(const CommandContext& ctx, const SubmitFlags& f) {
-  if ((f.write || f.check) && f.profile.empty()) {
-    return UsageError(ctx.io.err, "--write and --check need --profile");
+struct SubmitCommand {
+  static constexpr char kName[] = "submit";
+  std::string model;
+  std::string profile;
+  bool write = false;
+  bool check = false;
+  bool detach = false;
+  bool json = false;
+  JobFlags job;
+
+  void Bind(CLI::App& cmd) {
+    AddModelArg(cmd, &model);
+    cmd.add_option("--profile", profile,
+                   "the IRON profile the model was recorded under (default: "
+                   "none, an empty profile)");
+    const struct {
+      const char* name;
+      bool* value;
+      const char* help;
+    } switches[] = {
+        {"--write", &write,
+         "rewrite the --profile file with the tuned profile (created if "
+         "missing)"},
+        {"--check", &check,
+         "exit 3 if the tuned profile differs from --profile"},
+        {"--detach", &detach,
+         "print the job id and return; the job keeps running"},
+    };
+    for (const auto& f : switches) cmd.add_flag(f.name, *f.value, f.help);
+    AddJsonFlag(cmd, &json, "print the result as JSON");
+    AddJobFlags(cmd, &job);
   }
-  if (f.detach && (f.write || f.check)) {
-    return UsageError(ctx.io.err,
-                      "--detach returns at once: it cannot --write or "
-                      "--check; use `result JOB --write P` later");
-  }
-  absl::StatusOr<v1::Calls> calls = LoadRecording(f.model);
-  if (!calls.ok()) return Fail(ctx.io.err, calls.status());
-  Profile given;
-  if (!f.profile.empty()) {
-    absl::StatusOr<Profile> loaded = Profile::Load(f.profile);
-    if (loaded.ok()) {
-      given = *std::move(loaded);
-    } else if (absl::IsNotFound(loaded.status()) && f.write) {
-      ctx.io.err << "irontune-client: " << f.profile
-                 << " does not exist yet; starting from an empty profile\n";
-    } else {
-      return Fail(ctx.io.err, loaded.status());
+
+  int Run(const CommandContext& ctx) const {
+    if (std::string conflict = FlagConflict(); !conflict.empty()) {
+      return UsageError(ctx.io.err, conflict);
     }
+    absl::StatusOr<v1::Calls> calls = LoadRecording(model);
+    if (!calls.ok()) return Fail(ctx.io.err, calls.status());
+    absl::StatusOr<Profile> given = LoadProfile(ctx.io.err);
+    if (!given.ok()) return Fail(ctx.io.err, given.status());
+    v1::AutotuneRequest request;
+    *request.mutable_calls() = *std::move(calls);
+    *request.mutable_profile() = given->proto();
+    ApplyJobFlags(job, ctx.env, &request);
+    request.set_detach(detach);
+    return detach ? RunDetached(ctx, request)
+                  : RunAttached(ctx, request, *given);
   }
 
-  v1::AutotuneRequest request;
-  *request.mutable_calls() = *std::move(calls);
-  *request.mutable_profile() = given.proto();
-  ApplyJobFlags(f.job, ctx.env, &request);
-  request.set_detach(f.detach);
+  // Why the flags cannot go together; empty if they can.
+  std::string FlagConflict() const {
+    if ((write || check) && profile.empty()) {
+      return "--write and --check need --profile";
+    }
+    if (detach && (write || check)) {
+      return "--detach returns at once: it cannot --write or --check; use "
+             "`result JOB --write P` later";
+    }
+    return "";
+  }
 
-  const std::string server = ResolveServer(ctx.remote.server, ctx.env.server);
-  std::unique_ptr<TunerConnection> tuner = ConnectTuner(server);
+  // The --profile to tune from: empty if none is given, or if it does not
+  // exist yet and --write will create it (said on `err`).
+  absl::StatusOr<Profile> LoadProfile(std::ostream& err) const {
+    if (profile.empty()) return Profile();
+    absl::StatusOr<Profile> loaded = Profile::Load(profile);
+    if (loaded.ok() || !absl::IsNotFound(loaded.status()) || !write) {
+      return loaded;
+    }
+    err << "irontune-client: " << profile
+        << " does not exist yet; starting from an empty profile\n";
+    return Profile();
+  }
 
-  if (f.detach) {
+  // Submits the job and prints its id as soon as the daemon names it.
+  int RunDetached(const CommandContext& ctx,
+                  const v1::AutotuneRequest& request) const {
+    const Daemon daemon(ctx, kDetachTimeoutS);
     std::string job_id;
-    absl::Status s = tuner->Autotune(
-        request, ResolveTimeout(ctx.remote.timeout_s, kDetachTimeoutS),
-        [&](const v1::AutotuneEvent& e) {
+    absl::Status s = daemon.tuner().Autotune(
+        request, daemon.timeout_s(), [&](const v1::AutotuneEvent& e) {
           job_id = e.job_id();
           return job_id.empty();  // stop at the first event naming the job
         });
-    if (!s.ok()) return FailRpc(ctx.io.err, s, server);
+    if (!s.ok()) return daemon.Fail(s);
     if (job_id.empty()) {
       return Fail(ctx.io.err, absl::InternalError("irontuned sent no job id"));
     }
-    if (f.json) {
+    if (json) {
       ctx.io.out << "{\"job_id\": \"" << job_id << "\"}\n";
     } else {
       ctx.io.out << job_id << "\n";
@@ -117,155 +192,123 @@ int RunSubmit(const CommandContext& ctx, const SubmitFlags& f) {
     return kExitOk;
   }
 
-  AutotuneProgress progress(ctx.io.err, StyleFor(ctx), ctx.env.terminal_width);
-  absl::Status s = tuner->Autotune(
-      request, ResolveTimeout(ctx.remote.timeout_s, kAutotuneTimeoutS),
-      [&](const v1::AutotuneEvent& e) {
-        progress.OnEvent(e);
-        return true;
-      });
-  progress.Finish();
-  if (!s.ok()) return FailRpc(ctx.io.err, s, server);
-  if (!progress.result().has_value()) {
-    return Fail(ctx.io.err, absl::InternalError(absl::StrCat(
-                                "irontuned ended job ", progress.job_id(),
-                                " without a result")));
+  // Submits the job, follows it to its result, and shows (and with --write
+  // saves) the result; with --check, a changed profile is
+  // kExitProfileChanged.
+  int RunAttached(const CommandContext& ctx, const v1::AutotuneRequest& request,
+                  const Profile& given) const {
+    std::optional<Finished> done = Follow(
+        ctx, &TunerConnection::Autotune, request, [](const std::string& id) {
+          return absl::StrCat("irontuned ended job ", id, " without a result");
+        });
+    if (!done.has_value()) return kExitError;
+    const bool changed =
+        Profile(done->result.profile()).ToJson() != given.ToJson();
+    if (int code = ShowResult(ctx, done->job_id, done->result, changed, json,
+                              write ? profile : "");
+        code != kExitOk) {
+      return code;
+    }
+    if (check && changed) {
+      ctx.io.err << "irontune-client: the tuned profile differs from "
+                 << profile << (write ? " (rewritten)" : "") << "\n";
+      return kExitProfileChanged;
+    }
+    return kExitOk;
   }
-  const v1::AutotuneResult& result = *progress.result();
-  const bool changed = Profile(result.profile()).ToJson() != given.ToJson();
-  int code = ShowResult(ctx, progress.job_id(), result, changed, f.json,
-                        f.write ? f.profile : "");
-  if (code != kExitOk) return code;
-  if (f.check && changed) {
-    ctx.io.err << "irontune-client: the tuned profile differs from "
-               << f.profile << (f.write ? " (rewritten)" : "") << "\n";
-    return kExitProfileChanged;
+};
+
+// JOB, --write and --json: the flags of the commands that show a job's
+// result.
+struct JobResultFlags {
+  std::string job;
+  std::string write;
+  bool json = false;
+
+  // `write_help` says what --write writes.
+  void Bind(CLI::App& cmd, const std::string& write_help) {
+    AddJobArg(cmd, &job);
+    cmd.add_option("--write", write, write_help);
+    AddJsonFlag(cmd, &json, "print the result as JSON");
   }
-  return kExitOk;
-}
+};
 
-void AddSubmit(CLI::App& app, const CommandContext& ctx) {
-  auto* cmd = app.add_subcommand(
-      "submit",
-      "Tune a model's recorded calls on irontuned: the recording (and "
-      "profile) are validated here first, progress streams to stderr, then "
-      "the diff against the profile is printed.");
-  auto f = std::make_shared<SubmitFlags>();
-  cmd->add_option("MODEL", f->model, "the recording: .rec, .txtpb or .json")
-      ->required();
-  cmd->add_option("--profile", f->profile,
-                  "the IRON profile the model was recorded under (default: "
-                  "none, an empty profile)");
-  cmd->add_flag("--write", f->write,
-                "rewrite the --profile file with the tuned profile (created "
-                "if missing)");
-  cmd->add_flag("--check", f->check,
-                "exit 3 if the tuned profile differs from --profile");
-  cmd->add_flag("--detach", f->detach,
-                "print the job id and return; the job keeps running");
-  cmd->add_flag("--json", f->json, "print the result as JSON");
-  AddJobFlags(cmd, &f->job);
-  cmd->callback(
-      [ctx, f] { *ctx.run = [ctx, f] { return RunSubmit(ctx, *f); }; });
-}
+struct WatchCommand : JobResultFlags {
+  static constexpr char kName[] = "watch";
 
-void AddWatch(CLI::App& app, const CommandContext& ctx) {
-  auto* cmd = app.add_subcommand(
-      "watch",
-      "Follow a job's events (those so far, then the rest) and print its "
-      "result.");
-  auto job = std::make_shared<std::string>();
-  auto write = std::make_shared<std::string>();
-  auto json = std::make_shared<bool>(false);
-  cmd->add_option("JOB", *job, "the job id")->required();
-  cmd->add_option("--write", *write, "write the tuned profile to this file");
-  cmd->add_flag("--json", *json, "print the result as JSON");
-  cmd->callback([=] {
-    *ctx.run = [=]() -> int {
-      const std::string server =
-          ResolveServer(ctx.remote.server, ctx.env.server);
-      std::unique_ptr<TunerConnection> tuner = ConnectTuner(server);
-      AutotuneProgress progress(ctx.io.err, StyleFor(ctx),
-                                ctx.env.terminal_width);
-      v1::WatchRequest request;
-      request.set_job_id(*job);
-      absl::Status s = tuner->Watch(
-          request, ResolveTimeout(ctx.remote.timeout_s, kAutotuneTimeoutS),
-          [&](const v1::AutotuneEvent& e) {
-            progress.OnEvent(e);
-            return true;
-          });
-      progress.Finish();
-      if (!s.ok()) return FailRpc(ctx.io.err, s, server);
-      if (!progress.result().has_value()) {
-        return Fail(ctx.io.err, absl::InternalError(
-                                    absl::StrCat("job ", *job,
-                                                 " ended without a result; see "
-                                                 "`irontune-client result ",
-                                                 *job, "`")));
-      }
-      return ShowResult(ctx, *job, *progress.result(),
-                        !DiffIsEmpty(progress.result()->diff()), *json, *write);
-    };
-  });
-}
+  void Bind(CLI::App& cmd) {
+    JobResultFlags::Bind(cmd, "write the tuned profile to this file");
+  }
 
-void AddResult(CLI::App& app, const CommandContext& ctx) {
-  auto* cmd = app.add_subcommand(
-      "result",
-      "Print a finished job's result: an autotune's diff (and, with "
-      "--write, its profile), a measurement's table.");
-  auto job = std::make_shared<std::string>();
-  auto write = std::make_shared<std::string>();
-  auto json = std::make_shared<bool>(false);
-  cmd->add_option("JOB", *job, "the job id")->required();
-  cmd->add_option("--write", *write,
-                  "write an autotune job's tuned profile to this file");
-  cmd->add_flag("--json", *json, "print the result as JSON");
-  cmd->callback([=] {
-    *ctx.run = [=]() -> int {
-      const std::string server =
-          ResolveServer(ctx.remote.server, ctx.env.server);
-      std::unique_ptr<TunerConnection> tuner = ConnectTuner(server);
-      v1::GetResultRequest request;
-      request.set_job_id(*job);
-      absl::StatusOr<v1::JobResult> r = tuner->GetResult(
-          request, ResolveTimeout(ctx.remote.timeout_s, kUnaryTimeoutS));
-      if (!r.ok()) return FailRpc(ctx.io.err, r.status(), server);
-      const int64_t now = absl::ToUnixMillis(absl::Now());
-      if (r->has_autotune()) {
-        if (!*json) ctx.io.out << RenderJob(r->summary(), now) << "\n";
-        return ShowResult(ctx, *job, r->autotune(),
-                          !DiffIsEmpty(r->autotune().diff()), *json, *write);
+  int Run(const CommandContext& ctx) const {
+    v1::WatchRequest request;
+    request.set_job_id(job);
+    std::optional<Finished> done =
+        Follow(ctx, &TunerConnection::Watch, request, [&](const std::string&) {
+          return absl::StrCat("job ", job,
+                              " ended without a result; see "
+                              "`irontune-client result ",
+                              job, "`");
+        });
+    if (!done.has_value()) return kExitError;
+    return ShowResult(ctx, job, done->result, !DiffIsEmpty(done->result.diff()),
+                      json, write);
+  }
+};
+
+struct ResultCommand : JobResultFlags {
+  static constexpr char kName[] = "result";
+
+  void Bind(CLI::App& cmd) {
+    JobResultFlags::Bind(cmd,
+                         "write an autotune job's tuned profile to this file");
+  }
+
+  int Run(const CommandContext& ctx) const {
+    v1::GetResultRequest request;
+    request.set_job_id(job);
+    const Daemon daemon(ctx, kUnaryTimeoutS);
+    absl::StatusOr<v1::JobResult> r =
+        daemon.tuner().GetResult(request, daemon.timeout_s());
+    if (!r.ok()) return daemon.Fail(r.status());
+    const int64_t now = absl::ToUnixMillis(absl::Now());
+    if (r->has_autotune()) {
+      if (!json) ctx.io.out << RenderJob(r->summary(), now) << "\n";
+      return ShowResult(ctx, job, r->autotune(),
+                        !DiffIsEmpty(r->autotune().diff()), json, write);
+    }
+    return ShowOther(ctx, *r, now);
+  }
+
+  // A measurement's or a failed job's result; kExitError for a job that
+  // failed or was cancelled.
+  int ShowOther(const CommandContext& ctx, const v1::JobResult& r,
+                int64_t now) const {
+    if (!write.empty()) {
+      return Fail(ctx.io.err,
+                  absl::FailedPreconditionError(absl::StrCat(
+                      "job ", job, " has no tuned profile to write (",
+                      std::string(JobStateName(r.summary().state())), ")")));
+    }
+    if (json) {
+      ctx.io.out << MessageJson(r) << "\n";
+    } else {
+      ctx.io.out << RenderJob(r.summary(), now);
+      if (r.has_measure()) {
+        ctx.io.out << "\n" << RenderMeasureResult(r.measure());
       }
-      if (!write->empty()) {
-        return Fail(ctx.io.err,
-                    absl::FailedPreconditionError(absl::StrCat(
-                        "job ", *job, " has no tuned profile to write (",
-                        std::string(JobStateName(r->summary().state())), ")")));
-      }
-      if (*json) {
-        ctx.io.out << MessageJson(*r) << "\n";
-      } else {
-        ctx.io.out << RenderJob(r->summary(), now);
-        if (r->has_measure()) {
-          ctx.io.out << "\n" << RenderMeasureResult(r->measure());
-        }
-      }
-      const v1::JobState state = r->summary().state();
-      return state == v1::JOB_STATE_FAILED || state == v1::JOB_STATE_CANCELLED
-                 ? kExitError
-                 : kExitOk;
-    };
-  });
-}
+    }
+    const v1::JobState state = r.summary().state();
+    return state == v1::JOB_STATE_FAILED || state == v1::JOB_STATE_CANCELLED
+               ? kExitError
+               : kExitOk;
+  }
+};
 
 }  // namespace
 
 void AddAutotuneCommands(CLI::App& app, const CommandContext& ctx) {
-  AddSubmit(app, ctx);
-  AddWatch(app, ctx);
-  AddResult(app, ctx);
+  AddCommands<SubmitCommand, WatchCommand, ResultCommand>(app, ctx);
 }
 
 }  // namespace irontune

@@ -26,105 +26,91 @@ constexpr char kFooter[] =
     "Exit codes: 0 success, 1 error, 2 usage, 3 profile changed (submit "
     "--check).";
 
-int Fail(const Streams& io, const absl::Status& status) {
-  return irontune::Fail(io.err, status);
-}
+struct InspectCommand {
+  static constexpr char kName[] = "inspect";
+  std::string path;
+  bool json = false;
 
-void AddInspect(CLI::App& app, const Streams& io, std::function<int()>* run) {
-  auto* cmd = app.add_subcommand(
-      "inspect",
-      "Print a recording's calls, its operator shapes and, for each shape, "
-      "its tunables, their domain sizes and the size of the setting space.");
-  auto path = std::make_shared<std::string>();
-  auto json = std::make_shared<bool>(false);
-  cmd->add_option("FILE", *path, "a recording: .rec, .txtpb or .json")
-      ->required();
-  cmd->add_flag("--json", *json, "print machine-readable JSON");
-  cmd->callback([=, &io] {
-    *run = [=, &io]() -> int {
-      absl::StatusOr<v1::Calls> calls = LoadRecording(*path);
-      if (!calls.ok()) return Fail(io, calls.status());
-      io.out << (*json ? InspectJson(*calls) : InspectText(*calls));
-      return kExitOk;
-    };
-  });
-}
+  void Bind(CLI::App& cmd) {
+    cmd.add_option("FILE", path, "a recording: .rec, .txtpb or .json")
+        ->required();
+    AddJsonFlag(cmd, &json, "print machine-readable JSON");
+  }
 
-void AddConvert(CLI::App& app, const Streams& io, std::function<int()>* run) {
-  auto* cmd = app.add_subcommand(
-      "convert",
-      "Convert a recording between binary (.rec), text (.txtpb) and JSON "
-      "(.json), by the files' extensions. The input is validated first.");
-  auto in = std::make_shared<std::string>();
-  auto out = std::make_shared<std::string>();
-  cmd->add_option("IN", *in, "the recording to read")->required();
-  cmd->add_option("OUT", *out, "the file to write")->required();
-  cmd->callback([=, &io] {
-    *run = [=, &io]() -> int {
-      absl::StatusOr<v1::Calls> calls = LoadRecording(*in);
-      if (!calls.ok()) return Fail(io, calls.status());
-      if (absl::Status s = SaveRecording(*calls, *out); !s.ok()) {
-        return Fail(io, s);
-      }
-      io.err << "wrote " << *out << "\n";
-      return kExitOk;
-    };
-  });
-}
+  int Run(const CommandContext& ctx) const {
+    absl::StatusOr<v1::Calls> calls = LoadRecording(path);
+    if (!calls.ok()) return Fail(ctx.io.err, calls.status());
+    ctx.io.out << (json ? InspectJson(*calls) : InspectText(*calls));
+    return kExitOk;
+  }
+};
 
-void AddPoints(CLI::App& app, const Streams& io, std::function<int()>* run) {
-  auto* cmd = app.add_subcommand(
-      "points",
-      "Print the contexts a design whose work follows the context is timed "
-      "at: at most COUNT contexts halving down from CONTEXT, each a multiple "
-      "of UNIT, weighted by the trapezoid rule (the weights sum to 1). Use "
-      "them as a recording's points.");
-  auto top = std::make_shared<int64_t>(8192);
-  auto count = std::make_shared<int>(6);
-  auto unit = std::make_shared<int64_t>(1);
-  auto json = std::make_shared<bool>(false);
-  cmd->add_option("--context", *top, "the longest context (default 8192)");
-  cmd->add_option("--count", *count, "at most this many contexts (default 6)");
-  cmd->add_option("--unit", *unit,
-                  "each context a multiple of this, e.g. the prompt chunk "
-                  "(default 1)");
-  cmd->add_flag("--json", *json, "print a JSON array of {weight, context}");
-  cmd->callback([=, &io] {
-    *run = [=, &io]() -> int {
-      absl::StatusOr<std::vector<WeightedContext>> points =
-          Contexts(*top, *count, *unit);
-      if (!points.ok()) return Fail(io, points.status());
-      if (*json) {
-        io.out << "[";
-        for (size_t i = 0; i < points->size(); ++i) {
-          io.out << absl::StrFormat("%s{\"weight\": %.17g, \"context\": %d}",
-                                    i ? ", " : "", (*points)[i].weight,
-                                    (*points)[i].context);
-        }
-        io.out << "]\n";
-      } else {
-        io.out << absl::StrFormat("%10s  %s\n", "context", "weight");
-        for (const WeightedContext& p : *points) {
-          io.out << absl::StrFormat("%10d  %.6f\n", p.context, p.weight);
-        }
-      }
-      return kExitOk;
-    };
-  });
-}
+struct ConvertCommand {
+  static constexpr char kName[] = "convert";
+  std::string in;
+  std::string out;
+
+  void Bind(CLI::App& cmd) {
+    cmd.add_option("IN", in, "the recording to read")->required();
+    cmd.add_option("OUT", out, "the file to write")->required();
+  }
+
+  int Run(const CommandContext& ctx) const {
+    absl::StatusOr<v1::Calls> calls = LoadRecording(in);
+    if (!calls.ok()) return Fail(ctx.io.err, calls.status());
+    if (absl::Status s = SaveRecording(*calls, out); !s.ok()) {
+      return Fail(ctx.io.err, s);
+    }
+    ctx.io.err << "wrote " << out << "\n";
+    return kExitOk;
+  }
+};
+
+struct PointsCommand {
+  static constexpr char kName[] = "points";
+  int64_t top = 8192;
+  int count = 6;
+  int64_t unit = 1;
+  bool json = false;
+
+  void Bind(CLI::App& cmd) {
+    cmd.add_option("--context", top, "the longest context (default 8192)");
+    cmd.add_option("--count", count, "at most this many contexts (default 6)");
+    cmd.add_option("--unit", unit,
+                   "each context a multiple of this, e.g. the prompt chunk "
+                   "(default 1)");
+    AddJsonFlag(cmd, &json, "print a JSON array of {weight, context}");
+  }
+
+  int Run(const CommandContext& ctx) const {
+    absl::StatusOr<std::vector<WeightedContext>> points =
+        Contexts(top, count, unit);
+    if (!points.ok()) return Fail(ctx.io.err, points.status());
+    ctx.io.out << (json ? PointsJson(*points) : PointsText(*points));
+    return kExitOk;
+  }
+
+  // A JSON array of {weight, context}.
+  static std::string PointsJson(const std::vector<WeightedContext>& points) {
+    std::string out = "[";
+    for (size_t i = 0; i < points.size(); ++i) {
+      absl::StrAppendFormat(&out, "%s{\"weight\": %.17g, \"context\": %d}",
+                            i ? ", " : "", points[i].weight, points[i].context);
+    }
+    return out + "]\n";
+  }
+
+  // A table: context, weight.
+  static std::string PointsText(const std::vector<WeightedContext>& points) {
+    std::string out = absl::StrFormat("%10s  %s\n", "context", "weight");
+    for (const WeightedContext& p : points) {
+      absl::StrAppendFormat(&out, "%10d  %.6f\n", p.context, p.weight);
+    }
+    return out;
+  }
+};
 
 }  // namespace
-
-int Fail(std::ostream& err, const absl::Status& status) {
-  err << "irontune-client: " << status.message() << "\n";
-  return kExitError;
-}
-
-int UsageError(std::ostream& err, const std::string& message) {
-  err << "irontune-client: " << message << "\n"
-      << "Run 'irontune-client --help' for usage.\n";
-  return kExitUsage;
-}
 
 int RunClient(int argc, const char* const* argv, std::ostream& out,
               std::ostream& err) {
@@ -154,9 +140,7 @@ int RunClient(int argc, const char* const* argv, std::ostream& out,
       ->check(CLI::NonNegativeNumber);
   std::function<int()> run;
   CommandContext ctx{io, env, remote, &run};
-  AddInspect(app, io, &run);
-  AddConvert(app, io, &run);
-  AddPoints(app, io, &run);
+  AddCommands<InspectCommand, ConvertCommand, PointsCommand>(app, ctx);
   AddAutotuneCommands(app, ctx);
   AddMeasureCommand(app, ctx);
   AddJobCommands(app, ctx);
@@ -171,9 +155,7 @@ int RunClient(int argc, const char* const* argv, std::ostream& out,
     return kExitOk;
   } catch (const CLI::ParseError& e) {
     // A subcommand's --help arrives as CallForHelp from the subcommand.
-    err << "irontune-client: " << e.what() << "\n"
-        << "Run 'irontune-client --help' for usage.\n";
-    return kExitUsage;
+    return UsageError(err, e.what());
   }
   return run ? run() : kExitUsage;
 }

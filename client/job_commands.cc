@@ -1,9 +1,9 @@
 #include "client/job_commands.h"
 
 #include <CLI/CLI.hpp>
-#include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/remote.h"
 #include "client/render.h"
@@ -14,79 +14,67 @@ namespace {
 
 int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 
-void AddStatus(CLI::App& app, const CommandContext& ctx) {
-  auto* cmd = app.add_subcommand(
-      "status",
-      "Show the daemon: its device and power mode, the running job, the "
-      "queue and the cache.");
-  auto json = std::make_shared<bool>(false);
-  cmd->add_flag("--json", *json, "print the StatusResponse as JSON");
-  cmd->callback([=] {
-    *ctx.run = [=]() -> int {
-      const std::string server =
-          ResolveServer(ctx.remote.server, ctx.env.server);
-      absl::StatusOr<v1::StatusResponse> s = ConnectTuner(server)->GetStatus(
-          ResolveTimeout(ctx.remote.timeout_s, kUnaryTimeoutS));
-      if (!s.ok()) return FailRpc(ctx.io.err, s.status(), server);
-      ctx.io.out << (*json ? MessageJson(*s) + "\n"
-                           : RenderStatus(*s, NowMs()));
-      return kExitOk;
-    };
-  });
-}
+struct StatusCommand {
+  static constexpr char kName[] = "status";
+  bool json = false;
 
-void AddJobs(CLI::App& app, const CommandContext& ctx) {
-  auto* cmd = app.add_subcommand("jobs",
-                                 "List jobs, newest first: queued, running "
-                                 "and finished.");
-  auto limit = std::make_shared<uint32_t>(0);
-  auto json = std::make_shared<bool>(false);
-  cmd->add_option("--limit", *limit, "at most this many (default: 50)");
-  cmd->add_flag("--json", *json, "print the ListJobsResponse as JSON");
-  cmd->callback([=] {
-    *ctx.run = [=]() -> int {
-      const std::string server =
-          ResolveServer(ctx.remote.server, ctx.env.server);
-      v1::ListJobsRequest request;
-      request.set_limit(*limit);
-      absl::StatusOr<v1::ListJobsResponse> r = ConnectTuner(server)->ListJobs(
-          request, ResolveTimeout(ctx.remote.timeout_s, kUnaryTimeoutS));
-      if (!r.ok()) return FailRpc(ctx.io.err, r.status(), server);
-      ctx.io.out << (*json ? MessageJson(*r) + "\n"
-                           : RenderJobs(r->jobs(), NowMs()));
-      return kExitOk;
-    };
-  });
-}
+  void Bind(CLI::App& cmd) {
+    AddJsonFlag(cmd, &json, "print the StatusResponse as JSON");
+  }
 
-void AddCancel(CLI::App& app, const CommandContext& ctx) {
-  auto* cmd = app.add_subcommand(
-      "cancel",
-      "Cancel a queued or running job; it stops within a round. Prints the "
-      "job's state afterwards.");
-  auto job = std::make_shared<std::string>();
-  cmd->add_option("JOB", *job, "the job id")->required();
-  cmd->callback([=] {
-    *ctx.run = [=]() -> int {
-      const std::string server =
-          ResolveServer(ctx.remote.server, ctx.env.server);
-      v1::CancelRequest request;
-      request.set_job_id(*job);
-      absl::StatusOr<v1::CancelResponse> r = ConnectTuner(server)->Cancel(
-          request, ResolveTimeout(ctx.remote.timeout_s, kUnaryTimeoutS));
-      if (!r.ok()) return FailRpc(ctx.io.err, r.status(), server);
-      ctx.io.out << *job << " " << JobStateName(r->state()) << "\n";
-      return kExitOk;
-    };
-  });
-}
+  int Run(const CommandContext& ctx) const {
+    return CallAndPrint(ctx, &TunerConnection::GetStatus,
+                        v1::GetStatusRequest(),
+                        [&](const v1::StatusResponse& status) {
+                          return json ? MessageJson(status) + "\n"
+                                      : RenderStatus(status, NowMs());
+                        });
+  }
+};
+
+struct JobsCommand {
+  static constexpr char kName[] = "jobs";
+  uint32_t limit = 0;
+  bool json = false;
+
+  void Bind(CLI::App& cmd) {
+    cmd.add_option("--limit", limit, "at most this many (default: 50)");
+    AddJsonFlag(cmd, &json, "print the ListJobsResponse as JSON");
+  }
+
+  int Run(const CommandContext& ctx) const {
+    v1::ListJobsRequest request;
+    request.set_limit(limit);
+    return CallAndPrint(ctx, &TunerConnection::ListJobs, request,
+                        [&](const v1::ListJobsResponse& response) {
+                          return json ? MessageJson(response) + "\n"
+                                      : RenderJobs(response.jobs(), NowMs());
+                        });
+  }
+};
+
+struct CancelCommand {
+  static constexpr char kName[] = "cancel";
+  std::string job;
+
+  void Bind(CLI::App& cmd) { AddJobArg(cmd, &job); }
+
+  int Run(const CommandContext& ctx) const {
+    v1::CancelRequest request;
+    request.set_job_id(job);
+    return CallAndPrint(
+        ctx, &TunerConnection::Cancel, request,
+        [&](const v1::CancelResponse& response) {
+          return absl::StrCat(
+              job, " ", std::string(JobStateName(response.state())), "\n");
+        });
+  }
+};
 
 }  // namespace
 
 void AddJobCommands(CLI::App& app, const CommandContext& ctx) {
-  AddStatus(app, ctx);
-  AddJobs(app, ctx);
-  AddCancel(app, ctx);
+  AddCommands<StatusCommand, JobsCommand, CancelCommand>(app, ctx);
 }
 
 }  // namespace irontune

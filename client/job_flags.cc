@@ -1,32 +1,64 @@
 #include "client/job_flags.h"
 
 #include <CLI/CLI.hpp>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/defaults.h"
 
 namespace irontune {
+namespace {
 
-void AddJobFlags(CLI::App* cmd, JobFlags* f) {
-  cmd->add_option("--priority", f->priority,
-                  "interactive (default) or batch (CI: runs after every "
-                  "interactive job)")
+// "`what` (default `value`)", as --help says it.
+template <typename T>
+std::string WithDefault(absl::string_view what, T value) {
+  return absl::StrCat(what, " (default ", value, ")");
+}
+
+// Who asks and how urgently.
+void AddRequesterFlags(CLI::App& cmd, JobFlags* f) {
+  cmd.add_option("--priority", f->priority,
+                 "interactive (default) or batch (CI: runs after every "
+                 "interactive job)")
       ->check(CLI::IsMember({"interactive", "batch"}));
-  cmd->add_option("--client", f->client,
-                  "who asks, for fairness and logs (default: $USER)");
-  cmd->add_option("--rounds", f->rounds, "interleaved rounds (default 8)");
-  cmd->add_option("--calls", f->calls, "runs per round (default 50)");
-  cmd->add_option("--settle", f->settle,
-                  "rounds before slow settings are cut (default 2)");
-  cmd->add_option("--cutoff", f->cutoff,
-                  "cut settings slower than this times the fastest "
-                  "(default 1.5)");
-  cmd->add_option("--repeats", f->repeats,
-                  "steps in the many-step run (default 9)");
-  cmd->add_option("--packaging", f->packaging,
-                  "full-elf or xclbin-chain (default: full ELF where the NPU "
-                  "has it)")
+  cmd.add_option("--client", f->client,
+                 "who asks, for fairness and logs (default: $USER)");
+}
+
+// How long to time: IRON's Timing and the runlist length, each 0 (the
+// daemon's default, quoted from common/defaults.h) unless given.
+void AddTimingFlags(CLI::App& cmd, JobFlags* f) {
+  cmd.add_option("--rounds", f->rounds,
+                 WithDefault("interleaved rounds", kDefaultRounds));
+  cmd.add_option("--calls", f->calls,
+                 WithDefault("runs per round", kDefaultCalls));
+  cmd.add_option(
+      "--settle", f->settle,
+      WithDefault("rounds before slow settings are cut", kDefaultSettle));
+  cmd.add_option("--cutoff", f->cutoff,
+                 WithDefault("cut settings slower than this times the fastest",
+                             kDefaultCutoff));
+  cmd.add_option("--repeats", f->repeats,
+                 WithDefault("steps in the many-step run", kDefaultRepeats));
+}
+
+// How the designs are built and fed, and whether the cache may answer.
+void AddRunFlags(CLI::App& cmd, JobFlags* f) {
+  cmd.add_option("--packaging", f->packaging,
+                 "full-elf or xclbin-chain (default: full ELF where the NPU "
+                 "has it)")
       ->check(CLI::IsMember({"full-elf", "xclbin-chain"}));
-  cmd->add_option("--seed", f->seed, "seed of the inputs (default 0)");
-  cmd->add_flag("--remeasure", f->remeasure,
-                "time every setting again instead of using the cache");
+  cmd.add_option("--seed", f->seed, "seed of the inputs (default 0)");
+  cmd.add_flag("--remeasure", f->remeasure,
+               "time every setting again instead of using the cache");
+}
+
+}  // namespace
+
+void AddJobFlags(CLI::App& cmd, JobFlags* f) {
+  AddRequesterFlags(cmd, f);
+  AddTimingFlags(cmd, f);
+  AddRunFlags(cmd, f);
 }
 
 std::string ClientName(const JobFlags& f, const ClientEnvironment& env) {

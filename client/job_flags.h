@@ -29,8 +29,9 @@ struct JobFlags {
   bool remeasure = false;
 };
 
-// Registers the flags on `cmd`. `f` must outlive the parse.
-void AddJobFlags(CLI::App* cmd, JobFlags* f);
+// Registers the flags on `cmd`, bound to `*f`, which must outlive the
+// parse. The Timing and --repeats help quotes common/defaults.h.
+void AddJobFlags(CLI::App& cmd, JobFlags* f);
 
 // The client name a request carries: --client, else $USER, else
 // "irontune-client".

@@ -4,7 +4,11 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -25,29 +29,21 @@ absl::StatusOr<v1::Value> ParseAs(const v1::Value& recorded,
                                   const std::string& name,
                                   const std::string& text) {
   v1::Value out;
+  int64_t int_value = 0;
+  double double_value = 0;
   switch (recorded.kind_case()) {
-    case v1::Value::kIntValue: {
-      int64_t v;
-      if (absl::SimpleAtoi(text, &v)) {
-        out.set_int_value(v);
-        return out;
-      }
-      break;
-    }
+    case v1::Value::kIntValue:
+      if (!absl::SimpleAtoi(text, &int_value)) break;
+      out.set_int_value(int_value);
+      return out;
     case v1::Value::kBoolValue:
-      if (text == "true" || text == "false") {
-        out.set_bool_value(text == "true");
-        return out;
-      }
-      break;
-    case v1::Value::kDoubleValue: {
-      double v;
-      if (absl::SimpleAtod(text, &v)) {
-        out.set_double_value(v);
-        return out;
-      }
-      break;
-    }
+      if (text != "true" && text != "false") break;
+      out.set_bool_value(text == "true");
+      return out;
+    case v1::Value::kDoubleValue:
+      if (!absl::SimpleAtod(text, &double_value)) break;
+      out.set_double_value(double_value);
+      return out;
     default:
       out.set_string_value(text);
       return out;
@@ -57,7 +53,40 @@ absl::StatusOr<v1::Value> ParseAs(const v1::Value& recorded,
                    recorded.ShortDebugString()));
 }
 
-struct MeasureFlags {
+// What a Measure stream told: its job id and result. Its other events are
+// shown on `err` as they arrive.
+struct MeasureStream {
+  explicit MeasureStream(std::ostream& err) : err(err) {}
+
+  std::ostream& err;
+  std::string job_id;
+  std::optional<v1::MeasureResult> result;
+
+  bool OnEvent(const v1::MeasureEvent& e) {
+    if (!e.job_id().empty()) job_id = e.job_id();
+    switch (e.event_case()) {
+      case v1::MeasureEvent::kQueued:
+        err << "job " << job_id << " queued, " << e.queued().position()
+            << " ahead\n";
+        break;
+      case v1::MeasureEvent::kStarted:
+        err << "job " << job_id << " started\n";
+        break;
+      case v1::MeasureEvent::kLog:
+        err << e.log().text() << "\n";
+        break;
+      case v1::MeasureEvent::kResult:
+        result = e.result();
+        break;
+      default:
+        break;
+    }
+    return true;
+  }
+};
+
+struct MeasureCommand {
+  static constexpr char kName[] = "measure";
   std::string model;
   int op = -1;
   std::string shape;
@@ -65,70 +94,73 @@ struct MeasureFlags {
   std::vector<std::string> values;
   bool json = false;
   JobFlags job;
+
+  void Bind(CLI::App& cmd) {
+    AddModelArg(cmd, &model);
+    cmd.add_option("--op", op, "the operator's index in the recording");
+    cmd.add_option("--shape", shape,
+                   "the first operator of this shape, as `inspect` prints it");
+    cmd.add_option("--setting", settings,
+                   "name=value[,name=value...]: a setting to time; tunables "
+                   "not named keep their recorded values (repeatable)");
+    cmd.add_option("--value", values,
+                   "name=integer: a per-call value by the operator's "
+                   "CallValue name (repeatable)");
+    AddJsonFlag(cmd, &json, "print the MeasureResult as JSON");
+    AddJobFlags(cmd, &job);
+  }
+
+  int Run(const CommandContext& ctx) const {
+    if ((op >= 0) == !shape.empty()) {
+      return UsageError(ctx.io.err,
+                        "measure needs exactly one of --op and --shape");
+    }
+    absl::StatusOr<v1::Calls> calls = LoadRecording(model);
+    if (!calls.ok()) return Fail(ctx.io.err, calls.status());
+    absl::StatusOr<v1::Operator> selected = SelectOperator(*calls, op, shape);
+    if (!selected.ok()) return Fail(ctx.io.err, selected.status());
+    absl::StatusOr<v1::MeasureRequest> request =
+        MakeRequest(*selected, ctx.env);
+    if (!request.ok()) return Fail(ctx.io.err, request.status());
+
+    const Daemon daemon(ctx, kMeasureTimeoutS);
+    MeasureStream stream(ctx.io.err);
+    absl::Status s = daemon.tuner().Measure(
+        *request, daemon.timeout_s(),
+        [&](const v1::MeasureEvent& e) { return stream.OnEvent(e); });
+    if (!s.ok()) return daemon.Fail(s);
+    if (!stream.result.has_value()) {
+      return Fail(ctx.io.err, absl::InternalError(absl::StrCat(
+                                  "irontuned ended job ", stream.job_id,
+                                  " without a result")));
+    }
+    if (json) {
+      ctx.io.out << MessageJson(*stream.result) << "\n";
+    } else {
+      ctx.io.out << ShapeKey(*selected) << "\n"
+                 << RenderMeasureResult(*stream.result);
+    }
+    return kExitOk;
+  }
+
+  // The request timing `settings` of `selected` with `values`.
+  absl::StatusOr<v1::MeasureRequest> MakeRequest(
+      const v1::Operator& selected, const ClientEnvironment& env) const {
+    v1::MeasureRequest request;
+    *request.mutable_operator_() = selected;
+    for (const std::string& text : settings) {
+      absl::StatusOr<v1::Setting> setting = ParseSetting(selected, text);
+      if (!setting.ok()) return setting.status();
+      *request.add_settings() = *std::move(setting);
+    }
+    if (absl::Status s = ParseCallValues(values, request.mutable_values());
+        !s.ok()) {
+      return s;
+    }
+    ApplyJobFlags(job, env, &request);
+    return request;
+  }
 };
-
-int RunMeasure(const CommandContext& ctx, const MeasureFlags& f) {
-  if ((f.op >= 0) == !f.shape.empty()) {
-    return UsageError(ctx.io.err,
-                      "measure needs exactly one of --op and --shape");
-  }
-  absl::StatusOr<v1::Calls> calls = LoadRecording(f.model);
-  if (!calls.ok()) return Fail(ctx.io.err, calls.status());
-  absl::StatusOr<v1::Operator> op = SelectOperator(*calls, f.op, f.shape);
-  if (!op.ok()) return Fail(ctx.io.err, op.status());
-
-  v1::MeasureRequest request;
-  *request.mutable_operator_() = *op;
-  for (const std::string& text : f.settings) {
-    absl::StatusOr<v1::Setting> setting = ParseSetting(*op, text);
-    if (!setting.ok()) return Fail(ctx.io.err, setting.status());
-    *request.add_settings() = *std::move(setting);
-  }
-  if (absl::Status s = ParseCallValues(f.values, request.mutable_values());
-      !s.ok()) {
-    return Fail(ctx.io.err, s);
-  }
-  ApplyJobFlags(f.job, ctx.env, &request);
-
-  const std::string server = ResolveServer(ctx.remote.server, ctx.env.server);
-  std::optional<v1::MeasureResult> result;
-  std::string job_id;
-  absl::Status s = ConnectTuner(server)->Measure(
-      request, ResolveTimeout(ctx.remote.timeout_s, kMeasureTimeoutS),
-      [&](const v1::MeasureEvent& e) {
-        if (!e.job_id().empty()) job_id = e.job_id();
-        switch (e.event_case()) {
-          case v1::MeasureEvent::kQueued:
-            ctx.io.err << "job " << job_id << " queued, "
-                       << e.queued().position() << " ahead\n";
-            break;
-          case v1::MeasureEvent::kStarted:
-            ctx.io.err << "job " << job_id << " started\n";
-            break;
-          case v1::MeasureEvent::kLog:
-            ctx.io.err << e.log().text() << "\n";
-            break;
-          case v1::MeasureEvent::kResult:
-            result = e.result();
-            break;
-          default:
-            break;
-        }
-        return true;
-      });
-  if (!s.ok()) return FailRpc(ctx.io.err, s, server);
-  if (!result.has_value()) {
-    return Fail(ctx.io.err,
-                absl::InternalError(absl::StrCat("irontuned ended job ", job_id,
-                                                 " without a result")));
-  }
-  if (f.json) {
-    ctx.io.out << MessageJson(*result) << "\n";
-  } else {
-    ctx.io.out << ShapeKey(*op) << "\n" << RenderMeasureResult(*result);
-  }
-  return kExitOk;
-}
 
 }  // namespace
 
@@ -222,27 +254,7 @@ absl::Status ParseCallValues(
 }
 
 void AddMeasureCommand(CLI::App& app, const CommandContext& ctx) {
-  auto* cmd = app.add_subcommand(
-      "measure",
-      "Time settings of one operator of a recording beside its recorded "
-      "setting, e.g.\n  measure model.rec --shape 'GEMM M=256 K=2048 "
-      "N=2048' --setting tile_m=128,tile_n=64 --setting tile_m=32");
-  auto f = std::make_shared<MeasureFlags>();
-  cmd->add_option("MODEL", f->model, "the recording: .rec, .txtpb or .json")
-      ->required();
-  cmd->add_option("--op", f->op, "the operator's index in the recording");
-  cmd->add_option("--shape", f->shape,
-                  "the first operator of this shape, as `inspect` prints it");
-  cmd->add_option("--setting", f->settings,
-                  "name=value[,name=value...]: a setting to time; tunables "
-                  "not named keep their recorded values (repeatable)");
-  cmd->add_option("--value", f->values,
-                  "name=integer: a per-call value by the operator's "
-                  "CallValue name (repeatable)");
-  cmd->add_flag("--json", f->json, "print the MeasureResult as JSON");
-  AddJobFlags(cmd, &f->job);
-  cmd->callback(
-      [ctx, f] { *ctx.run = [ctx, f] { return RunMeasure(ctx, *f); }; });
+  AddCommands<MeasureCommand>(app, ctx);
 }
 
 }  // namespace irontune

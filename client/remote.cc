@@ -56,4 +56,14 @@ int FailRpc(std::ostream& err, const absl::Status& status,
   return kExitError;
 }
 
+Daemon::Daemon(const CommandContext& ctx, double default_timeout_s)
+    : err_(ctx.io.err),
+      server_(ResolveServer(ctx.remote.server, ctx.env.server)),
+      timeout_s_(ResolveTimeout(ctx.remote.timeout_s, default_timeout_s)),
+      tuner_(ConnectTuner(server_)) {}
+
+int Daemon::Fail(const absl::Status& status) const {
+  return FailRpc(err_, status, server_);
+}
+
 }  // namespace irontune

@@ -1,13 +1,17 @@
 // Shared by the commands that talk to irontuned: where the daemon is, how
 // long a call may take, and how a failed call is told to the user.
-// Pure functions; thread-safe.
+// The free functions are pure and thread-safe; a Daemon belongs to one
+// command run, on one thread.
 #ifndef IRONTUNE_CLIENT_REMOTE_H_
 #define IRONTUNE_CLIENT_REMOTE_H_
 
+#include <memory>
+#include <ostream>
 #include <string>
 
 #include "absl/status/status.h"
 #include "client/command.h"
+#include "client/rpc.h"
 
 namespace irontune {
 
@@ -38,6 +42,49 @@ std::string DescribeRpcError(const absl::Status& status,
 // Prints DescribeRpcError and returns kExitError.
 int FailRpc(std::ostream& err, const absl::Status& status,
             const std::string& server);
+
+// irontuned as one command run reaches it: its address (ResolveServer of
+// --server and $IRONTUNE_SERVER), a connection, and the timeout for its
+// calls (ResolveTimeout of --timeout and the command's default). The
+// connection is made lazily, so constructing a Daemon never fails.
+// Refers to `ctx`'s error stream, which must outlive it.
+class Daemon {
+ public:
+  Daemon(const CommandContext& ctx, double default_timeout_s);
+
+  TunerConnection& tuner() const { return *tuner_; }
+  double timeout_s() const { return timeout_s_; }
+
+  // Prints the failed call's DescribeRpcError and returns kExitError.
+  int Fail(const absl::Status& status) const;
+
+ private:
+  std::ostream& err_;
+  const std::string server_;
+  const double timeout_s_;
+  const std::unique_ptr<TunerConnection> tuner_;
+};
+
+// A unary method of TunerConnection.
+template <typename Request, typename Response>
+using UnaryMethod = absl::StatusOr<Response> (TunerConnection::*)(
+    const Request& request, double timeout_s);
+
+// Calls `method` with `request` under --timeout, else kUnaryTimeoutS. On
+// success prints `text(response)` (a std::string) to stdout and returns
+// kExitOk; on failure prints it as Daemon::Fail does and returns
+// kExitError.
+template <typename Request, typename Response, typename Text>
+int CallAndPrint(const CommandContext& ctx,
+                 UnaryMethod<Request, Response> method, const Request& request,
+                 const Text& text) {
+  const Daemon daemon(ctx, kUnaryTimeoutS);
+  absl::StatusOr<Response> response =
+      (daemon.tuner().*method)(request, daemon.timeout_s());
+  if (!response.ok()) return daemon.Fail(response.status());
+  ctx.io.out << text(*response);
+  return kExitOk;
+}
 
 }  // namespace irontune
 

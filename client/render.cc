@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -74,6 +76,27 @@ std::string Bytes(int64_t bytes) {
 std::string ShapesText(const v1::JobSummary& job) {
   if (job.shapes_total() == 0) return "-";
   return absl::StrCat(job.shapes_done(), "/", job.shapes_total());
+}
+
+constexpr std::pair<v1::JobState, std::string_view> kJobStateNames[] = {
+    {v1::JOB_STATE_QUEUED, "queued"},       {v1::JOB_STATE_RUNNING, "running"},
+    {v1::JOB_STATE_SUCCEEDED, "succeeded"}, {v1::JOB_STATE_FAILED, "failed"},
+    {v1::JOB_STATE_CANCELLED, "cancelled"},
+};
+
+constexpr std::pair<v1::JobKind, std::string_view> kJobKindNames[] = {
+    {v1::JOB_KIND_AUTOTUNE, "autotune"},
+    {v1::JOB_KIND_MEASURE, "measure"},
+};
+
+// `value`'s name in `names`; "unknown" if it has none.
+template <typename Enum, size_t N>
+std::string_view NameIn(const std::pair<Enum, std::string_view> (&names)[N],
+                        Enum value) {
+  for (const auto& [v, name] : names) {
+    if (v == value) return name;
+  }
+  return "unknown";
 }
 
 // Cuts `text` to `width` display columns, marking the cut with "…".
@@ -229,31 +252,11 @@ std::string RenderProgress(const v1::ShapeProgress& p, ProgressStyle style,
 }
 
 std::string_view JobStateName(v1::JobState state) {
-  switch (state) {
-    case v1::JOB_STATE_QUEUED:
-      return "queued";
-    case v1::JOB_STATE_RUNNING:
-      return "running";
-    case v1::JOB_STATE_SUCCEEDED:
-      return "succeeded";
-    case v1::JOB_STATE_FAILED:
-      return "failed";
-    case v1::JOB_STATE_CANCELLED:
-      return "cancelled";
-    default:
-      return "unknown";
-  }
+  return NameIn(kJobStateNames, state);
 }
 
 std::string_view JobKindName(v1::JobKind kind) {
-  switch (kind) {
-    case v1::JOB_KIND_AUTOTUNE:
-      return "autotune";
-    case v1::JOB_KIND_MEASURE:
-      return "measure";
-    default:
-      return "unknown";
-  }
+  return NameIn(kJobKindNames, kind);
 }
 
 std::string_view PriorityName(v1::Priority priority) {

@@ -27,67 +27,48 @@ class GrpcTunerConnection : public TunerConnection {
   absl::Status Autotune(
       const v1::AutotuneRequest& request, double timeout_s,
       const EventCallback<v1::AutotuneEvent>& on_event) override {
-    grpc::ClientContext context;
-    SetDeadline(context, timeout_s);
-    return ReadAll(context, stub_->Autotune(&context, request), on_event);
+    return Stream(&v1::Tuner::Stub::Autotune, request, timeout_s, on_event);
   }
 
   absl::Status Watch(
       const v1::WatchRequest& request, double timeout_s,
       const EventCallback<v1::AutotuneEvent>& on_event) override {
-    grpc::ClientContext context;
-    SetDeadline(context, timeout_s);
-    return ReadAll(context, stub_->Watch(&context, request), on_event);
+    return Stream(&v1::Tuner::Stub::Watch, request, timeout_s, on_event);
   }
 
   absl::Status Measure(
       const v1::MeasureRequest& request, double timeout_s,
       const EventCallback<v1::MeasureEvent>& on_event) override {
-    grpc::ClientContext context;
-    SetDeadline(context, timeout_s);
-    return ReadAll(context, stub_->Measure(&context, request), on_event);
+    return Stream(&v1::Tuner::Stub::Measure, request, timeout_s, on_event);
   }
 
-  absl::StatusOr<v1::StatusResponse> GetStatus(double timeout_s) override {
-    return Unary<v1::StatusResponse>(
-        timeout_s, [&](grpc::ClientContext* c, v1::StatusResponse* r) {
-          return stub_->GetStatus(c, v1::GetStatusRequest(), r);
-        });
+  absl::StatusOr<v1::StatusResponse> GetStatus(
+      const v1::GetStatusRequest& request, double timeout_s) override {
+    return Unary(&v1::Tuner::Stub::GetStatus, request, timeout_s);
   }
 
   absl::StatusOr<v1::ListJobsResponse> ListJobs(
       const v1::ListJobsRequest& request, double timeout_s) override {
-    return Unary<v1::ListJobsResponse>(
-        timeout_s, [&](grpc::ClientContext* c, v1::ListJobsResponse* r) {
-          return stub_->ListJobs(c, request, r);
-        });
+    return Unary(&v1::Tuner::Stub::ListJobs, request, timeout_s);
   }
 
   absl::StatusOr<v1::CancelResponse> Cancel(const v1::CancelRequest& request,
                                             double timeout_s) override {
-    return Unary<v1::CancelResponse>(
-        timeout_s, [&](grpc::ClientContext* c, v1::CancelResponse* r) {
-          return stub_->Cancel(c, request, r);
-        });
+    return Unary(&v1::Tuner::Stub::Cancel, request, timeout_s);
   }
 
   absl::StatusOr<v1::JobResult> GetResult(const v1::GetResultRequest& request,
                                           double timeout_s) override {
-    return Unary<v1::JobResult>(timeout_s,
-                                [&](grpc::ClientContext* c, v1::JobResult* r) {
-                                  return stub_->GetResult(c, request, r);
-                                });
+    return Unary(&v1::Tuner::Stub::GetResult, request, timeout_s);
   }
 
   absl::Status ExportCache(double timeout_s,
                            const EventCallback<std::string>& on_line) override {
-    grpc::ClientContext context;
-    SetDeadline(context, timeout_s);
-    return ReadAll(context,
-                   stub_->ExportCache(&context, v1::ExportCacheRequest()),
-                   EventCallback<v1::CacheLine>([&](const v1::CacheLine& l) {
-                     return on_line(l.line());
-                   }));
+    return Stream(&v1::Tuner::Stub::ExportCache, v1::ExportCacheRequest(),
+                  timeout_s,
+                  EventCallback<v1::CacheLine>([&](const v1::CacheLine& l) {
+                    return on_line(l.line());
+                  }));
   }
 
   absl::StatusOr<uint64_t> ImportCache(
@@ -110,10 +91,26 @@ class GrpcTunerConnection : public TunerConnection {
   }
 
  private:
-  template <typename Event>
-  absl::Status ReadAll(grpc::ClientContext& context,
-                       std::unique_ptr<grpc::ClientReader<Event>> reader,
-                       const EventCallback<Event>& on_event) {
+  // A server-streaming method of the stub.
+  template <typename Request, typename Event>
+  using StreamMethod = std::unique_ptr<grpc::ClientReader<Event>> (
+      v1::Tuner::Stub::*)(grpc::ClientContext* context, const Request& request);
+
+  // A unary method of the stub.
+  template <typename Request, typename Response>
+  using UnaryMethod = grpc::Status (v1::Tuner::Stub::*)(
+      grpc::ClientContext* context, const Request& request, Response* response);
+
+  // Calls `method` and passes each event to `on_event` until the stream
+  // ends or `on_event` returns false (then cancels the call and returns OK).
+  template <typename Request, typename Event>
+  absl::Status Stream(StreamMethod<Request, Event> method,
+                      const Request& request, double timeout_s,
+                      const EventCallback<Event>& on_event) {
+    grpc::ClientContext context;
+    SetDeadline(context, timeout_s);
+    std::unique_ptr<grpc::ClientReader<Event>> reader =
+        (stub_.get()->*method)(&context, request);
     Event event;
     while (reader->Read(&event)) {
       if (!on_event(event)) {
@@ -125,12 +122,14 @@ class GrpcTunerConnection : public TunerConnection {
     return Convert(reader->Finish());
   }
 
-  template <typename Response, typename Call>
-  absl::StatusOr<Response> Unary(double timeout_s, const Call& call) {
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Unary(UnaryMethod<Request, Response> method,
+                                 const Request& request, double timeout_s) {
     grpc::ClientContext context;
     SetDeadline(context, timeout_s);
     Response response;
-    absl::Status status = Convert(call(&context, &response));
+    absl::Status status =
+        Convert((stub_.get()->*method)(&context, request, &response));
     if (!status.ok()) return status;
     return response;
   }

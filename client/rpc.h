@@ -40,7 +40,8 @@ class TunerConnection {
   virtual absl::Status Measure(
       const v1::MeasureRequest& request, double timeout_s,
       const EventCallback<v1::MeasureEvent>& on_event) = 0;
-  virtual absl::StatusOr<v1::StatusResponse> GetStatus(double timeout_s) = 0;
+  virtual absl::StatusOr<v1::StatusResponse> GetStatus(
+      const v1::GetStatusRequest& request, double timeout_s) = 0;
   virtual absl::StatusOr<v1::ListJobsResponse> ListJobs(
       const v1::ListJobsRequest& request, double timeout_s) = 0;
   virtual absl::StatusOr<v1::CancelResponse> Cancel(

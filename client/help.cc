@@ -1,0 +1,63 @@
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "client/command.h"
+
+namespace irontune {
+namespace {
+
+// The paragraph `irontune-client COMMAND --help` opens with, for each
+// command, in the order `irontune-client --help` lists them.
+constexpr std::pair<std::string_view, std::string_view> kCommandHelp[] = {
+    {"inspect",
+     "Print a recording's calls, its operator shapes and, for each shape, "
+     "its tunables, their domain sizes and the size of the setting space."},
+    {"convert",
+     "Convert a recording between binary (.rec), text (.txtpb) and JSON "
+     "(.json), by the files' extensions. The input is validated first."},
+    {"points",
+     "Print the contexts a design whose work follows the context is timed "
+     "at: at most COUNT contexts halving down from CONTEXT, each a multiple "
+     "of UNIT, weighted by the trapezoid rule (the weights sum to 1). Use "
+     "them as a recording's points."},
+    {"submit",
+     "Tune a model's recorded calls on irontuned: the recording (and "
+     "profile) are validated here first, progress streams to stderr, then "
+     "the diff against the profile is printed."},
+    {"watch",
+     "Follow a job's events (those so far, then the rest) and print its "
+     "result."},
+    {"result",
+     "Print a finished job's result: an autotune's diff (and, with "
+     "--write, its profile), a measurement's table."},
+    {"measure",
+     "Time settings of one operator of a recording beside its recorded "
+     "setting, e.g.\n  measure model.rec --shape 'GEMM M=256 K=2048 "
+     "N=2048' --setting tile_m=128,tile_n=64 --setting tile_m=32"},
+    {"status",
+     "Show the daemon: its device and power mode, the running job, the "
+     "queue and the cache."},
+    {"jobs", "List jobs, newest first: queued, running and finished."},
+    {"cancel",
+     "Cancel a queued or running job; it stops within a round. Prints the "
+     "job's state afterwards."},
+    {"stats", "Rows, size and hit rate of the daemon's cache."},
+    {"export",
+     "Write the cache as JSON lines to FILE (default: standard output)."},
+    {"import",
+     "Send FILE's JSON lines (as `cache export` wrote them) to the "
+     "daemon's cache. Rows measured under another power mode are "
+     "refused."},
+};
+
+}  // namespace
+
+std::string CommandHelp(std::string_view name) {
+  for (const auto& [command, help] : kCommandHelp) {
+    if (command == name) return std::string(help);
+  }
+  return "";
+}
+
+}  // namespace irontune
