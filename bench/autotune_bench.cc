@@ -33,24 +33,26 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/families.h"
 #include "common/profile.h"
 #include "common/recording.h"
 #include "common/shape.h"
 #include "common/value.h"
-#include "daemon/sim/sim_builder.h"
+#include "daemon/npu/metered.h"
 #include "daemon/sim/perf_model.h"
+#include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
 #include "daemon/tune/autotune.h"
 #include "tests/testing/tune_context.h"
 #include "daemon/tune/settings.h"
 #include "spdlog/spdlog.h"
+#include "tests/testing/operator_fixtures.h"
 
 namespace irontune {
 namespace {
@@ -58,72 +60,27 @@ namespace {
 constexpr v1::Packaging kPackaging = v1::PACKAGING_FULL_ELF;
 constexpr int64_t kChunk = 256;  // prompt rows
 
-// Sums the elapsed time of every run: the simulated device time.
-class Metered : public DeviceWrapper {
- public:
-  using DeviceWrapper::DeviceWrapper;
-  double device_us = 0;
-  int64_t runs = 0;
-
- protected:
-  class Image : public ImageWrapper {
-   public:
-    Image(std::unique_ptr<irontune::Image> image, Metered* meter)
-        : ImageWrapper(std::move(image)), meter_(meter) {}
-    absl::StatusOr<RunResult> Run() override {
-      absl::StatusOr<RunResult> r = ImageWrapper::Run();
-      if (r.ok()) {
-        meter_->device_us += r->elapsed_us;
-        ++meter_->runs;
-      }
-      return r;
-    }
-
-   private:
-    Metered* meter_;
-  };
-  std::unique_ptr<irontune::Image> WrapImage(
-      std::unique_ptr<irontune::Image> image, const Artifact&) override {
-    return std::make_unique<Image>(std::move(image), this);
-  }
-};
-
 // ---------------------------------------------------------------- shapes
 
-void AddParam(v1::Operator& op, const std::string& name, v1::Value value) {
-  v1::Param* p = op.add_params();
-  p->set_name(name);
-  *p->mutable_value() = std::move(value);
-  if (const Family* f = FindFamily(op.class_name())) {
+// `op` as the recorder writes it: its family's defaults on its params and
+// npu2 domains on its tunables.
+v1::Operator WithFamily(v1::Operator op) {
+  const Family* f = FindFamily(op.class_name());
+  if (f == nullptr) return op;
+  for (v1::Param& p : *op.mutable_params()) {
     for (const Dim& d : f->dims) {
-      if (d.name == name &&
+      if (d.name == p.name() &&
           d.default_value.kind_case() != v1::Value::KIND_NOT_SET) {
-        *p->mutable_default_value() = d.default_value;
+        *p.mutable_default_value() = d.default_value;
       }
     }
   }
-}
-
-void AddTunable(v1::Operator& op, const std::string& name, int64_t value) {
-  v1::Tunable* t = op.add_tunables();
-  t->set_name(name);
-  *t->mutable_value() = IntValue(value);
-  if (const Family* f = FindFamily(op.class_name())) {
-    for (const v1::Value& v : FamilyDomain(*f, name, "npu2")) {
-      *t->add_domain() = v;
+  for (v1::Tunable& t : *op.mutable_tunables()) {
+    for (const v1::Value& v : FamilyDomain(*f, t.name(), "npu2")) {
+      *t.add_domain() = v;
     }
   }
-}
-
-void AddBuffer(v1::Operator& op, const std::string& name, v1::BufferRole role,
-               std::vector<uint64_t> shape) {
-  v1::Buffer* b = op.add_buffers();
-  b->set_name(name);
-  b->set_role(role);
-  b->set_dtype(v1::DTYPE_BF16);
-  for (uint64_t d : shape) b->add_shape(d);
-  b->set_fills(role != v1::BUFFER_ROLE_OUT);
-  b->set_drains(role != v1::BUFFER_ROLE_IN);
+  return op;
 }
 
 // The reduction gate of the example (atol 2^-5, rtol 2^-6).
@@ -137,43 +94,28 @@ v1::Tolerance ReductionGate() {
 // C[M, N] = A[M, K] B, B in PyTorch's [out, in] layout, as the example.
 v1::Operator Gemm(int64_t m, int64_t k, int64_t n, int64_t tm, int64_t tk,
                   int64_t tn, int64_t cols) {
-  v1::Operator op;
-  op.set_class_name("GEMM");
-  AddParam(op, "M", IntValue(m));
-  AddParam(op, "K", IntValue(k));
-  AddParam(op, "N", IntValue(n));
-  AddParam(op, "b_col_maj", BoolValue(true));
-  AddParam(op, "c_col_maj", BoolValue(false));
-  AddParam(op, "dtype_in", StringValue("bf16"));
-  AddParam(op, "dtype_out", StringValue("bf16"));
-  AddTunable(op, "tile_m", tm);
-  AddTunable(op, "tile_k", tk);
-  AddTunable(op, "tile_n", tn);
-  AddTunable(op, "num_aie_columns", cols);
-  AddBuffer(op, "A", v1::BUFFER_ROLE_IN, {uint64_t(m), uint64_t(k)});
-  AddBuffer(op, "B", v1::BUFFER_ROLE_IN, {uint64_t(n), uint64_t(k)});
-  AddBuffer(op, "C", v1::BUFFER_ROLE_OUT, {uint64_t(m), uint64_t(n)});
+  v1::Operator op = testing::GemmParams(m, k, n, tm, tk, tn, cols);
+  testing::AddParam(op, "b_col_maj", BoolValue(true));
+  testing::AddParam(op, "c_col_maj", BoolValue(false));
+  testing::AddParam(op, "dtype_in", StringValue("bf16"));
+  testing::AddParam(op, "dtype_out", StringValue("bf16"));
+  testing::AddBuffer(op, "A", v1::BUFFER_ROLE_IN, {uint64_t(m), uint64_t(k)});
+  testing::AddBuffer(op, "B", v1::BUFFER_ROLE_IN, {uint64_t(n), uint64_t(k)});
+  testing::AddBuffer(op, "C", v1::BUFFER_ROLE_OUT, {uint64_t(m), uint64_t(n)});
   *op.mutable_tolerance() = ReductionGate();
-  return op;
+  return WithFamily(std::move(op));
 }
 
 // y[M] = A[M, K] x[K], as the example.
 v1::Operator Gemv(int64_t m, int64_t k, int64_t cols, int64_t tin, int64_t tout,
                   int64_t vec) {
-  v1::Operator op;
-  op.set_class_name("GEMV");
-  AddParam(op, "M", IntValue(m));
-  AddParam(op, "K", IntValue(k));
-  AddParam(op, "num_batches", IntValue(1));
-  AddTunable(op, "num_aie_columns", cols);
-  AddTunable(op, "tile_size_input", tin);
-  AddTunable(op, "tile_size_output", tout);
-  AddTunable(op, "kernel_vector_size", vec);
-  AddBuffer(op, "A", v1::BUFFER_ROLE_IN, {uint64_t(m), uint64_t(k)});
-  AddBuffer(op, "x", v1::BUFFER_ROLE_IN, {uint64_t(k)});
-  AddBuffer(op, "y", v1::BUFFER_ROLE_OUT, {uint64_t(m)});
+  v1::Operator op = testing::GemvParams(m, k, tin, tout, vec, cols);
+  testing::AddParam(op, "num_batches", 1);
+  testing::AddBuffer(op, "A", v1::BUFFER_ROLE_IN, {uint64_t(m), uint64_t(k)});
+  testing::AddBuffer(op, "x", v1::BUFFER_ROLE_IN, {uint64_t(k)});
+  testing::AddBuffer(op, "y", v1::BUFFER_ROLE_OUT, {uint64_t(m)});
   *op.mutable_tolerance() = ReductionGate();
-  return op;
+  return WithFamily(std::move(op));
 }
 
 bool Builds(const v1::Operator& op, const Platform& platform,
@@ -443,7 +385,7 @@ absl::StatusOr<Run> Tune(const v1::Calls& calls, const Config& config,
   sim_options.seed = seed;
   auto sim = MakeSimDevice("sim:npu2", sim_options);
   if (!sim.ok()) return sim.status();
-  Metered device(sim->get());
+  MeteredDevice device(sim->get());
   SimBuilder builder;
   testing::LocalTuneContext deps(&device, &builder);
   AutotuneOptions options;
@@ -461,8 +403,8 @@ absl::StatusOr<Run> Tune(const v1::Calls& calls, const Config& config,
   run.chosen = shape.trials[shape.best].trial.tunables;
   run.moved = shape.best != 0;
   run.settings_timed = result->stats.settings_timed;
-  run.device_us = device.device_us;
-  run.runs = device.runs;
+  run.device_us = device.device_us();
+  run.runs = device.runs();
   for (size_t i = 1; i < shape.trials.size(); ++i) {
     const Comparison& t = shape.trials[i].trial;
     if (t.noise_us) run.timed.push_back({t.tunables, t.delta_us, *t.noise_us});
@@ -505,6 +447,30 @@ double TruthOf(const Truth& t, const TunableValues& s) {
   return NAN;
 }
 
+// Trials' z-scores, z = (measured delta - true delta) / reported noise,
+// against the gain threshold kGainZ.
+struct ZTally {
+  int64_t n = 0, below = 0, beyond = 0;  // z < -kGainZ; |z| > kGainZ
+  double sum_z2 = 0;
+
+  void Add(double z) {
+    ++n;
+    if (z < -kGainZ) ++below;
+    if (std::abs(z) > kGainZ) ++beyond;
+    sum_z2 += z * z;
+  }
+  // "z < -G in P%, |z| > G in Q%, rms z R", with a normal distribution's
+  // figures beside them when `normal`.
+  std::string Text(bool normal) const {
+    const auto percent = [&](int64_t k) { return n ? 100.0 * k / n : 0.0; };
+    return absl::StrFormat(
+        "z < -%.0f in %.2f%%%s, |z| > %.0f in %.2f%%%s, rms z %.2f%s", kGainZ,
+        percent(below), normal ? " (normal: 2.28%)" : "", kGainZ,
+        percent(beyond), normal ? " (4.55%)" : "",
+        n ? std::sqrt(sum_z2 / n) : 0.0, normal ? " (1)" : "");
+  }
+};
+
 // ------------------------------------------------------------------ main
 
 struct Parts {
@@ -514,6 +480,317 @@ struct Parts {
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since)
       .count();
+}
+// The fastest setting of `t` that the exhaustive run `all` did not see
+// refused.
+int AdmittedBest(const Truth& t, const Run& all) {
+  int best = 0;
+  for (size_t i = 0; i < t.space.size(); ++i) {
+    if (all.refused.count(SettingIdentity(t.space[i]))) continue;
+    if (t.us[i] < t.us[best]) best = static_cast<int>(i);
+  }
+  return best;
+}
+
+// A case's figures: its ground truth and the runs the parts need.
+struct Row {
+  std::string name;
+  Truth truth;
+  std::optional<Run> seed1, exhaustive, false_gain;
+  std::vector<Run> seeds;
+  std::string error;
+};
+
+// Tunes case `c` as `parts` need; once it gets past its ground truth,
+// prints a progress line to stderr.
+Row TuneCase(const Case& c, const Parts& parts, const Config& config,
+             const Platform& platform, SimBuilder& builder,
+             std::chrono::steady_clock::time_point start) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Row row;
+  row.name = c.name;
+  auto shapes = Shapes(c.calls, DefaultSearchSpace(), "npu2");
+  if (!shapes.ok() || shapes->size() != 1) {
+    row.error =
+        shapes.ok() ? "no single shape to search" : shapes.status().ToString();
+    return row;
+  }
+  auto truth = GroundTruth(c.calls, (*shapes)[0], platform, builder);
+  if (!truth.ok()) {
+    row.error = truth.status().ToString();
+    return row;
+  }
+  row.truth = *truth;
+  auto fail = [&](const absl::Status& s) {
+    if (row.error.empty()) row.error = s.ToString();
+  };
+  Truth& t = row.truth;
+  t.admitted_best = t.best;
+  // Every setting timed and judged: which the judge admits.
+  if (parts.quality || parts.cost || parts.false_gains) {
+    auto r = Tune(c.calls, config, 1, 1 << 30, &t.space[t.best]);
+    r.ok() ? void(row.exhaustive = *r) : fail(r.status());
+    if (r.ok()) t.admitted_best = AdmittedBest(t, *r);
+  }
+  if (parts.quality || parts.cost || parts.stability) {
+    auto r = Tune(c.calls, config, 1, kExhaustive, &t.space[t.best]);
+    r.ok() ? void(row.seed1 = *r) : fail(r.status());
+  }
+  if (parts.false_gains) {
+    v1::Calls best = AtSetting(c.calls, t.space[t.admitted_best]);
+    auto r = Tune(best, config, 1, kExhaustive);
+    r.ok() ? void(row.false_gain = *r) : fail(r.status());
+  }
+  if (parts.stability && row.seed1) {
+    row.seeds.push_back(*row.seed1);
+    for (uint64_t seed = 2; seed <= 5; ++seed) {
+      auto r = Tune(c.calls, config, seed, kExhaustive);
+      if (!r.ok()) {
+        fail(r.status());
+        break;
+      }
+      row.seeds.push_back(*r);
+    }
+  }
+  std::fprintf(stderr, "  [%.0f s] %s: %zu settings build, %.1f s%s%s\n",
+               Seconds(start), c.name.c_str(), row.truth.space.size(),
+               Seconds(t0), row.error.empty() ? "" : " ERROR ",
+               row.error.c_str());
+  return row;
+}
+
+// 1. quality: the chosen settings against the true optimum.
+void PrintQuality(const std::vector<Row>& rows) {
+  std::printf("\n1. quality: chosen setting's true time / true optimum\n");
+  int n = 0, within = 0, optimal = 0, within_built = 0, judged_out = 0;
+  std::vector<std::pair<double, const Row*>> gaps;
+  double recorded_gap = 0, mean = 0;
+  for (const Row& r : rows) {
+    if (!r.seed1) continue;
+    const double built = r.truth.us[r.truth.best];
+    const double opt = r.truth.us[r.truth.admitted_best];
+    const double got = TruthOf(r.truth, r.seed1->chosen);
+    const double gap = got / opt - 1;
+    ++n;
+    if (gap <= 0.01) ++within;
+    if (gap <= 1e-9) ++optimal;
+    if (got <= 1.01 * built) ++within_built;
+    if (r.truth.admitted_best != r.truth.best) ++judged_out;
+    recorded_gap += r.truth.us[0] / opt - 1;
+    mean += gap;
+    gaps.push_back({gap, &r});
+  }
+  std::sort(gaps.begin(), gaps.end(),
+            [](auto& a, auto& b) { return a.first > b.first; });
+  std::printf(
+      "  optimum over every setting that builds: %d of %d shapes within "
+      "1%% (%.1f%%, goal >= 95%%)\n",
+      within_built, n, n ? 100.0 * within_built / n : 0.0);
+  std::printf(
+      "    (in %d shapes that optimum's output fails the accuracy gate "
+      "against the recorded one's, so no search may take it)\n",
+      judged_out);
+  std::printf(
+      "  optimum over the settings that build and the judge admits: %d of "
+      "%d within 1%% (%.1f%%), %d exactly optimal\n",
+      within, n, n ? 100.0 * within / n : 0.0, optimal);
+  if (n > 0) {
+    std::printf(
+        "  mean gap to the admitted optimum %.2f%%; the recorded "
+        "settings' was %.2f%%\n",
+        100 * mean / n, 100 * recorded_gap / n);
+  }
+  std::printf(
+      "  worst shapes (gap to the admitted optimum; true us per step):\n");
+  for (size_t i = 0; i < gaps.size() && i < 6; ++i) {
+    const Row& r = *gaps[i].second;
+    const Truth& t = r.truth;
+    std::printf(
+        "    %+6.2f%%  %s\n      chosen   %s  %.2f us (recorded %.2f "
+        "us)\n      admitted %s  %.2f us\n",
+        100 * gaps[i].first, r.name.c_str(),
+        SettingText(r.seed1->chosen).c_str(), TruthOf(t, r.seed1->chosen),
+        t.us[0], SettingText(t.space[t.admitted_best]).c_str(),
+        t.us[t.admitted_best]);
+    if (t.admitted_best != t.best) {
+      std::printf("      built    %s  %.2f us: %s\n",
+                  SettingText(t.space[t.best]).c_str(), t.us[t.best],
+                  r.seed1->watched.c_str());
+    }
+  }
+}
+
+// Noise calibration over every exhaustive trial, z = (measured delta -
+// true delta) / reported noise: over every trial, and over the near ties
+// that decide choices (true delta within 1% of the recorded setting's
+// time).
+void PrintNoiseCalibration(const std::vector<Row>& rows) {
+  ZTally all, near;
+  for (const Row& r : rows) {
+    if (!r.exhaustive) continue;
+    for (const Run::Timed& t : r.exhaustive->timed) {
+      if (!(t.noise_us > 0)) continue;
+      const double truth = TruthOf(r.truth, t.setting) - r.truth.us[0];
+      const double z = (t.delta_us - truth) / t.noise_us;
+      if (std::getenv("BENCH_DEBUG")) {
+        std::fprintf(stderr, "%s | %s: delta %.3f true %.3f noise %.3f\n",
+                     r.name.substr(0, 30).c_str(),
+                     SettingText(t.setting).c_str(), t.delta_us, truth,
+                     t.noise_us);
+      }
+      all.Add(z);
+      if (std::abs(truth) <= 0.01 * r.truth.us[0]) near.Add(z);
+    }
+  }
+  std::printf(
+      "  noise calibration over %lld exhaustive trials, z = (delta - true "
+      "delta) / noise: %s\n",
+      static_cast<long long>(all.n), all.Text(true).c_str());
+  std::printf(
+      "  the same over the %lld trials within 1%% of the recorded "
+      "setting's time: %s\n",
+      static_cast<long long>(near.n), near.Text(false).c_str());
+}
+
+// 2. cost: the default search against timing every setting, and the
+// noise calibration.
+void PrintCost(const std::vector<Row>& rows) {
+  std::printf(
+      "\n2. cost: the default search (descent above %d settings) "
+      "against timing every setting, same run\n",
+      kExhaustive);
+  int n = 0, ex_within = 0;
+  int64_t timed = 0, space = 0, ex_timed = 0;
+  double dev = 0, ex_dev = 0;
+  std::vector<double> ratios;
+  for (const Row& r : rows) {
+    if (!r.seed1 || !r.exhaustive) continue;
+    ++n;
+    timed += r.seed1->settings_timed;
+    space += static_cast<int64_t>(r.truth.space.size());
+    ex_timed += r.exhaustive->settings_timed;
+    dev += r.seed1->device_us;
+    ex_dev += r.exhaustive->device_us;
+    ratios.push_back(r.seed1->device_us / r.exhaustive->device_us);
+    if (TruthOf(r.truth, r.exhaustive->chosen) <=
+        1.01 * r.truth.us[r.truth.admitted_best]) {
+      ++ex_within;
+    }
+  }
+  std::sort(ratios.begin(), ratios.end());
+  std::printf("  %d shapes, %lld settings that build in all\n", n,
+              static_cast<long long>(space));
+  std::printf(
+      "  settings timed: default %lld (%.1f%% of the space), "
+      "exhaustive %lld (%.1f%%)\n",
+      static_cast<long long>(timed), 100.0 * timed / space,
+      static_cast<long long>(ex_timed), 100.0 * ex_timed / space);
+  std::printf(
+      "  device time: default %.2f s, exhaustive %.2f s: ratio "
+      "%.3f (per shape: median %.3f, min %.3f, max %.3f)\n",
+      dev / 1e6, ex_dev / 1e6, dev / ex_dev,
+      ratios.empty() ? 0 : ratios[ratios.size() / 2],
+      ratios.empty() ? 0 : ratios.front(), ratios.empty() ? 0 : ratios.back());
+  std::printf(
+      "  exhaustive choices within 1%% of the admitted optimum: %d of %d\n",
+      ex_within, n);
+  PrintNoiseCalibration(rows);
+}
+
+// 3. false gains: cases whose recorded setting is the optimum.
+void PrintFalseGains(const std::vector<Row>& rows) {
+  std::printf(
+      "\n3. false gains: the recorded setting is the true optimum; "
+      "another taken\n");
+  int n = 0, moved = 0, slower = 0, tied_shapes = 0;
+  for (const Row& r : rows) {
+    if (!r.false_gain) continue;
+    ++n;
+    const double opt = r.truth.us[r.truth.admitted_best];
+    int ties = 0;  // other settings within 0.1% of the optimum
+    for (size_t i = 0; i < r.truth.space.size(); ++i) {
+      if (static_cast<int>(i) != r.truth.admitted_best &&
+          r.truth.us[i] <= 1.001 * opt) {
+        ++ties;
+      }
+    }
+    if (ties > 0) ++tied_shapes;
+    if (!r.false_gain->moved) continue;
+    ++moved;
+    const double got = TruthOf(r.truth, r.false_gain->chosen);
+    if (got > 1.001 * opt) ++slower;
+    std::printf(
+        "    %s: took %s (%+.3f%% true; %d settings tie the "
+        "optimum within 0.1%%)\n",
+        r.name.c_str(), SettingText(r.false_gain->chosen).c_str(),
+        100 * (got / opt - 1), ties);
+  }
+  std::printf(
+      "  %d of %d shapes took another setting (%.1f%%, goal <= "
+      "1%%); %d of them truly slower by > 0.1%%\n",
+      moved, n, n ? 100.0 * moved / n : 0.0, slower);
+  std::printf(
+      "  (%d of %d shapes have other settings within 0.1%% of the "
+      "optimum)\n",
+      tied_shapes, n);
+}
+
+// 4. stability: the choices of 5 seeds.
+void PrintStability(const std::vector<Row>& rows) {
+  std::printf("\n4. stability: 5 seeds (sim noise and inputs) per shape\n");
+  int n = 0, all_same = 0, pairs = 0, agree = 0, all_near = 0;
+  int agree_tie = 0, all_tie = 0;
+  for (const Row& r : rows) {
+    if (r.seeds.size() != 5) continue;
+    ++n;
+    bool same = true, near = true, tie = true;
+    const double opt = r.truth.us[r.truth.best];
+    for (size_t i = 0; i < r.seeds.size(); ++i) {
+      if (TruthOf(r.truth, r.seeds[i].chosen) >
+          1.01 * r.truth.us[r.truth.admitted_best]) {
+        near = false;
+      }
+      for (size_t j = i + 1; j < r.seeds.size(); ++j) {
+        ++pairs;
+        const double a = TruthOf(r.truth, r.seeds[i].chosen);
+        const double b = TruthOf(r.truth, r.seeds[j].chosen);
+        if (std::abs(a - b) <= 0.001 * std::min(a, b)) {
+          ++agree_tie;
+        } else {
+          tie = false;
+        }
+        if (SettingIdentity(r.seeds[i].chosen) ==
+            SettingIdentity(r.seeds[j].chosen)) {
+          ++agree;
+        } else {
+          same = false;
+        }
+      }
+    }
+    if (same) ++all_same;
+    if (tie) ++all_tie;
+    if (near) ++all_near;
+    if (!same) {
+      std::printf("    differ: %s:", r.name.c_str());
+      for (const Run& s : r.seeds) {
+        std::printf(" [%s %+.1f%%]", SettingText(s.chosen).c_str(),
+                    100 * (TruthOf(r.truth, s.chosen) / opt - 1));
+      }
+      std::printf("\n");
+    }
+  }
+  std::printf(
+      "  %d shapes: identical choice under all 5 seeds %d (%.1f%%); "
+      "pairwise agreement %d of %d (%.1f%%)\n",
+      n, all_same, n ? 100.0 * all_same / n : 0.0, agree, pairs,
+      pairs ? 100.0 * agree / pairs : 0.0);
+  std::printf(
+      "  counting settings whose true times agree within 0.1%% as the "
+      "same: all 5 agree %d (%.1f%%); pairwise %d of %d (%.1f%%)\n",
+      all_tie, n ? 100.0 * all_tie / n : 0.0, agree_tie, pairs,
+      pairs ? 100.0 * agree_tie / pairs : 0.0);
+  std::printf("  all 5 choices within 1%% of the admitted optimum: %d of %d\n",
+              all_near, n);
 }
 
 int Main(const Parts& parts, int max_shapes, uint64_t max_mib,
@@ -548,76 +825,9 @@ int Main(const Parts& parts, int max_shapes, uint64_t max_mib,
       "--max-mib; each batch holds 8 settings x 10 steps of it)\n",
       too_big, static_cast<unsigned long long>(max_mib));
 
-  struct Row {
-    std::string name;
-    Truth truth;
-    std::optional<Run> seed1, exhaustive, false_gain;
-    std::vector<Run> seeds;
-    std::string error;
-  };
   std::vector<Row> rows;
   for (const Case& c : cases) {
-    const auto t0 = std::chrono::steady_clock::now();
-    Row row;
-    row.name = c.name;
-    auto shapes = Shapes(c.calls, DefaultSearchSpace(), "npu2");
-    if (!shapes.ok() || shapes->size() != 1) {
-      row.error = shapes.ok() ? "no single shape to search"
-                              : shapes.status().ToString();
-      rows.push_back(std::move(row));
-      continue;
-    }
-    auto truth = GroundTruth(c.calls, (*shapes)[0], platform, builder);
-    if (!truth.ok()) {
-      row.error = truth.status().ToString();
-      rows.push_back(std::move(row));
-      continue;
-    }
-    row.truth = *truth;
-    auto fail = [&](const absl::Status& s) {
-      if (row.error.empty()) row.error = s.ToString();
-    };
-    Truth& t = row.truth;
-    t.admitted_best = t.best;
-    // Every setting timed and judged: which the judge admits.
-    if (parts.quality || parts.cost || parts.false_gains) {
-      auto r = Tune(c.calls, config, 1, 1 << 30, &t.space[t.best]);
-      r.ok() ? void(row.exhaustive = *r) : fail(r.status());
-      if (r.ok()) {
-        t.admitted_best = 0;
-        for (size_t i = 0; i < t.space.size(); ++i) {
-          if (r->refused.count(SettingIdentity(t.space[i]))) continue;
-          if (t.us[i] < t.us[t.admitted_best]) {
-            t.admitted_best = static_cast<int>(i);
-          }
-        }
-      }
-    }
-    if (parts.quality || parts.cost || parts.stability) {
-      auto r = Tune(c.calls, config, 1, kExhaustive, &t.space[t.best]);
-      r.ok() ? void(row.seed1 = *r) : fail(r.status());
-    }
-    if (parts.false_gains) {
-      v1::Calls best = AtSetting(c.calls, t.space[t.admitted_best]);
-      auto r = Tune(best, config, 1, kExhaustive);
-      r.ok() ? void(row.false_gain = *r) : fail(r.status());
-    }
-    if (parts.stability && row.seed1) {
-      row.seeds.push_back(*row.seed1);
-      for (uint64_t seed = 2; seed <= 5; ++seed) {
-        auto r = Tune(c.calls, config, seed, kExhaustive);
-        if (!r.ok()) {
-          fail(r.status());
-          break;
-        }
-        row.seeds.push_back(*r);
-      }
-    }
-    std::fprintf(stderr, "  [%.0f s] %s: %zu settings build, %.1f s%s%s\n",
-                 Seconds(start), c.name.c_str(), row.truth.space.size(),
-                 Seconds(t0), row.error.empty() ? "" : " ERROR ",
-                 row.error.c_str());
-    rows.push_back(std::move(row));
+    rows.push_back(TuneCase(c, parts, config, platform, builder, start));
   }
 
   int errors = 0;
@@ -628,250 +838,10 @@ int Main(const Parts& parts, int max_shapes, uint64_t max_mib,
     }
   }
 
-  if (parts.quality) {
-    std::printf("\n1. quality: chosen setting's true time / true optimum\n");
-    int n = 0, within = 0, optimal = 0, within_built = 0, judged_out = 0;
-    std::vector<std::pair<double, const Row*>> gaps;
-    double recorded_gap = 0, mean = 0;
-    for (const Row& r : rows) {
-      if (!r.seed1) continue;
-      const double built = r.truth.us[r.truth.best];
-      const double opt = r.truth.us[r.truth.admitted_best];
-      const double got = TruthOf(r.truth, r.seed1->chosen);
-      const double gap = got / opt - 1;
-      ++n;
-      if (gap <= 0.01) ++within;
-      if (gap <= 1e-9) ++optimal;
-      if (got <= 1.01 * built) ++within_built;
-      if (r.truth.admitted_best != r.truth.best) ++judged_out;
-      recorded_gap += r.truth.us[0] / opt - 1;
-      mean += gap;
-      gaps.push_back({gap, &r});
-    }
-    std::sort(gaps.begin(), gaps.end(),
-              [](auto& a, auto& b) { return a.first > b.first; });
-    std::printf(
-        "  optimum over every setting that builds: %d of %d shapes within "
-        "1%% (%.1f%%, goal >= 95%%)\n",
-        within_built, n, n ? 100.0 * within_built / n : 0.0);
-    std::printf(
-        "    (in %d shapes that optimum's output fails the accuracy gate "
-        "against the recorded one's, so no search may take it)\n",
-        judged_out);
-    std::printf(
-        "  optimum over the settings that build and the judge admits: %d of "
-        "%d within 1%% (%.1f%%), %d exactly optimal\n",
-        within, n, n ? 100.0 * within / n : 0.0, optimal);
-    if (n > 0) {
-      std::printf(
-          "  mean gap to the admitted optimum %.2f%%; the recorded "
-          "settings' was %.2f%%\n",
-          100 * mean / n, 100 * recorded_gap / n);
-    }
-    std::printf(
-        "  worst shapes (gap to the admitted optimum; true us per step):\n");
-    for (size_t i = 0; i < gaps.size() && i < 6; ++i) {
-      const Row& r = *gaps[i].second;
-      const Truth& t = r.truth;
-      std::printf(
-          "    %+6.2f%%  %s\n      chosen   %s  %.2f us (recorded %.2f "
-          "us)\n      admitted %s  %.2f us\n",
-          100 * gaps[i].first, r.name.c_str(),
-          SettingText(r.seed1->chosen).c_str(), TruthOf(t, r.seed1->chosen),
-          t.us[0], SettingText(t.space[t.admitted_best]).c_str(),
-          t.us[t.admitted_best]);
-      if (t.admitted_best != t.best) {
-        std::printf("      built    %s  %.2f us: %s\n",
-                    SettingText(t.space[t.best]).c_str(), t.us[t.best],
-                    r.seed1->watched.c_str());
-      }
-    }
-  }
-
-  if (parts.cost) {
-    std::printf(
-        "\n2. cost: the default search (descent above %d settings) "
-        "against timing every setting, same run\n",
-        kExhaustive);
-    int n = 0, ex_within = 0;
-    int64_t timed = 0, space = 0, ex_timed = 0;
-    double dev = 0, ex_dev = 0;
-    std::vector<double> ratios;
-    for (const Row& r : rows) {
-      if (!r.seed1 || !r.exhaustive) continue;
-      ++n;
-      timed += r.seed1->settings_timed;
-      space += static_cast<int64_t>(r.truth.space.size());
-      ex_timed += r.exhaustive->settings_timed;
-      dev += r.seed1->device_us;
-      ex_dev += r.exhaustive->device_us;
-      ratios.push_back(r.seed1->device_us / r.exhaustive->device_us);
-      if (TruthOf(r.truth, r.exhaustive->chosen) <=
-          1.01 * r.truth.us[r.truth.admitted_best]) {
-        ++ex_within;
-      }
-    }
-    std::sort(ratios.begin(), ratios.end());
-    std::printf("  %d shapes, %lld settings that build in all\n", n,
-                static_cast<long long>(space));
-    std::printf(
-        "  settings timed: default %lld (%.1f%% of the space), "
-        "exhaustive %lld (%.1f%%)\n",
-        static_cast<long long>(timed), 100.0 * timed / space,
-        static_cast<long long>(ex_timed), 100.0 * ex_timed / space);
-    std::printf(
-        "  device time: default %.2f s, exhaustive %.2f s: ratio "
-        "%.3f (per shape: median %.3f, min %.3f, max %.3f)\n",
-        dev / 1e6, ex_dev / 1e6, dev / ex_dev,
-        ratios.empty() ? 0 : ratios[ratios.size() / 2],
-        ratios.empty() ? 0 : ratios.front(),
-        ratios.empty() ? 0 : ratios.back());
-    std::printf(
-        "  exhaustive choices within 1%% of the admitted optimum: %d of %d\n",
-        ex_within, n);
-    // Noise calibration over every exhaustive trial: z = (measured delta -
-    // true delta) / reported noise.
-    // Over every trial, and over the near ties that decide choices (true
-    // delta within 1% of the recorded setting's time).
-    int64_t trials = 0, below = 0, beyond = 0;
-    int64_t near = 0, near_below = 0, near_beyond = 0;
-    double sum_z2 = 0, near_z2 = 0;
-    for (const Row& r : rows) {
-      if (!r.exhaustive) continue;
-      for (const Run::Timed& t : r.exhaustive->timed) {
-        if (!(t.noise_us > 0)) continue;
-        const double truth = TruthOf(r.truth, t.setting) - r.truth.us[0];
-        const double z = (t.delta_us - truth) / t.noise_us;
-        if (std::getenv("BENCH_DEBUG")) {
-          std::fprintf(stderr, "%s | %s: delta %.3f true %.3f noise %.3f\n",
-                       r.name.substr(0, 30).c_str(),
-                       SettingText(t.setting).c_str(), t.delta_us, truth,
-                       t.noise_us);
-        }
-        ++trials;
-        if (z < -kGainZ) ++below;
-        if (std::abs(z) > kGainZ) ++beyond;
-        sum_z2 += z * z;
-        if (std::abs(truth) <= 0.01 * r.truth.us[0]) {
-          ++near;
-          if (z < -kGainZ) ++near_below;
-          if (std::abs(z) > kGainZ) ++near_beyond;
-          near_z2 += z * z;
-        }
-      }
-    }
-    std::printf(
-        "  noise calibration over %lld exhaustive trials, z = (delta - true "
-        "delta) / noise: z < -%.0f in %.2f%% (normal: 2.28%%), |z| > %.0f "
-        "in %.2f%% (4.55%%), rms z %.2f (1)\n",
-        static_cast<long long>(trials), kGainZ,
-        trials ? 100.0 * below / trials : 0.0, kGainZ,
-        trials ? 100.0 * beyond / trials : 0.0,
-        trials ? std::sqrt(sum_z2 / trials) : 0.0);
-    std::printf(
-        "  the same over the %lld trials within 1%% of the recorded "
-        "setting's time: z < -%.0f in %.2f%%, |z| > %.0f in %.2f%%, rms z "
-        "%.2f\n",
-        static_cast<long long>(near), kGainZ,
-        near ? 100.0 * near_below / near : 0.0, kGainZ,
-        near ? 100.0 * near_beyond / near : 0.0,
-        near ? std::sqrt(near_z2 / near) : 0.0);
-  }
-
-  if (parts.false_gains) {
-    std::printf(
-        "\n3. false gains: the recorded setting is the true optimum; "
-        "another taken\n");
-    int n = 0, moved = 0, slower = 0, tied_shapes = 0;
-    for (const Row& r : rows) {
-      if (!r.false_gain) continue;
-      ++n;
-      const double opt = r.truth.us[r.truth.admitted_best];
-      int ties = 0;  // other settings within 0.1% of the optimum
-      for (size_t i = 0; i < r.truth.space.size(); ++i) {
-        if (static_cast<int>(i) != r.truth.admitted_best &&
-            r.truth.us[i] <= 1.001 * opt) {
-          ++ties;
-        }
-      }
-      if (ties > 0) ++tied_shapes;
-      if (!r.false_gain->moved) continue;
-      ++moved;
-      const double got = TruthOf(r.truth, r.false_gain->chosen);
-      if (got > 1.001 * opt) ++slower;
-      std::printf(
-          "    %s: took %s (%+.3f%% true; %d settings tie the "
-          "optimum within 0.1%%)\n",
-          r.name.c_str(), SettingText(r.false_gain->chosen).c_str(),
-          100 * (got / opt - 1), ties);
-    }
-    std::printf(
-        "  %d of %d shapes took another setting (%.1f%%, goal <= "
-        "1%%); %d of them truly slower by > 0.1%%\n",
-        moved, n, n ? 100.0 * moved / n : 0.0, slower);
-    std::printf(
-        "  (%d of %d shapes have other settings within 0.1%% of the "
-        "optimum)\n",
-        tied_shapes, n);
-  }
-
-  if (parts.stability) {
-    std::printf("\n4. stability: 5 seeds (sim noise and inputs) per shape\n");
-    int n = 0, all_same = 0, pairs = 0, agree = 0, all_near = 0;
-    int agree_tie = 0, all_tie = 0;
-    for (const Row& r : rows) {
-      if (r.seeds.size() != 5) continue;
-      ++n;
-      bool same = true, near = true, tie = true;
-      const double opt = r.truth.us[r.truth.best];
-      for (size_t i = 0; i < r.seeds.size(); ++i) {
-        if (TruthOf(r.truth, r.seeds[i].chosen) >
-            1.01 * r.truth.us[r.truth.admitted_best]) {
-          near = false;
-        }
-        for (size_t j = i + 1; j < r.seeds.size(); ++j) {
-          ++pairs;
-          const double a = TruthOf(r.truth, r.seeds[i].chosen);
-          const double b = TruthOf(r.truth, r.seeds[j].chosen);
-          if (std::abs(a - b) <= 0.001 * std::min(a, b)) {
-            ++agree_tie;
-          } else {
-            tie = false;
-          }
-          if (SettingIdentity(r.seeds[i].chosen) ==
-              SettingIdentity(r.seeds[j].chosen)) {
-            ++agree;
-          } else {
-            same = false;
-          }
-        }
-      }
-      if (same) ++all_same;
-      if (tie) ++all_tie;
-      if (near) ++all_near;
-      if (!same) {
-        std::printf("    differ: %s:", r.name.c_str());
-        for (const Run& s : r.seeds) {
-          std::printf(" [%s %+.1f%%]", SettingText(s.chosen).c_str(),
-                      100 * (TruthOf(r.truth, s.chosen) / opt - 1));
-        }
-        std::printf("\n");
-      }
-    }
-    std::printf(
-        "  %d shapes: identical choice under all 5 seeds %d (%.1f%%); "
-        "pairwise agreement %d of %d (%.1f%%)\n",
-        n, all_same, n ? 100.0 * all_same / n : 0.0, agree, pairs,
-        pairs ? 100.0 * agree / pairs : 0.0);
-    std::printf(
-        "  counting settings whose true times agree within 0.1%% as the "
-        "same: all 5 agree %d (%.1f%%); pairwise %d of %d (%.1f%%)\n",
-        all_tie, n ? 100.0 * all_tie / n : 0.0, agree_tie, pairs,
-        pairs ? 100.0 * agree_tie / pairs : 0.0);
-    std::printf(
-        "  all 5 choices within 1%% of the admitted optimum: %d of %d\n",
-        all_near, n);
-  }
+  if (parts.quality) PrintQuality(rows);
+  if (parts.cost) PrintCost(rows);
+  if (parts.false_gains) PrintFalseGains(rows);
+  if (parts.stability) PrintStability(rows);
   std::printf(
       "\nwall time %.1f s%s\n", Seconds(start),
       errors ? absl::StrCat(", ", errors, " shapes failed").c_str() : "");

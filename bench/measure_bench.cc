@@ -17,68 +17,29 @@
 #include <string>
 #include <vector>
 
-#include "daemon/base/stats.h"
 #include "common/value.h"
-#include "daemon/sim/sim_builder.h"
+#include "daemon/base/stats.h"
 #include "daemon/npu/metered.h"
+#include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
 #include "daemon/tune/measure.h"
+#include "tests/testing/operator_fixtures.h"
 #include "tests/testing/tune_context.h"
 
 namespace irontune {
 namespace {
 
-void AddBuffer(v1::Operator& op, const char* name, v1::BufferRole role,
-               std::vector<uint64_t> shape) {
-  v1::Buffer* b = op.add_buffers();
-  b->set_name(name);
-  b->set_role(role);
-  b->set_dtype(v1::DTYPE_BF16);
-  for (uint64_t d : shape) b->add_shape(d);
-  b->set_fills(role != v1::BUFFER_ROLE_OUT);
-  b->set_drains(role != v1::BUFFER_ROLE_IN);
-}
+using testing::IronGemm;
 
-v1::Operator Op(const char* cls,
-                std::vector<std::pair<const char*, int64_t>> params,
-                std::vector<std::pair<const char*, int64_t>> tunables) {
-  v1::Operator op;
-  op.set_class_name(cls);
-  for (auto [n, v] : params) {
-    v1::Param* p = op.add_params();
-    p->set_name(n);
-    *p->mutable_value() = IntValue(v);
-  }
-  for (auto [n, v] : tunables) {
-    v1::Tunable* t = op.add_tunables();
-    t->set_name(n);
-    *t->mutable_value() = IntValue(v);
-  }
-  return op;
-}
-
-v1::Operator Gemm(int64_t m, int64_t k, int64_t n, int64_t tm, int64_t tk,
-                  int64_t tn, int64_t cols) {
-  v1::Operator op = Op("GEMM", {{"M", m}, {"K", k}, {"N", n}},
-                       {{"tile_m", tm},
-                        {"tile_k", tk},
-                        {"tile_n", tn},
-                        {"num_aie_columns", cols}});
-  AddBuffer(op, "A", v1::BUFFER_ROLE_IN, {uint64_t(m), uint64_t(k)});
-  AddBuffer(op, "B", v1::BUFFER_ROLE_IN, {uint64_t(k), uint64_t(n)});
-  AddBuffer(op, "C", v1::BUFFER_ROLE_OUT, {uint64_t(m), uint64_t(n)});
-  return op;
-}
-
+// A 1-batch GEMV (weights[M, K] x[K] -> y[M]) at IRON's default setting: 8
+// columns, 1-element input tiles, 256 output rows, 64-wide vectors.
 v1::Operator Gemv(int64_t m, int64_t k) {
-  v1::Operator op = Op("GEMV", {{"M", m}, {"K", k}, {"num_batches", 1}},
-                       {{"num_aie_columns", 8},
-                        {"tile_size_input", 1},
-                        {"tile_size_output", 256},
-                        {"kernel_vector_size", 64}});
-  AddBuffer(op, "weights", v1::BUFFER_ROLE_IN, {uint64_t(m), uint64_t(k)});
-  AddBuffer(op, "x", v1::BUFFER_ROLE_IN, {uint64_t(k)});
-  AddBuffer(op, "y", v1::BUFFER_ROLE_OUT, {uint64_t(m)});
+  v1::Operator op = testing::GemvParams(m, k, 1, 256, 64, 8);
+  testing::AddParam(op, "num_batches", 1);
+  testing::AddBuffer(op, "weights", v1::BUFFER_ROLE_IN,
+                     {uint64_t(m), uint64_t(k)});
+  testing::AddBuffer(op, "x", v1::BUFFER_ROLE_IN, {uint64_t(k)});
+  testing::AddBuffer(op, "y", v1::BUFFER_ROLE_OUT, {uint64_t(m)});
   return op;
 }
 
@@ -105,7 +66,7 @@ int Overhead() {
     for (int64_t tm : {64, 32, 16}) {
       for (int64_t tk : {64, 32, 16, 128}) {
         for (int64_t tn : {64, 32, 16}) {
-          v1::Operator op = Gemm(512, 512, 512, tm, tk, tn, cols);
+          v1::Operator op = IronGemm(512, 512, 512, tm, tk, tn, cols);
           auto outcome =
               builder.Build({op, platform, 1, true, request.packaging});
           if (outcome.ok() && outcome->artifact &&
@@ -143,8 +104,8 @@ int Memory(const std::string& which) {
   if (which == "gemv") {
     request.settings = {Gemv(2048, 8192)};
   } else {
-    request.settings = {Gemm(256, 2048, 8192, 64, 64, 64, 8),
-                        Gemm(256, 2048, 8192, 32, 64, 64, 8)};
+    request.settings = {IronGemm(256, 2048, 8192, 64, 64, 64, 8),
+                        IronGemm(256, 2048, 8192, 32, 64, 64, 8)};
   }
   testing::LocalTuneContext deps(sim->get(), &builder);
   long before = PeakRssKib();
@@ -166,7 +127,7 @@ int Precision() {
   SimBuilder builder;
   MeasurePlan request;
   request.packaging = v1::PACKAGING_FULL_ELF;
-  request.settings = {Gemm(256, 2048, 2048, 64, 64, 64, 8)};
+  request.settings = {IronGemm(256, 2048, 2048, 64, 64, 64, 8)};
   testing::LocalTuneContext deps(sim->get(), &builder);
   Platform platform = *(*sim)->GetPlatform();
   auto built = builder.Build(

@@ -14,10 +14,8 @@
 //                              Timing on the decode call only, instead)
 //   service_bench all          cached, concurrent, utilisation
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "common/profile.h"
 #include "common/recording.h"
 #include "common/value.h"
@@ -81,20 +80,6 @@ void PrintLatencies(const char* what, const std::vector<double>& s) {
       *std::max_element(s.begin(), s.end()) * 1e3);
 }
 
-// A loopback port nothing listens on right now.
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 // Runs argv to completion, output to /dev/null (or to `out_path`), blocking
 // in waitpid so the wall time has no polling slack. Returns the exit code.
 int RunBlocking(const std::vector<std::string>& argv,
@@ -132,26 +117,19 @@ class Daemon {
  public:
   Daemon(const std::string& tag, const std::string& clock,
          std::vector<std::string> extra = {})
-      : dir_(e2e::TempDir("bench-" + tag)),
-        address_("127.0.0.1:" + std::to_string(FreePort())) {
+      : dir_(e2e::TempDir("bench-" + tag)) {
+    // Log level info: the start-up line names the port it picked for :0.
     std::vector<std::string> argv = {kDaemon,    "--state-dir", dir_,
-                                     "--listen", address_,      "--sim-clock",
-                                     clock,      "--log-level", "warn"};
+                                     "--listen", "127.0.0.1:0", "--sim-clock",
+                                     clock,      "--log-level", "info"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     process_ = std::make_unique<e2e::Process>("irontuned", argv, dir_);
-    auto stub = v1::Tuner::NewStub(Channel());
-    for (int i = 0; i < 200; ++i) {
-      grpc::ClientContext context;
-      context.set_deadline(std::chrono::system_clock::now() +
-                           std::chrono::seconds(1));
-      v1::StatusResponse status;
-      if (stub->GetStatus(&context, v1::GetStatusRequest(), &status).ok()) {
-        up_ = true;
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    address_ = e2e::WaitForServingAddress(*process_, "127.0.0.1:", 10);
+    up_ = !address_.empty() && AnswersStatus();
+    if (!up_) {
+      std::printf("irontuned did not come up: %s\n",
+                  process_->Stderr().c_str());
     }
-    std::printf("irontuned did not come up: %s\n", process_->Stderr().c_str());
   }
   ~Daemon() {
     process_->Signal(SIGTERM);
@@ -177,6 +155,22 @@ class Daemon {
   }
 
  private:
+  // Whether GetStatus succeeds within about 10 s.
+  bool AnswersStatus() const {
+    auto stub = v1::Tuner::NewStub(Channel());
+    for (int i = 0; i < 200; ++i) {
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() +
+                           std::chrono::seconds(1));
+      v1::StatusResponse status;
+      if (stub->GetStatus(&context, v1::GetStatusRequest(), &status).ok()) {
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
   std::string dir_;
   std::string address_;
   std::unique_ptr<e2e::Process> process_;
@@ -332,35 +326,18 @@ struct ConcurrentRun {
   double seconds = 0;
 };
 
-const char* CodeName(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::OK:
-      return "OK";
-    case grpc::CANCELLED:
-      return "CANCELLED";
-    case grpc::UNKNOWN:
-      return "UNKNOWN";
-    case grpc::INVALID_ARGUMENT:
-      return "INVALID_ARGUMENT";
-    case grpc::DEADLINE_EXCEEDED:
-      return "DEADLINE_EXCEEDED";
-    case grpc::NOT_FOUND:
-      return "NOT_FOUND";
-    case grpc::RESOURCE_EXHAUSTED:
-      return "RESOURCE_EXHAUSTED";
-    case grpc::FAILED_PRECONDITION:
-      return "FAILED_PRECONDITION";
-    case grpc::ABORTED:
-      return "ABORTED";
-    case grpc::UNIMPLEMENTED:
-      return "UNIMPLEMENTED";
-    case grpc::INTERNAL:
-      return "INTERNAL";
-    case grpc::UNAVAILABLE:
-      return "UNAVAILABLE";
-    default:
-      return "OTHER";
+// The name of `code` if a Measure may end with it, else "OTHER".
+std::string CodeName(grpc::StatusCode code) {
+  for (grpc::StatusCode named :
+       {grpc::OK, grpc::CANCELLED, grpc::UNKNOWN, grpc::INVALID_ARGUMENT,
+        grpc::DEADLINE_EXCEEDED, grpc::NOT_FOUND, grpc::RESOURCE_EXHAUSTED,
+        grpc::FAILED_PRECONDITION, grpc::ABORTED, grpc::UNIMPLEMENTED,
+        grpc::INTERNAL, grpc::UNAVAILABLE}) {
+    if (code == named) {
+      return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
+    }
   }
+  return "OTHER";
 }
 
 v1::MeasureRequest AddMeasureRequest(bool remeasure) {

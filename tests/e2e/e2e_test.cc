@@ -3,7 +3,6 @@
 // NPU. Assertions are on outcomes and orders, never on wall-clock time; the
 // waits below are bounds that keep a broken build from hanging the suite.
 #include <signal.h>
-#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -15,11 +14,13 @@
 #include <thread>
 #include <vector>
 
+#include "google/protobuf/text_format.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/impl/codegen/client_unary_call.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "irontune/v1/tuner.grpc.pb.h"
 #include "tests/testing/process.h"
+#include "tests/testing/recording_fixtures.h"
 
 namespace irontune::e2e {
 namespace {
@@ -28,109 +29,26 @@ const std::string kDaemon = IRONTUNE_IRONTUNED;
 const std::string kClient = IRONTUNE_CLIENT;
 const std::string kSource = IRONTUNE_SOURCE_DIR;
 const std::string kExample = kSource + "/examples/llama-3.2-1b.rec";
-const std::string kProfile = kSource + "/examples/profiles/npu2.json";
 
-// One ElementwiseAdd and one SiLU: a recording that tunes in moments.
-constexpr char kSmall[] = R"pb(
-  format_version: 1
-  operators {
-    class_name: "ElementwiseAdd"
-    params {
-      name: "size"
-      value { int_value: 2048 }
-    }
-    tunables {
-      name: "tile_size"
-      value { int_value: 512 }
-      domain { int_value: 512 }
-    }
-    tunables {
-      name: "num_aie_columns"
-      value { int_value: 4 }
-      domain { int_value: 4 }
-    }
-    buffers {
-      name: "a"
-      role: BUFFER_ROLE_IN
-      dtype: DTYPE_BF16
-      shape: 2048
-      fills: true
-    }
-    buffers {
-      name: "b"
-      role: BUFFER_ROLE_IN
-      dtype: DTYPE_BF16
-      shape: 2048
-      fills: true
-    }
-    buffers {
-      name: "c"
-      role: BUFFER_ROLE_OUT
-      dtype: DTYPE_BF16
-      shape: 2048
-      drains: true
-    }
-    tolerance { close { atol: 0.0078125 rtol: 0.0078125 } }
-  }
-  operators {
-    class_name: "SiLU"
-    params {
-      name: "size"
-      value { int_value: 8192 }
-    }
-    tunables {
-      name: "tile_size"
-      value { int_value: 1024 }
-      domain { int_value: 1024 }
-    }
-    tunables {
-      name: "num_aie_columns"
-      value { int_value: 8 }
-      domain { int_value: 8 }
-    }
-    buffers {
-      name: "x"
-      role: BUFFER_ROLE_IN
-      dtype: DTYPE_BF16
-      shape: 8192
-      fills: true
-    }
-    buffers {
-      name: "y"
-      role: BUFFER_ROLE_OUT
-      dtype: DTYPE_BF16
-      shape: 8192
-      drains: true
-    }
-    tolerance { close { atol: 0.0078125 rtol: 0.0078125 } }
-  }
-  calls {
-    recording {
-      name: "small"
-      buffers { name: "p" nbytes: 4096 }
-      buffers { name: "q" nbytes: 4096 }
-      buffers { name: "r" nbytes: 4096 }
-      buffers { name: "s" nbytes: 16384 }
-      buffers { name: "t" nbytes: 16384 }
-      steps {
-        op: 0
-        refs { buffer: "p" }
-        refs { buffer: "q" }
-        refs { buffer: "r" }
-      }
-      steps {
-        op: 1
-        refs { buffer: "s" }
-        refs { buffer: "t" }
-      }
-      inputs: "p"
-      inputs: "q"
-      inputs: "s"
-      outputs: "r"
-      outputs: "t"
-    }
-  }
-)pb";
+// testing::AddSiluCalls (one ElementwiseAdd and one SiLU, a recording that
+// tunes in moments) as dir/small.txtpb; returns the path.
+std::string WriteSmall(const std::string& dir) {
+  const std::string path = dir + "/small.txtpb";
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(testing::AddSiluCalls(), &text);
+  std::ofstream(path) << text;
+  return path;
+}
+
+// Client arguments submitting WriteSmall(dir) at --rounds 3 --calls 5, then
+// `flags`.
+std::vector<std::string> SubmitSmall(const std::string& dir,
+                                     const std::vector<std::string>& flags) {
+  std::vector<std::string> args = {"submit", WriteSmall(dir), "--rounds",
+                                   "3",      "--calls",       "5"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  return args;
+}
 
 // A daemon on a fresh (or given) state directory, stopped with SIGTERM.
 class Daemon {
@@ -184,6 +102,13 @@ class Daemon {
   }
   std::string Log() const { return process_->Stderr(); }
   const std::string& socket() const { return socket_; }
+  // The loopback TCP address it serves on, for --listen 127.0.0.1:0.
+  std::string TcpAddress() {
+    const std::string address = WaitForServingAddress(*process_, "127.0.0.1:");
+    INFO(process_->Stderr());
+    REQUIRE(!address.empty());
+    return address;
+  }
   Process& process() { return *process_; }
 
  private:
@@ -192,20 +117,10 @@ class Daemon {
   std::unique_ptr<Process> process_;
 };
 
-std::string WriteSmall(const std::string& dir) {
-  const std::string path = dir + "/small.txtpb";
-  std::ofstream(path) << kSmall;
-  return path;
-}
-
-// A free-looking loopback port for this test process.
-int Port() { return 20000 + static_cast<int>(getpid() % 20000); }
-
 TEST_CASE("e2e: submit tunes a recording and prints the diff") {
   const std::string dir = TempDir("submit");
   Daemon daemon(dir);
-  Result r = daemon.Client({"submit", WriteSmall(dir), "--rounds", "3",
-                            "--calls", "5", "--client", "e2e"});
+  Result r = daemon.Client(SubmitSmall(dir, {"--client", "e2e"}));
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("ElementwiseAdd size=2048"));
@@ -213,13 +128,11 @@ TEST_CASE("e2e: submit tunes a recording and prints the diff") {
   CHECK_THAT(r.out, Catch::Contains("added"));
   // --check against the profile just written: unchanged, exit 0.
   const std::string profile = dir + "/profile.json";
-  REQUIRE(daemon
-              .Client({"submit", WriteSmall(dir), "--rounds", "3", "--calls",
-                       "5", "--profile", profile, "--write"})
-              .code == 0);
+  REQUIRE(
+      daemon.Client(SubmitSmall(dir, {"--profile", profile, "--write"})).code ==
+      0);
   Result check =
-      daemon.Client({"submit", WriteSmall(dir), "--rounds", "3", "--calls", "5",
-                     "--profile", profile, "--check"});
+      daemon.Client(SubmitSmall(dir, {"--profile", profile, "--check"}));
   INFO(check.err);
   CHECK(check.code == 0);
   CHECK(daemon.Stop() == 0);
@@ -232,8 +145,7 @@ TEST_CASE("e2e: a profile that differs fails --check with exit 3") {
   std::ofstream(profile)
       << "{\"entries\": [\n{\"operator\": \"SiLU\", \"size\": 8192, "
          "\"tile_size\": 1024, \"num_aie_columns\": 1}\n]}\n";
-  Result r = daemon.Client({"submit", WriteSmall(dir), "--rounds", "3",
-                            "--calls", "5", "--profile", profile, "--check"});
+  Result r = daemon.Client(SubmitSmall(dir, {"--profile", profile, "--check"}));
   INFO(r.err);
   CHECK(r.code == 3);
   CHECK(daemon.Stop() == 0);
@@ -245,8 +157,7 @@ TEST_CASE("e2e: two clients at once are both served, in queue order") {
   auto first = daemon.StartClient({"submit", kExample, "--rounds", "2",
                                    "--calls", "3", "--client", "first"});
   REQUIRE(!daemon.WaitForJob("JOB_STATE_RUNNING").is_null());
-  auto second = daemon.StartClient({"submit", WriteSmall(dir), "--rounds", "3",
-                                    "--calls", "5", "--client", "second"});
+  auto second = daemon.StartClient(SubmitSmall(dir, {"--client", "second"}));
   REQUIRE(first->Wait(600));
   REQUIRE(second->Wait(600));
   INFO(first->Stderr() << second->Stderr());
@@ -391,8 +302,7 @@ TEST_CASE("e2e: SIGTERM mid-job exits cleanly") {
 TEST_CASE("e2e: a restart keeps the cache") {
   const std::string dir = TempDir("restart");
   auto device_seconds = [&](Daemon& d) {
-    Result r = d.Client(
-        {"submit", WriteSmall(dir), "--rounds", "3", "--calls", "5", "--json"});
+    Result r = d.Client(SubmitSmall(dir, {"--json"}));
     INFO(r.err);
     REQUIRE(r.code == 0);
     return nlohmann::json::parse(r.out)["stats"]["device_seconds"]
@@ -442,8 +352,8 @@ int HealthStatus(const std::string& target) {
 
 TEST_CASE("e2e: the health service answers SERVING over loopback TCP") {
   const std::string dir = TempDir("health");
-  const std::string tcp = "127.0.0.1:" + std::to_string(Port());
-  Daemon daemon(dir, {"--listen", tcp});
+  Daemon daemon(dir, {"--listen", "127.0.0.1:0"});
+  const std::string tcp = daemon.TcpAddress();
   CHECK(HealthStatus(tcp) == 1);
   Result status = Run({kClient, "--server", tcp, "status"}, dir, 30);
   CHECK(status.code == 0);

@@ -79,6 +79,36 @@ bool Process::Wait(double seconds) {
 std::string Process::Stdout() const { return ReadFile(out_path_); }
 std::string Process::Stderr() const { return ReadFile(err_path_); }
 
+std::string Process::WaitForStderrLine(const std::string& text,
+                                       double seconds) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (true) {
+    // Whether the child had exited before this read: then it is the last.
+    const bool exited = Wait(0);
+    std::istringstream err(Stderr());
+    for (std::string line; std::getline(err, line);) {
+      if (line.find(text) != std::string::npos) return line;
+    }
+    if (exited || std::chrono::steady_clock::now() >= deadline) return "";
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::string WaitForServingAddress(Process& irontuned, const std::string& prefix,
+                                  double seconds) {
+  const std::string line = irontuned.WaitForStderrLine(" serving ", seconds);
+  const size_t end = line.rfind("; state in ");
+  const size_t on = end == std::string::npos ? end : line.rfind(" on ", end);
+  if (on == std::string::npos) return "";
+  std::istringstream addresses(line.substr(on + 4, end - on - 4));
+  for (std::string a; std::getline(addresses, a, ',');) {
+    if (!a.empty() && a[0] == ' ') a.erase(0, 1);
+    if (a.rfind(prefix, 0) == 0) return a;
+  }
+  return "";
+}
+
 Result Run(const std::vector<std::string>& argv, const std::string& dir,
            double seconds, const std::vector<std::string>& env) {
   Process p("run", argv, dir, env);

@@ -1,5 +1,6 @@
-// Subprocesses for end-to-end tests: the real irontuned and irontune-client
-// binaries, started with posix_spawn, their output captured to files.
+// Subprocesses for end-to-end tests and the service benchmark: the real
+// irontuned and irontune-client binaries, started with posix_spawn, their
+// output captured to files and read back (whole, or waiting for a line).
 #ifndef IRONTUNE_TESTS_TESTING_PROCESS_H_
 #define IRONTUNE_TESTS_TESTING_PROCESS_H_
 
@@ -31,6 +32,10 @@ class Process {
   int exit_code() const { return exit_code_; }
   std::string Stdout() const;
   std::string Stderr() const;
+  // Waits up to `seconds` for a line of stderr containing `text` and
+  // returns it (without its newline); "" if the child exits or the time
+  // ends first.
+  std::string WaitForStderrLine(const std::string& text, double seconds);
 
  private:
   pid_t pid_ = -1;
@@ -47,6 +52,15 @@ struct Result {
 };
 Result Run(const std::vector<std::string>& argv, const std::string& dir,
            double seconds = 120, const std::vector<std::string>& env = {});
+
+// The address irontuned serves on that starts with `prefix` (as
+// "127.0.0.1:" for --listen 127.0.0.1:0, whose port the daemon picks), read
+// from its start-up line on stderr ("irontuned ... serving ... on ADDR[,
+// ADDR...]; state in DIR"), waiting up to `seconds` for the line. "" if the
+// line or such an address does not come. REQUIRES: irontuned runs with
+// --log-level info (or more).
+std::string WaitForServingAddress(Process& irontuned, const std::string& prefix,
+                                  double seconds = 30);
 
 // A fresh, empty directory under the system temp dir.
 std::string TempDir(const std::string& tag);

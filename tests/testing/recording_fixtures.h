@@ -1,22 +1,27 @@
-// Hand-made recordings for the recording tests. Each is valid as built;
-// tests mutate copies.
+// Recordings built by hand for tests and benchmarks: the expression and
+// step builders they are made of, two for the recording format's own tests
+// (SmallCalls, RichCalls) and small ones that tune in moments (AddCalls,
+// AddSiluCalls). Each is valid as built; tests mutate copies. Header-only,
+// no state; safe from any thread.
 #ifndef IRONTUNE_TESTS_TESTING_RECORDING_FIXTURES_H_
 #define IRONTUNE_TESTS_TESTING_RECORDING_FIXTURES_H_
 
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "common/recording.h"
+#include "common/value.h"
 #include "irontune/v1/recording.pb.h"
+#include "tests/testing/operator_fixtures.h"
 
 namespace irontune::testing {
 
-inline v1::Value Int(int64_t x) {
-  v1::Value v;
-  v.set_int_value(x);
-  return v;
-}
+inline v1::Value Int(int64_t x) { return IntValue(x); }
 
+// Expressions of bindings: a constant, a recording value, a binary op.
 inline v1::Expression Const(int64_t x) {
   v1::Expression e;
   e.set_constant(x);
@@ -38,18 +43,14 @@ inline v1::Expression Bin(v1::Expression::Op op, v1::Expression lhs,
   return e;
 }
 
+// AddBuffer of operator_fixtures.h, `dtype` first.
 inline void AddBuffer(v1::Operator* op, const std::string& name,
                       v1::BufferRole role, v1::DType dtype,
                       std::initializer_list<uint64_t> shape) {
-  v1::Buffer* b = op->add_buffers();
-  b->set_name(name);
-  b->set_role(role);
-  b->set_dtype(dtype);
-  for (uint64_t d : shape) b->add_shape(d);
-  b->set_fills(role != v1::BUFFER_ROLE_OUT);
-  b->set_drains(role != v1::BUFFER_ROLE_IN);
+  AddBuffer(*op, name, role, shape, dtype);
 }
 
+// Appends a step running operator `op` on whole graph buffers, in order.
 inline void AddStep(v1::Recording* rec, uint32_t op,
                     std::initializer_list<std::string> buffers) {
   v1::Step* step = rec->add_steps();
@@ -267,6 +268,81 @@ inline v1::Calls RichCalls() {
     }
   }
   return calls;
+}
+
+// ElementwiseAdd of 2048 bf16 elements (a + b -> c) recorded at tile_size
+// 512 on 4 columns; tile_size may take `tile_sizes`, num_aie_columns only 4.
+// Gate: atol = rtol = 2^-7.
+inline v1::Operator Add2048(std::initializer_list<int64_t> tile_sizes) {
+  v1::Operator op = Op("ElementwiseAdd", {{"size", 2048}},
+                       {{"tile_size", 512}, {"num_aie_columns", 4}});
+  for (int64_t t : tile_sizes) *op.mutable_tunables(0)->add_domain() = Int(t);
+  *op.mutable_tunables(1)->add_domain() = Int(4);
+  AddBuffer(op, "a", v1::BUFFER_ROLE_IN, {2048});
+  AddBuffer(op, "b", v1::BUFFER_ROLE_IN, {2048});
+  AddBuffer(op, "c", v1::BUFFER_ROLE_OUT, {2048});
+  op.mutable_tolerance()->mutable_close()->set_atol(0.0078125);
+  op.mutable_tolerance()->mutable_close()->set_rtol(0.0078125);
+  return op;
+}
+
+// SiLU of 8192 bf16 elements (x -> y) at tile_size 1024 on 8 columns, its
+// only setting. Gate: atol = rtol = 2^-7.
+inline v1::Operator Silu8192() {
+  v1::Operator op = Op("SiLU", {{"size", 8192}},
+                       {{"tile_size", 1024}, {"num_aie_columns", 8}});
+  *op.mutable_tunables(0)->add_domain() = Int(1024);
+  *op.mutable_tunables(1)->add_domain() = Int(8);
+  AddBuffer(op, "x", v1::BUFFER_ROLE_IN, {8192});
+  AddBuffer(op, "y", v1::BUFFER_ROLE_OUT, {8192});
+  op.mutable_tolerance()->mutable_close()->set_atol(0.0078125);
+  op.mutable_tolerance()->mutable_close()->set_rtol(0.0078125);
+  return op;
+}
+
+// One call of recording `name` whose step i runs `ops[i]` on fresh graph
+// buffers `buffers[i]` (one per operator buffer, of its size); the buffers
+// the operators read are the recording's inputs, those they write its
+// outputs. REQUIRES: buffers[i] names one graph buffer per buffer of ops[i].
+inline v1::Calls OneCall(const std::string& name, std::vector<v1::Operator> ops,
+                         std::vector<std::vector<std::string>> buffers) {
+  v1::Calls calls;
+  calls.set_format_version(v1::FORMAT_VERSION_1);
+  v1::Recording* rec = calls.add_calls()->mutable_recording();
+  rec->set_name(name);
+  std::vector<std::string> inputs, outputs;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    v1::Step* step = rec->add_steps();
+    step->set_op(static_cast<uint32_t>(i));
+    for (int b = 0; b < ops[i].buffers_size(); ++b) {
+      const v1::Buffer& buffer = ops[i].buffers(b);
+      uint64_t nbytes = DTypeSize(buffer.dtype());
+      for (uint64_t e : buffer.shape()) nbytes *= e;
+      v1::GraphBuffer* g = rec->add_buffers();
+      g->set_name(buffers[i][b]);
+      g->set_nbytes(nbytes);
+      step->add_refs()->set_buffer(buffers[i][b]);
+      if (buffer.role() == v1::BUFFER_ROLE_IN) inputs.push_back(g->name());
+      if (buffer.role() == v1::BUFFER_ROLE_OUT) outputs.push_back(g->name());
+    }
+    *calls.add_operators() = std::move(ops[i]);
+  }
+  for (const std::string& b : inputs) rec->add_inputs(b);
+  for (const std::string& b : outputs) rec->add_outputs(b);
+  return calls;
+}
+
+// Add2048 with tile_size 256 or 512, once, in recording "add" on graph
+// buffers x, y -> z: two settings to tune.
+inline v1::Calls AddCalls() {
+  return OneCall("add", {Add2048({256, 512})}, {{"x", "y", "z"}});
+}
+
+// Add2048 (p, q -> r) then Silu8192 (s -> t), once each, in recording
+// "small": one setting each, so it tunes in moments.
+inline v1::Calls AddSiluCalls() {
+  return OneCall("small", {Add2048({512}), Silu8192()},
+                 {{"p", "q", "r"}, {"s", "t"}});
 }
 
 }  // namespace irontune::testing
