@@ -46,6 +46,17 @@ int64_t SampledRows(int64_t rows, int64_t work_per_row, int64_t cap);
 // REQUIRES: 0 <= j < r.
 int64_t SampleRow(int64_t j, int64_t r, int64_t rows);
 
+// RoPE's default theta: Llama 3.2 1B (docs/npu-facts.md, "A real model's
+// shapes"); RMSNorm's epsilon.
+inline constexpr double kRopeTheta = 500000;
+inline constexpr double kRmsNormEps = 1e-6;
+
+// RoPE's rotation angle for the element pair at `p` (even) of a `dim`-element
+// head in row `row`: row * theta^(-p / dim).
+inline double RopeAngle(int64_t row, int64_t p, int64_t dim, double theta) {
+  return row * std::pow(theta, -static_cast<double>(p) / dim);
+}
+
 // The last extent of `b`'s shape, capped at 2^40; `fallback` for an empty
 // shape or a last extent of 0.
 int64_t LastAxis(const v1::Buffer& b, int64_t fallback);

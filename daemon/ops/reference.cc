@@ -14,9 +14,6 @@
 namespace irontune {
 namespace {
 
-// RoPE's default theta: Llama 3.2 1B (NPU_FACTS.md "A real model's shapes").
-constexpr double kRopeTheta = 500000;
-constexpr double kRmsNormEps = 1e-6;
 // Dimensions past this are not computed (they would overflow products).
 constexpr int64_t kMaxDim = int64_t{1} << 31;
 
@@ -260,8 +257,7 @@ Result Rope(const Ctx& c) {
     const int64_t row = SampleRow(j, sampled, used);
     for (int64_t h = 0; h < heads; ++h) {
       for (int64_t p = 0; p + 1 < dim; p += 2) {
-        const double angle =
-            row * std::pow(theta, -static_cast<double>(p) / dim);
+        const double angle = RopeAngle(row, p, dim, theta);
         const int64_t at = row * row_len + h * dim + p;
         const double x0 = x[at], x1 = x[at + 1];
         out.Set(at, x0 * std::cos(angle) - x1 * std::sin(angle));

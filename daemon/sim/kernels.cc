@@ -13,10 +13,6 @@
 namespace irontune::sim {
 namespace {
 
-// RoPE's default theta: Llama 3.2 1B (NPU_FACTS.md "A real model's shapes").
-constexpr double kRopeTheta = 500000;
-constexpr double kRmsNormEps = 1e-6;
-
 bool Supported(v1::DType dtype) { return DTypeBytes(dtype) > 0; }
 
 // Read access to a buffer; unwritten storage reads as zeros.
@@ -297,8 +293,7 @@ bool Rope(const OpView& op, const std::vector<StepBuffer>& ins,
     const int64_t row = SampleRow(j, sampled, used);
     for (int64_t h = 0; h < heads; ++h) {
       for (int64_t p = 0; p + 1 < dim; p += 2) {
-        const double angle =
-            row * std::pow(theta, -static_cast<double>(p) / dim);
+        const double angle = RopeAngle(row, p, dim, theta);
         const float cs = static_cast<float>(std::cos(angle)),
                     sn = static_cast<float>(std::sin(angle));
         const int64_t at = row * row_len + h * dim + p;
