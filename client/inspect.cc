@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "common/profile.h"
+#include "common/value.h"
 #include "common/shape.h"
 
 namespace irontune {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -17,26 +18,20 @@ using Op = v1::Expression::Op;
 
 constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
 
+// Each binary operator and its symbol.
+constexpr std::pair<int, const char*> kOpSymbols[] = {
+    {v1::Expression::OP_ADD, "+"},   {v1::Expression::OP_SUB, "-"},
+    {v1::Expression::OP_MUL, "*"},   {v1::Expression::OP_FLOOR_DIV, "//"},
+    {v1::Expression::OP_MOD, "%"},   {v1::Expression::OP_MIN, "min"},
+    {v1::Expression::OP_MAX, "max"},
+};
+
 // "" for an operator that has none.
 const char* OpSymbol(int op) {
-  switch (op) {
-    case v1::Expression::OP_ADD:
-      return "+";
-    case v1::Expression::OP_SUB:
-      return "-";
-    case v1::Expression::OP_MUL:
-      return "*";
-    case v1::Expression::OP_FLOOR_DIV:
-      return "//";
-    case v1::Expression::OP_MOD:
-      return "%";
-    case v1::Expression::OP_MIN:
-      return "min";
-    case v1::Expression::OP_MAX:
-      return "max";
-    default:
-      return "";
+  for (const auto& [known, symbol] : kOpSymbols) {
+    if (known == op) return symbol;
   }
+  return "";
 }
 
 absl::Status Overflow(int64_t a, int op, int64_t b) {

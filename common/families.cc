@@ -124,18 +124,6 @@ std::string Positive(const v1::Operator& op,
   return "";
 }
 
-int64_t FirstInputElements(const v1::Operator& op, int64_t fallback) {
-  for (const v1::Buffer& b : op.buffers()) {
-    if (b.role() != v1::BUFFER_ROLE_IN && b.role() != v1::BUFFER_ROLE_INOUT)
-      continue;
-    int64_t n = 1;
-    for (uint64_t e : b.shape())
-      n *= static_cast<int64_t>(std::min<uint64_t>(e, 1u << 30));
-    return n;
-  }
-  return fallback;
-}
-
 std::string Gemm(const v1::Operator& op, std::string_view generation,
                  int columns) {
   if (std::string r = Columns(op, generation, columns); !r.empty()) return r;
@@ -353,15 +341,15 @@ std::string ConstraintViolation(const v1::Operator& op,
   if (cls == "MHA") return Mha(op, gen, columns);
   if (cls == "ElementwiseAdd" || cls == "ElementwiseMul") {
     return Stream(op, gen, columns,
-                  FirstInputElements(op, Param(op, "size", 1)), 3);
+                  FirstInputElements<int64_t>(op, Param(op, "size", 1)), 3);
   }
   if (cls == "SiLU") {
     return Stream(op, gen, columns,
-                  FirstInputElements(op, Param(op, "size", 1)), 2);
+                  FirstInputElements<int64_t>(op, Param(op, "size", 1)), 2);
   }
   if (cls == "RMSNorm") {
-    const int64_t n =
-        FirstInputElements(op, Param(op, "rows", 1) * Param(op, "batch", 1));
+    const int64_t n = FirstInputElements<int64_t>(
+        op, Param(op, "rows", 1) * Param(op, "batch", 1));
     return Stream(op, gen, columns, n, Param(op, "weighted", 0) ? 3 : 2);
   }
   if (cls == "Softmax") {
@@ -372,7 +360,8 @@ std::string ConstraintViolation(const v1::Operator& op,
                           cols);
     }
     return Stream(op, gen, columns,
-                  FirstInputElements(op, Param(op, "rows", 1) * cols), 2);
+                  FirstInputElements<int64_t>(op, Param(op, "rows", 1) * cols),
+                  2);
   }
   if (cls == "RoPE") {
     if (Param(op, "head_dim", 2) % 2 != 0) return "RoPE needs an even head_dim";

@@ -31,12 +31,6 @@ using TunableClassifier =
 // Whether `key` is a tunable of `class_name` according to the registry.
 bool IsKnownTunable(std::string_view class_name, std::string_view key);
 
-// A JSON-ish rendering: 64, true, "bf16", 0.5. A double always has a '.' or
-// an exponent (64.0, 1e+300) and reads back bit for bit; strings are
-// JSON-escaped. JSON has no NaN or infinity: they render as Python's json
-// module writes them (NaN, Infinity), which FromJson refuses. An unset value
-// renders as null.
-std::string ValueToString(const v1::Value& v);
 
 class Profile {
  public:

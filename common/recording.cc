@@ -157,6 +157,29 @@ absl::Status WriteAll(int fd, std::string_view data) {
   return absl::OkStatus();
 }
 
+// Each element type's size in bytes and its name.
+struct DTypeInfo {
+  v1::DType dtype;
+  uint64_t size;
+  std::string_view name;
+};
+
+constexpr DTypeInfo kDTypes[] = {
+    {v1::DTYPE_BF16, 2, "bf16"}, {v1::DTYPE_F16, 2, "f16"},
+    {v1::DTYPE_F32, 4, "f32"},   {v1::DTYPE_I8, 1, "i8"},
+    {v1::DTYPE_U8, 1, "u8"},     {v1::DTYPE_I16, 2, "i16"},
+    {v1::DTYPE_U16, 2, "u16"},   {v1::DTYPE_I32, 4, "i32"},
+    {v1::DTYPE_U32, 4, "u32"},   {v1::DTYPE_I64, 8, "i64"},
+};
+
+// The entry of `dtype`, else nullptr (unspecified or unknown).
+const DTypeInfo* FindDType(v1::DType dtype) {
+  for (const DTypeInfo& info : kDTypes) {
+    if (info.dtype == dtype) return &info;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 absl::StatusOr<RecordingFormat> RecordingFormatFromPath(std::string_view path) {
@@ -285,51 +308,13 @@ absl::Status SaveRecording(const v1::Calls& calls, const std::string& path) {
 }
 
 uint64_t DTypeSize(v1::DType dtype) {
-  switch (dtype) {
-    case v1::DTYPE_I8:
-    case v1::DTYPE_U8:
-      return 1;
-    case v1::DTYPE_BF16:
-    case v1::DTYPE_F16:
-    case v1::DTYPE_I16:
-    case v1::DTYPE_U16:
-      return 2;
-    case v1::DTYPE_F32:
-    case v1::DTYPE_I32:
-    case v1::DTYPE_U32:
-      return 4;
-    case v1::DTYPE_I64:
-      return 8;
-    default:
-      return 0;
-  }
+  const DTypeInfo* info = FindDType(dtype);
+  return info == nullptr ? 0 : info->size;
 }
 
 std::string_view DTypeName(v1::DType dtype) {
-  switch (dtype) {
-    case v1::DTYPE_BF16:
-      return "bf16";
-    case v1::DTYPE_F16:
-      return "f16";
-    case v1::DTYPE_F32:
-      return "f32";
-    case v1::DTYPE_I8:
-      return "i8";
-    case v1::DTYPE_U8:
-      return "u8";
-    case v1::DTYPE_I16:
-      return "i16";
-    case v1::DTYPE_U16:
-      return "u16";
-    case v1::DTYPE_I32:
-      return "i32";
-    case v1::DTYPE_U32:
-      return "u32";
-    case v1::DTYPE_I64:
-      return "i64";
-    default:
-      return "unspecified";
-  }
+  const DTypeInfo* info = FindDType(dtype);
+  return info == nullptr ? "unspecified" : info->name;
 }
 
 }  // namespace irontune

@@ -26,6 +26,8 @@ namespace irontune {
 namespace {
 
 using NameSet = absl::flat_hash_set<absl::string_view>;
+// Graph buffer sizes by name.
+using Graph = absl::flat_hash_map<absl::string_view, uint64_t>;
 
 constexpr double kWeightSumTolerance = 1e-6;
 // Names quoted in errors are cut to this many bytes.
@@ -69,6 +71,17 @@ absl::Status CollectNames(int n, NameFn name, PathFn path, NameSet* seen) {
     }
   }
   return absl::OkStatus();
+}
+
+// Collects the names of `list` (whose elements have name()) as CollectNames
+// does; `p` is the list's path.
+template <typename T>
+absl::Status CollectFieldNames(
+    const google::protobuf::RepeatedPtrField<T>& list, const std::string& p,
+    NameSet* seen) {
+  return CollectNames(
+      list.size(), [&](int j) -> const std::string& { return list[j].name(); },
+      [&](int j) { return absl::StrCat(p, "[", j, "].name"); }, seen);
 }
 
 std::string FormatValues(const CallValues& values) {
@@ -232,29 +245,35 @@ class Validator {
     const v1::Operator& op = calls_.operators(i);
     const std::string p = absl::StrCat("operators[", i, "]");
     if (op.class_name().empty()) return Invalid(p, ".class_name: empty");
+    NameSet params;
+    RETURN_IF_ERROR(CheckParams(op, p, &params));
+    RETURN_IF_ERROR(CheckTunables(op, p));
+    RETURN_IF_ERROR(CheckBuffers(op, params, p, &ops_[i].buffer_bytes));
+    RETURN_IF_ERROR(CheckCallValues(op, params, p, &ops_[i].call_values));
+    return CheckTolerance(op.tolerance(), p);
+  }
 
+  // Checks the params' count, names and values; collects their names.
+  absl::Status CheckParams(const v1::Operator& op, const std::string& p,
+                           NameSet* params) {
     RETURN_IF_ERROR(CheckCount(op.params_size(), limits_.max_params,
                                p + ".params", "params"));
-    NameSet params;
-    RETURN_IF_ERROR(CollectNames(
-        op.params_size(),
-        [&](int j) -> const std::string& { return op.params(j).name(); },
-        [&](int j) { return absl::StrCat(p, ".params[", j, "].name"); },
-        &params));
+    RETURN_IF_ERROR(CollectFieldNames(op.params(), p + ".params", params));
     for (int j = 0; j < op.params_size(); ++j) {
       if (!IsSet(op.params(j).value())) {
         return Invalid(p, ".params[", j, "].value: unset");
       }
     }
+    return absl::OkStatus();
+  }
 
+  // Checks the tunables and the pinned names, which must name tunables.
+  absl::Status CheckTunables(const v1::Operator& op, const std::string& p) {
     RETURN_IF_ERROR(CheckCount(op.tunables_size(), limits_.max_tunables,
                                p + ".tunables", "tunables"));
     NameSet tunables;
-    RETURN_IF_ERROR(CollectNames(
-        op.tunables_size(),
-        [&](int j) -> const std::string& { return op.tunables(j).name(); },
-        [&](int j) { return absl::StrCat(p, ".tunables[", j, "].name"); },
-        &tunables));
+    RETURN_IF_ERROR(
+        CollectFieldNames(op.tunables(), p + ".tunables", &tunables));
     for (int j = 0; j < op.tunables_size(); ++j) {
       RETURN_IF_ERROR(
           CheckTunable(op.tunables(j), absl::StrCat(p, ".tunables[", j, "]")));
@@ -269,26 +288,29 @@ class Validator {
         return Invalid(p, ".pinned[", j, "]: duplicate ", Quote(name));
       }
     }
+    return absl::OkStatus();
+  }
 
+  // Checks the buffers; appends each one's size in bytes to `bytes`.
+  absl::Status CheckBuffers(const v1::Operator& op, const NameSet& params,
+                            const std::string& p,
+                            std::vector<uint64_t>* bytes) {
     NameSet buffers;
-    RETURN_IF_ERROR(CollectNames(
-        op.buffers_size(),
-        [&](int j) -> const std::string& { return op.buffers(j).name(); },
-        [&](int j) { return absl::StrCat(p, ".buffers[", j, "].name"); },
-        &buffers));
-    ops_[i].buffer_bytes.reserve(op.buffers_size());
+    RETURN_IF_ERROR(CollectFieldNames(op.buffers(), p + ".buffers", &buffers));
+    bytes->reserve(op.buffers_size());
     for (int j = 0; j < op.buffers_size(); ++j) {
-      ASSIGN_OR_RETURN(uint64_t bytes,
+      ASSIGN_OR_RETURN(uint64_t size,
                        CheckBuffer(op.buffers(j), params,
                                    absl::StrCat(p, ".buffers[", j, "]")));
-      ops_[i].buffer_bytes.push_back(bytes);
+      bytes->push_back(size);
     }
+    return absl::OkStatus();
+  }
 
-    RETURN_IF_ERROR(CollectNames(
-        op.values_size(),
-        [&](int j) -> const std::string& { return op.values(j).name(); },
-        [&](int j) { return absl::StrCat(p, ".values[", j, "].name"); },
-        &ops_[i].call_values));
+  // Checks the per-call values; collects their names into `names`.
+  absl::Status CheckCallValues(const v1::Operator& op, const NameSet& params,
+                               const std::string& p, NameSet* names) {
+    RETURN_IF_ERROR(CollectFieldNames(op.values(), p + ".values", names));
     for (int j = 0; j < op.values_size(); ++j) {
       const v1::CallValue& value = op.values(j);
       if (value.symbol().empty()) {
@@ -299,16 +321,18 @@ class Validator {
                        Quote(value.bounds()));
       }
     }
+    return absl::OkStatus();
+  }
 
-    if (op.tolerance().has_close()) {
-      const v1::Tolerance::Close& close = op.tolerance().close();
-      for (auto [name, x] :
-           {std::pair<const char*, double>{"atol", close.atol()},
-            {"rtol", close.rtol()}}) {
-        if (!std::isfinite(x) || x < 0) {
-          return Invalid(p, ".tolerance.close.", name,
-                         ": must be finite and >= 0, not ", x);
-        }
+  static absl::Status CheckTolerance(const v1::Tolerance& tolerance,
+                                     const std::string& p) {
+    if (!tolerance.has_close()) return absl::OkStatus();
+    const v1::Tolerance::Close& close = tolerance.close();
+    for (auto [name, x] : {std::pair<const char*, double>{"atol", close.atol()},
+                           {"rtol", close.rtol()}}) {
+      if (!std::isfinite(x) || x < 0) {
+        return Invalid(p, ".tolerance.close.", name,
+                       ": must be finite and >= 0, not ", x);
       }
     }
     return absl::OkStatus();
@@ -428,16 +452,31 @@ class Validator {
         rec.values_size(),
         [&](int k) -> const std::string& { return rec.values(k); },
         [&](int k) { return absl::StrCat(p, ".values[", k, "]"); }, &values));
+    Graph graph;
+    RETURN_IF_ERROR(CheckGraphBuffers(rec, p, &graph));
+    std::vector<bool> runs(calls_.operators_size(), false);
+    RETURN_IF_ERROR(CheckSteps(rec, graph, p, &runs));
+    RETURN_IF_ERROR(CheckEnds(rec, graph, p));
+    uint64_t nodes = 0;
+    RETURN_IF_ERROR(CheckBindings(rec, values, runs, p, &nodes));
+    RETURN_IF_ERROR(
+        CheckValueKeys(call.values(), rec.values(), values, cp + ".values"));
+    RETURN_IF_ERROR(CheckContents(call, graph, cp));
+    RETURN_IF_ERROR(CheckPoints(call, values, cp));
+    return EvaluateBindings(c, nodes);
+  }
 
+  // Checks the graph buffers' names and sizes; fills `graph`.
+  absl::Status CheckGraphBuffers(const v1::Recording& rec, const std::string& p,
+                                 Graph* graph) {
     RETURN_IF_ERROR(CheckCount(rec.buffers_size(), limits_.max_buffers,
                                p + ".buffers", "buffers"));
-    absl::flat_hash_map<absl::string_view, uint64_t> graph;
-    graph.reserve(rec.buffers_size());
+    graph->reserve(rec.buffers_size());
     for (int k = 0; k < rec.buffers_size(); ++k) {
       const v1::GraphBuffer& buffer = rec.buffers(k);
       const std::string bp = absl::StrCat(p, ".buffers[", k, "]");
       if (buffer.name().empty()) return Invalid(bp, ".name: empty");
-      if (!graph.emplace(buffer.name(), buffer.nbytes()).second) {
+      if (!graph->emplace(buffer.name(), buffer.nbytes()).second) {
         return Invalid(bp, ".name: duplicate ", Quote(buffer.name()));
       }
       if (buffer.nbytes() > limits_.max_buffer_bytes) {
@@ -445,16 +484,25 @@ class Validator {
                        " exceeds the limit of ", limits_.max_buffer_bytes);
       }
     }
+    return absl::OkStatus();
+  }
 
+  // Checks the steps; marks in `runs` the operators they run.
+  absl::Status CheckSteps(const v1::Recording& rec, const Graph& graph,
+                          const std::string& p, std::vector<bool>* runs) {
     RETURN_IF_ERROR(
         CheckCount(rec.steps_size(), limits_.max_steps, p + ".steps", "steps"));
-    std::vector<bool> runs(calls_.operators_size(), false);
     for (int s = 0; s < rec.steps_size(); ++s) {
       RETURN_IF_ERROR(
           CheckStep(rec.steps(s), graph, absl::StrCat(p, ".steps[", s, "]")));
-      runs[rec.steps(s).op()] = true;
+      (*runs)[rec.steps(s).op()] = true;
     }
+    return absl::OkStatus();
+  }
 
+  // Checks that the inputs and outputs name distinct graph buffers.
+  static absl::Status CheckEnds(const v1::Recording& rec, const Graph& graph,
+                                const std::string& p) {
     for (auto [field, list] : {std::pair{".inputs", &rec.inputs()},
                                std::pair{".outputs", &rec.outputs()}}) {
       NameSet seen;
@@ -468,8 +516,14 @@ class Validator {
         }
       }
     }
+    return absl::OkStatus();
+  }
 
-    uint64_t nodes = 0;
+  // Checks the bindings (operators that run, values they have, each bound
+  // once, expressions well-formed); counts expression nodes into `nodes`.
+  absl::Status CheckBindings(const v1::Recording& rec, const NameSet& values,
+                             const std::vector<bool>& runs,
+                             const std::string& p, uint64_t* nodes) {
     absl::flat_hash_set<std::pair<uint32_t, absl::string_view>> bound;
     for (int b = 0; b < rec.bindings_size(); ++b) {
       const v1::Binding& binding = rec.bindings(b);
@@ -498,12 +552,15 @@ class Validator {
       }
       std::string trail;
       RETURN_IF_ERROR(
-          CheckExpression(binding.expression(), values, ep, &trail, &nodes));
+          CheckExpression(binding.expression(), values, ep, &trail, nodes));
     }
+    return absl::OkStatus();
+  }
 
-    RETURN_IF_ERROR(
-        CheckValueKeys(call.values(), rec.values(), values, cp + ".values"));
-
+  // Checks the given buffer contents: each fills a graph buffer once, whole,
+  // and all of them stay under the limit.
+  absl::Status CheckContents(const v1::Timed& call, const Graph& graph,
+                             const std::string& cp) {
     NameSet filled;
     uint64_t content_bytes = 0;
     for (int k = 0; k < call.contents_size(); ++k) {
@@ -529,7 +586,14 @@ class Validator {
                        limits_.max_content_bytes, " bytes");
       }
     }
+    return absl::OkStatus();
+  }
 
+  // Checks the points: weights finite, positive and summing to 1, values
+  // keyed as the recording's.
+  absl::Status CheckPoints(const v1::Timed& call, const NameSet& values,
+                           const std::string& cp) {
+    const v1::Recording& rec = call.recording();
     RETURN_IF_ERROR(CheckCount(call.points_size(), limits_.max_points,
                                cp + ".points", "points"));
     double weights = 0;
@@ -548,14 +612,11 @@ class Validator {
         !(std::fabs(weights - 1) <= kWeightSumTolerance)) {
       return Invalid(cp, ".points: weights sum to ", weights, ", not 1");
     }
-
-    return EvaluateBindings(c, nodes);
+    return absl::OkStatus();
   }
 
-  absl::Status CheckStep(
-      const v1::Step& step,
-      const absl::flat_hash_map<absl::string_view, uint64_t>& graph,
-      const std::string& p) {
+  absl::Status CheckStep(const v1::Step& step, const Graph& graph,
+                         const std::string& p) {
     if (step.op() >= static_cast<uint32_t>(calls_.operators_size())) {
       return Invalid(p, ".op: no operator ", step.op());
     }

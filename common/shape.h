@@ -5,9 +5,11 @@
 #define IRONTUNE_COMMON_SHAPE_H_
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "irontune/v1/recording.pb.h"
 #include "irontune/v1/value.pb.h"
 
@@ -22,6 +24,30 @@ std::vector<v1::Field> ShapeDims(const v1::Operator& op);
 // Two operators of one shape have equal keys.
 std::string ShapeKey(const v1::Operator& op);
 
+// The operators of `calls` that one profile entry covers: one class at one
+// set of dims.
+struct ShapeGroup {
+  struct Member {
+    uint32_t op = 0;    // index into Calls.operators
+    int call = 0;       // index into Calls.calls: the first call running it
+    int64_t steps = 0;  // steps running it, over every call
+  };
+  std::string key;  // ShapeKey
+  std::string class_name;
+  std::vector<v1::Field> dims;   // ShapeDims of the first member
+  std::vector<Member> members;   // in the order the calls first run them
+  std::set<std::string> pinned;  // tunables any member pins
+  int64_t steps = 0;             // steps running any member, over every call
+};
+
+// The shapes `calls` run, in the order the calls first run them, each
+// operator (by index) a member once, of the call that first runs it.
+// InvalidArgument ("calls[c]: no operator i") where a step names an
+// operator `calls` lacks.
+absl::StatusOr<std::vector<ShapeGroup>> GroupShapes(const v1::Calls& calls);
+
+// A shape for `irontune-client inspect`: its group's operators and the
+// first operator's tunables.
 struct TunableSummary {
   std::string name;
   v1::Value recorded;
@@ -41,8 +67,8 @@ struct ShapeSummary {
   int64_t space = 1;
 };
 
-// The shapes `calls` run, in the order the calls first run them.
-// REQUIRES: calls passed ValidateRecording.
+// The shapes `calls` run, in GroupShapes' order. REQUIRES: calls passed
+// ValidateRecording (else the result is empty).
 std::vector<ShapeSummary> SummarizeShapes(const v1::Calls& calls);
 
 }  // namespace irontune

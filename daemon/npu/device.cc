@@ -3,24 +3,28 @@
 #include <algorithm>
 #include <cctype>
 #include <string>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
 namespace irontune {
+namespace {
+
+// Each power mode and its name, in the order the modes are listed.
+constexpr std::pair<PowerMode, std::string_view> kPowerModes[] = {
+    {PowerMode::kDefault, "default"},
+    {PowerMode::kPowersaver, "powersaver"},
+    {PowerMode::kBalanced, "balanced"},
+    {PowerMode::kPerformance, "performance"},
+    {PowerMode::kTurbo, "turbo"},
+};
+
+}  // namespace
 
 std::string_view PowerModeName(PowerMode mode) {
-  switch (mode) {
-    case PowerMode::kDefault:
-      return "default";
-    case PowerMode::kPowersaver:
-      return "powersaver";
-    case PowerMode::kBalanced:
-      return "balanced";
-    case PowerMode::kPerformance:
-      return "performance";
-    case PowerMode::kTurbo:
-      return "turbo";
+  for (const auto& [m, name] : kPowerModes) {
+    if (m == mode) return name;
   }
   return "default";
 }
@@ -28,10 +32,8 @@ std::string_view PowerModeName(PowerMode mode) {
 absl::StatusOr<PowerMode> ParsePowerMode(std::string_view text) {
   std::string lower = absl::AsciiStrToLower(
       absl::StripAsciiWhitespace(absl::string_view(text.data(), text.size())));
-  for (PowerMode mode :
-       {PowerMode::kDefault, PowerMode::kPowersaver, PowerMode::kBalanced,
-        PowerMode::kPerformance, PowerMode::kTurbo}) {
-    if (lower == PowerModeName(mode)) return mode;
+  for (const auto& [mode, name] : kPowerModes) {
+    if (lower == name) return mode;
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown power mode \"", absl::string_view(text.data(), text.size()),

@@ -156,4 +156,10 @@ int64_t SampleRow(int64_t j, int64_t r, int64_t rows) {
   return static_cast<int64_t>((static_cast<__int128>(j) * rows) / r);
 }
 
+int64_t LastAxis(const v1::Buffer& b, int64_t fallback) {
+  if (b.shape_size() == 0 || b.shape(b.shape_size() - 1) == 0) return fallback;
+  return static_cast<int64_t>(
+      std::min<uint64_t>(b.shape(b.shape_size() - 1), 1ull << 40));
+}
+
 }  // namespace irontune

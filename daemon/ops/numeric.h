@@ -7,7 +7,11 @@
 #ifndef IRONTUNE_DAEMON_OPS_NUMERIC_H_
 #define IRONTUNE_DAEMON_OPS_NUMERIC_H_
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
+#include <vector>
 
 #include "irontune/v1/recording.pb.h"
 
@@ -41,6 +45,44 @@ int64_t SampledRows(int64_t rows, int64_t work_per_row, int64_t cap);
 // The j-th of r evenly spaced rows of `rows`: j * rows / r.
 // REQUIRES: 0 <= j < r.
 int64_t SampleRow(int64_t j, int64_t r, int64_t rows);
+
+// RoPE's default theta: Llama 3.2 1B (docs/npu-facts.md, "A real model's
+// shapes"); RMSNorm's epsilon.
+inline constexpr double kRopeTheta = 500000;
+inline constexpr double kRmsNormEps = 1e-6;
+
+// RoPE's rotation angle for the element pair at `p` (even) of a `dim`-element
+// head in row `row`: row * theta^(-p / dim).
+inline double RopeAngle(int64_t row, int64_t p, int64_t dim, double theta) {
+  return row * std::pow(theta, -static_cast<double>(p) / dim);
+}
+
+// The last extent of `b`'s shape, capped at 2^40; `fallback` for an empty
+// shape or a last extent of 0.
+int64_t LastAxis(const v1::Buffer& b, int64_t fallback);
+
+// One query row's attention over `len` cached rows, computed in T: adds
+// softmax(q[row] . k[base + l] / sqrt(d)) . v[base + l] to y[0, d). Rows are
+// `d` elements; `q`, `k` and `v` are read with operator[]; `p` is scratch of
+// at least `len` elements.
+template <typename T, typename Buffer>
+void AttendRow(const Buffer& q, const Buffer& k, const Buffer& v, int64_t row,
+               int64_t base, int64_t len, int64_t d, std::vector<T>& p, T* y) {
+  const T scale = T{1} / std::sqrt(static_cast<T>(d));
+  T mx = -std::numeric_limits<T>::infinity();
+  for (int64_t l = 0; l < len; ++l) {
+    T s = 0;
+    for (int64_t i = 0; i < d; ++i) s += q[row * d + i] * k[base + l * d + i];
+    p[l] = s * scale;
+    mx = std::max(mx, p[l]);
+  }
+  T sum = 0;
+  for (int64_t l = 0; l < len; ++l) sum += (p[l] = std::exp(p[l] - mx));
+  for (int64_t l = 0; l < len; ++l) {
+    const T weight = p[l] / sum;
+    for (int64_t i = 0; i < d; ++i) y[i] += weight * v[base + l * d + i];
+  }
+}
 
 }  // namespace irontune
 

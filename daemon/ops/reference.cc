@@ -6,17 +6,14 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/ops/numeric.h"
 #include "common/op_access.h"
 #include "common/recording.h"
 #include "common/status_macros.h"
+#include "daemon/ops/numeric.h"
 
 namespace irontune {
 namespace {
 
-// RoPE's default theta: Llama 3.2 1B (NPU_FACTS.md "A real model's shapes").
-constexpr double kRopeTheta = 500000;
-constexpr double kRmsNormEps = 1e-6;
 // Dimensions past this are not computed (they would overflow products).
 constexpr int64_t kMaxDim = int64_t{1} << 31;
 
@@ -35,12 +32,6 @@ uint64_t Elements(const v1::Buffer& b) {
     n *= e;
   }
   return n;
-}
-
-int64_t LastAxis(const v1::Buffer& b, int64_t fallback) {
-  if (b.shape_size() == 0 || b.shape(b.shape_size() - 1) == 0) return fallback;
-  return static_cast<int64_t>(
-      std::min<uint64_t>(b.shape(b.shape_size() - 1), 1ull << 40));
 }
 
 // An input buffer; a missing one reads as zeros.
@@ -81,34 +72,12 @@ class Out {
   std::string bytes_;
 };
 
-struct Roles {
-  std::vector<int> in, out;
-};
-
-// As the sim assigns them (kernels.cc): unspecified roles follow
-// fills/drains.
-Roles FindRoles(const v1::Operator& op) {
-  Roles roles;
-  for (int i = 0; i < op.buffers_size(); ++i) {
-    const v1::Buffer& b = op.buffers(i);
-    const bool in = b.role() == v1::BUFFER_ROLE_IN ||
-                    b.role() == v1::BUFFER_ROLE_INOUT ||
-                    (b.role() == v1::BUFFER_ROLE_UNSPECIFIED && b.fills());
-    const bool out = b.role() == v1::BUFFER_ROLE_OUT ||
-                     b.role() == v1::BUFFER_ROLE_INOUT ||
-                     (b.role() == v1::BUFFER_ROLE_UNSPECIFIED && b.drains());
-    if (in) roles.in.push_back(i);
-    if (out) roles.out.push_back(i);
-  }
-  return roles;
-}
-
 // What one family's computation needs.
 struct Ctx {
   const v1::Operator& op;
   const CallValues& values;
   std::vector<In> ins;  // by operator buffer index
-  Roles roles;
+  BufferRoles roles;
 
   int64_t Param(std::string_view name, int64_t fallback) const {
     return IntParam(op, name).value_or(fallback);
@@ -126,6 +95,15 @@ absl::Status NoFit(const v1::Operator& op) {
 }
 
 using Result = absl::StatusOr<std::pair<Out, ComputedRows>>;
+
+// `out`, of which `computed` of the first `rows` rows of `row_len`
+// contiguous elements were computed.
+Result RowsOf(Out out, int64_t rows, int64_t computed, int64_t row_len) {
+  return std::make_pair(std::move(out), ComputedRows{.rows = rows,
+                                                     .computed = computed,
+                                                     .row_elements = row_len,
+                                                     .row_stride = row_len});
+}
 
 Result Gemm(const Ctx& c) {
   if (c.roles.in.size() < 2 || c.roles.out.empty()) return NoFit(c.op);
@@ -255,11 +233,7 @@ Result RowWise(const Ctx& c) {
         out.Set(base + i, std::exp(x[base + i] - mx) / sum);
     }
   }
-  ComputedRows computed{.rows = total_rows,
-                        .computed = rows,
-                        .row_elements = row_len,
-                        .row_stride = row_len};
-  return std::make_pair(std::move(out), computed);
+  return RowsOf(std::move(out), total_rows, rows, row_len);
 }
 
 Result Rope(const Ctx& c) {
@@ -283,8 +257,7 @@ Result Rope(const Ctx& c) {
     const int64_t row = SampleRow(j, sampled, used);
     for (int64_t h = 0; h < heads; ++h) {
       for (int64_t p = 0; p + 1 < dim; p += 2) {
-        const double angle =
-            row * std::pow(theta, -static_cast<double>(p) / dim);
+        const double angle = RopeAngle(row, p, dim, theta);
         const int64_t at = row * row_len + h * dim + p;
         const double x0 = x[at], x1 = x[at + 1];
         out.Set(at, x0 * std::cos(angle) - x1 * std::sin(angle));
@@ -292,11 +265,7 @@ Result Rope(const Ctx& c) {
       }
     }
   }
-  ComputedRows computed{.rows = used,
-                        .computed = sampled,
-                        .row_elements = row_len,
-                        .row_stride = row_len};
-  return std::make_pair(std::move(out), computed);
+  return RowsOf(std::move(out), used, sampled, row_len);
 }
 
 Result Mha(const Ctx& c) {
@@ -316,29 +285,15 @@ Result Mha(const Ctx& c) {
   const int64_t len = c.Extent("seq_pad", pad);
   const int64_t group = std::max<int64_t>(heads / kv_heads, 1);
   const int64_t sampled = SampledRows(heads, 2 * len * d, heads);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
   std::vector<double> p(len), y(d);
   for (int64_t j = 0; j < sampled; ++j) {
     const int64_t h = SampleRow(j, sampled, heads);
     const int64_t base = std::min(h / group, kv_heads - 1) * pad * d;
-    double mx = -std::numeric_limits<double>::infinity();
-    for (int64_t l = 0; l < len; ++l) {
-      double s = 0;
-      for (int64_t i = 0; i < d; ++i) s += q[h * d + i] * kc[base + l * d + i];
-      p[l] = s * scale;
-      mx = std::max(mx, p[l]);
-    }
-    double sum = 0;
-    for (int64_t l = 0; l < len; ++l) sum += (p[l] = std::exp(p[l] - mx));
     std::fill(y.begin(), y.end(), 0.0);
-    for (int64_t l = 0; l < len; ++l) {
-      for (int64_t i = 0; i < d; ++i) y[i] += p[l] / sum * vc[base + l * d + i];
-    }
+    AttendRow(q, kc, vc, h, base, len, d, p, y.data());
     for (int64_t i = 0; i < d; ++i) out.Set(h * d + i, y[i]);
   }
-  ComputedRows computed{
-      .rows = heads, .computed = sampled, .row_elements = d, .row_stride = d};
-  return std::make_pair(std::move(out), computed);
+  return RowsOf(std::move(out), heads, sampled, d);
 }
 
 Result Sample(const Ctx& c) {

@@ -1,30 +1,34 @@
 #include "daemon/sim/design.h"
 
 #include <algorithm>
+#include <iterator>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/design.h"
+#include "common/op_access.h"
 #include "common/recording.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 namespace irontune::sim {
 namespace {
 
 constexpr int kMaxSteps = 1 << 16;
 
+// The payload's word for each packaging.
+constexpr std::pair<v1::Packaging, std::string_view> kPackagingWords[] = {
+    {v1::PACKAGING_FULL_ELF, "full_elf"},
+    {v1::PACKAGING_XCLBIN_CHAIN, "xclbin_chain"},
+};
+
 std::string_view PackagingWord(v1::Packaging packaging) {
-  switch (packaging) {
-    case v1::PACKAGING_FULL_ELF:
-      return "full_elf";
-    case v1::PACKAGING_XCLBIN_CHAIN:
-      return "xclbin_chain";
-    default:
-      return "unspecified";
+  for (const auto& [p, word] : kPackagingWords) {
+    if (p == packaging) return word;
   }
+  return "unspecified";
 }
 
 // Splits the next "\n"-terminated line off `rest`.
@@ -60,39 +64,7 @@ absl::StatusOr<int64_t> IntField(std::string_view& rest, std::string_view key,
   return value;
 }
 
-const v1::Value* FindValue(
-    const google::protobuf::RepeatedPtrField<v1::Param>& params,
-    std::string_view name) {
-  for (const v1::Param& p : params) {
-    if (p.name() == name) return &p.value();
-  }
-  return nullptr;
-}
-
-std::optional<int64_t> AsInt(const v1::Value* v) {
-  if (v == nullptr) return std::nullopt;
-  switch (v->kind_case()) {
-    case v1::Value::kIntValue:
-      return v->int_value();
-    case v1::Value::kBoolValue:
-      return v->bool_value() ? 1 : 0;
-    default:
-      return std::nullopt;
-  }
-}
-
 }  // namespace
-
-std::string DeterministicBytes(const google::protobuf::Message& message) {
-  std::string out;
-  {
-    google::protobuf::io::StringOutputStream stream(&out);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    message.SerializeToCodedStream(&coded);
-  }
-  return out;
-}
 
 std::string EncodeSimDesign(const SimDesign& design) {
   std::string op = DeterministicBytes(design.op);
@@ -116,14 +88,14 @@ absl::StatusOr<SimDesign> DecodeSimDesign(std::string_view payload) {
   design.generation = std::string(*generation);
   absl::StatusOr<std::string_view> packaging = Field(rest, "packaging");
   if (!packaging.ok()) return packaging.status();
-  if (*packaging == "full_elf") {
-    design.packaging = v1::PACKAGING_FULL_ELF;
-  } else if (*packaging == "xclbin_chain") {
-    design.packaging = v1::PACKAGING_XCLBIN_CHAIN;
-  } else {
+  auto known = std::find_if(
+      std::begin(kPackagingWords), std::end(kPackagingWords),
+      [&](const auto& entry) { return entry.second == *packaging; });
+  if (known == std::end(kPackagingWords)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "sim design payload: bad packaging \"", AsAbsl(*packaging), "\""));
   }
+  design.packaging = known->first;
   absl::StatusOr<int64_t> steps = IntField(rest, "steps", 1, kMaxSteps);
   if (!steps.ok()) return steps.status();
   design.steps = static_cast<int>(*steps);
@@ -157,16 +129,16 @@ std::optional<uint64_t> BufferBytes(const v1::Buffer& buffer) {
 }
 
 int64_t OpView::Param(std::string_view name, int64_t fallback) const {
-  return AsInt(FindValue(op_.params(), name)).value_or(fallback);
+  return IntParam(op_, name).value_or(fallback);
 }
 
 bool OpView::HasParam(std::string_view name) const {
-  return FindValue(op_.params(), name) != nullptr;
+  return FindParam(op_, name) != nullptr;
 }
 
 std::string OpView::StringParam(std::string_view name,
                                 std::string_view fallback) const {
-  const v1::Value* v = FindValue(op_.params(), name);
+  const v1::Value* v = FindParam(op_, name);
   if (v == nullptr || v->kind_case() != v1::Value::kStringValue) {
     return std::string(fallback);
   }
@@ -174,26 +146,15 @@ std::string OpView::StringParam(std::string_view name,
 }
 
 int64_t OpView::Tunable(std::string_view name, int64_t fallback) const {
-  for (const v1::Tunable& t : op_.tunables()) {
-    if (t.name() == name) return AsInt(&t.value()).value_or(fallback);
-  }
-  return fallback;
+  return IntTunable(op_, name).value_or(fallback);
 }
 
 bool OpView::HasTunable(std::string_view name) const {
-  return std::any_of(op_.tunables().begin(), op_.tunables().end(),
-                     [&](const v1::Tunable& t) { return t.name() == name; });
+  return irontune::HasTunable(op_, name);
 }
 
 int64_t OpView::Extent(std::string_view name, int64_t fallback) const {
-  int64_t extent = Param(name, fallback);
-  for (const v1::CallValue& cv : op_.values()) {
-    if (cv.bounds() != name) continue;
-    auto it = values_.find(cv.symbol());
-    if (it == values_.end()) continue;
-    extent = std::clamp<int64_t>(it->second, 1, std::max<int64_t>(extent, 1));
-  }
-  return extent;
+  return BoundExtentBySymbol(op_, values_, name, fallback);
 }
 
 }  // namespace irontune::sim

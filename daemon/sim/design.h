@@ -49,10 +49,6 @@ struct SimDesign {
 std::string EncodeSimDesign(const SimDesign& design);
 absl::StatusOr<SimDesign> DecodeSimDesign(std::string_view payload);
 
-// Deterministic binary serialization of a message (stable across calls in
-// one build), for payloads and hashes.
-std::string DeterministicBytes(const google::protobuf::Message& message);
-
 // Bytes per element of `dtype`; 0 for DTYPE_UNSPECIFIED or unknown.
 int DTypeBytes(v1::DType dtype);
 // The buffer's size in bytes: product(shape) * DTypeBytes(dtype); nullopt
@@ -63,7 +59,8 @@ std::optional<uint64_t> BufferBytes(const v1::Buffer& buffer);
 // them.
 using CallValues = std::map<std::string, int64_t>;
 
-// Typed, read-only access to an operator's params and tunables. Holds a
+// Typed, read-only access to an operator's params and tunables, through
+// common/op_access.h, with per-call values keyed by symbol. Holds a
 // reference: `op` and `values` must outlive the view.
 class OpView {
  public:
@@ -82,9 +79,9 @@ class OpView {
   // An int (or bool) tunable's value, else `fallback`.
   int64_t Tunable(std::string_view name, int64_t fallback) const;
   bool HasTunable(std::string_view name) const;
-  // Param `name` bounded by the per-call values: the smallest value written
-  // to a symbol whose CallValue bounds `name`, clamped to [1, param]; the
-  // param itself when no such value was written.
+  // Param `name` bounded by the per-call values: BoundExtentBySymbol, the
+  // smallest value written to a symbol whose CallValue bounds `name`,
+  // clamped to [1, param]; the param itself when no such value was written.
   int64_t Extent(std::string_view name, int64_t fallback) const;
 
  private:

@@ -7,14 +7,11 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "common/op_access.h"
 #include "daemon/ops/numeric.h"
 
 namespace irontune::sim {
 namespace {
-
-// RoPE's default theta: Llama 3.2 1B (NPU_FACTS.md "A real model's shapes").
-constexpr double kRopeTheta = 500000;
-constexpr double kRmsNormEps = 1e-6;
 
 bool Supported(v1::DType dtype) { return DTypeBytes(dtype) > 0; }
 
@@ -62,34 +59,9 @@ class Out {
   uint64_t size_ = 0;
 };
 
-int64_t LastAxis(const v1::Buffer& b, int64_t fallback) {
-  if (b.shape_size() == 0 || b.shape(b.shape_size() - 1) == 0) return fallback;
-  return static_cast<int64_t>(
-      std::min<uint64_t>(b.shape(b.shape_size() - 1), 1ull << 40));
-}
-
-struct Roles {
-  std::vector<int> in, out;
-};
-
-Roles FindRoles(const v1::Operator& op) {
-  Roles roles;
-  for (int i = 0; i < op.buffers_size(); ++i) {
-    const v1::Buffer& b = op.buffers(i);
-    const bool in = b.role() == v1::BUFFER_ROLE_IN ||
-                    b.role() == v1::BUFFER_ROLE_INOUT ||
-                    (b.role() == v1::BUFFER_ROLE_UNSPECIFIED && b.fills());
-    const bool out = b.role() == v1::BUFFER_ROLE_OUT ||
-                     b.role() == v1::BUFFER_ROLE_INOUT ||
-                     (b.role() == v1::BUFFER_ROLE_UNSPECIFIED && b.drains());
-    if (in) roles.in.push_back(i);
-    if (out) roles.out.push_back(i);
-  }
-  return roles;
-}
-
 void CopyFirstInput(const std::vector<StepBuffer>& ins,
-                    std::vector<StepBuffer>& buffers, const Roles& roles) {
+                    std::vector<StepBuffer>& buffers,
+                    const BufferRoles& roles) {
   if (roles.in.empty()) return;
   const std::string& src = *ins[roles.in[0]].bytes;
   if (src.empty()) return;
@@ -113,7 +85,7 @@ bool Sane(std::initializer_list<int64_t> dims) {
 // Each kernel returns false when the buffers do not fit its layout.
 
 bool Gemm(const OpView& op, const std::vector<StepBuffer>& ins,
-          std::vector<StepBuffer>& bufs, const Roles& r) {
+          std::vector<StepBuffer>& bufs, const BufferRoles& r) {
   if (r.in.size() < 2 || r.out.empty()) return false;
   const int64_t m = op.Param("M", 0), k = op.Param("K", 0),
                 n = op.Param("N", 0);
@@ -165,7 +137,7 @@ bool Gemm(const OpView& op, const std::vector<StepBuffer>& ins,
 }
 
 bool Gemv(const OpView& op, const std::vector<StepBuffer>& ins,
-          std::vector<StepBuffer>& bufs, const Roles& r) {
+          std::vector<StepBuffer>& bufs, const BufferRoles& r) {
   if (r.in.size() < 2 || r.out.empty()) return false;
   const int64_t m = op.Param("M", 0), k = op.Param("K", 0);
   if (!Sane({m, k, std::max<int64_t>(op.Param("num_batches", 1), 1)}))
@@ -208,7 +180,7 @@ bool Gemv(const OpView& op, const std::vector<StepBuffer>& ins,
 }
 
 bool Elementwise(const OpView& op, const std::vector<StepBuffer>& ins,
-                 std::vector<StepBuffer>& bufs, const Roles& r) {
+                 std::vector<StepBuffer>& bufs, const BufferRoles& r) {
   const std::string& cls = op.class_name();
   const bool binary = cls != "SiLU";
   if (r.in.size() < (binary ? 2u : 1u) || r.out.empty()) return false;
@@ -240,7 +212,7 @@ bool Elementwise(const OpView& op, const std::vector<StepBuffer>& ins,
 
 // Row-wise families: RMSNorm and Softmax over the input's last axis.
 bool RowWise(const OpView& op, const std::vector<StepBuffer>& ins,
-             std::vector<StepBuffer>& bufs, const Roles& r) {
+             std::vector<StepBuffer>& bufs, const BufferRoles& r) {
   const bool rms = op.class_name() == "RMSNorm";
   if (r.in.empty() || r.out.empty()) return false;
   const StepBuffer& xb = ins[r.in[0]];
@@ -298,7 +270,7 @@ bool RowWise(const OpView& op, const std::vector<StepBuffer>& ins,
 }
 
 bool Rope(const OpView& op, const std::vector<StepBuffer>& ins,
-          std::vector<StepBuffer>& bufs, const Roles& r) {
+          std::vector<StepBuffer>& bufs, const BufferRoles& r) {
   if (r.in.empty() || r.out.empty()) return false;
   const int64_t rows = op.Param("rows", 0), heads = op.Param("num_heads", 0),
                 dim = op.Param("head_dim", 0);
@@ -321,8 +293,7 @@ bool Rope(const OpView& op, const std::vector<StepBuffer>& ins,
     const int64_t row = SampleRow(j, sampled, used);
     for (int64_t h = 0; h < heads; ++h) {
       for (int64_t p = 0; p + 1 < dim; p += 2) {
-        const double angle =
-            row * std::pow(theta, -static_cast<double>(p) / dim);
+        const double angle = RopeAngle(row, p, dim, theta);
         const float cs = static_cast<float>(std::cos(angle)),
                     sn = static_cast<float>(std::sin(angle));
         const int64_t at = row * row_len + h * dim + p;
@@ -342,7 +313,7 @@ bool Rope(const OpView& op, const std::vector<StepBuffer>& ins,
 }
 
 bool Mha(const OpView& op, const std::vector<StepBuffer>& ins,
-         std::vector<StepBuffer>& bufs, const Roles& r) {
+         std::vector<StepBuffer>& bufs, const BufferRoles& r) {
   if (r.in.size() < 3 || r.out.empty()) return false;
   const int64_t heads = op.Param("num_heads", 0),
                 kv_heads = op.Param("num_KV_heads", 0), d = op.Param("d", 0),
@@ -359,25 +330,11 @@ bool Mha(const OpView& op, const std::vector<StepBuffer>& ins,
   const int64_t len = op.Extent("seq_pad", pad);
   const int64_t group = std::max<int64_t>(heads / kv_heads, 1);
   const int64_t sampled = SampledRows(heads, 2 * len * d, heads);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   std::vector<float> y(sampled * d), p(len);
   for (int64_t j = 0; j < sampled; ++j) {
     const int64_t h = SampleRow(j, sampled, heads);
     const int64_t base = std::min(h / group, kv_heads - 1) * pad * d;
-    float mx = -std::numeric_limits<float>::infinity();
-    for (int64_t l = 0; l < len; ++l) {
-      float s = 0;
-      for (int64_t i = 0; i < d; ++i) s += q[h * d + i] * kc[base + l * d + i];
-      p[l] = s * scale;
-      mx = std::max(mx, p[l]);
-    }
-    float sum = 0;
-    for (int64_t l = 0; l < len; ++l) sum += (p[l] = std::exp(p[l] - mx));
-    for (int64_t l = 0; l < len; ++l) {
-      const float wgt = p[l] / sum;
-      for (int64_t i = 0; i < d; ++i)
-        y[j * d + i] += wgt * vc[base + l * d + i];
-    }
+    AttendRow(q, kc, vc, h, base, len, d, p, &y[j * d]);
   }
   Out out(bufs[r.out[0]]);
   for (int64_t j = 0; j < sampled; ++j) {
@@ -388,7 +345,7 @@ bool Mha(const OpView& op, const std::vector<StepBuffer>& ins,
 }
 
 bool Sample(const OpView& op, const std::vector<StepBuffer>& ins,
-            std::vector<StepBuffer>& bufs, const Roles& r) {
+            std::vector<StepBuffer>& bufs, const BufferRoles& r) {
   if (r.in.empty() || r.out.empty()) return false;
   In logits(ins[r.in[0]]);
   const int64_t vocab = op.Param("vocab", LastAxis(*ins[r.in[0]].meta, 0));
@@ -431,7 +388,7 @@ absl::Status ComputeStep(const OpView& op, std::vector<StepBuffer>& buffers) {
       return absl::InternalError("ComputeStep: a buffer breaks its contract");
     }
   }
-  const Roles roles = FindRoles(op.op());
+  const BufferRoles roles = FindRoles(op.op());
   bool any_written = false;
   for (int i : roles.in) any_written |= !buffers[i].bytes->empty();
   if (!any_written) return absl::OkStatus();

@@ -46,7 +46,8 @@
 namespace irontune::sim {
 
 // The sampling and element conversions live in daemon/ops/numeric.h, shared
-// with the CPU reference (daemon/ops/reference.h) so both compute the same rows.
+// with the CPU reference (daemon/ops/reference.h) so both compute the same
+// rows.
 using ::irontune::Bf16ToFloat;
 using ::irontune::FloatToBf16;
 using ::irontune::kMaxGemmRows;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/op_access.h"
 #include "daemon/sim/footprint.h"
 
 namespace irontune::sim {
@@ -78,19 +79,6 @@ struct Ctx {
     return p.step_sync_us + p.column_setup_us * std::max(columns, 1.0);
   }
 };
-
-double ElementsOfFirstInput(const v1::Operator& op, double fallback) {
-  for (const v1::Buffer& b : op.buffers()) {
-    if (b.role() != v1::BUFFER_ROLE_IN && b.role() != v1::BUFFER_ROLE_INOUT) {
-      continue;
-    }
-    double n = 1;
-    for (uint64_t e : b.shape())
-      n *= static_cast<int64_t>(std::min<uint64_t>(e, 1u << 30));
-    return n;
-  }
-  return fallback;
-}
 
 double GemmUs(const OpView& op, const Ctx& c) {
   GemmShape g = ReadGemm(op, c.p.columns);
@@ -231,22 +219,22 @@ double StepUs(const OpView& op, const ModelPoint& point) {
   if (cls == "GEMV") return GemvUs(op, c);
   if (cls == "MHA") return MhaUs(op, c);
   if (cls == "ElementwiseAdd" || cls == "ElementwiseMul") {
-    const double n = ElementsOfFirstInput(op.op(), op.Param("size", 1));
+    const double n = FirstInputElements<double>(op.op(), op.Param("size", 1));
     return StreamUs(op, c, n, tile, {1, 2, 1}, 0);
   }
   if (cls == "SiLU") {
-    const double n = ElementsOfFirstInput(op.op(), op.Param("size", 1));
+    const double n = FirstInputElements<double>(op.op(), op.Param("size", 1));
     return StreamUs(op, c, n, tile, {6, 1, 1}, 0);
   }
   if (cls == "RMSNorm") {
-    const double n = ElementsOfFirstInput(
+    const double n = FirstInputElements<double>(
         op.op(), op.Param("rows", 1) * op.Param("batch", 1));
     // A per-tile reduction: log2 of the lanes plus an rsqrt.
     return StreamUs(op, c, n, tile, {4, op.Param("weighted", 0) ? 2 : 1, 1},
                     60);
   }
   if (cls == "Softmax") {
-    const double n = ElementsOfFirstInput(
+    const double n = FirstInputElements<double>(
         op.op(), op.Param("rows", 1) * op.Param("cols", 1));
     return StreamUs(op, c, n, tile, {8, 1, 1}, 80);
   }

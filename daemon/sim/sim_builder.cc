@@ -7,10 +7,12 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/design.h"
+#include "common/status_macros.h"
 #include "daemon/base/sha256.h"
-#include "daemon/sim/sim_limits.h"
 #include "daemon/sim/design.h"
 #include "daemon/sim/presets.h"
+#include "daemon/sim/sim_limits.h"
 
 namespace irontune {
 namespace {
@@ -18,7 +20,11 @@ namespace {
 constexpr char kEnvironment[] = "sim-builder/1";
 constexpr int kMaxSteps = 1 << 16;
 
-std::string Typed(const v1::Value& v) {
+// A value in the sim-recipe/1 text. Recipe hashes, and so the verdicts and
+// measurements cached under them, follow this text: it stays as it is (a
+// double keeps StrCat's six significant digits) where common/value.h's
+// ValueKey would be the choice for a new key.
+std::string RecipeValue(const v1::Value& v) {
   switch (v.kind_case()) {
     case v1::Value::kIntValue:
       return absl::StrCat("i:", v.int_value());
@@ -33,15 +39,6 @@ std::string Typed(const v1::Value& v) {
   }
 }
 
-// The operator as the design needs it: no domains, pins or tolerance.
-v1::Operator DesignOperator(const v1::Operator& op) {
-  v1::Operator out = op;
-  for (v1::Tunable& t : *out.mutable_tunables()) t.clear_domain();
-  out.clear_pinned();
-  out.clear_tolerance();
-  return out;
-}
-
 std::string BufferName(const v1::Operator& op, int index) {
   const std::string& name = op.buffers(index).name();
   int same = 0;
@@ -51,17 +48,91 @@ std::string BufferName(const v1::Operator& op, int index) {
   return usable ? name : absl::StrCat(index);
 }
 
+// The preset `request` builds for, or InvalidArgument for a bad request.
+absl::StatusOr<const sim::SimPreset*> CheckRequest(
+    const BuildRequest& request) {
+  const sim::SimPreset* preset =
+      sim::FindSimPresetByGeneration(request.platform.generation);
+  if (preset == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the sim builder builds for npu1 and npu2, not \"",
+                     request.platform.generation, "\""));
+  }
+  if (request.steps < 1 || request.steps > kMaxSteps) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "steps must be in [1, ", kMaxSteps, "], not ", request.steps));
+  }
+  if (request.packaging != v1::PACKAGING_FULL_ELF &&
+      request.packaging != v1::PACKAGING_XCLBIN_CHAIN) {
+    return absl::InvalidArgumentError("packaging is unspecified");
+  }
+  if (request.op.class_name().empty())
+    return absl::InvalidArgumentError("the operator has no class");
+  return preset;
+}
+
+// Each operator buffer's size in bytes; InvalidArgument for an unknown
+// dtype or an absurd size.
+absl::StatusOr<std::vector<uint64_t>> BufferSizes(const v1::Operator& op) {
+  std::vector<uint64_t> nbytes;
+  for (int i = 0; i < op.buffers_size(); ++i) {
+    const v1::Buffer& b = op.buffers(i);
+    std::optional<uint64_t> size = sim::BufferBytes(b);
+    if (sim::DTypeBytes(b.dtype()) == 0 || !size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("buffers[", i, "] (", b.name(),
+                       "): unknown dtype or a size past 2^62 bytes"));
+    }
+    nbytes.push_back(*size);
+  }
+  return nbytes;
+}
+
+// Why `preset` does not take `op` in `packaging`; "" when it does.
+std::string Refusal(const v1::Operator& op, v1::Packaging packaging,
+                    const sim::SimPreset& preset) {
+  if (packaging == v1::PACKAGING_FULL_ELF && !preset.full_elf) {
+    // docs/npu-facts.md: "npu1 has no full-ELF dispatch".
+    return absl::StrCat(preset.generation,
+                        " has no full-ELF dispatch (xclbin chain only)");
+  }
+  const sim::CallValues no_values;
+  return sim::SimRefusal(sim::OpView(op, no_values), preset);
+}
+
+// The artifact's buffers: per step (every step when distinct, else step
+// 0's), one per operator buffer.
+std::vector<ArtifactBuffer> ArtifactBuffers(const v1::Operator& op,
+                                            const std::vector<uint64_t>& nbytes,
+                                            const BuildRequest& request) {
+  std::vector<ArtifactBuffer> out;
+  const int steps = request.distinct ? request.steps : 1;
+  for (int s = 0; s < steps; ++s) {
+    for (int i = 0; i < op.buffers_size(); ++i) {
+      ArtifactBuffer b;
+      b.name = absl::StrCat("s", s, ".", BufferName(op, i));
+      b.step = s;
+      b.op_buffer = i;
+      b.nbytes = nbytes[i];
+      b.fills = op.buffers(i).fills();
+      b.drains = op.buffers(i).drains();
+      out.push_back(std::move(b));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string SimRecipeHash(const v1::Operator& op, std::string_view generation) {
   std::vector<std::string> params, tunables;
   for (const v1::Param& p : op.params()) {
-    params.push_back(
-        absl::StrCat("param ", absl::CEscape(p.name()), "=", Typed(p.value())));
+    params.push_back(absl::StrCat("param ", absl::CEscape(p.name()), "=",
+                                  RecipeValue(p.value())));
   }
   for (const v1::Tunable& t : op.tunables()) {
     tunables.push_back(absl::StrCat("tunable ", absl::CEscape(t.name()), "=",
-                                    Typed(t.value())));
+                                    RecipeValue(t.value())));
   }
   std::sort(params.begin(), params.end());
   std::sort(tunables.begin(), tunables.end());
@@ -84,49 +155,15 @@ std::string SimRecipeHash(const v1::Operator& op, std::string_view generation) {
 }
 
 absl::StatusOr<BuildOutcome> SimBuilder::Build(const BuildRequest& request) {
-  const sim::SimPreset* preset =
-      sim::FindSimPresetByGeneration(request.platform.generation);
-  if (preset == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the sim builder builds for npu1 and npu2, not \"",
-                     request.platform.generation, "\""));
-  }
-  if (request.steps < 1 || request.steps > kMaxSteps) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "steps must be in [1, ", kMaxSteps, "], not ", request.steps));
-  }
-  if (request.packaging != v1::PACKAGING_FULL_ELF &&
-      request.packaging != v1::PACKAGING_XCLBIN_CHAIN) {
-    return absl::InvalidArgumentError("packaging is unspecified");
-  }
+  ASSIGN_OR_RETURN(const sim::SimPreset* preset, CheckRequest(request));
   const v1::Operator& op = request.op;
-  if (op.class_name().empty())
-    return absl::InvalidArgumentError("the operator has no class");
-  std::vector<uint64_t> nbytes;
-  for (int i = 0; i < op.buffers_size(); ++i) {
-    const v1::Buffer& b = op.buffers(i);
-    std::optional<uint64_t> size = sim::BufferBytes(b);
-    if (sim::DTypeBytes(b.dtype()) == 0 || !size) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("buffers[", i, "] (", b.name(),
-                       "): unknown dtype or a size past 2^62 bytes"));
-    }
-    nbytes.push_back(*size);
-  }
-
+  ASSIGN_OR_RETURN(std::vector<uint64_t> nbytes, BufferSizes(op));
   BuildOutcome outcome;
-  if (request.packaging == v1::PACKAGING_FULL_ELF && !preset->full_elf) {
-    // NPU_FACTS.md: "npu1 has no full-ELF dispatch".
-    outcome.refusal = absl::StrCat(
-        preset->generation, " has no full-ELF dispatch (xclbin chain only)");
-    return outcome;
-  }
-  const sim::CallValues no_values;
-  outcome.refusal = sim::SimRefusal(sim::OpView(op, no_values), *preset);
+  outcome.refusal = Refusal(op, request.packaging, *preset);
   if (!outcome.refusal.empty()) return outcome;
 
   sim::SimDesign design;
-  design.op = DesignOperator(op);
+  design.op = DesignOf(op);
   design.generation = preset->generation;
   design.packaging = request.packaging;
   design.steps = request.steps;
@@ -139,19 +176,7 @@ absl::StatusOr<BuildOutcome> SimBuilder::Build(const BuildRequest& request) {
   artifact.packaging = request.packaging;
   artifact.steps = request.steps;
   artifact.distinct = request.distinct;
-  const int steps = request.distinct ? request.steps : 1;
-  for (int s = 0; s < steps; ++s) {
-    for (int i = 0; i < op.buffers_size(); ++i) {
-      ArtifactBuffer b;
-      b.name = absl::StrCat("s", s, ".", BufferName(op, i));
-      b.step = s;
-      b.op_buffer = i;
-      b.nbytes = nbytes[i];
-      b.fills = op.buffers(i).fills();
-      b.drains = op.buffers(i).drains();
-      artifact.buffers.push_back(std::move(b));
-    }
-  }
+  artifact.buffers = ArtifactBuffers(op, nbytes, request);
   std::set<std::string> symbols;
   for (const v1::CallValue& v : op.values()) {
     if (symbols.insert(v.symbol()).second)
