@@ -17,32 +17,16 @@
 #include "daemon/store/cache.h"
 #include "daemon/store/cache_key.h"
 #include "daemon/tune/inputs.h"
+#include "daemon/tune/settings.h"
 
 namespace irontune {
 namespace {
 
-std::string SettingText(const v1::Operator& op) {
-  std::string out = op.class_name();
-  for (const v1::Tunable& t : op.tunables()) {
-    switch (t.value().kind_case()) {
-      case v1::Value::kIntValue:
-        absl::StrAppend(&out, " ", t.name(), "=", t.value().int_value());
-        break;
-      case v1::Value::kBoolValue:
-        absl::StrAppend(&out, " ", t.name(), "=",
-                        t.value().bool_value() ? "true" : "false");
-        break;
-      case v1::Value::kStringValue:
-        absl::StrAppend(&out, " ", t.name(), "=", t.value().string_value());
-        break;
-      case v1::Value::kDoubleValue:
-        absl::StrAppend(&out, " ", t.name(), "=", t.value().double_value());
-        break;
-      case v1::Value::KIND_NOT_SET:
-        break;
-    }
-  }
-  return out;
+// "GEMM tile_m=64 ...": the class and its tunables' values, for logs.
+std::string OperatorText(const v1::Operator& op) {
+  const std::string tunables = SettingText(RecordedSetting(op));
+  return tunables.empty() ? op.class_name()
+                          : absl::StrCat(op.class_name(), " ", tunables);
 }
 
 // A setting built and loaded twice: 1 step and `repeats` steps.
@@ -215,10 +199,10 @@ class Measurer {
       if (!outcome.artifact) {
         if (i == 0) {
           return absl::FailedPreconditionError(absl::StrCat(
-              "the recorded setting ", SettingText(plan_.settings[0]),
+              "the recorded setting ", OperatorText(plan_.settings[0]),
               " does not build: ", outcome.refusal));
         }
-        context_.Log(absl::StrCat("    ", SettingText(plan_.settings[i]),
+        context_.Log(absl::StrCat("    ", OperatorText(plan_.settings[i]),
                                   " does not build, not measured: ",
                                   outcome.refusal));
         outcome_.refused[i] = outcome.refusal;

@@ -17,27 +17,6 @@
 namespace irontune {
 namespace {
 
-std::string TypedValue(const v1::Value& v) {
-  switch (v.kind_case()) {
-    case v1::Value::kIntValue:
-      return absl::StrCat("i:", v.int_value());
-    case v1::Value::kBoolValue:
-      return absl::StrCat("b:", v.bool_value() ? 1 : 0);
-    case v1::Value::kStringValue:
-      return absl::StrCat("s:", v.string_value().size(), ":", v.string_value());
-    case v1::Value::kDoubleValue:
-      return absl::StrFormat("d:%016x",
-                             std::bit_cast<uint64_t>(v.double_value()));
-    case v1::Value::KIND_NOT_SET:
-      break;
-  }
-  return "unset";
-}
-
-}  // namespace
-
-namespace {
-
 std::vector<v1::Value> RecordedDomain(const v1::Operator& op,
                                       const std::string& tunable) {
   for (const v1::Tunable& t : op.tunables()) {
@@ -123,7 +102,7 @@ std::string SettingText(const TunableValues& setting) {
 std::string SettingIdentity(const TunableValues& setting) {
   std::vector<std::pair<std::string, std::string>> parts;
   for (const v1::Field& f : setting) {
-    parts.emplace_back(f.name(), TypedValue(f.value()));
+    parts.emplace_back(f.name(), ValueKey(f.value()));
   }
   std::sort(parts.begin(), parts.end());
   std::string out;

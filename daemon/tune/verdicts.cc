@@ -5,11 +5,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/design.h"
 #include "common/status_macros.h"
 #include "daemon/base/sha256.h"
 #include "daemon/store/cache.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 namespace irontune {
 namespace {
@@ -19,25 +18,6 @@ constexpr char kFits[] = "fits";
 constexpr char kRefusedPrefix[] = "refused: ";
 constexpr size_t kRefusedPrefixSize = sizeof(kRefusedPrefix) - 1;
 constexpr char kAdmitted[] = "admitted";
-
-// The design part of `op`: what a build follows.
-v1::Operator DesignOf(const v1::Operator& op) {
-  v1::Operator out = op;
-  out.clear_pinned();
-  out.clear_tolerance();
-  for (v1::Tunable& t : *out.mutable_tunables()) t.clear_domain();
-  return out;
-}
-
-std::string Serialized(const v1::Operator& op) {
-  std::string out;
-  google::protobuf::io::StringOutputStream stream(&out);
-  google::protobuf::io::CodedOutputStream coded(&stream);
-  coded.SetSerializationDeterministic(true);
-  op.SerializeToCodedStream(&coded);
-  coded.Trim();
-  return out;
-}
 
 std::string ValuesText(const CallValues& values) {
   std::string out;
@@ -75,7 +55,7 @@ std::string RecipeKeyHash(const v1::Operator& op, const Platform& platform,
                           v1::Packaging packaging) {
   return Sha256Hex(absl::StrCat("recipe\n", platform.generation, "\n",
                                 static_cast<int>(packaging), "\n",
-                                Serialized(DesignOf(op))));
+                                DesignBytes(op)));
 }
 
 absl::StatusOr<std::string> Refusal(const v1::Operator& op,
