@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "daemon/server/requests.h"
 #include "daemon/store/cache.h"
 #include "spdlog/spdlog.h"
@@ -145,6 +146,19 @@ JobPtr TunerService::Find(const std::string& id) {
   return it == jobs_.end() ? nullptr : it->second;
 }
 
+template <typename WriteFn>
+absl::StatusOr<JobPtr> TunerService::RunJob(grpc::ServerContext* context,
+                                            Job::Request request,
+                                            const std::string& client,
+                                            v1::Priority priority, bool detach,
+                                            WriteFn write) {
+  auto job = std::make_shared<Job>(NewJobId(), std::move(request),
+                                   ClientOf(*context, client), priority, detach);
+  RETURN_IF_ERROR(Submit(job));
+  RETURN_IF_ERROR(Follow(context, job, !detach, write));
+  return job;
+}
+
 grpc::Status TunerService::Autotune(
     grpc::ServerContext* context, const v1::AutotuneRequest* request,
     grpc::ServerWriter<v1::AutotuneEvent>* writer) {
@@ -152,15 +166,12 @@ grpc::Status TunerService::Autotune(
   if (absl::Status s = ValidateAutotuneRequest(*request); !s.ok()) {
     return ToGrpcStatus(s);
   }
-  auto job = std::make_shared<Job>(NewJobId(), *request,
-                                   ClientOf(*context, request->client()),
-                                   request->priority(), request->detach());
-  if (absl::Status s = Submit(job); !s.ok()) return ToGrpcStatus(s);
-  absl::Status followed =
-      Follow(context, job, !request->detach(),
+  absl::StatusOr<JobPtr> job =
+      RunJob(context, *request, request->client(), request->priority(),
+             request->detach(),
              [writer](const v1::AutotuneEvent& e) { return writer->Write(e); });
-  if (!followed.ok()) return ToGrpcStatus(followed);
-  return ToGrpcStatus(job->status());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  return ToGrpcStatus((*job)->status());
 }
 
 grpc::Status TunerService::Measure(
@@ -170,23 +181,19 @@ grpc::Status TunerService::Measure(
   if (absl::Status s = ValidateMeasureRequest(*request); !s.ok()) {
     return ToGrpcStatus(s);
   }
-  auto job = std::make_shared<Job>(NewJobId(), *request,
-                                   ClientOf(*context, request->client()),
-                                   request->priority(), /*detach=*/false);
-  if (absl::Status s = Submit(job); !s.ok()) return ToGrpcStatus(s);
-  absl::Status followed =
-      Follow(context, job, /*cancel_on_disconnect=*/true,
-             [writer](const v1::AutotuneEvent& e) {
+  absl::StatusOr<JobPtr> job =
+      RunJob(context, *request, request->client(), request->priority(),
+             /*detach=*/false, [writer](const v1::AutotuneEvent& e) {
                v1::MeasureEvent out;
                return !ToMeasureEvent(e, &out) || writer->Write(out);
              });
-  if (!followed.ok()) return ToGrpcStatus(followed);
-  if (job->state() != v1::JOB_STATE_SUCCEEDED) {
-    return ToGrpcStatus(job->status());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  if ((*job)->state() != v1::JOB_STATE_SUCCEEDED) {
+    return ToGrpcStatus((*job)->status());
   }
   v1::MeasureEvent result;
-  result.set_job_id(job->id());
-  *result.mutable_result() = job->Result().measure();
+  result.set_job_id((*job)->id());
+  *result.mutable_result() = (*job)->Result().measure();
   writer->Write(result);
   return grpc::Status::OK;
 }

@@ -86,6 +86,14 @@ class TunerService final : public v1::Tuner::Service {
  private:
   // Remembers `job` and queues it (the queue emits its Queued event).
   absl::Status Submit(const JobPtr& job);
+  // Makes `request` a job of `client` (or the peer), submits it and follows
+  // it through `write` (cancelling it on disconnect unless `detach`).
+  template <typename WriteFn>
+  absl::StatusOr<JobPtr> RunJob(grpc::ServerContext* context,
+                                Job::Request request,
+                                const std::string& client,
+                                v1::Priority priority, bool detach,
+                                WriteFn write);
   // Streams `job`'s events from the start through `write` until it ends.
   // Cancels it when the client goes away and `cancel_on_disconnect`.
   template <typename WriteFn>
