@@ -9,44 +9,17 @@
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
 #include "daemon/store/cache.h"
+#include "tests/testing/operator_fixtures.h"
 #include "tests/testing/tune_context.h"
 
 namespace irontune {
 namespace {
 
-void AddBuffer(v1::Operator& op, const std::string& name, v1::BufferRole role,
-               std::vector<uint64_t> shape) {
-  v1::Buffer* b = op.add_buffers();
-  b->set_name(name);
-  b->set_role(role);
-  b->set_dtype(v1::DTYPE_BF16);
-  for (uint64_t d : shape) b->add_shape(d);
-  b->set_fills(role != v1::BUFFER_ROLE_OUT);
-  b->set_drains(role != v1::BUFFER_ROLE_IN);
-}
-
-// A bf16 GEMM at one setting.
+// A bf16 GEMM at one setting, with a tolerance.
 v1::Operator Gemm(int64_t m, int64_t k, int64_t n, int64_t tile_m,
                   int64_t tile_k, int64_t tile_n, int64_t columns) {
-  v1::Operator op;
-  op.set_class_name("GEMM");
-  for (auto [name, value] :
-       {std::pair<const char*, int64_t>{"M", m}, {"K", k}, {"N", n}}) {
-    v1::Param* p = op.add_params();
-    p->set_name(name);
-    *p->mutable_value() = IntValue(value);
-  }
-  for (auto [name, value] : {std::pair<const char*, int64_t>{"tile_m", tile_m},
-                             {"tile_k", tile_k},
-                             {"tile_n", tile_n},
-                             {"num_aie_columns", columns}}) {
-    v1::Tunable* t = op.add_tunables();
-    t->set_name(name);
-    *t->mutable_value() = IntValue(value);
-  }
-  AddBuffer(op, "A", v1::BUFFER_ROLE_IN, {uint64_t(m), uint64_t(k)});
-  AddBuffer(op, "B", v1::BUFFER_ROLE_IN, {uint64_t(k), uint64_t(n)});
-  AddBuffer(op, "C", v1::BUFFER_ROLE_OUT, {uint64_t(m), uint64_t(n)});
+  v1::Operator op =
+      testing::IronGemm(m, k, n, tile_m, tile_k, tile_n, columns);
   op.mutable_tolerance()->mutable_close()->set_atol(0.03);
   op.mutable_tolerance()->mutable_close()->set_rtol(0.02);
   return op;

@@ -12,6 +12,8 @@
 #include "grpcpp/impl/codegen/client_unary_call.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "irontune/v1/tuner.grpc.pb.h"
+#include "tests/testing/operator_fixtures.h"
+#include "tests/testing/recording_fixtures.h"
 
 namespace irontune {
 namespace {
@@ -24,38 +26,8 @@ std::string TempDir(const std::string& name) {
   return dir.string();
 }
 
-void AddBuffer(v1::Operator& op, const std::string& name, v1::BufferRole role,
-               std::vector<uint64_t> shape) {
-  v1::Buffer* b = op.add_buffers();
-  b->set_name(name);
-  b->set_role(role);
-  b->set_dtype(v1::DTYPE_BF16);
-  for (uint64_t d : shape) b->add_shape(d);
-  b->set_fills(role != v1::BUFFER_ROLE_OUT);
-  b->set_drains(role != v1::BUFFER_ROLE_IN);
-}
-
 v1::Operator SmallGemm() {
-  v1::Operator op;
-  op.set_class_name("GEMM");
-  for (auto [name, value] :
-       {std::pair<const char*, int64_t>{"M", 256}, {"K", 256}, {"N", 256}}) {
-    v1::Param* p = op.add_params();
-    p->set_name(name);
-    *p->mutable_value() = IntValue(value);
-  }
-  for (auto [name, value] : {std::pair<const char*, int64_t>{"tile_m", 64},
-                             {"tile_k", 64},
-                             {"tile_n", 64},
-                             {"num_aie_columns", 4}}) {
-    v1::Tunable* t = op.add_tunables();
-    t->set_name(name);
-    *t->mutable_value() = IntValue(value);
-  }
-  AddBuffer(op, "A", v1::BUFFER_ROLE_IN, {256, 256});
-  AddBuffer(op, "B", v1::BUFFER_ROLE_IN, {256, 256});
-  AddBuffer(op, "C", v1::BUFFER_ROLE_OUT, {256, 256});
-  return op;
+  return testing::IronGemm(256, 256, 256, 64, 64, 64, 4);
 }
 
 struct Rig {
@@ -208,73 +180,8 @@ TEST_CASE("server: a bad recording is INVALID_ARGUMENT naming the field") {
 }
 
 // One ElementwiseAdd of 2048 bf16 elements, recorded at tile_size 512 on
-// 4 columns.
-v1::Calls SmallRecording() {
-  v1::Calls calls;
-  REQUIRE(google::protobuf::TextFormat::ParseFromString(
-      R"pb(
-        format_version: 1
-        operators {
-          class_name: "ElementwiseAdd"
-          params {
-            name: "size"
-            value { int_value: 2048 }
-          }
-          tunables {
-            name: "tile_size"
-            value { int_value: 512 }
-            domain { int_value: 256 }
-            domain { int_value: 512 }
-          }
-          tunables {
-            name: "num_aie_columns"
-            value { int_value: 4 }
-            domain { int_value: 4 }
-          }
-          buffers {
-            name: "a"
-            role: BUFFER_ROLE_IN
-            dtype: DTYPE_BF16
-            shape: 2048
-            fills: true
-          }
-          buffers {
-            name: "b"
-            role: BUFFER_ROLE_IN
-            dtype: DTYPE_BF16
-            shape: 2048
-            fills: true
-          }
-          buffers {
-            name: "c"
-            role: BUFFER_ROLE_OUT
-            dtype: DTYPE_BF16
-            shape: 2048
-            drains: true
-          }
-          tolerance { close { atol: 0.0078125 rtol: 0.0078125 } }
-        }
-        calls {
-          recording {
-            name: "add"
-            buffers { name: "x" nbytes: 4096 }
-            buffers { name: "y" nbytes: 4096 }
-            buffers { name: "z" nbytes: 4096 }
-            steps {
-              op: 0
-              refs { buffer: "x" }
-              refs { buffer: "y" }
-              refs { buffer: "z" }
-            }
-            inputs: "x"
-            inputs: "y"
-            outputs: "z"
-          }
-        }
-      )pb",
-      &calls));
-  return calls;
-}
+// 4 columns (testing::AddCalls).
+v1::Calls SmallRecording() { return testing::AddCalls(); }
 
 TEST_CASE("server: Autotune streams progress and returns the tuned profile") {
   Rig rig("autotune");
