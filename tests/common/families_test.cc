@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/value.h"
+#include "tests/testing/operator_fixtures.h"
 
 namespace irontune {
 namespace {
@@ -32,37 +33,16 @@ void SetTunable(v1::Operator& op, const std::string& name, int64_t v) {
   *t->mutable_value() = IntValue(v);
 }
 
-void SetParam(v1::Operator& op, const std::string& name, v1::Value v) {
-  v1::Param* p = op.add_params();
-  p->set_name(name);
-  *p->mutable_value() = std::move(v);
-}
+using testing::AddParam;
 
 v1::Operator Gemm(int64_t m, int64_t k, int64_t n, int64_t tm, int64_t tk,
                   int64_t tn, int64_t cols) {
-  v1::Operator op;
-  op.set_class_name("GEMM");
-  SetParam(op, "M", IntValue(m));
-  SetParam(op, "K", IntValue(k));
-  SetParam(op, "N", IntValue(n));
-  SetTunable(op, "tile_m", tm);
-  SetTunable(op, "tile_k", tk);
-  SetTunable(op, "tile_n", tn);
-  SetTunable(op, "num_aie_columns", cols);
-  return op;
+  return testing::GemmParams(m, k, n, tm, tk, tn, cols);
 }
 
 v1::Operator Gemv(int64_t m, int64_t k, int64_t tsi, int64_t tso, int64_t v,
                   int64_t cols) {
-  v1::Operator op;
-  op.set_class_name("GEMV");
-  SetParam(op, "M", IntValue(m));
-  SetParam(op, "K", IntValue(k));
-  SetTunable(op, "num_aie_columns", cols);
-  SetTunable(op, "tile_size_input", tsi);
-  SetTunable(op, "tile_size_output", tso);
-  SetTunable(op, "kernel_vector_size", v);
-  return op;
+  return testing::GemvParams(m, k, tsi, tso, v, cols);
 }
 
 TEST_CASE("domains follow the generation's columns", "[families]") {
@@ -171,7 +151,7 @@ TEST_CASE("GEMV constraints, rule by rule", "[families]") {
 TEST_CASE("other families' constraints", "[families]") {
   v1::Operator add;
   add.set_class_name("ElementwiseAdd");
-  SetParam(add, "size", IntValue(2048 * 3));
+  AddParam(add, "size", IntValue(2048 * 3));
   SetTunable(add, "tile_size", 2048);
   SetTunable(add, "num_aie_columns", 2);
   CHECK(ConstraintViolation(add, "npu2", 8) == "");
@@ -181,16 +161,16 @@ TEST_CASE("other families' constraints", "[families]") {
 
   v1::Operator softmax;
   softmax.set_class_name("Softmax");
-  SetParam(softmax, "rows", IntValue(32));
-  SetParam(softmax, "cols", IntValue(96));
+  AddParam(softmax, "rows", IntValue(32));
+  AddParam(softmax, "cols", IntValue(96));
   SetTunable(softmax, "tile_size", 256);
   CHECK(ConstraintViolation(softmax, "npu2", 8) ==
         "tile_size 256 does not hold whole rows of 96");
 
   v1::Operator mha;
   mha.set_class_name("MHA");
-  SetParam(mha, "num_heads", IntValue(32));
-  SetParam(mha, "num_KV_heads", IntValue(8));
+  AddParam(mha, "num_heads", IntValue(32));
+  AddParam(mha, "num_KV_heads", IntValue(8));
   SetTunable(mha, "num_pipelines", 8);
   CHECK(ConstraintViolation(mha, "npu2", 8) == "");
   CHECK(ConstraintViolation(mha, "npu1", 4) ==
@@ -200,7 +180,7 @@ TEST_CASE("other families' constraints", "[families]") {
 TEST_CASE("unknown classes are checked for columns only", "[families]") {
   v1::Operator op;
   op.set_class_name("Transpose");
-  SetParam(op, "size", IntValue(7));
+  AddParam(op, "size", IntValue(7));
   SetTunable(op, "tile_size", 3);
   CHECK(ConstraintViolation(op, "npu1", 4) == "");
   SetTunable(op, "num_aie_columns", 4);

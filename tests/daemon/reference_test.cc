@@ -1,6 +1,8 @@
 #include "daemon/ops/reference.h"
 
 #include <catch2/catch.hpp>
+
+#include "tests/testing/operator_fixtures.h"
 #include <cmath>
 #include <cstring>
 
@@ -23,9 +25,7 @@ std::vector<float> AsF32(const std::string& bytes) {
 }
 
 void Param(v1::Operator& op, const std::string& name, int64_t v) {
-  v1::Param* p = op.add_params();
-  p->set_name(name);
-  *p->mutable_value() = IntValue(v);
+  testing::AddParam(op, name, v);
 }
 
 void Buffer(v1::Operator& op, const std::string& name, v1::BufferRole role,
