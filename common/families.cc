@@ -56,7 +56,7 @@ std::vector<Family> MakeFamilies() {
 // Abseil 20220623 on Debian 12 has its own string_view (not std::).
 absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
-// Usable columns per generation (NPU_FACTS.md "The devices").
+// Usable columns per generation (docs/npu-facts.md "Devices").
 int GenerationColumns(std::string_view generation) {
   if (generation == "npu1") return 4;
   if (generation == "npu2") return 8;
@@ -79,7 +79,7 @@ std::vector<v1::Value> ColumnDomain(int columns) {
 // ---------------------------------------------------------------------------
 // Constraints. Each returns the first violation, or "".
 
-// GEMV's kernel_vector_size (NPU_FACTS.md "GEMV").
+// GEMV's kernel_vector_size (docs/npu-facts.md "GEMV").
 constexpr int64_t kGemvVectorSizes[] = {16, 32, 64};
 
 std::string KiB(int64_t bytes) {
@@ -140,7 +140,7 @@ std::string Gemm(const v1::Operator& op, std::string_view generation,
     return absl::StrCat("GEMM needs positive M, K and N, not ", m, ", ", k,
                         ", ", n);
   }
-  // NPU_FACTS.md "GEMM": divisibility.
+  // docs/npu-facts.md "GEMM": divisibility.
   if (m % (kCoreRows * tile_m) != 0) {
     return absl::StrCat(
         "M ", m, " is not a multiple of 4 * tile_m = ", kCoreRows * tile_m);
@@ -153,7 +153,7 @@ std::string Gemm(const v1::Operator& op, std::string_view generation,
         "N ", n,
         " is not a multiple of tile_n * num_aie_columns = ", tile_n * cols);
   }
-  // NPU_FACTS.md "GEMM": MAC-shape multiples (npu2's shape [inferred]).
+  // docs/npu-facts.md "GEMM": MAC-shape multiples (npu2's shape [inferred]).
   if (std::optional<MacShape> mac = Bf16MacShape(generation)) {
     const std::string shape =
         absl::StrCat(Sv(generation), " MAC shape (", mac->r, ", ", mac->s, ", ",
@@ -174,7 +174,7 @@ std::string Gemm(const v1::Operator& op, std::string_view generation,
                           shape, ")");
     }
   }
-  // NPU_FACTS.md "Memory and DMA": L1 budget.
+  // docs/npu-facts.md "Memory and DMA": L1 budget.
   const int64_t in = DTypeNameBytes(StringParam(op, "dtype_in", "bf16"));
   const int64_t out = DTypeNameBytes(StringParam(op, "dtype_out", "bf16"));
   const int64_t need = 2 * tile_m * tile_k * in + 2 * tile_k * tile_n * in +
@@ -198,7 +198,7 @@ std::string Gemv(const v1::Operator& op, std::string_view generation,
       !r.empty()) {
     return r;
   }
-  // NPU_FACTS.md "GEMV".
+  // docs/npu-facts.md "GEMV".
   if (tso % tsi != 0) {
     return absl::StrCat("tile_size_output ", tso,
                         " is not a multiple of tile_size_input ", tsi);

@@ -1,9 +1,10 @@
 // The operator families irontune knows: IRON's classes, with the params that
 // name a profile entry (dims), the tunables a profile sets, their domains per
 // NPU generation and the constraints a setting must satisfy to resolve on a
-// device. Facts from ../shared/NPU_FACTS.md ("IRON operators and profiles",
-// "Memory and DMA"); checks NPU_FACTS only implies are marked [inferred] in
-// families.cc. The CPU reference that judges outputs is daemon/ops/reference.h.
+// device. Facts from docs/npu-facts.md ("GEMM", "GEMV",
+// "Memory and DMA"); checks docs/npu-facts.md only implies are marked
+// [inferred] in families.cc. The CPU reference that judges outputs is
+// daemon/ops/reference.h.
 //
 // Immutable after construction; every function is thread-safe.
 #ifndef IRONTUNE_COMMON_FAMILIES_H_
@@ -39,10 +40,10 @@ const Family* FindFamily(std::string_view class_name);
 // Every known family, in a fixed order.
 const std::vector<Family>& AllFamilies();
 
-// NPU_FACTS.md "Memory and DMA": a core's L1 and the stack kept within it.
+// docs/npu-facts.md "Memory and DMA": a core's L1 and the stack kept within it.
 inline constexpr int64_t kL1Bytes = 64 * 1024;
 inline constexpr int64_t kL1StackBytes = 3380;  // ~3.3 KiB
-// Core rows per column, both generations (NPU_FACTS.md "The devices").
+// Core rows per column, both generations (docs/npu-facts.md "Devices").
 inline constexpr int64_t kCoreRows = 4;
 // GEMM's L1 holds 2 A + 2 B + 1 or 2 C tiles; irontune counts 2 C tiles
 // (output double-buffered), the stricter reading.
@@ -56,12 +57,12 @@ struct MacShape {
   int t = 4;
 };
 
-// The bf16 GEMM MAC shape of `generation`: npu1 (4, 8, 4) (NPU_FACTS.md
+// The bf16 GEMM MAC shape of `generation`: npu1 (4, 8, 4) (docs/npu-facts.md
 // "GEMM"), npu2 (4, 8, 8) [inferred]; nullopt for another generation.
 std::optional<MacShape> Bf16MacShape(std::string_view generation);
 
 // Element bytes of a dtype param's name ("bf16", "i8", "f32", ...); 2 for
-// an unknown name (bf16 is IRON's default, NPU_FACTS.md "GEMM").
+// an unknown name (bf16 is IRON's default, docs/npu-facts.md "GEMM").
 int DTypeNameBytes(std::string_view name);
 
 // The values the search may try for `tunable` of `family` on an NPU of

@@ -99,7 +99,7 @@ v1::Tolerance Exact() {
 }
 
 // Tunable domains as the recorder declares them for npu2 (8 columns,
-// NPU_FACTS.md "The devices"). They may hold values a shape's constraints
+// docs/npu-facts.md "Devices"). They may hold values a shape's constraints
 // refuse; pruning those is the tuner's job.
 const std::vector<int64_t> kColumns = {1, 2, 4, 8};
 const std::vector<int64_t> kGemmTileMN = {32, 64, 128};

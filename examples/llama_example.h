@@ -12,7 +12,7 @@
 
 namespace irontune::examples {
 
-// Llama 3.2 1B (NPU_FACTS.md, "A real model's shapes: Llama 3.2 1B").
+// Llama 3.2 1B (docs/npu-facts.md, "Llama 3.2 1B").
 inline constexpr int64_t kHidden = 2048;
 inline constexpr int64_t kIntermediate = 8192;
 inline constexpr int kLayers = 16;

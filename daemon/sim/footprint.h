@@ -19,7 +19,8 @@ using ::irontune::kGemmCTiles;
 
 struct GemmShape {
   int64_t m = 0, k = 0, n = 0;
-  int64_t tile_m = 64, tile_k = 64, tile_n = 64;  // NPU_FACTS: default 64
+  // IRON's default tiles (docs/npu-facts.md, "GEMM").
+  int64_t tile_m = 64, tile_k = 64, tile_n = 64;
   int64_t columns = 1;
   int in_bytes = 2, out_bytes = 2;
 };
@@ -29,7 +30,7 @@ struct GemmShape {
 // every column of `platform_columns`).
 GemmShape ReadGemm(const OpView& op, int platform_columns);
 
-// NPU_FACTS.md "Memory and DMA": a GEMM tile's L1 budget is 2 A tiles +
+// docs/npu-facts.md "Memory and DMA": a GEMM tile's L1 budget is 2 A tiles +
 // 2 B tiles + kGemmCTiles C tiles + ~3.3 KiB of stack.
 int64_t GemmL1Bytes(const GemmShape& g, int stack_bytes);
 // Per column memtile: 4 rows' A tiles and one B tile, each double-buffered,

@@ -13,7 +13,7 @@
 //   ElementwiseAdd/Mul, SiLU, RMSNorm (x * rsqrt(mean(x^2) + eps) * w, the
 //   row the input's last axis), Softmax (over the last axis), RoPE
 //   (interleaved pairs rotated by position x theta^(-2i/d), theta the
-//   "theta" param or 500000, NPU_FACTS "Llama 3.2 1B"), MHA (q [H,d],
+//   "theta" param or 500000, docs/npu-facts.md "Llama 3.2 1B"), MHA (q [H,d],
 //   k and v [KVH, seq_pad, d], attention over the used kv length), Sample
 //   (argmax per row of logits, the first maximum; the index written to the
 //   output).

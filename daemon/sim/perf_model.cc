@@ -13,11 +13,11 @@ namespace irontune::sim {
 namespace {
 
 // --- Model constants. Hardware figures are in presets.cc with their
-// NPU_FACTS.md sources; these shape the model around them. Every one is
+// docs/npu-facts.md sources; these shape the model around them. Every one is
 // a [sim assumption] unless it says otherwise.
 
-// NPU_FACTS: col_opc counts int8 ops; the published bf16 GEMM peak is about
-// a quarter of col_opc x columns x top clock on both generations (npu2
+// docs/npu-facts.md: col_opc counts int8 ops; the published bf16 GEMM peak is
+// about a quarter of col_opc x columns x top clock on both generations (npu2
 // 14.71 of 59 TOPS, npu1 3.14 of 13.1), so the sim runs bf16 MACs at half
 // the int8 rate and lets tile efficiency and data movement take the rest.
 constexpr double kOpsPerMac = 2;
@@ -49,7 +49,7 @@ constexpr double kGemvTailCyclesPerLevel = 4;
 constexpr double kMhaEfficiency = 0.35;
 constexpr double kMhaHeadCycles = 500;
 constexpr double kMhaPipelineSetupFactor = 2;  // x column_setup_us
-// Turbo turns clock gating off (NPU_FACTS "Power modes"): the sim takes
+// Turbo turns clock gating off (docs/npu-facts.md "Power modes"): the sim takes
 // that as 3% fewer core cycles than performance at the same clock.
 constexpr double kTurboCycleFactor = 0.97;
 
@@ -273,7 +273,7 @@ double RunUs(const SimPreset& preset, v1::Packaging packaging, int steps,
   double run = n * (preset.chain_step_us + step_us);
   if (switching == Switching::kFromOtherDesign) {
     // Interpolated by the cores the design uses between the presets'
-    // one-core and every-core figures (NPU_FACTS: npu2 82 .. 302 us).
+    // one-core and every-core figures (docs/npu-facts.md: npu2 82 .. 302 us).
     const double all_cores = preset.columns * preset.core_rows;
     const double cores = columns_used * preset.core_rows;
     run += preset.switch_us + (preset.switch_all_us - preset.switch_us) *

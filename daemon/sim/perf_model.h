@@ -2,7 +2,7 @@
 // an operator setting, and of a run of N steps. Ground truth for tests and
 // benchmarks; SimDevice adds seeded noise on top (noise.h).
 //
-// The model per family (constants and their NPU_FACTS.md sources are in
+// The model per family (constants and their docs/npu-facts.md sources are in
 // perf_model.cc and docs/simulated-npu.md):
 //   step = step sync + used columns x column setup
 //          + max(cores' time, DDR time)

@@ -1,6 +1,6 @@
 // The simulated NPUs' hardware facts: one preset per `sim:` device spec.
-// Every figure comes from ../shared/NPU_FACTS.md (cited per constant in
-// presets.cc); figures NPU_FACTS.md does not give are marked
+// Every figure comes from docs/npu-facts.md (cited per constant in
+// presets.cc); figures docs/npu-facts.md does not give are marked
 // [sim assumption] and documented in docs/simulated-npu.md.
 //
 // Immutable; every function is thread-safe.

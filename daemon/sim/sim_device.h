@@ -72,7 +72,7 @@ class SimDevice : public Device {
 
   // Changes the power mode (and so the core clock) at any time.
   // FailedPrecondition for turbo while any image holds a context
-  // (NPU_FACTS.md "Power modes").
+  // (docs/npu-facts.md "Power modes").
   absl::Status SetPowerMode(PowerMode mode);
 
   // Scripting, for tests and demos.

@@ -11,7 +11,7 @@
 namespace irontune::sim {
 namespace {
 
-// NPU_FACTS.md "Memory and DMA": shim descriptor d0 and d1 at most 1023
+// docs/npu-facts.md "Memory and DMA": shim descriptor d0 and d1 at most 1023
 // four-byte units; iter at most 64.
 constexpr int64_t kShimMaxUnits = 1023;
 constexpr int64_t kShimUnitBytes = 4;
@@ -42,12 +42,12 @@ std::string Columns(const OpView& op, const SimPreset& p,
 std::string GemmTransfers(const OpView& op, const SimPreset& p) {
   GemmShape g = ReadGemm(op, p.columns);
   g.m = op.Param("M", 0);  // the design is built for the whole M
-  // NPU_FACTS.md "Memory and DMA": memtile.
+  // docs/npu-facts.md "Memory and DMA": memtile.
   if (int64_t need = GemmMemtileBytes(g, p.core_rows); need > p.memtile_bytes) {
     return absl::StrCat("memtile: A, B and C tiles of a column need ",
                         KiB(need), " of ", KiB(p.memtile_bytes));
   }
-  // NPU_FACTS.md "Memory and DMA": shim descriptors. A tile row is d0 and
+  // docs/npu-facts.md "Memory and DMA": shim descriptors. A tile row is d0 and
   // its rows d1 [inferred: IRON's GEMM transfers]; A is resent once per
   // block of N in the stride-0 iter dimension [inferred].
   const int64_t a_d0 = g.tile_k * g.in_bytes / kShimUnitBytes;

@@ -2,9 +2,9 @@
 // them: the families' constraints (common/families.h ConstraintViolation:
 // divisibility, MAC shapes, L1, columns), then the sim's physical transfer
 // limits (GEMM memtile capacity, shim descriptors). Facts from
-// ../shared/NPU_FACTS.md ("Memory and DMA", "IRON operators and profiles");
-// checks NPU_FACTS only implies are marked [inferred] in sim_limits.cc and
-// docs/simulated-npu.md.
+// docs/npu-facts.md ("Memory and DMA", "GEMM", "GEMV");
+// checks docs/npu-facts.md only implies are marked [inferred] in sim_limits.cc
+// and docs/simulated-npu.md.
 //
 // Thread-safe (pure functions).
 #ifndef IRONTUNE_DAEMON_SIM_SIM_LIMITS_H_

@@ -89,8 +89,8 @@ TEST_CASE("SimBuilder refuses what does not fit, saying why",
   CHECK_THAT(Refusal(Gemm(256, 256, 8192, 16, 16, 16, 1), "npu2"),
              Catch::Contains("iter allows 64"));
 
-  // GEMV (NPU_FACTS: the real profile's setting fits, a larger input tile
-  // does not).
+  // GEMV (docs/npu-facts.md: the real profile's setting fits, a larger input
+  // tile does not).
   CHECK(
       BuildOrDie(Gemv(2048, 8192, 1, 256, 64, 8), "npu2").artifact.has_value());
   CHECK_THAT(Refusal(Gemv(2048, 8192, 2, 256, 64, 8), "npu2"),

@@ -192,7 +192,8 @@ TEST_CASE("with noise off, times equal the model", "[sim][device]") {
   CHECK(t9 == *device->TrueRunUs(nine));
   // IRON's step: the excess of 9 steps over 1, per extra step.
   CHECK((t9 - r1.elapsed_us) / 8 == Approx(*device->TrueStepUs(one)));
-  CHECK(r1.elapsed_us > 130);  // NPU_FACTS: a tiny design alone 130-190 us
+  // docs/npu-facts.md, "Call costs": a tiny design alone 130-190 us.
+  CHECK(r1.elapsed_us > 130);
   CHECK(r1.elapsed_us < 190);
 
   // The xclbin chain pays a switch when another design ran last.
@@ -202,7 +203,7 @@ TEST_CASE("with noise off, times equal the model", "[sim][device]") {
   CHECK(c->Run()->elapsed_us ==
         *npu1->TrueRunUs(chain, {}, sim::Switching::kFromOtherDesign));
   CHECK(c->Run()->elapsed_us == *npu1->TrueRunUs(chain));
-  CHECK(*npu1->TrueRunUs(chain) > 250);  // NPU_FACTS: 250-300 us a step
+  CHECK(*npu1->TrueRunUs(chain) > 250);  // docs/npu-facts.md: 250-300 us a step
   CHECK(*npu1->TrueRunUs(chain) < 300);
 }
 

@@ -3,8 +3,8 @@
 #include <tuple>
 #include <vector>
 
-#include "daemon/sim/sim_limits.h"
 #include "daemon/sim/perf_model.h"
+#include "daemon/sim/sim_limits.h"
 #include "tests/testing/sim_fixtures.h"
 
 namespace irontune {
@@ -79,7 +79,7 @@ TEST_CASE(
 
 TEST_CASE("the model's GEMM throughput is near the published bf16 peaks",
           "[sim][perf]") {
-  // NPU_FACTS.md: bf16 GEMM peak npu2 14.71 TOPS, npu1 3.14 TOPS (at the
+  // docs/npu-facts.md: bf16 GEMM peak npu2 14.71 TOPS, npu1 3.14 TOPS (at the
   // top clock). The sim's best at 4096^3 should be of that order.
   for (auto [gen, published] :
        {std::pair<std::string, double>{"npu2", 14.71}, {"npu1", 3.14}}) {
@@ -121,7 +121,7 @@ TEST_CASE("a bounded extent shortens the step", "[sim][perf]") {
   CHECK(part < full / 4);
 }
 
-TEST_CASE("the add model gives NPU_FACTS' ~3 us for 2048 elements",
+TEST_CASE("the add model gives the facts' ~3 us for 2048 elements",
           "[sim][perf]") {
   v1::Operator op;
   op.set_class_name("ElementwiseAdd");
