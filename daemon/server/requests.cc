@@ -1,5 +1,6 @@
 #include "daemon/server/requests.h"
 
+#include <cmath>
 #include <map>
 #include <set>
 #include <utility>
@@ -115,6 +116,37 @@ absl::Status CheckInputs(const v1::MeasureRequest& request) {
   return absl::OkStatus();
 }
 
+absl::Status CheckTiming(const v1::Timing& given) {
+  const v1::Timing timing = WithDefaults(given);
+  if (timing.rounds() > kMaxRounds) {
+    return Invalid(absl::StrCat("timing.rounds: ", timing.rounds(),
+                                "; at most ", kMaxRounds));
+  }
+  if (timing.calls() > kMaxCalls) {
+    return Invalid(absl::StrCat("timing.calls: ", timing.calls(),
+                                "; at most ", kMaxCalls));
+  }
+  if (given.settle() > timing.rounds()) {
+    return Invalid(absl::StrCat("timing.settle: ", given.settle(),
+                                " is more than the ", timing.rounds(),
+                                " rounds"));
+  }
+  // 0 means the default; anything else must be a finite ratio of at least 1.
+  const double cutoff = given.cutoff();
+  if (cutoff != 0 && !(cutoff >= 1 && std::isfinite(cutoff))) {
+    return Invalid(absl::StrCat("timing.cutoff: ", cutoff,
+                                "; 0 (the default, ", kDefaultCutoff,
+                                ") or a finite ratio of at least 1"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckPriority(v1::Priority priority) {
+  if (v1::Priority_IsValid(priority)) return absl::OkStatus();
+  return Invalid(absl::StrCat("priority: ", static_cast<int>(priority),
+                              " is not a Priority"));
+}
+
 absl::Status CheckRepeats(uint32_t repeats) {
   if (repeats == 1) {
     return Invalid(absl::StrCat("repeats: must be 0 (", kDefaultRepeats,
@@ -133,12 +165,16 @@ absl::Status ValidateMeasureRequest(const v1::MeasureRequest& request) {
   RETURN_IF_ERROR(CheckSettings(request));
   RETURN_IF_ERROR(CheckValues(request));
   RETURN_IF_ERROR(CheckInputs(request));
+  RETURN_IF_ERROR(CheckTiming(request.timing()));
+  RETURN_IF_ERROR(CheckPriority(request.priority()));
   return CheckRepeats(request.repeats());
 }
 
 absl::Status ValidateAutotuneRequest(const v1::AutotuneRequest& request) {
   if (!request.has_calls()) return Invalid("calls: missing");
   RETURN_IF_ERROR(ValidateRecording(request.calls()));
+  RETURN_IF_ERROR(CheckTiming(request.timing()));
+  RETURN_IF_ERROR(CheckPriority(request.priority()));
   return CheckRepeats(request.repeats());
 }
 

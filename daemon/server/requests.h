@@ -20,19 +20,25 @@
 
 namespace irontune {
 
-// The largest runlist a request may ask for.
+// The largest runlist a request may ask for, and the most rounds and calls
+// per round its Timing may ask for.
 inline constexpr uint32_t kMaxRepeats = 65536;
+inline constexpr uint32_t kMaxRounds = 1000;
+inline constexpr uint32_t kMaxCalls = 100000;
 
 // Checks what a Measure relies on: the operator validates as a recording's
 // would, and every Setting names tunables of the operator, each once, with
 // a value; values and inputs name the operator's call values and buffers,
-// inputs of the buffer's size; repeats is 0 or in [2, kMaxRepeats].
+// inputs of the buffer's size; repeats is 0 or in [2, kMaxRepeats]; the
+// Timing (after its defaults) has at most kMaxRounds rounds of kMaxCalls
+// calls, a given settle at most its rounds, and a cutoff of 0 or a finite ratio >= 1;
+// the priority is a Priority.
 // InvalidArgument naming the field path ("operator.buffers[1]...",
 // "settings[2].tunables[0].name: ...").
 absl::Status ValidateMeasureRequest(const v1::MeasureRequest& request);
 
 // Checks what an Autotune relies on: calls present and valid
-// (ValidateRecording), repeats as above. InvalidArgument naming the field
+// (ValidateRecording), Timing, priority and repeats as above. InvalidArgument naming the field
 // path.
 absl::Status ValidateAutotuneRequest(const v1::AutotuneRequest& request);
 

@@ -1,6 +1,7 @@
 #include "daemon/server/requests.h"
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -83,6 +84,57 @@ TEST_CASE("requests: an Autotune takes the daemon's kernel cycles file") {
   CHECK(options.repeats == kDefaultRepeats);
   CHECK(options.seed == 7);
   CHECK(!options.packaging.has_value());
+}
+
+}  // namespace
+}  // namespace irontune
+
+namespace irontune {
+namespace {
+
+TEST_CASE("requests: a Timing out of range is refused, naming the field") {
+  v1::MeasureRequest request;
+  *request.mutable_operator_() = Add();
+  REQUIRE(ValidateMeasureRequest(request).ok());
+  struct Case {
+    uint32_t rounds, calls, settle;
+    double cutoff;
+    const char* field;
+  };
+  for (const Case& c : {Case{0, 4294967295u, 0, 0, "timing.calls"},
+                        Case{kMaxRounds + 1, 0, 0, 0, "timing.rounds"},
+                        Case{3, 0, 4, 0, "timing.settle"},
+                        Case{0, 0, 9, 0, "timing.settle"},
+                        Case{0, 0, 0, -1, "timing.cutoff"},
+                        Case{0, 0, 0, 0.5, "timing.cutoff"},
+                        Case{0, 0, 0, std::nan(""), "timing.cutoff"},
+                        Case{0, 0, 0, HUGE_VAL, "timing.cutoff"}}) {
+    v1::Timing* t = request.mutable_timing();
+    t->set_rounds(c.rounds);
+    t->set_calls(c.calls);
+    t->set_settle(c.settle);
+    t->set_cutoff(c.cutoff);
+    const absl::Status s = ValidateMeasureRequest(request);
+    INFO(c.field << ": " << s.ToString());
+    CHECK(absl::IsInvalidArgument(s));
+    CHECK(absl::StartsWith(s.message(), c.field));
+  }
+  request.mutable_timing()->set_rounds(3);
+  request.mutable_timing()->set_calls(5);
+  request.mutable_timing()->set_settle(3);
+  request.mutable_timing()->set_cutoff(1);
+  CHECK(ValidateMeasureRequest(request).ok());
+}
+
+TEST_CASE("requests: an undefined priority is refused") {
+  v1::AutotuneRequest request;
+  request.mutable_calls()->set_format_version(v1::FORMAT_VERSION_1);
+  *request.mutable_calls()->add_operators() = Add();
+  REQUIRE(ValidateAutotuneRequest(request).ok());
+  request.set_priority(static_cast<v1::Priority>(77));
+  const absl::Status s = ValidateAutotuneRequest(request);
+  CHECK(absl::IsInvalidArgument(s));
+  CHECK(s.message() == "priority: 77 is not a Priority");
 }
 
 }  // namespace
