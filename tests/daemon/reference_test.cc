@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/testing/operator_fixtures.h"
+#include "tests/testing/sim_fixtures.h"
 #include <cmath>
 #include <cstring>
 
@@ -12,17 +13,8 @@
 namespace irontune {
 namespace {
 
-std::string F32(const std::vector<float>& values) {
-  std::string out(values.size() * 4, '\0');
-  std::memcpy(out.data(), values.data(), out.size());
-  return out;
-}
-
-std::vector<float> AsF32(const std::string& bytes) {
-  std::vector<float> out(bytes.size() / 4);
-  std::memcpy(out.data(), bytes.data(), out.size() * 4);
-  return out;
-}
+using testing::AsF32;
+using testing::F32;
 
 void Param(v1::Operator& op, const std::string& name, int64_t v) {
   testing::AddParam(op, name, v);

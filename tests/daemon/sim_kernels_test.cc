@@ -13,17 +13,8 @@ using testing::AddBuffer;
 using testing::AddParam;
 using testing::AddTunable;
 
-std::string F32(const std::vector<float>& values) {
-  std::string out(values.size() * 4, '\0');
-  std::memcpy(out.data(), values.data(), out.size());
-  return out;
-}
-
-std::vector<float> AsF32(const std::string& bytes) {
-  std::vector<float> out(bytes.size() / 4);
-  std::memcpy(out.data(), bytes.data(), bytes.size());
-  return out;
-}
+using testing::AsF32;
+using testing::F32;
 
 // Runs `op` on `inputs` (one per input buffer, in order); returns the
 // outputs' bytes.

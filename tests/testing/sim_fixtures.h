@@ -6,9 +6,11 @@
 #define IRONTUNE_TESTS_TESTING_SIM_FIXTURES_H_
 
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "daemon/npu/device.h"
 #include "daemon/sim/kernels.h"
@@ -17,6 +19,19 @@
 #include "tests/testing/operator_fixtures.h"
 
 namespace irontune::testing {
+
+// `values` as the raw bytes of an f32 buffer, and back.
+inline std::string F32(const std::vector<float>& values) {
+  std::string out(values.size() * 4, '\0');
+  std::memcpy(out.data(), values.data(), out.size());
+  return out;
+}
+
+inline std::vector<float> AsF32(const std::string& bytes) {
+  std::vector<float> out(bytes.size() / 4);
+  std::memcpy(out.data(), bytes.data(), out.size() * 4);
+  return out;
+}
 
 // The platform of sim:`generation` ("npu1" Phoenix, else Strix), as the
 // sim device reports it.
