@@ -10,6 +10,7 @@
 #include "common/defaults.h"
 #include "common/recording.h"
 #include "common/status_macros.h"
+#include "common/value.h"
 
 namespace irontune {
 namespace {
@@ -37,8 +38,11 @@ absl::Status CheckOperator(const v1::MeasureRequest& request) {
   return Invalid(message);
 }
 
+// The operator's tunables and the kind of value each was recorded with.
+using TunableKinds = std::map<std::string, v1::Value::KindCase>;
+
 absl::Status CheckSetting(const v1::Setting& setting, int i,
-                          const std::set<std::string>& tunables) {
+                          const TunableKinds& tunables) {
   std::set<std::string> seen;
   for (int j = 0; j < setting.tunables_size(); ++j) {
     const v1::Field& f = setting.tunables(j);
@@ -54,6 +58,11 @@ absl::Status CheckSetting(const v1::Setting& setting, int i,
     if (f.value().kind_case() == v1::Value::KIND_NOT_SET) {
       return Invalid(absl::StrCat(path, ".value: missing"));
     }
+    if (f.value().kind_case() != tunables.at(f.name())) {
+      return Invalid(absl::StrCat(path, ".value: ", ValueToString(f.value()),
+                                  " is not of the kind \"", f.name(),
+                                  "\" was recorded with"));
+    }
   }
   return absl::OkStatus();
 }
@@ -64,9 +73,9 @@ absl::Status CheckSettings(const v1::MeasureRequest& request) {
                                 " settings exceed the limit of ",
                                 kMaxSettings));
   }
-  std::set<std::string> tunables;
+  TunableKinds tunables;
   for (const v1::Tunable& t : request.operator_().tunables()) {
-    tunables.insert(t.name());
+    tunables[t.name()] = t.value().kind_case();
   }
   for (int i = 0; i < request.settings_size(); ++i) {
     RETURN_IF_ERROR(CheckSetting(request.settings(i), i, tunables));
@@ -173,9 +182,26 @@ absl::Status ValidateMeasureRequest(const v1::MeasureRequest& request) {
 absl::Status ValidateAutotuneRequest(const v1::AutotuneRequest& request) {
   if (!request.has_calls()) return Invalid("calls: missing");
   RETURN_IF_ERROR(ValidateRecording(request.calls()));
+  if (request.calls().calls_size() == 0) {
+    return Invalid("calls.calls: none; a recording to tune has at least one");
+  }
   RETURN_IF_ERROR(CheckTiming(request.timing()));
   RETURN_IF_ERROR(CheckPriority(request.priority()));
   return CheckRepeats(request.repeats());
+}
+
+absl::Status ValidateJobId(const std::string& id) {
+  if (id.empty()) return Invalid("job_id: empty; give the id a job was given");
+  if (id.size() > kMaxJobIdBytes) {
+    return Invalid(absl::StrCat("job_id: ", id.size(), " bytes; ids are at most ",
+                                kMaxJobIdBytes));
+  }
+  for (char ch : id) {
+    if (ch < 0x21 || ch > 0x7e) {
+      return Invalid("job_id: not printable ASCII");
+    }
+  }
+  return absl::OkStatus();
 }
 
 v1::Operator ApplySetting(const v1::Operator& op, const v1::Setting& setting) {

@@ -42,6 +42,11 @@ absl::Status ValidateMeasureRequest(const v1::MeasureRequest& request);
 // path.
 absl::Status ValidateAutotuneRequest(const v1::AutotuneRequest& request);
 
+// Checks a job id a client names (Cancel, Watch, GetResult): not empty,
+// printable ASCII, at most kMaxJobIdBytes. InvalidArgument "job_id: ...".
+inline constexpr size_t kMaxJobIdBytes = 64;
+absl::Status ValidateJobId(const std::string& id);
+
 // The operator at `setting`: the recorded tunables with the setting's
 // values applied. REQUIRES: ValidateMeasureRequest passed.
 v1::Operator ApplySetting(const v1::Operator& op, const v1::Setting& setting);

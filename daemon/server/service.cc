@@ -25,6 +25,10 @@ constexpr uint32_t kMaxListLimit = 1000;
 // The most an ImportCache stream may send.
 constexpr size_t kMaxImportBytes = size_t{1} << 30;
 
+grpc::Status NoJob(const std::string& id) {
+  return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no job ", id));
+}
+
 grpc::Status ShuttingDown() {
   return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                       "irontuned is shutting down");
@@ -138,6 +142,12 @@ void TunerService::CancelJob(const JobPtr& job, const std::string& reason) {
   if (deps_.queue->Remove(job->id())) {
     deps_.worker->FinishUnrun(job, absl::CancelledError(reason));
   }
+}
+
+absl::StatusOr<std::optional<v1::JobResult>> TunerService::Stored(
+    const std::string& id) {
+  if (deps_.store == nullptr) return std::nullopt;
+  return deps_.store->Load(id);
 }
 
 JobPtr TunerService::Find(const std::string& id) {
@@ -258,28 +268,33 @@ grpc::Status TunerService::Cancel(grpc::ServerContext*,
                                   const v1::CancelRequest* request,
                                   v1::CancelResponse* response) {
   if (shutting_down_) return ShuttingDown();
+  if (absl::Status s = ValidateJobId(request->job_id()); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
   if (JobPtr job = Find(request->job_id())) {
     CancelJob(job, "cancelled by request");
     response->set_state(job->state());
     return grpc::Status::OK;
   }
-  if (deps_.store) {
+  {
     absl::StatusOr<std::optional<v1::JobResult>> stored =
-        deps_.store->Load(request->job_id());
+        Stored(request->job_id());
     if (!stored.ok()) return ToGrpcStatus(stored.status());
     if (stored->has_value()) {
       response->set_state((*stored)->summary().state());
       return grpc::Status::OK;
     }
   }
-  return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                      absl::StrCat("no job ", request->job_id()));
+  return NoJob(request->job_id());
 }
 
 grpc::Status TunerService::Watch(
     grpc::ServerContext* context, const v1::WatchRequest* request,
     grpc::ServerWriter<v1::AutotuneEvent>* writer) {
   if (shutting_down_) return ShuttingDown();
+  if (absl::Status s = ValidateJobId(request->job_id()); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
   if (JobPtr job = Find(request->job_id())) {
     absl::Status followed = Follow(
         context, job, /*cancel_on_disconnect=*/false,
@@ -288,9 +303,9 @@ grpc::Status TunerService::Watch(
     return ToGrpcStatus(job->status());
   }
   // A job of an earlier run: only its result was kept.
-  if (deps_.store) {
+  {
     absl::StatusOr<std::optional<v1::JobResult>> stored =
-        deps_.store->Load(request->job_id());
+        Stored(request->job_id());
     if (!stored.ok()) return ToGrpcStatus(stored.status());
     if (stored->has_value()) {
       const v1::JobResult& r = **stored;
@@ -306,14 +321,16 @@ grpc::Status TunerService::Watch(
       return grpc::Status::OK;
     }
   }
-  return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                      absl::StrCat("no job ", request->job_id()));
+  return NoJob(request->job_id());
 }
 
 grpc::Status TunerService::GetResult(grpc::ServerContext*,
                                      const v1::GetResultRequest* request,
                                      v1::JobResult* response) {
   if (shutting_down_) return ShuttingDown();
+  if (absl::Status s = ValidateJobId(request->job_id()); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
   if (JobPtr job = Find(request->job_id())) {
     if (!IsTerminal(job->state())) {
       return grpc::Status(
@@ -323,17 +340,16 @@ grpc::Status TunerService::GetResult(grpc::ServerContext*,
     *response = job->Result();
     return grpc::Status::OK;
   }
-  if (deps_.store) {
+  {
     absl::StatusOr<std::optional<v1::JobResult>> stored =
-        deps_.store->Load(request->job_id());
+        Stored(request->job_id());
     if (!stored.ok()) return ToGrpcStatus(stored.status());
     if (stored->has_value()) {
       *response = **stored;
       return grpc::Status::OK;
     }
   }
-  return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                      absl::StrCat("no job ", request->job_id()));
+  return NoJob(request->job_id());
 }
 
 grpc::Status TunerService::ExportCache(

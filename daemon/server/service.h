@@ -84,6 +84,8 @@ class TunerService final : public v1::Tuner::Service {
                            v1::ImportCacheResponse* response) override;
 
  private:
+  // The stored result of job `id` (nullopt when none, or no store).
+  absl::StatusOr<std::optional<v1::JobResult>> Stored(const std::string& id);
   // Remembers `job` and queues it (the queue emits its Queued event).
   absl::Status Submit(const JobPtr& job);
   // Makes `request` a job of `client` (or the peer), submits it and follows

@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "common/defaults.h"
+#include "tests/testing/recording_fixtures.h"
 
 namespace irontune {
 namespace {
@@ -71,6 +72,10 @@ TEST_CASE("requests: repeats must be 0 or in [2, the limit], in both kinds") {
   CHECK(ValidateAutotuneRequest(tune).message() == "calls: missing");
   tune.mutable_calls()->set_format_version(v1::FORMAT_VERSION_1);
   *tune.mutable_calls()->add_operators() = Add();
+  CHECK(absl::StartsWith(ValidateAutotuneRequest(tune).message(),
+                         "calls.calls: none"));
+  *tune.mutable_calls() = testing::AddCalls();
+  REQUIRE(ValidateAutotuneRequest(tune).ok());
   tune.set_repeats(kMaxRepeats + 1);
   CHECK(absl::StrContains(ValidateAutotuneRequest(tune).message(),
                           "repeats: at most 65536"));
@@ -128,13 +133,42 @@ TEST_CASE("requests: a Timing out of range is refused, naming the field") {
 
 TEST_CASE("requests: an undefined priority is refused") {
   v1::AutotuneRequest request;
-  request.mutable_calls()->set_format_version(v1::FORMAT_VERSION_1);
-  *request.mutable_calls()->add_operators() = Add();
+  *request.mutable_calls() = testing::AddCalls();
   REQUIRE(ValidateAutotuneRequest(request).ok());
   request.set_priority(static_cast<v1::Priority>(77));
   const absl::Status s = ValidateAutotuneRequest(request);
   CHECK(absl::IsInvalidArgument(s));
   CHECK(s.message() == "priority: 77 is not a Priority");
+}
+
+}  // namespace
+}  // namespace irontune
+
+namespace irontune {
+namespace {
+
+TEST_CASE("requests: a setting's value must be of its tunable's kind") {
+  v1::MeasureRequest request;
+  *request.mutable_operator_() = Add();
+  v1::Field* f = request.add_settings()->add_tunables();
+  f->set_name("tile_size");
+  f->mutable_value()->set_string_value("512");
+  const absl::Status s = ValidateMeasureRequest(request);
+  CHECK(absl::IsInvalidArgument(s));
+  CHECK(s.message() ==
+        "settings[0].tunables[0].value: \"512\" is not of the kind "
+        "\"tile_size\" was recorded with");
+  f->mutable_value()->set_int_value(512);
+  CHECK(ValidateMeasureRequest(request).ok());
+}
+
+TEST_CASE("requests: a job id must be there and printable") {
+  CHECK(ValidateJobId("j-0123456789abcdef").ok());
+  CHECK(ValidateJobId("").message() ==
+        "job_id: empty; give the id a job was given");
+  CHECK(absl::IsInvalidArgument(ValidateJobId(std::string(65, 'a'))));
+  CHECK(absl::IsInvalidArgument(ValidateJobId(std::string("j-\0x", 4))));
+  CHECK(absl::IsInvalidArgument(ValidateJobId("j 1")));
 }
 
 }  // namespace
