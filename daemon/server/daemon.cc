@@ -228,7 +228,11 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   p.service = std::make_unique<TunerService>(std::move(deps));
   ASSIGN_OR_RETURN(p.addresses,
                    Listen(options.listen, p.service.get(), p.server));
+  // Health: SERVING for "" and for the Tuner service by name, so probes of
+  // either succeed; Shutdown turns both NOT_SERVING.
   p.server->GetHealthCheckService()->SetServingStatus(true);
+  p.server->GetHealthCheckService()->SetServingStatus(
+      v1::Tuner::service_full_name(), true);
   spdlog::info("irontuned {} serving {} ({}, {} power mode) on {}; state in {}",
                IRONTUNE_VERSION, options.device, platform.name,
                PowerModeName(platform.power_mode),

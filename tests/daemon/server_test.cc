@@ -50,16 +50,23 @@ struct Rig {
   std::unique_ptr<v1::Tuner::Stub> stub;
 };
 
-// grpc.health.v1.Health/Check with an empty request, by hand: the health
-// proto's generated code is not installed. Returns the status enum (1:
-// SERVING, 2: NOT_SERVING) or -1.
-int HealthCheck(const std::shared_ptr<grpc::Channel>& channel) {
+// grpc.health.v1.Health/Check of `service`, by hand: the health proto's
+// generated code is not installed. Returns the status enum (1: SERVING, 2:
+// NOT_SERVING) or -1 (an error, e.g. NOT_FOUND for an unknown service).
+int HealthCheck(const std::shared_ptr<grpc::Channel>& channel,
+                const std::string& service = "") {
   grpc::internal::RpcMethod method("/grpc.health.v1.Health/Check",
                                    grpc::internal::RpcMethod::NORMAL_RPC);
   grpc::ClientContext context;
-  // HealthCheckRequest{service: ""} encodes to no bytes.
-  grpc::Slice empty;
-  grpc::ByteBuffer request(&empty, 1), response;
+  // HealthCheckRequest{service}: field 1, length-delimited; "" encodes to
+  // no bytes. REQUIRES: service.size() < 128 (a one-byte length).
+  std::string bytes;
+  if (!service.empty()) {
+    bytes = std::string(1, '\x0a') +
+            std::string(1, static_cast<char>(service.size())) + service;
+  }
+  grpc::Slice slice_in(bytes);
+  grpc::ByteBuffer request(&slice_in, 1), response;
   grpc::Status s = grpc::internal::BlockingUnaryCall(
       channel.get(), method, &context, request, &response);
   if (!s.ok()) return -1;
@@ -177,6 +184,8 @@ TEST_CASE("server: a bad recording is INVALID_ARGUMENT naming the field") {
   CHECK(st.device_state() == "idle");
   CHECK(st.queue_size() == 0);
   CHECK(HealthCheck(rig.channel) == 1);
+  CHECK(HealthCheck(rig.channel, "irontune.v1.Tuner") == 1);
+  CHECK(HealthCheck(rig.channel, "no.such.Service") == -1);
 }
 
 // One ElementwiseAdd of 2048 bf16 elements, recorded at tile_size 512 on
