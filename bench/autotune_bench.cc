@@ -49,10 +49,10 @@
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
 #include "daemon/tune/autotune.h"
-#include "tests/testing/tune_context.h"
 #include "daemon/tune/settings.h"
 #include "spdlog/spdlog.h"
 #include "tests/testing/operator_fixtures.h"
+#include "tests/testing/tune_context.h"
 
 namespace irontune {
 namespace {
@@ -293,8 +293,8 @@ std::vector<Case> ModelCases(const Platform& platform, SimBuilder& builder,
 // and point, weighted.
 struct Truth {
   std::vector<TunableValues> space;  // the settings that build, recorded first
-  std::vector<double> us;      // true time of each
-  int best = 0;                // index of the fastest
+  std::vector<double> us;            // true time of each
+  int best = 0;                      // index of the fastest
   // The fastest whose output the judge admits (as the exhaustive run found,
   // against the recorded setting's output); `best` until that run.
   int admitted_best = 0;
@@ -354,7 +354,8 @@ absl::StatusOr<Truth> GroundTruth(const v1::Calls& calls, const Shape& shape,
 // ---------------------------------------------------------------- tuning
 
 struct Run {
-  TunableValues chosen;  // the taken setting's tunables (recorded where none gains)
+  TunableValues
+      chosen;  // the taken setting's tunables (recorded where none gains)
   bool moved = false;  // another setting than the recorded one taken
   int64_t settings_timed = 0;
   double device_us = 0;

@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "common/value.h"
 #include "common/shape.h"
+#include "common/value.h"
 
 namespace irontune {
 namespace {

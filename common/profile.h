@@ -31,7 +31,6 @@ using TunableClassifier =
 // Whether `key` is a tunable of `class_name` according to the registry.
 bool IsKnownTunable(std::string_view class_name, std::string_view key);
 
-
 class Profile {
  public:
   Profile() = default;

@@ -45,7 +45,8 @@ Difference UnpairedDifference(absl::Span<const double> a,
 
 // Independent errors combined: the square root of the sum of squares;
 // nullopt where any of them is unknown (0 for none).
-std::optional<double> Quadrature(absl::Span<const std::optional<double>> errors);
+std::optional<double> Quadrature(
+    absl::Span<const std::optional<double>> errors);
 
 }  // namespace irontune
 

@@ -16,9 +16,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "daemon/server/service.h"
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
-#include "daemon/server/service.h"
 #include "daemon/store/cache.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -159,9 +159,9 @@ absl::StatusOr<std::vector<std::string>> Listen(
   builder.RegisterService(service);
   server = builder.BuildAndStart();
   if (server == nullptr) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", absl::StrJoin(listen, ", "),
-                     " (in use, or not an address)"));
+    return absl::UnavailableError(absl::StrCat("cannot listen on ",
+                                               absl::StrJoin(listen, ", "),
+                                               " (in use, or not an address)"));
   }
   std::vector<std::string> addresses;
   for (size_t i = 0; i < listen.size(); ++i) {
@@ -171,8 +171,7 @@ absl::StatusOr<std::vector<std::string>> Listen(
       return absl::UnavailableError(absl::StrCat("cannot listen on ", a));
     }
     addresses.push_back(absl::EndsWith(a, ":0") && !unix_socket
-                            ? absl::StrCat(a.substr(0, a.size() - 1),
-                                           *ports[i])
+                            ? absl::StrCat(a.substr(0, a.size() - 1), *ports[i])
                             : a);
   }
   return addresses;

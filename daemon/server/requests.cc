@@ -46,7 +46,8 @@ absl::Status CheckSetting(const v1::Setting& setting, int i,
   std::set<std::string> seen;
   for (int j = 0; j < setting.tunables_size(); ++j) {
     const v1::Field& f = setting.tunables(j);
-    const std::string path = absl::StrCat("settings[", i, "].tunables[", j, "]");
+    const std::string path =
+        absl::StrCat("settings[", i, "].tunables[", j, "]");
     if (!tunables.count(f.name())) {
       return Invalid(absl::StrCat(path, ".name: \"", f.name(),
                                   "\" is not a tunable of the operator"));
@@ -132,8 +133,8 @@ absl::Status CheckTiming(const v1::Timing& given) {
                                 "; at most ", kMaxRounds));
   }
   if (timing.calls() > kMaxCalls) {
-    return Invalid(absl::StrCat("timing.calls: ", timing.calls(),
-                                "; at most ", kMaxCalls));
+    return Invalid(absl::StrCat("timing.calls: ", timing.calls(), "; at most ",
+                                kMaxCalls));
   }
   if (given.settle() > timing.rounds()) {
     return Invalid(absl::StrCat("timing.settle: ", given.settle(),
@@ -143,8 +144,8 @@ absl::Status CheckTiming(const v1::Timing& given) {
   // 0 means the default; anything else must be a finite ratio of at least 1.
   const double cutoff = given.cutoff();
   if (cutoff != 0 && !(cutoff >= 1 && std::isfinite(cutoff))) {
-    return Invalid(absl::StrCat("timing.cutoff: ", cutoff,
-                                "; 0 (the default, ", kDefaultCutoff,
+    return Invalid(absl::StrCat("timing.cutoff: ", cutoff, "; 0 (the default, ",
+                                kDefaultCutoff,
                                 ") or a finite ratio of at least 1"));
   }
   return absl::OkStatus();
@@ -193,8 +194,8 @@ absl::Status ValidateAutotuneRequest(const v1::AutotuneRequest& request) {
 absl::Status ValidateJobId(const std::string& id) {
   if (id.empty()) return Invalid("job_id: empty; give the id a job was given");
   if (id.size() > kMaxJobIdBytes) {
-    return Invalid(absl::StrCat("job_id: ", id.size(), " bytes; ids are at most ",
-                                kMaxJobIdBytes));
+    return Invalid(absl::StrCat("job_id: ", id.size(),
+                                " bytes; ids are at most ", kMaxJobIdBytes));
   }
   for (char ch : id) {
     if (ch < 0x21 || ch > 0x7e) {

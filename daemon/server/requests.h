@@ -31,15 +31,14 @@ inline constexpr uint32_t kMaxCalls = 100000;
 // a value; values and inputs name the operator's call values and buffers,
 // inputs of the buffer's size; repeats is 0 or in [2, kMaxRepeats]; the
 // Timing (after its defaults) has at most kMaxRounds rounds of kMaxCalls
-// calls, a given settle at most its rounds, and a cutoff of 0 or a finite ratio >= 1;
-// the priority is a Priority.
-// InvalidArgument naming the field path ("operator.buffers[1]...",
-// "settings[2].tunables[0].name: ...").
+// calls, a given settle at most its rounds, and a cutoff of 0 or a finite ratio
+// >= 1; the priority is a Priority. InvalidArgument naming the field path
+// ("operator.buffers[1]...", "settings[2].tunables[0].name: ...").
 absl::Status ValidateMeasureRequest(const v1::MeasureRequest& request);
 
 // Checks what an Autotune relies on: calls present and valid
-// (ValidateRecording), Timing, priority and repeats as above. InvalidArgument naming the field
-// path.
+// (ValidateRecording), Timing, priority and repeats as above. InvalidArgument
+// naming the field path.
 absl::Status ValidateAutotuneRequest(const v1::AutotuneRequest& request);
 
 // Checks a job id a client names (Cancel, Watch, GetResult): not empty,
@@ -73,8 +72,7 @@ v1::MeasureResult MeasureResultOf(const v1::MeasureRequest& request,
 
 // An Autotune's answer, with the device and wall time it took.
 v1::AutotuneResult AutotuneResultOf(const TuneResult& tuned,
-                                    double device_seconds,
-                                    double wall_seconds);
+                                    double device_seconds, double wall_seconds);
 
 }  // namespace irontune
 

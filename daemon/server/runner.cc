@@ -49,8 +49,7 @@ class DeviceAutotune : public AutotuneSteps {
 
 absl::StatusOr<std::unique_ptr<AutotuneSteps>> DeviceJobRunner::StartAutotune(
     const v1::AutotuneRequest& request, JobContext& context) {
-  auto steps =
-      std::make_unique<DeviceAutotune>(request, context, cycles_path_);
+  auto steps = std::make_unique<DeviceAutotune>(request, context, cycles_path_);
   RETURN_IF_ERROR(steps->Start());
   return steps;
 }

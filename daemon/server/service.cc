@@ -162,8 +162,9 @@ absl::StatusOr<JobPtr> TunerService::RunJob(grpc::ServerContext* context,
                                             const std::string& client,
                                             v1::Priority priority, bool detach,
                                             WriteFn write) {
-  auto job = std::make_shared<Job>(NewJobId(), std::move(request),
-                                   ClientOf(*context, client), priority, detach);
+  auto job =
+      std::make_shared<Job>(NewJobId(), std::move(request),
+                            ClientOf(*context, client), priority, detach);
   RETURN_IF_ERROR(Submit(job));
   RETURN_IF_ERROR(Follow(context, job, !detach, write));
   return job;

@@ -92,8 +92,7 @@ class TunerService final : public v1::Tuner::Service {
   // it through `write` (cancelling it on disconnect unless `detach`).
   template <typename WriteFn>
   absl::StatusOr<JobPtr> RunJob(grpc::ServerContext* context,
-                                Job::Request request,
-                                const std::string& client,
+                                Job::Request request, const std::string& client,
                                 v1::Priority priority, bool detach,
                                 WriteFn write);
   // Streams `job`'s events from the start through `write` until it ends.

@@ -37,8 +37,8 @@ class AutotuneRun::Logged : public TuneContext {
   TuneContext& inner_;
 };
 
-AutotuneRun::AutotuneRun(const v1::Calls& calls,
-                         const AutotuneOptions& options, TuneContext& context)
+AutotuneRun::AutotuneRun(const v1::Calls& calls, const AutotuneOptions& options,
+                         TuneContext& context)
     : calls_(calls),
       options_(options),
       logged_(std::make_unique<Logged>(context)) {}
@@ -46,13 +46,13 @@ AutotuneRun::AutotuneRun(const v1::Calls& calls,
 absl::StatusOr<std::unique_ptr<AutotuneRun>> AutotuneRun::Start(
     const v1::Calls& calls, const Profile& profile,
     const AutotuneOptions& options, TuneContext& context) {
-  std::unique_ptr<AutotuneRun> run(
-      new AutotuneRun(calls, options, context));
+  std::unique_ptr<AutotuneRun> run(new AutotuneRun(calls, options, context));
   ASSIGN_OR_RETURN(run->platform_, context.device().GetPlatform());
   if (!options.cycles_path.empty()) {
     TuneContext& logged = *run->logged_;
-    run->cycles_ = LoadKernelCycles(
-        options.cycles_path, [&logged](const std::string& l) { logged.Log(l); });
+    run->cycles_ =
+        LoadKernelCycles(options.cycles_path,
+                         [&logged](const std::string& l) { logged.Log(l); });
   }
   ASSIGN_OR_RETURN(run->shapes_,
                    Shapes(calls, options.space, run->platform_.generation));

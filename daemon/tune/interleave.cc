@@ -19,8 +19,7 @@ constexpr int kMaxAttemptsPerRound = 20;
 absl::Status WaitIdle(const IdleRules& rules, TuneContext& context) {
   absl::Duration waited;
   while (true) {
-    ASSIGN_OR_RETURN(std::vector<int> holders,
-                     context.device().OtherHolders());
+    ASSIGN_OR_RETURN(std::vector<int> holders, context.device().OtherHolders());
     if (holders.empty()) return absl::OkStatus();
     if (waited >= rules.idle_timeout) {
       return absl::DeadlineExceededError(absl::StrCat(

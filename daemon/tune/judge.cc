@@ -9,9 +9,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "daemon/ops/numeric.h"
 #include "common/op_access.h"
 #include "common/recording.h"
+#include "daemon/ops/numeric.h"
 #include "daemon/ops/reference.h"
 
 namespace irontune {

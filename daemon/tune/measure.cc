@@ -11,9 +11,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/recording.h"
+#include "common/status_macros.h"
 #include "daemon/base/sha256.h"
 #include "daemon/base/stats.h"
-#include "common/status_macros.h"
 #include "daemon/store/cache.h"
 #include "daemon/store/cache_key.h"
 #include "daemon/tune/inputs.h"
@@ -202,9 +202,9 @@ class Measurer {
               "the recorded setting ", OperatorText(plan_.settings[0]),
               " does not build: ", outcome.refusal));
         }
-        context_.Log(absl::StrCat("    ", OperatorText(plan_.settings[i]),
-                                  " does not build, not measured: ",
-                                  outcome.refusal));
+        context_.Log(
+            absl::StrCat("    ", OperatorText(plan_.settings[i]),
+                         " does not build, not measured: ", outcome.refusal));
         outcome_.refused[i] = outcome.refusal;
         continue;
       }
@@ -281,8 +281,8 @@ class Measurer {
       if (context_.cancelled()) {
         return absl::CancelledError("cancelled while preparing a batch");
       }
-      BuildRequest build{plan_.settings[i], platform_, plan_.repeats,
-                         distinct_, plan_.packaging};
+      BuildRequest build{plan_.settings[i], platform_, plan_.repeats, distinct_,
+                         plan_.packaging};
       ASSIGN_OR_RETURN(BuildOutcome many, context_.builder().Build(build));
       if (!many.artifact) {
         if (i == 0) {
@@ -316,7 +316,8 @@ class Measurer {
     const std::string from(PowerModeName(before.power_mode));
     const std::string to(PowerModeName(after.power_mode));
     context_.Log(absl::StrCat("    the power mode changed from ", from, " to ",
-                              to, " during the batch; its figures are "
+                              to,
+                              " during the batch; its figures are "
                               "discarded"));
     return absl::FailedPreconditionError(
         absl::StrCat("the NPU's power mode changed from ", from, " to ", to,
@@ -329,14 +330,15 @@ class Measurer {
                       const std::vector<std::string>& digests,
                       const InterleaveResult& times, const Platform& after) {
     const std::string run =
-        Sha256Hex(absl::StrCat(plan_.seed, "/", batch_number_++, "/",
-                               keys_[0], "/", absl::ToUnixNanos(absl::Now())))
+        Sha256Hex(absl::StrCat(plan_.seed, "/", batch_number_++, "/", keys_[0],
+                               "/", absl::ToUnixNanos(absl::Now())))
             .substr(0, 32);
     const size_t m = probes.size();
     std::vector<double> default_steps;
     for (size_t j = 0; j < m; ++j) {
       const auto& many = times.runs[m + j].rounds_us;
-      const std::vector<double> steps = StepTimes(times.runs[j].rounds_us, many);
+      const std::vector<double> steps =
+          StepTimes(times.runs[j].rounds_us, many);
       if (j == 0) default_steps = steps;
       v1::Measurement out;
       out.set_t_step_us(Median(steps));

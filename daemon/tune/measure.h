@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "common/defaults.h"
 #include "absl/status/statusor.h"
+#include "common/defaults.h"
 #include "common/expression.h"
 #include "daemon/tune/interleave.h"
 #include "daemon/tune/tune_context.h"

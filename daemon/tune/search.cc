@@ -156,7 +156,8 @@ Comparison Comparison::FromProto(const v1::Trial& proto) {
 }
 
 std::vector<TunableValues> Line(const std::vector<TunableValues>& found,
-                          const TunableValues& through, const std::string& name) {
+                                const TunableValues& through,
+                                const std::string& name) {
   // Per distinct value of `name`, in first-seen order: the best setting so
   // far and how many other tunables it moves.
   struct Best {

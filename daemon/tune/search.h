@@ -105,7 +105,8 @@ using TunableValues = std::vector<v1::Field>;
 // `found` on a tie. Where tunables are coupled, a value is reached by moving
 // the others with it. Settings without `name` are ignored.
 std::vector<TunableValues> Line(const std::vector<TunableValues>& found,
-                          const TunableValues& through, const std::string& name);
+                                const TunableValues& through,
+                                const std::string& name);
 
 // The dims a profile entry for `op`'s shape names: those of ShapeDims(op),
 // in that order, that some entry of `covering` names (so the new entry is

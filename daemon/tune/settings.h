@@ -41,7 +41,8 @@ struct SearchSpace {
   // The design a setting of `op` resolves to: two settings of one identity
   // are one design and timed once. The default: the setting's tunables
   // sorted by name with their typed values (SettingIdentity).
-  std::function<std::string(const v1::Operator& op, const TunableValues& setting)>
+  std::function<std::string(const v1::Operator& op,
+                            const TunableValues& setting)>
       identity;
 };
 

@@ -56,8 +56,8 @@ class SettingsTimer {
       }
       const Delta d = AgainstDefault(it->second);
       trials_[i].member_delta_us[m] += w * d.delta_us;
-      noises_[i][m].push_back(d.noise_us ? std::optional<double>(w * *d.noise_us)
-                                         : std::nullopt);
+      noises_[i][m].push_back(
+          d.noise_us ? std::optional<double>(w * *d.noise_us) : std::nullopt);
       if (i == 0 || !trial.refused.empty()) continue;
       ASSIGN_OR_RETURN(std::string why,
                        judge.Verdict(plan, outcome, static_cast<int>(i)));
@@ -184,9 +184,7 @@ class ShapeSearch {
     return std::string();
   }
 
-  absl::StatusOr<std::string> RecordedRefusal() {
-    return RefusalOf(found_[0]);
-  }
+  absl::StatusOr<std::string> RecordedRefusal() { return RefusalOf(found_[0]); }
 
   // Settings the builder refuses are dropped before timing.
   absl::Status DropUnbuildable() {
@@ -294,9 +292,9 @@ class ShapeSearch {
   absl::StatusOr<std::pair<std::vector<ShapeTrial>, double>> TimeSettings(
       const std::vector<TunableValues>& todo) {
     SettingsTimer timer(todo, shape_.members.size());
-    const OutputJudge judge{platform_,      packaging_, options_.seed,
-                            options_.judge, options_.judge_id,
-                            context_.cache()};
+    const OutputJudge judge{platform_,         packaging_,
+                            options_.seed,     options_.judge,
+                            options_.judge_id, context_.cache()};
     for (size_t m = 0; m < shape_.members.size(); ++m) {
       const ShapeMember& member = shape_.members[m];
       MeasurePlan plan = PlanFor(member, todo);
@@ -383,8 +381,8 @@ class ShapeSearch {
     }
     for (size_t i = 1; i < out.trials.size(); ++i) {
       const Comparison& t = out.trials[i].trial;
-      if (t.Gains() && (out.best == 0 ||
-                        t.delta_us < out.trials[out.best].trial.delta_us)) {
+      if (t.Gains() &&
+          (out.best == 0 || t.delta_us < out.trials[out.best].trial.delta_us)) {
         out.best = static_cast<int>(i);
       }
     }
@@ -405,7 +403,7 @@ class ShapeSearch {
       identity_of_;
   std::string recorded_id_;
   std::map<std::string, std::optional<double>> least_;  // by identity
-  std::map<std::string, ShapeTrial> tried_;              // by identity
+  std::map<std::string, ShapeTrial> tried_;             // by identity
   std::optional<double> recorded_us_;
 };
 
@@ -416,13 +414,10 @@ v1::Packaging PackagingFor(const AutotuneOptions& options,
   return options.packaging.value_or(DefaultPackaging(platform));
 }
 
-absl::StatusOr<ShapeResult> TimeShape(const Shape& shape,
-                                      const v1::Calls& calls,
-                                      const Platform& platform,
-                                      const AutotuneOptions& options,
-                                      const KernelCycles& cycles,
-                                      TuneContext& context, TuneStats* stats,
-                                      int shape_index) {
+absl::StatusOr<ShapeResult> TimeShape(
+    const Shape& shape, const v1::Calls& calls, const Platform& platform,
+    const AutotuneOptions& options, const KernelCycles& cycles,
+    TuneContext& context, TuneStats* stats, int shape_index) {
   TuneStats own_stats;
   return ShapeSearch(shape, calls, platform, options, cycles, context,
                      stats != nullptr ? *stats : own_stats, shape_index)

@@ -52,13 +52,10 @@ struct ShapeResult {
 // setting the builder refuses gives its one trial, refused, untimed.
 // `stats` (may be null) is added to; the context hears each trial under
 // `shape_index`.
-absl::StatusOr<ShapeResult> TimeShape(const Shape& shape,
-                                      const v1::Calls& calls,
-                                      const Platform& platform,
-                                      const AutotuneOptions& options,
-                                      const KernelCycles& cycles,
-                                      TuneContext& context, TuneStats* stats,
-                                      int shape_index = 0);
+absl::StatusOr<ShapeResult> TimeShape(
+    const Shape& shape, const v1::Calls& calls, const Platform& platform,
+    const AutotuneOptions& options, const KernelCycles& cycles,
+    TuneContext& context, TuneStats* stats, int shape_index = 0);
 
 // The packaging an Autotune uses on `platform`: the asked one, else full
 // ELF where the platform has it, else the xclbin chain.

@@ -87,11 +87,11 @@ absl::StatusOr<std::string> OutputJudge::Verdict(const MeasurePlan& plan,
   const std::string& want = outcome.measurements.at(0).output();
   const std::string& got = outcome.measurements.at(i).output();
   if (want == got) return std::string();
-  std::string text = absl::StrCat(
-      "judge\n", RecipeKeyHash(default_op, platform, packaging), "\n",
-      RecipeKeyHash(op, platform, packaging), "\n", want, "\n", got, "\n",
-      ValuesText(plan.values), "\n", seed, "\n",
-      Sha256Hex(op.tolerance().SerializeAsString()));
+  std::string text =
+      absl::StrCat("judge\n", RecipeKeyHash(default_op, platform, packaging),
+                   "\n", RecipeKeyHash(op, platform, packaging), "\n", want,
+                   "\n", got, "\n", ValuesText(plan.values), "\n", seed, "\n",
+                   Sha256Hex(op.tolerance().SerializeAsString()));
   for (const auto& [name, bytes] : plan.inputs) {
     absl::StrAppend(&text, "\n", name, "=", Sha256Hex(bytes));
   }

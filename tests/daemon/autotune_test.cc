@@ -132,8 +132,8 @@ struct Rig {
   // A context that keeps its progress across the rig's calls.
   testing::LocalTuneContext& Context(Cache* cache = nullptr) {
     if (!progress) {
-      progress = std::make_unique<testing::LocalTuneContext>(device.get(),
-                                                             &builder);
+      progress =
+          std::make_unique<testing::LocalTuneContext>(device.get(), &builder);
     }
     progress->set_cache(cache);
     return *progress;
@@ -470,7 +470,8 @@ TEST_CASE("Autotune: entries replaced, held, kept; diff; a cached rerun") {
   }
   REQUIRE(gemm_change != nullptr);
   CHECK(gemm_change->has_gain());
-  const Comparison& best = result->shapes[0].trials[result->shapes[0].best].trial;
+  const Comparison& best =
+      result->shapes[0].trials[result->shapes[0].best].trial;
   CHECK(gemm_change->gain_us() == Approx(-best.delta_us));
   CHECK(gemm_change->gain_us() > 0);
   REQUIRE(FieldOf(gemm_change->new_tunables(), "tile_k") != nullptr);

@@ -95,7 +95,8 @@ TEST_CASE("a slow setting is cut after settle rounds, the default never") {
   FakeImage fast(10, &clock), slow(40, &clock), slow_default(50, &clock);
   // The default (group 0) is slowest of all and still never cut.
   auto result = TimeInterleaved({&slow_default, &fast, &slow}, {0, 1, 2},
-                                Timing(8, 3, 2, 1.5), kInf, IdleRules(), *Context(&device));
+                                Timing(8, 3, 2, 1.5), kInf, IdleRules(),
+                                *Context(&device));
   REQUIRE(result.ok());
   REQUIRE(result->runs[0].rounds_us.size() == 8);
   REQUIRE(result->runs[1].rounds_us.size() == 8);
@@ -106,8 +107,9 @@ TEST_CASE("a carried-over fastest figure cuts a setting") {
   int clock = 0;
   FakeDevice device(&clock);
   FakeImage def(30, &clock), other(20, &clock);
-  auto result = TimeInterleaved({&def, &other}, {0, 1}, Timing(6, 3, 3, 1.5),
-                                /*fastest_us=*/10, IdleRules(), *Context(&device));
+  auto result =
+      TimeInterleaved({&def, &other}, {0, 1}, Timing(6, 3, 3, 1.5),
+                      /*fastest_us=*/10, IdleRules(), *Context(&device));
   REQUIRE(result.ok());
   REQUIRE(result->runs[1].rounds_us.size() == 3);
   REQUIRE(result->runs[0].rounds_us.size() == 6);
@@ -121,7 +123,8 @@ TEST_CASE("a group is judged by its slowest run") {
   FakeImage def(60, &clock), a1(10, &clock), a2(100, &clock), b1(40, &clock),
       b2(50, &clock);
   auto result = TimeInterleaved({&def, &a1, &b1, &a2, &b2}, {0, 1, 2, 1, 2},
-                                Timing(5, 2, 1, 1.5), kInf, IdleRules(), *Context(&device));
+                                Timing(5, 2, 1, 1.5), kInf, IdleRules(),
+                                *Context(&device));
   REQUIRE(result.ok());
   REQUIRE(result->runs[1].rounds_us.size() == 1);
   REQUIRE(result->runs[3].rounds_us.size() == 1);
@@ -134,8 +137,8 @@ TEST_CASE("rounds overlapping another process are discarded and repeated") {
   FakeImage a(10, &clock);
   // Another process holds the NPU at the end of the first two rounds.
   device.held = [](int, int polls) { return polls == 2 || polls == 4; };
-  auto result =
-      TimeInterleaved({&a}, {0}, Timing(3, 4, 1, 1.5), kInf, IdleRules(), *Context(&device));
+  auto result = TimeInterleaved({&a}, {0}, Timing(3, 4, 1, 1.5), kInf,
+                                IdleRules(), *Context(&device));
   REQUIRE(result.ok());
   REQUIRE(result->discarded_rounds == 2);
   REQUIRE(result->runs[0].rounds_us.size() == 3);
@@ -163,8 +166,8 @@ TEST_CASE("a call that waited for a CPU is refused and its round repeated") {
   FakeDevice device(&clock);
   FakeImage a(10, &clock);
   a.cpu_wait_at = [](int clock) { return clock == 3 || clock == 10; };
-  auto result =
-      TimeInterleaved({&a}, {0}, Timing(2, 4, 1, 1.5), kInf, IdleRules(), *Context(&device));
+  auto result = TimeInterleaved({&a}, {0}, Timing(2, 4, 1, 1.5), kInf,
+                                IdleRules(), *Context(&device));
   REQUIRE(result.ok());
   REQUIRE(result->refused_calls == 2);
   REQUIRE(result->runs[0].rounds_us.size() == 2);
@@ -175,8 +178,8 @@ TEST_CASE("calls that always wait for a CPU end the timing") {
   FakeDevice device(&clock);
   FakeImage a(10, &clock);
   a.cpu_wait_at = [](int clock) { return clock > 1; };
-  auto result =
-      TimeInterleaved({&a}, {0}, Timing(2, 4, 1, 1.5), kInf, IdleRules(), *Context(&device));
+  auto result = TimeInterleaved({&a}, {0}, Timing(2, 4, 1, 1.5), kInf,
+                                IdleRules(), *Context(&device));
   REQUIRE(absl::IsAborted(result.status()));
 }
 

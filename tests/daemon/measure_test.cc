@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <set>
 
-#include "daemon/base/stats.h"
 #include "common/value.h"
+#include "daemon/base/stats.h"
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
 #include "daemon/store/cache.h"
@@ -18,8 +18,7 @@ namespace {
 // A bf16 GEMM at one setting, with a tolerance.
 v1::Operator Gemm(int64_t m, int64_t k, int64_t n, int64_t tile_m,
                   int64_t tile_k, int64_t tile_n, int64_t columns) {
-  v1::Operator op =
-      testing::IronGemm(m, k, n, tile_m, tile_k, tile_n, columns);
+  v1::Operator op = testing::IronGemm(m, k, n, tile_m, tile_k, tile_n, columns);
   op.mutable_tolerance()->mutable_close()->set_atol(0.03);
   op.mutable_tolerance()->mutable_close()->set_rtol(0.02);
   return op;

@@ -1,14 +1,13 @@
 #include "daemon/ops/reference.h"
 
 #include <catch2/catch.hpp>
-
-#include "tests/testing/operator_fixtures.h"
-#include "tests/testing/sim_fixtures.h"
 #include <cmath>
 #include <cstring>
 
-#include "daemon/ops/numeric.h"
 #include "common/value.h"
+#include "daemon/ops/numeric.h"
+#include "tests/testing/operator_fixtures.h"
+#include "tests/testing/sim_fixtures.h"
 
 namespace irontune {
 namespace {

@@ -106,14 +106,13 @@ TEST_CASE("requests: a Timing out of range is refused, naming the field") {
     double cutoff;
     const char* field;
   };
-  for (const Case& c : {Case{0, 4294967295u, 0, 0, "timing.calls"},
-                        Case{kMaxRounds + 1, 0, 0, 0, "timing.rounds"},
-                        Case{3, 0, 4, 0, "timing.settle"},
-                        Case{0, 0, 9, 0, "timing.settle"},
-                        Case{0, 0, 0, -1, "timing.cutoff"},
-                        Case{0, 0, 0, 0.5, "timing.cutoff"},
-                        Case{0, 0, 0, std::nan(""), "timing.cutoff"},
-                        Case{0, 0, 0, HUGE_VAL, "timing.cutoff"}}) {
+  for (const Case& c :
+       {Case{0, 4294967295u, 0, 0, "timing.calls"},
+        Case{kMaxRounds + 1, 0, 0, 0, "timing.rounds"},
+        Case{3, 0, 4, 0, "timing.settle"}, Case{0, 0, 9, 0, "timing.settle"},
+        Case{0, 0, 0, -1, "timing.cutoff"}, Case{0, 0, 0, 0.5, "timing.cutoff"},
+        Case{0, 0, 0, std::nan(""), "timing.cutoff"},
+        Case{0, 0, 0, HUGE_VAL, "timing.cutoff"}}) {
     v1::Timing* t = request.mutable_timing();
     t->set_rounds(c.rounds);
     t->set_calls(c.calls);

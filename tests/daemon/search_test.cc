@@ -308,7 +308,8 @@ bool Same(const TunableValues& a, const TunableValues& b) {
   return true;
 }
 
-bool SameAll(const std::vector<TunableValues>& a, const std::vector<TunableValues>& b) {
+bool SameAll(const std::vector<TunableValues>& a,
+             const std::vector<TunableValues>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
     if (!Same(a[i], b[i])) return false;
@@ -323,8 +324,8 @@ TEST_CASE("Line tries each value of a tunable, moving the fewest others",
   SECTION("coupled tunables move together") {
     // tile_m = 128 exists only with tile_n = 64: reached by moving tile_n.
     const std::vector<TunableValues> found = {S(32, 32, 4),  S(64, 64, 8),
-                                        S(64, 32, 4),  S(128, 64, 8),
-                                        S(128, 64, 4), S(64, 64, 4)};
+                                              S(64, 32, 4),  S(128, 64, 8),
+                                              S(128, 64, 4), S(64, 64, 4)};
     CHECK(SameAll(Line(found, through, "tile_m"),
                   {S(32, 32, 4), S(64, 32, 4), S(128, 64, 4)}));
   }
@@ -336,7 +337,7 @@ TEST_CASE("Line tries each value of a tunable, moving the fewest others",
   }
   SECTION("values in first-seen order, along another tunable") {
     const std::vector<TunableValues> found = {S(64, 32, 8), S(32, 32, 2),
-                                        S(32, 32, 8), S(64, 32, 2)};
+                                              S(32, 32, 8), S(64, 32, 2)};
     CHECK(SameAll(Line(found, through, "num_aie_columns"),
                   {S(32, 32, 8), S(32, 32, 2)}));
   }
