@@ -142,8 +142,9 @@ absl::StatusOr<std::vector<std::vector<v1::Value>>> Domains(
   return domains;
 }
 
-// `space` with its unset members taken from DefaultSearchSpace().
-SearchSpace Completed(const SearchSpace& space) {
+}  // namespace
+
+SearchSpace CompleteSearchSpace(const SearchSpace& space) {
   SearchSpace out = DefaultSearchSpace();
   if (space.domain) out.domain = space.domain;
   if (space.violation) out.violation = space.violation;
@@ -151,13 +152,11 @@ SearchSpace Completed(const SearchSpace& space) {
   return out;
 }
 
-}  // namespace
-
 absl::StatusOr<std::vector<TunableValues>> Settings(
     const v1::Operator& op, const Platform& platform,
     const std::set<std::string>& pinned, const SearchSpace& given,
     const std::function<void(const std::string&)>& log) {
-  const SearchSpace space = Completed(given);
+  const SearchSpace space = CompleteSearchSpace(given);
   std::set<std::string> held = pinned;
   held.insert(op.pinned().begin(), op.pinned().end());
   const TunableValues recorded = RecordedSetting(op);

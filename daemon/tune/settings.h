@@ -46,8 +46,13 @@ struct SearchSpace {
       identity;
 };
 
-// The recording's domains, no constraint, identity by tunable values.
+// A known class's domain on the generation from the families registry
+// (else the recording's own), its violations from ConstraintViolation, and a
+// design's identity from its tunables' values.
 SearchSpace DefaultSearchSpace();
+
+// `space` with each member it leaves unset taken from DefaultSearchSpace().
+SearchSpace CompleteSearchSpace(const SearchSpace& space);
 
 // The recording's own domains (Tunable.domain), no constraint: the space of
 // a class the registry does not know, and of hand-made test recordings.

@@ -11,13 +11,12 @@ namespace irontune {
 namespace {
 
 // Whether `op` has an unpinned tunable whose domain holds another value.
+// REQUIRES: `space` complete (CompleteSearchSpace).
 bool Searchable(const v1::Operator& op, const std::set<std::string>& pinned,
                 const SearchSpace& space, const std::string& generation) {
-  const SearchSpace fallback = DefaultSearchSpace();
-  const auto& domain_of = space.domain ? space.domain : fallback.domain;
   for (const v1::Tunable& t : op.tunables()) {
     if (pinned.contains(t.name())) continue;
-    for (const v1::Value& v : domain_of(op, t.name(), generation)) {
+    for (const v1::Value& v : space.domain(op, t.name(), generation)) {
       if (!ValuesEqual(v, t.value())) return true;
     }
   }
@@ -30,11 +29,12 @@ absl::StatusOr<std::vector<Shape>> Shapes(const v1::Calls& calls,
                                           const SearchSpace& space,
                                           const std::string& generation) {
   ASSIGN_OR_RETURN(std::vector<ShapeGroup> groups, GroupShapes(calls));
+  const SearchSpace complete = CompleteSearchSpace(space);
   std::vector<Shape> out;
   for (ShapeGroup& group : groups) {
     const v1::Operator& first =
         calls.operators(static_cast<int>(group.members[0].op));
-    if (!Searchable(first, group.pinned, space, generation)) continue;
+    if (!Searchable(first, group.pinned, complete, generation)) continue;
     Shape shape;
     shape.key = std::move(group.key);
     shape.class_name = std::move(group.class_name);

@@ -209,9 +209,7 @@ class ShapeSearch {
   // Design identities, and the kernel bound of each setting where there is
   // one.
   void PrepareSearch() {
-    const SearchSpace fallback = DefaultSearchSpace();
-    identity_of_ =
-        options_.space.identity ? options_.space.identity : fallback.identity;
+    identity_of_ = CompleteSearchSpace(options_.space).identity;
     recorded_id_ = Id(found_[0]);
     if (cycles_.empty() || platform_.core_mhz <= 0 ||
         shape_.class_name != "GEMM") {
