@@ -309,9 +309,7 @@ std::string Mha(const v1::Operator& op, std::string_view generation,
     return absl::StrCat("num_heads ", heads,
                         " is not a positive multiple of num_KV_heads ", kv);
   }
-  return L1(
-      int64_t{2} * (2 * b_q * 64 + 64 * b_kv + b_q * b_kv) * 2 + kL1StackBytes,
-      "the QK^T, softmax and PV blocks");
+  return "";
 }
 
 std::string Gqa(const v1::Operator& op, int columns) {

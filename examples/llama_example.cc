@@ -367,8 +367,8 @@ v1::Operator Mha(int64_t q_rows) {
   return OperatorBuilder("MHA")
       .Param("num_heads", IntValue(kHeads))
       .Param("num_KV_heads", IntValue(kKvHeads))
-      .Param("d", IntValue(kHeadDim))
       .Param("seq_pad", IntValue(kContext))
+      .Param("d", IntValue(kHeadDim))
       .Tunable("num_pipelines", 8, kPipelines)  // profiles/npu2.json
       .In("q", kBf16, {q_rows, kHeads, kHeadDim}, {"", "num_heads", "d"})
       .In("k", kBf16, {kContext, kKvHeads, kHeadDim},
