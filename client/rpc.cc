@@ -11,18 +11,14 @@ namespace irontune {
 namespace {
 
 constexpr char kNotConnectedUrl[] = "type.irontune.dev/not-connected";
-
-void SetDeadline(grpc::ClientContext& context, double timeout_s) {
-  if (timeout_s <= 0) return;
-  context.set_deadline(
-      std::chrono::system_clock::now() +
-      std::chrono::microseconds(static_cast<int64_t>(timeout_s * 1e6)));
-}
+constexpr char kSetupErrorUrl[] = "type.irontune.dev/client-setup";
 
 class GrpcTunerConnection : public TunerConnection {
  public:
-  explicit GrpcTunerConnection(std::shared_ptr<grpc::Channel> channel)
-      : channel_(std::move(channel)), stub_(v1::Tuner::NewStub(channel_)) {}
+  GrpcTunerConnection(std::shared_ptr<grpc::Channel> channel, std::string token)
+      : channel_(std::move(channel)),
+        stub_(v1::Tuner::NewStub(channel_)),
+        token_(std::move(token)) {}
 
   absl::Status Autotune(
       const v1::AutotuneRequest& request, double timeout_s,
@@ -71,15 +67,16 @@ class GrpcTunerConnection : public TunerConnection {
                   }));
   }
 
-  absl::StatusOr<uint64_t> ImportCache(
-      double timeout_s,
+  absl::StatusOr<v1::ImportCacheResponse> ImportCache(
+      double timeout_s, const std::string& source,
       const std::function<bool(std::string*)>& next) override {
     grpc::ClientContext context;
-    SetDeadline(context, timeout_s);
+    Prepare(context, timeout_s);
     v1::ImportCacheResponse response;
     std::unique_ptr<grpc::ClientWriter<v1::CacheLine>> writer =
         stub_->ImportCache(&context, &response);
     v1::CacheLine line;
+    line.set_source(source);
     while (next(line.mutable_line())) {
       if (!writer->Write(line)) break;  // the daemon ended the call early
       line.Clear();
@@ -87,10 +84,31 @@ class GrpcTunerConnection : public TunerConnection {
     writer->WritesDone();
     absl::Status status = Convert(writer->Finish());
     if (!status.ok()) return status;
-    return response.imported();
+    return response;
+  }
+
+  absl::StatusOr<v1::ListImportsResponse> ListImports(
+      const v1::ListImportsRequest& request, double timeout_s) override {
+    return Unary(&v1::Tuner::Stub::ListImports, request, timeout_s);
+  }
+
+  absl::StatusOr<v1::DropImportResponse> DropImport(
+      const v1::DropImportRequest& request, double timeout_s) override {
+    return Unary(&v1::Tuner::Stub::DropImport, request, timeout_s);
   }
 
  private:
+  // The call's deadline (timeout_s > 0) and token.
+  void Prepare(grpc::ClientContext& context, double timeout_s) const {
+    if (!token_.empty()) {
+      context.AddMetadata("authorization", "Bearer " + token_);
+    }
+    if (timeout_s <= 0) return;
+    context.set_deadline(
+        std::chrono::system_clock::now() +
+        std::chrono::microseconds(static_cast<int64_t>(timeout_s * 1e6)));
+  }
+
   // A server-streaming method of the stub.
   template <typename Request, typename Event>
   using StreamMethod = std::unique_ptr<grpc::ClientReader<Event>> (
@@ -108,7 +126,7 @@ class GrpcTunerConnection : public TunerConnection {
                       const Request& request, double timeout_s,
                       const EventCallback<Event>& on_event) {
     grpc::ClientContext context;
-    SetDeadline(context, timeout_s);
+    Prepare(context, timeout_s);
     std::unique_ptr<grpc::ClientReader<Event>> reader =
         (stub_.get()->*method)(&context, request);
     Event event;
@@ -126,7 +144,7 @@ class GrpcTunerConnection : public TunerConnection {
   absl::StatusOr<Response> Unary(UnaryMethod<Request, Response> method,
                                  const Request& request, double timeout_s) {
     grpc::ClientContext context;
-    SetDeadline(context, timeout_s);
+    Prepare(context, timeout_s);
     Response response;
     absl::Status status =
         Convert((stub_.get()->*method)(&context, request, &response));
@@ -151,16 +169,96 @@ class GrpcTunerConnection : public TunerConnection {
 
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Tuner::Stub> stub_;
+  const std::string token_;
 };
+
+// Every call fails with one status.
+class FailingTunerConnection : public TunerConnection {
+ public:
+  explicit FailingTunerConnection(absl::Status status)
+      : status_(std::move(status)) {
+    status_.SetPayload(kSetupErrorUrl, absl::Cord("1"));
+  }
+  absl::Status Autotune(const v1::AutotuneRequest&, double,
+                        const EventCallback<v1::AutotuneEvent>&) override {
+    return status_;
+  }
+  absl::Status Watch(const v1::WatchRequest&, double,
+                     const EventCallback<v1::AutotuneEvent>&) override {
+    return status_;
+  }
+  absl::Status Measure(const v1::MeasureRequest&, double,
+                       const EventCallback<v1::MeasureEvent>&) override {
+    return status_;
+  }
+  absl::StatusOr<v1::StatusResponse> GetStatus(const v1::GetStatusRequest&,
+                                               double) override {
+    return status_;
+  }
+  absl::StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest&,
+                                                double) override {
+    return status_;
+  }
+  absl::StatusOr<v1::CancelResponse> Cancel(const v1::CancelRequest&,
+                                            double) override {
+    return status_;
+  }
+  absl::StatusOr<v1::JobResult> GetResult(const v1::GetResultRequest&,
+                                          double) override {
+    return status_;
+  }
+  absl::Status ExportCache(double, const EventCallback<std::string>&) override {
+    return status_;
+  }
+  absl::StatusOr<v1::ImportCacheResponse> ImportCache(
+      double, const std::string&,
+      const std::function<bool(std::string*)>&) override {
+    return status_;
+  }
+  absl::StatusOr<v1::ListImportsResponse> ListImports(
+      const v1::ListImportsRequest&, double) override {
+    return status_;
+  }
+  absl::StatusOr<v1::DropImportResponse> DropImport(
+      const v1::DropImportRequest&, double) override {
+    return status_;
+  }
+
+ private:
+  absl::Status status_;
+};
+
+std::shared_ptr<grpc::ChannelCredentials> CredentialsOf(
+    const ConnectOptions& options) {
+  if (!options.tls) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = options.tls_ca_pem;
+  ssl.pem_cert_chain = options.tls_cert_pem;
+  ssl.pem_private_key = options.tls_key_pem;
+  return grpc::SslCredentials(ssl);
+}
 
 }  // namespace
 
-std::unique_ptr<TunerConnection> ConnectTuner(const std::string& target) {
+std::unique_ptr<TunerConnection> ConnectTuner(const std::string& target,
+                                              const ConnectOptions& options) {
   grpc::ChannelArguments args;
   // Results and cache exports may be large.
   args.SetMaxReceiveMessageSize(-1);
-  return std::make_unique<GrpcTunerConnection>(grpc::CreateCustomChannel(
-      target, grpc::InsecureChannelCredentials(), args));
+  if (options.tls && !options.tls_server_name.empty()) {
+    args.SetSslTargetNameOverride(options.tls_server_name);
+  }
+  return std::make_unique<GrpcTunerConnection>(
+      grpc::CreateCustomChannel(target, CredentialsOf(options), args),
+      options.token);
+}
+
+std::unique_ptr<TunerConnection> FailingConnection(absl::Status status) {
+  return std::make_unique<FailingTunerConnection>(std::move(status));
+}
+
+bool IsSetupError(const absl::Status& status) {
+  return status.GetPayload(kSetupErrorUrl).has_value();
 }
 
 bool IsNotConnected(const absl::Status& status) {
