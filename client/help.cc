@@ -43,6 +43,10 @@ constexpr std::pair<std::string_view, std::string_view> kCommandHelp[] = {
      "Cancel a queued or running job; it stops within a round. Prints the "
      "job's state afterwards. A submit-role token may cancel only its own "
      "jobs; admin any."},
+    {"health",
+     "Ask the daemon's gRPC health service (grpc.health.v1) whether it "
+     "serves: prints SERVING and exits 0, else exits 1. Needs no token, so "
+     "probes can use it over TLS (deploy/kubernetes)."},
     {"stats", "Rows, size and hit rate of the daemon's cache."},
     {"export",
      "Write the cache as JSON lines to FILE (default: standard output). "

@@ -1,6 +1,8 @@
 #include "client/rpc.h"
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/codegen/client_unary_call.h>
+#include <grpcpp/support/byte_buffer.h>
 
 #include <chrono>
 
@@ -90,6 +92,40 @@ class GrpcTunerConnection : public TunerConnection {
   absl::StatusOr<v1::ListImportsResponse> ListImports(
       const v1::ListImportsRequest& request, double timeout_s) override {
     return Unary(&v1::Tuner::Stub::ListImports, request, timeout_s);
+  }
+
+  // The health proto's generated code is not installed: its two messages
+  // are encoded by hand (HealthCheckRequest{1: service},
+  // HealthCheckResponse{1: status}).
+  absl::StatusOr<int> Health(const std::string& service,
+                             double timeout_s) override {
+    if (service.size() >= 128) {
+      return absl::InvalidArgumentError("--service: name too long");
+    }
+    std::string request_bytes;
+    if (!service.empty()) {
+      request_bytes = std::string{'\x0a', static_cast<char>(service.size())};
+      request_bytes += service;
+    }
+    grpc::Slice slice(request_bytes);
+    grpc::ByteBuffer request(&slice, 1), response;
+    grpc::internal::RpcMethod method("/grpc.health.v1.Health/Check",
+                                     grpc::internal::RpcMethod::NORMAL_RPC);
+    grpc::ClientContext context;
+    Prepare(context, timeout_s);
+    absl::Status status = Convert(
+        grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+            channel_.get(), method, &context, request, &response));
+    if (!status.ok()) return status;
+    std::vector<grpc::Slice> slices;
+    if (!response.Dump(&slices).ok()) return absl::DataLossError("no reply");
+    std::string bytes;
+    for (const grpc::Slice& s : slices) {
+      bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    }
+    if (bytes.empty()) return 0;  // UNKNOWN, the default
+    if (bytes.size() == 2 && bytes[0] == 0x08) return bytes[1];
+    return absl::DataLossError("a health reply that does not parse");
   }
 
   absl::StatusOr<v1::DropImportResponse> DropImport(
@@ -217,6 +253,9 @@ class FailingTunerConnection : public TunerConnection {
   }
   absl::StatusOr<v1::ListImportsResponse> ListImports(
       const v1::ListImportsRequest&, double) override {
+    return status_;
+  }
+  absl::StatusOr<int> Health(const std::string&, double) override {
     return status_;
   }
   absl::StatusOr<v1::DropImportResponse> DropImport(

@@ -57,6 +57,11 @@ class TunerConnection {
       double timeout_s, const std::string& source,
       const std::function<bool(std::string*)>& next) = 0;
 
+  // grpc.health.v1.Health/Check of `service` ("" for the whole server):
+  // its ServingStatus (1 SERVING, 2 NOT_SERVING, 3 SERVICE_UNKNOWN).
+  // Needs no token. InvalidArgument for a name of 128 bytes or more.
+  virtual absl::StatusOr<int> Health(const std::string& service,
+                                     double timeout_s) = 0;
   // Lists the imports the cache keeps, and drops one's rows.
   virtual absl::StatusOr<v1::ListImportsResponse> ListImports(
       const v1::ListImportsRequest& request, double timeout_s) = 0;
