@@ -67,7 +67,7 @@ absl::StatusOr<ConnectOptions> ResolveConnectOptions(
         ReadGiven("--token-file", remote.token_file);
     if (!text.ok()) return text.status();
     options.token = std::string(absl::StripAsciiWhitespace(
-        std::string_view(*text).substr(0, text->find('\n'))));
+        absl::string_view(*text).substr(0, text->find('\n'))));
     if (options.token.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--token-file ", remote.token_file, ": its first line is empty"));

@@ -117,7 +117,10 @@ absl::Status TunerService::CheckOwner(const Caller& caller, Rpc rpc,
                                       const std::string& job_id,
                                       const std::string& owner) {
   absl::Status s = Authenticator::MayTouchJob(caller, rpc, job_id, owner);
-  if (!s.ok()) spdlog::warn("refused: {}", std::string(s.message()));
+  if (!s.ok()) {
+    spdlog::warn("refused {} from {}: {}", RpcName(rpc), caller.ToString(),
+                 std::string(s.message()));
+  }
   return s;
 }
 

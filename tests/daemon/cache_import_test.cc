@@ -98,7 +98,7 @@ TEST_CASE("An import is recorded with its origin and can be dropped",
   absl::StatusOr<std::vector<ImportRecord>> imports = cache->ListImports();
   REQUIRE(imports.ok());
   REQUIRE(imports->size() == 1);
-  const ImportRecord& r = imports->front();
+  const ImportRecord r = imports->front();
   CHECK(r.id == counts->import_id);
   CHECK(r.origin.imported_by == "ops");
   CHECK(r.origin.peer == "ipv4:127.0.0.1:4000");
