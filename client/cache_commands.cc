@@ -140,7 +140,10 @@ struct ImportCommand {
                                    });
     if (!imported.ok()) return daemon.Fail(imported.status());
     ctx.io.out << "imported " << imported->imported() << " lines from " << file
-               << " (import " << imported->import_id() << ")\n";
+               << (imported->import_id() == 0
+                       ? ""
+                       : absl::StrCat(" (import ", imported->import_id(), ")"))
+               << "\n";
     return kExitOk;
   }
 };
