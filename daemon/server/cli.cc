@@ -60,6 +60,81 @@ void AddOptions(CLI::App& app, DaemonOptions& options, std::string& log_level,
       ->check(CLI::ExistingFile);
 }
 
+// The admission limits, the memory budget and what is kept of past jobs
+// (admission.h, docs/operations.md "Admission and limits").
+void AddLimitOptions(CLI::App& app, DaemonOptions& options,
+                     double& jobs_db_days) {
+  AdmissionLimits& l = options.limits;
+  const auto bytes = CLI::AsSizeValue(false);  // 1k = 1024; "16G" works
+  app.add_option("--memory-limit", l.memory_limit_bytes,
+                 "What the running jobs' memory estimates may add up to; a "
+                 "job waits until it fits, one that never can is refused")
+      ->transform(bytes)
+      ->capture_default_str();
+  app.add_option("--job-memory", l.job_memory_bytes,
+                 "One job's estimated peak memory, at most")
+      ->transform(bytes)
+      ->capture_default_str();
+  app.add_option("--job-device-seconds", l.job_device_seconds,
+                 "One job's device time, at most: refused when its estimate "
+                 "is more, stopped within a round when it uses more")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-message-bytes", l.message_bytes,
+                 "The largest gRPC message irontuned reads")
+      ->transform(bytes)
+      ->capture_default_str();
+  app.add_option("--max-profile-bytes", l.profile_bytes,
+                 "The largest profile an Autotune may send")
+      ->transform(bytes)
+      ->capture_default_str();
+  app.add_option("--max-recording-bytes", l.recording_bytes,
+                 "The largest recording an Autotune may send")
+      ->transform(bytes)
+      ->capture_default_str();
+  app.add_option("--max-recording-operators", l.recording_operators,
+                 "Most operators in a recording")
+      ->capture_default_str();
+  app.add_option("--max-recording-steps", l.recording_steps,
+                 "Most steps in a recording, over all its calls")
+      ->capture_default_str();
+  app.add_option("--client-queue-quota", l.client_queue_quota,
+                 "Most jobs one client may have waiting (0: no quota)")
+      ->capture_default_str();
+  app.add_option("--max-streams", l.concurrent_streams,
+                 "Most Autotune, Measure and Watch streams open at once")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--job-history-bytes", options.history_bytes,
+                 "Memory the ended jobs kept for Watch and status may hold "
+                 "(jobs.db keeps them beyond)")
+      ->transform(bytes)
+      ->capture_default_str();
+  app.add_option("--jobs-db-max-age-days", jobs_db_days,
+                 "Ended jobs older than this are deleted from jobs.db")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--jobs-db-max-bytes", options.job_store.max_bytes,
+                 "jobs.db keeps the newest ended jobs within this many bytes")
+      ->transform(bytes)
+      ->capture_default_str();
+}
+
+// Where the device lock lives and what to do with a damaged database.
+void AddStateOptions(CLI::App& app, DaemonOptions& options) {
+  app.add_option("--runtime-dir", options.runtime_dir,
+                 "Directory of the per-device lock (one irontuned per NPU). "
+                 "Default: $RUNTIME_DIRECTORY, else /run/irontune where "
+                 "writable");
+  app.add_flag("--move-corrupt-aside", options.move_corrupt_aside,
+               "A database failing its check at start is renamed to "
+               "FILE.corrupt-TIME and an empty one started, instead of "
+               "refusing to start");
+  // Tests only: databases may not grow (a full disk); hidden from --help.
+  app.add_option("--test-max-database-pages", options.test_max_database_pages)
+      ->group("");
+}
+
 // Runs `options`' daemon until SIGTERM or SIGINT.
 int Serve(DaemonOptions options) {
   // Every thread started from here on inherits the blocked signals; this
@@ -112,7 +187,10 @@ int IrontunedMain(int argc, char** argv) {
   DaemonOptions options;
   std::string log_level = "info";
   std::string sim_clock = "realtime";
+  double jobs_db_days = 30;
   AddOptions(app, options, log_level, sim_clock);
+  AddLimitOptions(app, options, jobs_db_days);
+  AddStateOptions(app, options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -124,6 +202,7 @@ int IrontunedMain(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(log_level));
   options.sim_clock =
       sim_clock == "virtual" ? SimClock::kVirtual : SimClock::kRealTime;
+  options.job_store.max_age = absl::Hours(24) * jobs_db_days;
   return Serve(std::move(options));
 }
 

@@ -168,6 +168,31 @@ absl::Status CheckRepeats(uint32_t repeats) {
   return absl::OkStatus();
 }
 
+// Every entry of the profile names its class; dims and tunables have names
+// and values.
+absl::Status CheckProfile(const v1::Profile& profile) {
+  for (int i = 0; i < profile.entries_size(); ++i) {
+    const v1::ProfileEntry& e = profile.entries(i);
+    const std::string path = absl::StrCat("profile.entries[", i, "]");
+    if (e.operator_class().empty()) {
+      return Invalid(path + ".operator_class: empty");
+    }
+    for (const auto* fields : {&e.dims(), &e.tunables()}) {
+      const char* what = fields == &e.dims() ? ".dims[" : ".tunables[";
+      for (int j = 0; j < fields->size(); ++j) {
+        const v1::Field& f = fields->Get(j);
+        if (f.name().empty()) {
+          return Invalid(absl::StrCat(path, what, j, "].name: empty"));
+        }
+        if (f.value().kind_case() == v1::Value::KIND_NOT_SET) {
+          return Invalid(absl::StrCat(path, what, j, "].value: unset"));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateMeasureRequest(const v1::MeasureRequest& request) {
@@ -186,6 +211,7 @@ absl::Status ValidateAutotuneRequest(const v1::AutotuneRequest& request) {
   if (request.calls().calls_size() == 0) {
     return Invalid("calls.calls: none; a recording to tune has at least one");
   }
+  RETURN_IF_ERROR(CheckProfile(request.profile()));
   RETURN_IF_ERROR(CheckTiming(request.timing()));
   RETURN_IF_ERROR(CheckPriority(request.priority()));
   return CheckRepeats(request.repeats());
