@@ -1,5 +1,6 @@
 #include "daemon/server/worker.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -42,6 +43,8 @@ SettingCounts CountSettings(const JobResultVariant& result) {
 
 struct DeviceWorker::Running {
   JobPtr job;
+  // Held while the job runs: the job itself drops its request when it ends.
+  std::shared_ptr<const Job::Request> request;
   std::unique_ptr<JobContext> context;
   std::unique_ptr<AutotuneSteps> steps;  // an Autotune's
   double device_start_us = 0;
@@ -99,7 +102,22 @@ void DeviceWorker::Stop() {
 
 WorkerStatus DeviceWorker::Status() const {
   absl::MutexLock lock(&mu_);
-  return WorkerStatus{platform_, running_, cache_stats_};
+  return WorkerStatus{platform_, running_, cache_stats_, reserved_bytes_};
+}
+
+bool DeviceWorker::Fits(const Job& job) const {
+  absl::MutexLock lock(&mu_);
+  return reserved_bytes_ <= parts_.memory_limit_bytes &&
+         job.memory_bytes() <= parts_.memory_limit_bytes - reserved_bytes_;
+}
+
+void DeviceWorker::Reserve(const Job& job, bool take) {
+  absl::MutexLock lock(&mu_);
+  if (take) {
+    reserved_bytes_ += job.memory_bytes();
+  } else {
+    reserved_bytes_ -= std::min(reserved_bytes_, job.memory_bytes());
+  }
 }
 
 absl::Status DeviceWorker::RunOnWorker(
@@ -122,7 +140,7 @@ void DeviceWorker::FinishUnrun(const JobPtr& job, absl::Status status) {
     spdlog::info("job {} client={} kind={} ended before it ran: {}", job->id(),
                  job->client(), KindName(job->kind()),
                  job->status().ToString());
-    Save(*job);
+    Save(*job).IgnoreError();
   }
 }
 
@@ -130,7 +148,9 @@ void DeviceWorker::Loop() {
   while (true) {
     RunTasks();
     if (autotune_ != nullptr) {
-      if (JobPtr measure = queue_->TakeMeasure()) {
+      // A Measure whose memory does not fit beside the Autotune waits.
+      if (JobPtr measure = queue_->TakeMeasure(
+              [this](const Job& job) { return Fits(job); })) {
         RunMeasure(measure);
       } else {
         Advance();
@@ -173,12 +193,13 @@ void DeviceWorker::Begin(const JobPtr& job) {
     return;
   }
   if (job->cancelled()) {
-    FinishUnrun(job, absl::CancelledError(job->cancel_reason()));
+    FinishUnrun(job, job->cancel_status());
     return;
   }
   std::unique_ptr<Running> run = Open(job);
+  if (run == nullptr) return;
   absl::StatusOr<std::unique_ptr<AutotuneSteps>> steps = runner_->StartAutotune(
-      std::get<v1::AutotuneRequest>(job->request()), *run->context);
+      std::get<v1::AutotuneRequest>(*run->request), *run->context);
   if (!steps.ok()) {
     End(*run, steps.status(), v1::AutotuneResult());
     return;
@@ -194,12 +215,13 @@ void DeviceWorker::Begin(const JobPtr& job) {
 
 void DeviceWorker::RunMeasure(const JobPtr& job) {
   if (job->cancelled()) {
-    FinishUnrun(job, absl::CancelledError(job->cancel_reason()));
+    FinishUnrun(job, job->cancel_status());
     return;
   }
   std::unique_ptr<Running> run = Open(job);
+  if (run == nullptr) return;
   absl::StatusOr<v1::MeasureResult> result = runner_->RunMeasure(
-      std::get<v1::MeasureRequest>(job->request()), *run->context);
+      std::get<v1::MeasureRequest>(*run->request), *run->context);
   if (result.ok()) {
     End(*run, absl::OkStatus(), *std::move(result));
   } else {
@@ -211,7 +233,11 @@ void DeviceWorker::Advance() {
   SetRunning(autotune_->job);
   absl::Status status = absl::OkStatus();
   if (!autotune_->steps->done()) status = autotune_->steps->Next();
-  if (status.ok() && !autotune_->steps->done()) return;
+  if (status.ok() && !autotune_->steps->done()) {
+    // Its progress, for `jobs` after a crash; a full disk ends it.
+    status = Save(*autotune_->job);
+    if (status.ok() || !absl::IsResourceExhausted(status)) return;
+  }
   std::unique_ptr<Running> run = std::move(autotune_);
   {
     absl::MutexLock lock(&mu_);
@@ -227,11 +253,20 @@ void DeviceWorker::Advance() {
 std::unique_ptr<DeviceWorker::Running> DeviceWorker::Open(const JobPtr& job) {
   auto run = std::make_unique<Running>();
   run->job = job;
+  run->request = job->request();
+  if (run->request == nullptr) return nullptr;  // ended meanwhile
   const JobPtr outer = autotune_ != nullptr ? autotune_->job : nullptr;
   SetRunning(job);
   // Stop may have closed the queue after Pop handed this job out.
   if (stopping_) job->Cancel(kShuttingDown);
   job->MarkStarted();
+  Reserve(*job, true);
+  // On record before it runs, so a crash leaves it INTERRUPTED, not absent.
+  // Without room to record it, it does not run.
+  if (absl::Status saved = Save(*job); absl::IsResourceExhausted(saved)) {
+    job->Cancel(std::string(saved.message()),
+                absl::StatusCode::kResourceExhausted);
+  }
   spdlog::info("job {} started: client={} kind={} priority={}{}", job->id(),
                job->client(), KindName(job->kind()),
                job->priority() == v1::PRIORITY_BATCH ? "batch" : "interactive",
@@ -248,13 +283,14 @@ void DeviceWorker::End(Running& run, absl::Status status,
                        JobResultVariant result) {
   const JobPtr& job = run.job;
   if (!status.ok() && job->cancelled()) {
-    status = absl::CancelledError(job->cancel_reason());
+    status = job->cancel_status();
   }
   // Status readers see the job's cache lookups once it has ended.
   Refresh();
   const SettingCounts counts =
       status.ok() ? CountSettings(result) : SettingCounts();
   job->Finish(status, std::move(result));
+  Reserve(*job, false);
   const double device_s =
       parts_.device_clock_us
           ? (parts_.device_clock_us() - run.device_start_us) / 1e6
@@ -269,7 +305,7 @@ void DeviceWorker::End(Running& run, absl::Status status,
     stats.set_wall_seconds(wall_s);
     job->SetStats(stats);
   }
-  Save(*job);
+  Save(*job).IgnoreError();
   spdlog::info(
       "job {} ended: client={} kind={} shapes={} settings_timed={}/{} "
       "device_time={:.3f}s wall={:.3f}s outcome={}",
@@ -296,13 +332,14 @@ void DeviceWorker::Refresh() {
   if (stats) cache_stats_ = stats;
 }
 
-void DeviceWorker::Save(const Job& job) {
-  if (store_ == nullptr) return;
+absl::Status DeviceWorker::Save(const Job& job) {
+  if (store_ == nullptr) return absl::OkStatus();
   absl::Status s = store_->Save(job.Record());
   if (!s.ok()) {
     spdlog::warn("job {}: not saved in the job store: {}", job.id(),
                  s.ToString());
   }
+  return s;
 }
 
 }  // namespace irontune
