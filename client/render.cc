@@ -79,9 +79,12 @@ std::string ShapesText(const v1::JobSummary& job) {
 }
 
 constexpr std::pair<v1::JobState, std::string_view> kJobStateNames[] = {
-    {v1::JOB_STATE_QUEUED, "queued"},       {v1::JOB_STATE_RUNNING, "running"},
-    {v1::JOB_STATE_SUCCEEDED, "succeeded"}, {v1::JOB_STATE_FAILED, "failed"},
+    {v1::JOB_STATE_QUEUED, "queued"},
+    {v1::JOB_STATE_RUNNING, "running"},
+    {v1::JOB_STATE_SUCCEEDED, "succeeded"},
+    {v1::JOB_STATE_FAILED, "failed"},
     {v1::JOB_STATE_CANCELLED, "cancelled"},
+    {v1::JOB_STATE_INTERRUPTED, "interrupted"},
 };
 
 constexpr std::pair<v1::JobKind, std::string_view> kJobKindNames[] = {
