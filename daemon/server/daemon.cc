@@ -2,14 +2,21 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <system_error>
+#include <tuple>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -20,6 +27,7 @@
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
 #include "daemon/store/cache.h"
+#include "daemon/store/sqlite.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "spdlog/spdlog.h"
@@ -31,9 +39,6 @@
 namespace irontune {
 namespace {
 
-// Recordings may be up to RecordingLimits::max_bytes; leave room for the
-// rest of the request.
-constexpr int kMaxMessageBytes = (512 << 20) + (16 << 20);
 // How long in-flight calls get once the worker has stopped.
 constexpr absl::Duration kServerGrace = absl::Seconds(2);
 
@@ -42,8 +47,23 @@ absl::Status Errno(const std::string& what) {
       absl::StrCat(what, ": ", std::strerror(errno)));
 }
 
-// Removes a unix socket left by an earlier run (we hold the lock, so no
-// live irontuned of this state dir owns it) and makes its directory.
+// Whether something accepts connections on the unix socket `path`.
+bool Answers(const std::string& path) {
+  sockaddr_un addr = {};
+  if (path.size() >= sizeof(addr.sun_path)) return false;
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const bool answered = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr),
+                                  sizeof(addr)) == 0;
+  ::close(fd);
+  return answered;
+}
+
+// Removes a unix socket left by an earlier run and makes its directory. A
+// socket something answers on (another irontuned, whatever its state dir)
+// is left alone: FailedPrecondition naming it.
 absl::Status PrepareUnixSocket(const std::string& address) {
   absl::string_view path(address);
   if (!absl::ConsumePrefix(&path, "unix:")) return absl::OkStatus();
@@ -56,8 +76,48 @@ absl::Status PrepareUnixSocket(const std::string& address) {
     return absl::FailedPreconditionError(absl::StrCat(
         "cannot create ", p.parent_path().string(), ": ", ec.message()));
   }
-  if (std::filesystem::is_socket(p, ec)) std::filesystem::remove(p, ec);
+  if (!std::filesystem::is_socket(p, ec)) return absl::OkStatus();
+  if (Answers(p.string())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "another irontuned answers on ", address,
+        "; it is left alone. Stop that daemon, or listen elsewhere "
+        "(--listen)"));
+  }
+  std::filesystem::remove(p, ec);
   return absl::OkStatus();
+}
+
+// Checks the database at `path` (sqlite::QuickCheck). A damaged one is
+// refused, saying what to do, or with `move_aside` moved aside.
+absl::Status CheckDatabase(const std::string& path, bool move_aside,
+                           const std::string& losing) {
+  absl::Status s = sqlite::QuickCheck(path);
+  if (!absl::IsDataLoss(s)) return s;
+  if (!move_aside) {
+    return absl::DataLossError(absl::StrCat(
+        s.message(),
+        ". irontuned will not use it. Restore it from a backup, or start "
+        "irontuned once with --move-corrupt-aside: it renames the file to ",
+        path, ".corrupt-TIME and starts with an empty one (", losing, ")"));
+  }
+  ASSIGN_OR_RETURN(const std::string aside, sqlite::MoveAside(path));
+  spdlog::warn("{}; moved aside to {}, starting with an empty one ({})",
+               std::string(s.message()), aside, losing);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+namespace {
+
+// The first bytes of `path` ("" when unreadable).
+std::string ReadHead(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  char buf[32] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof(buf) - 1, 0);
+  ::close(fd);
+  return n > 0 ? std::string(buf, n) : std::string();
 }
 
 }  // namespace
@@ -89,8 +149,55 @@ absl::StatusOr<int> TakeLockFile(const std::string& path) {
   return fd;
 }
 
+absl::StatusOr<std::pair<int, int>> TakeStateDirLock(const std::string& dir) {
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return Errno(absl::StrCat("cannot open ", dir));
+  const std::string file = (std::filesystem::path(dir) / "irontuned.lock");
+  if (::flock(dir_fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(dir_fd);
+    if (err != EWOULDBLOCK) {
+      errno = err;
+      return Errno(absl::StrCat("cannot lock ", dir));
+    }
+    std::string pid(absl::StripAsciiWhitespace(ReadHead(file)));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "another irontuned (pid ", pid.empty() ? "unknown" : pid,
+        ") holds the state dir ", dir, "; one irontuned runs per state dir"));
+  }
+  absl::StatusOr<int> file_fd = TakeLockFile(file);
+  if (!file_fd.ok()) {
+    ::close(dir_fd);
+    return file_fd.status();
+  }
+  return std::make_pair(dir_fd, *file_fd);
+}
+
+std::string DeviceLockPath(const std::string& device,
+                           const std::string& runtime_dir) {
+  std::string dir = runtime_dir;
+  if (const char* env = std::getenv("RUNTIME_DIRECTORY");
+      dir.empty() && env != nullptr && *env != '\0') {
+    // systemd lists several directories separated by ':'.
+    dir = std::string(env).substr(0, std::string(env).find(':'));
+  }
+  if (dir.empty() && ::access(kDefaultRuntimeDir, W_OK) == 0) {
+    dir = kDefaultRuntimeDir;
+  }
+  if (dir.empty()) return "";
+  std::string name = device;
+  for (char& c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c))) c = '-';
+  }
+  return (std::filesystem::path(dir) /
+          absl::StrCat("irontuned-", name, ".lock"))
+      .string();
+}
+
 struct Daemon::Parts {
   // Declared in start order; torn down by Shutdown in the documented order.
+  int device_lock_fd = -1;
+  int state_dir_fd = -1;
   int lock_fd = -1;
   std::unique_ptr<JobStore> store;
   std::unique_ptr<JobQueue> queue;
@@ -140,12 +247,13 @@ absl::StatusOr<std::filesystem::path> MakeStateDir(const std::string& dir) {
 // Listens on every address; the addresses listened on, with the port a
 // ":0" address was given.
 absl::StatusOr<std::vector<std::string>> Listen(
-    const std::vector<std::string>& listen, grpc::Service* service,
-    std::unique_ptr<grpc::Server>& server) {
+    const std::vector<std::string>& listen, uint64_t max_message_bytes,
+    grpc::Service* service, std::unique_ptr<grpc::Server>& server) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(
+      std::min<uint64_t>(max_message_bytes, std::numeric_limits<int>::max())));
   if (listen.empty()) {
     return absl::InvalidArgumentError("--listen: no address given");
   }
@@ -179,12 +287,50 @@ absl::StatusOr<std::vector<std::string>> Listen(
 
 }  // namespace
 
+absl::StatusOr<int> Daemon::TakeDeviceLock(const DaemonOptions& options) {
+  const std::string path = DeviceLockPath(options.device, options.runtime_dir);
+  if (path.empty()) {
+    spdlog::warn(
+        "no runtime dir (--runtime-dir, $RUNTIME_DIRECTORY or a writable {}): "
+        "no device lock taken, so only the state dir's lock keeps a second "
+        "irontuned off {}",
+        kDefaultRuntimeDir, options.device);
+    return -1;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(),
+                                      ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create the runtime dir of ", path, ": ",
+                     ec.message(), " (--runtime-dir)"));
+  }
+  return TakeLockFile(path);
+}
+
+absl::Status Daemon::OpenJobStore(const std::filesystem::path& dir,
+                                  const DaemonOptions& options,
+                                  std::unique_ptr<JobStore>& store) {
+  const std::string path = (dir / "jobs.db").string();
+  RETURN_IF_ERROR(CheckDatabase(path, options.move_corrupt_aside,
+                                "past jobs' results are lost"));
+  ASSIGN_OR_RETURN(store, JobStore::Open(path, options.job_store));
+  ASSIGN_OR_RETURN(const std::vector<std::string> lost,
+                   store->MarkInterrupted());
+  for (const std::string& id : lost) {
+    spdlog::warn("job {} was interrupted: irontuned stopped while it ran", id);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Daemon::StartWorker(DaemonOptions& options,
                                  std::unique_ptr<SimDevice> device,
                                  std::unique_ptr<Cache> cache) {
   Parts& p = *parts_;
-  p.queue = std::make_unique<JobQueue>(options.queue_limit);
+  p.queue = std::make_unique<JobQueue>(options.queue_limit,
+                                       options.limits.client_queue_quota);
   WorkerParts wp;
+  wp.memory_limit_bytes = options.limits.memory_limit_bytes;
   SimDevice* sim_device = device.get();
   wp.device_clock_us = [sim_device] { return sim_device->now_us(); };
   wp.device = std::move(device);
@@ -203,15 +349,22 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   auto daemon = std::unique_ptr<Daemon>(new Daemon(std::make_unique<Parts>()));
   Parts& p = *daemon->parts_;
   ASSIGN_OR_RETURN(std::unique_ptr<SimDevice> device, OpenDevice(options));
+  ASSIGN_OR_RETURN(p.device_lock_fd, daemon->TakeDeviceLock(options));
   ASSIGN_OR_RETURN(const std::filesystem::path dir,
                    MakeStateDir(options.state_dir));
-  ASSIGN_OR_RETURN(p.lock_fd, TakeLockFile((dir / "irontuned.lock").string()));
-
+  ASSIGN_OR_RETURN(std::tie(p.state_dir_fd, p.lock_fd),
+                   TakeStateDirLock(dir.string()));
+  if (options.test_max_database_pages > 0) {
+    sqlite::SetMaxPageCountForTesting(options.test_max_database_pages);
+  }
   ASSIGN_OR_RETURN(Platform platform, device->GetPlatform());
   const std::string cache_path = (dir / "irontune.db").string();
+  RETURN_IF_ERROR(CheckDatabase(cache_path, options.move_corrupt_aside,
+                                "its measurements are timed again as jobs "
+                                "need them"));
   ASSIGN_OR_RETURN(std::unique_ptr<Cache> cache,
                    Cache::Open(cache_path, platform.name, platform.power_mode));
-  ASSIGN_OR_RETURN(p.store, JobStore::Open((dir / "jobs.db").string()));
+  RETURN_IF_ERROR(daemon->OpenJobStore(dir, options, p.store));
   RETURN_IF_ERROR(
       daemon->StartWorker(options, std::move(device), std::move(cache)));
 
@@ -224,9 +377,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   deps.cache_path = cache_path;
   deps.cache_platform = platform.name;
   deps.cache_power_mode = platform.power_mode;
+  deps.limits = options.limits;
+  deps.history_bytes = options.history_bytes;
   p.service = std::make_unique<TunerService>(std::move(deps));
   ASSIGN_OR_RETURN(p.addresses,
-                   Listen(options.listen, p.service.get(), p.server));
+                   Listen(options.listen, options.limits.message_bytes,
+                          p.service.get(), p.server));
   // Health: SERVING for "" and for the Tuner service by name, so probes of
   // either succeed; Shutdown turns both NOT_SERVING.
   p.server->GetHealthCheckService()->SetServingStatus(true);
@@ -259,9 +415,9 @@ void Daemon::Shutdown() {
   p.worker.reset();  // closes the cache
   p.queue.reset();
   p.store.reset();
-  if (p.lock_fd >= 0) {
-    ::close(p.lock_fd);
-    p.lock_fd = -1;
+  for (int* fd : {&p.lock_fd, &p.state_dir_fd, &p.device_lock_fd}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
   }
   if (serving) spdlog::info("stopped");
 }
