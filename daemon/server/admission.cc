@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -31,28 +34,39 @@ uint64_t Add(uint64_t a, uint64_t b) {
   return b > kMaxU64 - a ? kMaxU64 : a + b;
 }
 
-// An operator's buffers' bytes, saturating.
-uint64_t BufferBytes(const v1::Operator& op) {
-  uint64_t total = 0;
+// An operator's buffers' bytes, saturating: those the device only reads
+// (inputs), and the rest (outputs, in-out).
+struct Bytes {
+  uint64_t in = 0;
+  uint64_t out = 0;
+};
+
+Bytes BufferBytes(const v1::Operator& op) {
+  Bytes bytes;
   for (const v1::Buffer& b : op.buffers()) {
     uint64_t n = DTypeSize(b.dtype());
     for (uint64_t d : b.shape()) n = Mul(n, d);
+    uint64_t& total = b.role() == v1::BUFFER_ROLE_IN ? bytes.in : bytes.out;
     total = Add(total, n);
   }
-  return total;
+  return bytes;
 }
 
 // What timing `settings` settings of `op` in one Measure holds at its peak
-// (admission.h).
+// (admission.h): the inputs once (every image shares them), each loaded
+// setting's outputs per step of its two images, and each setting's inputs
+// and outputs as read back for judging.
 uint64_t OperatorMemory(const v1::Operator& op, uint64_t settings, int repeats,
                         const Platform& platform) {
-  const uint64_t bytes = BufferBytes(op);
+  const Bytes bytes = BufferBytes(op);
   const uint64_t batch =
       std::min<uint64_t>(settings, std::max(1, platform.hw_contexts / 2));
-  const uint64_t distinct_steps =
-      bytes <= kDistinctBytes ? static_cast<uint64_t>(repeats) : 1;
-  const uint64_t images = Mul(batch, Mul(bytes, 1 + distinct_steps));
-  return Add(images, Mul(settings, bytes));
+  const uint64_t distinct_steps = Add(bytes.in, bytes.out) <= kDistinctBytes
+                                      ? static_cast<uint64_t>(repeats)
+                                      : 1;
+  const uint64_t images = Mul(batch, Mul(bytes.out, 1 + distinct_steps));
+  const uint64_t judged = Mul(settings, Add(bytes.in, bytes.out));
+  return Add(bytes.in, Add(images, judged));
 }
 
 // Device seconds at least, for `settings` settings timed at `timing`.
@@ -60,6 +74,26 @@ double DeviceSeconds(uint64_t settings, const v1::Timing& timing, int repeats) {
   const v1::Timing t = WithDefaults(timing);
   const double runs_us = 2 * kDispatchFloorUs + (1 + repeats) * kStepFloorUs;
   return static_cast<double>(settings) * t.rounds() * t.calls() * runs_us / 1e6;
+}
+
+// The most settings of `settings` one Measure times: all of them up to
+// kExhaustive; above, a coordinate descent's line, which varies one
+// tunable: at most its distinct values (and the point it starts from).
+uint64_t SettingsAtOnce(const std::vector<TunableValues>& settings) {
+  if (settings.size() <= static_cast<size_t>(kExhaustive)) {
+    return std::max<uint64_t>(settings.size(), 1);
+  }
+  std::map<std::string, std::set<std::string>> values;
+  for (const TunableValues& setting : settings) {
+    for (const v1::Field& f : setting) {
+      values[f.name()].insert(f.value().SerializeAsString());
+    }
+  }
+  uint64_t line = 1;
+  for (const auto& [name, distinct] : values) {
+    line = std::max<uint64_t>(line, distinct.size() + 1);
+  }
+  return std::min<uint64_t>(line, kExhaustive);
 }
 
 absl::Status Exhausted(const std::string& what, const std::string& figure,
@@ -165,9 +199,7 @@ absl::StatusOr<JobCost> AdmitAutotune(const v1::AutotuneRequest& request,
     ASSIGN_OR_RETURN(std::vector<TunableValues> settings,
                      Settings(op, platform, shape.pinned, space));
     const uint64_t n = std::max<uint64_t>(settings.size(), 1);
-    // Above kExhaustive settings a coordinate descent times one line of
-    // them per Measure.
-    const uint64_t at_once = std::min<uint64_t>(n, kExhaustive);
+    const uint64_t at_once = SettingsAtOnce(settings);
     peak = std::max(peak, OperatorMemory(op, at_once, repeats, platform));
     cost.device_seconds += DeviceSeconds(n, request.timing(), repeats);
   }

@@ -5,14 +5,14 @@
 // figure and the limit (and the flag that sets it), and nothing is
 // allocated for it.
 //
-// The estimates (docs/operations.md, "Admission"):
-//   - peak memory: a batch of settings is loaded at once, each setting as a
-//     1-step and a `repeats`-step image; the many-step image holds a set of
-//     buffers per distinct step (every step when the default's buffers are
-//     at most kDistinctBytes, else one). So, per timed operator,
-//       batch × buffer bytes × (1 + distinct steps)
-//     plus one copy of the buffers per setting for judging its output, plus
-//     the request itself. An Autotune's figure is its largest shape's.
+// The estimates (docs/operations.md, "Admission and limits"):
+//   - peak memory: per timed operator, its inputs once (every image shares
+//     them); a batch of settings loaded at once, each as a 1-step and a
+//     `repeats`-step image holding its outputs per distinct step (every
+//     step when the buffers are at most kDistinctBytes, else one), so
+//       batch × output bytes × (1 + distinct steps);
+//     plus each setting's inputs and outputs as read back for judging,
+//     plus the request itself. An Autotune's figure is its largest shape's.
 //   - device time, a lower bound: every setting runs its two images
 //     `calls` times a round for `rounds` rounds, each run costing at least
 //     a dispatch and a step floor per step (docs/npu-facts.md, "Call costs").
