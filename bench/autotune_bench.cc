@@ -367,7 +367,7 @@ absl::StatusOr<Truth> GroundTruth(const v1::Calls& calls, const Shape& shape,
 struct Run {
   TunableValues
       chosen;  // the taken setting's tunables (recorded where none gains)
-  bool moved = false;  // another setting than the incumbent taken
+  bool moved = false;   // another setting than the incumbent taken
   std::string profile;  // the tuned profile, as JSON
   Profile tuned;
   int64_t confirmations = 0, confirmed = 0, confirm_timed = 0;
@@ -408,8 +408,7 @@ struct From {
 
 absl::StatusOr<Run> Tune(const v1::Calls& calls, const Config& config,
                          uint64_t seed, int exhaustive,
-                         const TunableValues* watch = nullptr,
-                         From from = {}) {
+                         const TunableValues* watch = nullptr, From from = {}) {
   SimOptions sim_options;
   sim_options.seed = seed;
   auto sim = MakeSimDevice("sim:npu2", sim_options);
@@ -423,8 +422,8 @@ absl::StatusOr<Run> Tune(const v1::Calls& calls, const Config& config,
   options.exhaustive = exhaustive;
   options.remeasure = from.remeasure;
   const Profile empty;
-  auto result = Autotune(calls, from.profile ? *from.profile : empty, options,
-                         deps);
+  auto result =
+      Autotune(calls, from.profile ? *from.profile : empty, options, deps);
   if (!result.ok()) return result.status();
   if (result->shapes.size() != 1) {
     return absl::InternalError(
@@ -882,9 +881,9 @@ void PrintCi(const std::vector<Row>& rows) {
     if (own == static_cast<int>(r.ci.size())) {
       ++all_pass;
     } else {
-      std::printf("    %s: %d of %zu re-tunes changed the profile:",
-                  r.name.c_str(), static_cast<int>(r.ci.size()) - own,
-                  r.ci.size());
+      std::printf(
+          "    %s: %d of %zu re-tunes changed the profile:", r.name.c_str(),
+          static_cast<int>(r.ci.size()) - own, r.ci.size());
       for (const Run& c : r.ci) {
         if (c.profile != r.seed1->profile) {
           std::printf(" [%s %+.2f%%]", SettingText(c.chosen).c_str(),

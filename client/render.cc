@@ -215,7 +215,8 @@ std::string RenderDiffSummary(const v1::ProfileDiff& diff,
   }
   if (diff.has_recording_gain()) {
     absl::StrAppendFormat(
-        &out, "per recording: %.2f ± %.2f µs %s per call than the recorded "
+        &out,
+        "per recording: %.2f ± %.2f µs %s per call than the recorded "
         "settings\n",
         std::fabs(diff.recording_gain_us()), diff.recording_noise_us(),
         diff.recording_gain_us() >= 0 ? "faster" : "slower");
@@ -366,11 +367,10 @@ std::string RenderMeasureResult(const v1::MeasureResult& result) {
     const v1::SettingMeasurement& s = result.settings(i);
     std::string t_step = "-";
     if (s.has_measurement()) {
-      t_step =
-          s.measurement().has_t_step_noise_us()
-              ? absl::StrFormat("%.2f ± %.2f", s.measurement().t_step_us(),
-                                s.measurement().t_step_noise_us())
-              : absl::StrFormat("%.2f", s.measurement().t_step_us());
+      t_step = s.measurement().has_t_step_noise_us()
+                   ? absl::StrFormat("%.2f ± %.2f", s.measurement().t_step_us(),
+                                     s.measurement().t_step_noise_us())
+                   : absl::StrFormat("%.2f", s.measurement().t_step_us());
     }
     std::string delta =
         s.has_delta()

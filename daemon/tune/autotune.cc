@@ -66,11 +66,12 @@ absl::Status AutotuneRun::Next() {
   logged_->OnShape(static_cast<int>(s), total(), shape.key);
   logged_->Log(absl::StrCat("[", s + 1, "/", shapes_.size(), "] ", shape.key));
   const TunableValues incumbent = profile_->Incumbent(
-      s, RecordedSetting(calls_.operators(static_cast<int>(shape.members[0].op))));
-  ASSIGN_OR_RETURN(ShapeResult timed,
-                   TimeShape(shape, calls_, platform_, options_, cycles_,
-                             *logged_, &stats_, static_cast<int>(s),
-                             &incumbent));
+      s,
+      RecordedSetting(calls_.operators(static_cast<int>(shape.members[0].op))));
+  ASSIGN_OR_RETURN(
+      ShapeResult timed,
+      TimeShape(shape, calls_, platform_, options_, cycles_, *logged_, &stats_,
+                static_cast<int>(s), &incumbent));
   if (timed.best != timed.incumbent) {
     const Comparison& gain = timed.against_incumbent.trial;
     logged_->Log(absl::StrFormat(

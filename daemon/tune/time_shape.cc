@@ -74,7 +74,8 @@ class SettingsTimer {
       }
       const auto base = outcome.measurements.find(base_);
       if (base_ != 0 && base == outcome.measurements.end()) {
-        if (trial.refused.empty()) trial.refused = WhyUnmeasured(outcome, base_);
+        if (trial.refused.empty())
+          trial.refused = WhyUnmeasured(outcome, base_);
         noises_[i][m].push_back(std::nullopt);
         continue;
       }
@@ -127,8 +128,7 @@ class ShapeSearch {
   ShapeSearch(const Shape& shape, const v1::Calls& calls,
               const Platform& platform, const AutotuneOptions& options,
               const KernelCycles& cycles, TuneContext& context,
-              TuneStats& stats, int shape_index,
-              const TunableValues* incumbent)
+              TuneStats& stats, int shape_index, const TunableValues* incumbent)
       : shape_(shape),
         calls_(calls),
         platform_(platform),
@@ -456,13 +456,14 @@ class ShapeSearch {
   void Collect(ShapeResult& out) {
     out.incumbent = TriedInOrder(out.trials);
     out.best = out.incumbent;
-    out.against_incumbent =
-        Untimed(out.trials[out.incumbent].trial.tunables, shape_.members.size());
+    out.against_incumbent = Untimed(out.trials[out.incumbent].trial.tunables,
+                                    shape_.members.size());
     if (!recorded_batches_.empty()) {
       out.recorded_us = Median(recorded_batches_);
       const std::optional<double> within = Quadrature(recorded_within_);
       const std::optional<double> between = BatchNoise(recorded_batches_);
-      if (within && between) out.recorded_noise_us = std::hypot(*within, *between);
+      if (within && between)
+        out.recorded_noise_us = std::hypot(*within, *between);
     }
   }
 
@@ -508,8 +509,9 @@ class ShapeSearch {
     if (!incumbent_recorded) todo.push_back(incumbent);
     todo.push_back(challenger);
     const int before = static_cast<int>(stats_.device_timed);
-    ASSIGN_OR_RETURN(TimedBatch timed,
-                     TimeSettings(todo, true, static_cast<int>(todo.size()) - 2));
+    ASSIGN_OR_RETURN(
+        TimedBatch timed,
+        TimeSettings(todo, true, static_cast<int>(todo.size()) - 2));
     stats_.confirm_timed += stats_.device_timed - before;
     return std::move(timed.trials.back());
   }

@@ -157,7 +157,8 @@ std::pair<Profile, v1::ProfileDiff> TunedProfile::Finish(
   }
   for (const v1::ProfileEntry& added : diff.added()) {
     v1::EntryGain* gain = diff.add_added_gains();
-    const std::optional<size_t> s = MadeFor(added.operator_class(), added.dims());
+    const std::optional<size_t> s =
+        MadeFor(added.operator_class(), added.dims());
     if (s) SetGain(results[*s], *gain);
   }
   const std::optional<double> noise = Quadrature(model_noise_);

@@ -601,8 +601,8 @@ v1::Operator TiedGemv(int64_t vector) {
 }
 
 double TrueUs(Rig& rig, const v1::Operator& op) {
-  auto built = rig.builder.Build(
-      {op, rig.platform(), 1, true, v1::PACKAGING_FULL_ELF});
+  auto built =
+      rig.builder.Build({op, rig.platform(), 1, true, v1::PACKAGING_FULL_ELF});
   REQUIRE(built.ok());
   REQUIRE(built->artifact.has_value());
   auto us = rig.device->TrueStepUs(*built->artifact);
@@ -616,7 +616,8 @@ Profile WithVector(const Profile& written, int64_t vector) {
   v1::Profile proto = written.proto();
   for (v1::ProfileEntry& e : *proto.mutable_entries()) {
     for (v1::Field& f : *e.mutable_tunables()) {
-      if (f.name() == "kernel_vector_size") *f.mutable_value() = IntValue(vector);
+      if (f.name() == "kernel_vector_size")
+        *f.mutable_value() = IntValue(vector);
     }
   }
   return Profile(proto);
@@ -693,8 +694,8 @@ TEST_CASE("Autotune: a re-tune of the tuned profile, remeasured, keeps it") {
 }
 
 TEST_CASE("Autotune: a gain below min_gain keeps the incumbent") {
-  const v1::Calls calls = MakeCalls({SearchGemm(256, 256, 256, 64, 64, 1)},
-                                    {0});
+  const v1::Calls calls =
+      MakeCalls({SearchGemm(256, 256, 256, 64, 64, 1)}, {0});
   AutotuneOptions options;
   options.space = RecordingSearchSpace();
   options.timing = Quick();

@@ -429,8 +429,8 @@ namespace {
 // (tile_m 64, tile_n 64), noise.
 Comparison Trial(int64_t m, int64_t n, double delta, double noise) {
   Comparison t;
-  for (const auto& [name, v] : {std::pair<const char*, int64_t>{"tile_m", m},
-                                {"tile_n", n}}) {
+  for (const auto& [name, v] :
+       {std::pair<const char*, int64_t>{"tile_m", m}, {"tile_n", n}}) {
     v1::Field f;
     f.set_name(name);
     f.mutable_value()->set_int_value(v);
@@ -470,9 +470,8 @@ TEST_CASE("Beats: both margins, the incumbent's noise in quadrature",
 TEST_CASE("Pick: the incumbent keeps ties", "[search]") {
   // tile_m 32 measured a little faster than the incumbent (tile_m 64,
   // tile_n 32), within the noise: the incumbent stays.
-  std::vector<Comparison> trials = {Trial(64, 64, 0, 0),
-                                    Trial(64, 32, -10, 0.5),
-                                    Trial(32, 32, -10.8, 0.5)};
+  std::vector<Comparison> trials = {
+      Trial(64, 64, 0, 0), Trial(64, 32, -10, 0.5), Trial(32, 32, -10.8, 0.5)};
   CHECK(Pick(trials, 1, 2.0, 0) == 1);
   // Beyond the noise but not beyond the practical margin: it stays too.
   trials[2].delta_us = -12;
@@ -485,13 +484,12 @@ TEST_CASE("Pick: the incumbent keeps ties", "[search]") {
   CHECK(Pick(trials, 0, 2.0, 2.5) == 1);
 }
 
-TEST_CASE("Pick: among equals the fewest changes, then the first",
-          "[search]") {
+TEST_CASE("Pick: among equals the fewest changes, then the first", "[search]") {
   // Three challengers beat the recorded setting; the fastest (index 3) is
   // not distinguishable from the other two.
   std::vector<Comparison> trials = {
-      Trial(64, 64, 0, 0), Trial(32, 32, -10.0, 0.4),
-      Trial(32, 64, -10.2, 0.4), Trial(64, 32, -10.5, 0.4)};
+      Trial(64, 64, 0, 0), Trial(32, 32, -10.0, 0.4), Trial(32, 64, -10.2, 0.4),
+      Trial(64, 32, -10.5, 0.4)};
   // Indices 2 and 3 change one tunable, index 1 two: the first of 2 and 3.
   CHECK(Pick(trials, 0, 2.0, 0) == 2);
   // Noise does not reorder equals: swapping the measured deltas of 2 and 3
