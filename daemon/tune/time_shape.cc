@@ -395,8 +395,6 @@ class ShapeSearch {
     return TimeBatch(found_, false);
   }
 
-  // Passes over the tunables, each timing the Line() through the best
-  // setting so far, until a pass moves nothing.
   // Passes over the tunables from the incumbent, each timing the Line()
   // through the setting Pick() takes so far, until a pass moves nothing.
   absl::Status CoordinateDescent() {
