@@ -472,7 +472,6 @@ TEST_CASE("Autotune: entries replaced, held, kept; diff; a cached rerun") {
   CHECK(gemm_change->has_gain());
   // Against what the profile ran (1 column): the confirmation's figure.
   const ShapeResult& gemm_shape = result->shapes[0];
-  CHECK(gemm_shape.incumbent != 0);
   CHECK(IntOf(gemm_shape.trials[gemm_shape.incumbent].trial.tunables,
               "num_aie_columns") == 1);
   CHECK(gemm_change->gain_us() ==
@@ -592,11 +591,14 @@ TEST_CASE("Autotune: the example recording's profile loads and matches") {
 namespace irontune {
 namespace {
 
-// A DDR-bound GEMV whose kernel_vector_size (32 or 64) does not change its
-// time: a true tie.
+// A GEMV whose kernel_vector_size (32 or 64) does not change its time: a
+// true tie.
 v1::Operator TiedGemv(int64_t vector) {
-  v1::Operator op = testing::Gemv(2048, 8192, 2, 256, vector, 8);
+  v1::Operator op = testing::Gemv(2048, 2048, 2, 256, vector, 8);
   SetDomain(op, "kernel_vector_size", {32, 64});
+  // A reduction's gate, so the other vector size's rounding is admitted.
+  op.mutable_tolerance()->mutable_close()->set_atol(1.0 / 32);
+  op.mutable_tolerance()->mutable_close()->set_rtol(1.0 / 64);
   return op;
 }
 
@@ -672,7 +674,10 @@ TEST_CASE("Autotune: a re-tune of the tuned profile, remeasured, keeps it") {
   auto tuned = Autotune(calls, Profile(), options, first.Context());
   REQUIRE(tuned.ok());
   REQUIRE(tuned->shapes[0].best != 0);  // 1 column is far from the best
-  CHECK(tuned->diff.recording_gain_us() == Approx(tuned->diff.model_gain_us()));
+  // From an empty profile both model figures are gains over the recording:
+  // one from the confirmations, one from the search's trials.
+  CHECK(tuned->diff.model_gain_us() > 0);
+  CHECK(tuned->diff.recording_gain_us() > 0);
   for (uint64_t seed : {2, 3, 4}) {
     Rig rig(/*noise=*/true, seed);
     AutotuneOptions again = options;
