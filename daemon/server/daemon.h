@@ -18,16 +18,17 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "daemon/npu/device.h"
 #include "daemon/server/runner.h"
 
 namespace irontune {
 
 class Cache;
-class SimDevice;
 
 inline constexpr char kDefaultListen[] = "unix:/run/irontune/irontuned.sock";
 inline constexpr char kDefaultStateDir[] = "/var/lib/irontune";
@@ -44,6 +45,12 @@ struct DaemonOptions {
   // mlir-aie nightly kernel cycles (daemon/tune/kernel_cycles.h) for the
   // GEMM bound; empty: none, every setting is timed.
   std::string kernel_cycles;
+  // Set at start (`xrt-smi configure --pmode` on a real NPU); nullopt
+  // leaves the NPU's.
+  std::optional<PowerMode> power_mode;
+  // The xrt-smi program a real NPU is examined with; "" finds it
+  // ($XILINX_XRT/bin, /opt/xilinx/xrt/bin, then PATH).
+  std::string xrt_smi;
   // Tests only: replaces the DeviceJobRunner.
   std::unique_ptr<JobRunner> runner;
 };
@@ -69,7 +76,7 @@ class Daemon {
   struct Parts;
   explicit Daemon(std::unique_ptr<Parts> parts);
   absl::Status StartWorker(DaemonOptions& options,
-                           std::unique_ptr<SimDevice> device,
+                           std::unique_ptr<Device> device,
                            std::unique_ptr<Cache> cache);
   std::unique_ptr<Parts> parts_;
 };
