@@ -11,7 +11,7 @@ namespace {
 
 using nlohmann::json;
 
-absl::Status Bad(std::string_view field, std::string_view what) {
+absl::Status Bad(absl::string_view field, absl::string_view what) {
   return absl::InvalidArgumentError(
       absl::StrCat("artifact manifest: ", field, ": ", what));
 }
@@ -79,7 +79,7 @@ absl::Status ParseFiles(const json& j, XrtManifest& m) {
 
 }  // namespace
 
-absl::StatusOr<XrtManifest> ParseXrtManifest(std::string_view payload) {
+absl::StatusOr<XrtManifest> ParseXrtManifest(absl::string_view payload) {
   const json j = json::parse(payload, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Bad("payload", "not JSON");
   if (!j.is_object()) return Bad("payload", "not a JSON object");

@@ -18,10 +18,10 @@
 #define IRONTUNE_DAEMON_XRT_ARTIFACT_MANIFEST_H_
 
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "irontune/v1/measurement.pb.h"
 
 namespace irontune {
@@ -47,7 +47,7 @@ struct XrtManifest {
 // .insts_word: ...") for anything else: not JSON, another format, a
 // missing or relative path, a symbol with the wrong index kind for the
 // packaging, a negative index, a symbol named twice.
-absl::StatusOr<XrtManifest> ParseXrtManifest(std::string_view payload);
+absl::StatusOr<XrtManifest> ParseXrtManifest(absl::string_view payload);
 
 // The manifest as JSON text (the inverse of ParseXrtManifest).
 std::string XrtManifestJson(const XrtManifest& manifest);

@@ -20,12 +20,12 @@
 
 namespace irontune {
 
-absl::StatusOr<std::vector<int>> ParseCpuList(std::string_view text) {
+absl::StatusOr<std::vector<int>> ParseCpuList(absl::string_view text) {
   std::set<int> cpus;
-  const std::string_view trimmed = absl::StripAsciiWhitespace(text);
-  for (std::string_view piece :
+  const absl::string_view trimmed = absl::StripAsciiWhitespace(text);
+  for (absl::string_view piece :
        absl::StrSplit(trimmed, ',', absl::SkipEmpty())) {
-    std::pair<std::string_view, std::string_view> range =
+    std::pair<absl::string_view, absl::string_view> range =
         absl::StrSplit(piece, absl::MaxSplits('-', 1));
     int lo = 0, hi = 0;
     if (!absl::SimpleAtoi(range.first, &lo) ||
@@ -40,18 +40,18 @@ absl::StatusOr<std::vector<int>> ParseCpuList(std::string_view text) {
   return std::vector<int>(cpus.begin(), cpus.end());
 }
 
-std::vector<MailboxIrq> ParseMailboxIrqs(std::string_view text) {
+std::vector<MailboxIrq> ParseMailboxIrqs(absl::string_view text) {
   std::vector<MailboxIrq> irqs;
-  for (std::string_view line : absl::StrSplit(text, '\n')) {
-    if (line.find("xdna_mailbox") == std::string_view::npos) continue;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (line.find("xdna_mailbox") == absl::string_view::npos) continue;
     const size_t colon = line.find(':');
     MailboxIrq irq;
-    if (colon == std::string_view::npos ||
+    if (colon == absl::string_view::npos ||
         !absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(0, colon)),
                           &irq.irq)) {
       continue;
     }
-    for (std::string_view field :
+    for (absl::string_view field :
          absl::StrSplit(line.substr(colon + 1), ' ', absl::SkipEmpty())) {
       int64_t n = 0;
       if (!absl::SimpleAtoi(field, &n)) break;  // the chip and name begin
@@ -75,8 +75,8 @@ std::vector<int> RisenIrqs(const std::vector<MailboxIrq>& before,
   return risen.empty() ? all : risen;
 }
 
-absl::StatusOr<int64_t> ParseSchedstatWaitNs(std::string_view text) {
-  std::vector<std::string_view> fields =
+absl::StatusOr<int64_t> ParseSchedstatWaitNs(absl::string_view text) {
+  std::vector<absl::string_view> fields =
       absl::StrSplit(absl::StripAsciiWhitespace(text), ' ', absl::SkipEmpty());
   int64_t wait = 0;
   if (fields.size() < 2 || !absl::SimpleAtoi(fields[1], &wait) || wait < 0) {
@@ -220,7 +220,7 @@ std::optional<int64_t> TimingHygiene::CpuWaitNs() {
   if (!wait.ok()) {
     if (!warned_schedstat_) {
       spdlog::warn("timing hygiene: {}: {}; CPU waits are reported as 0", path,
-                   wait.status().message());
+                   std::string(wait.status().message()));
       warned_schedstat_ = true;
     }
     return std::nullopt;

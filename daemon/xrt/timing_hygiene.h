@@ -21,17 +21,17 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace irontune {
 
 // "0-3,8,10-11" -> {0,1,2,3,8,10,11}, sorted and unique. InvalidArgument
 // naming the bad piece.
-absl::StatusOr<std::vector<int>> ParseCpuList(std::string_view text);
+absl::StatusOr<std::vector<int>> ParseCpuList(absl::string_view text);
 
 struct MailboxIrq {
   int irq = 0;
@@ -39,7 +39,7 @@ struct MailboxIrq {
 };
 // The `xdna_mailbox` lines of /proc/interrupts. Lines that are not IRQ
 // lines (the CPU header, "ERR:") are skipped.
-std::vector<MailboxIrq> ParseMailboxIrqs(std::string_view proc_interrupts);
+std::vector<MailboxIrq> ParseMailboxIrqs(absl::string_view proc_interrupts);
 
 // The IRQs whose count rose from `before` to `after` (IRON keeps those a
 // warm run raised); all of `after` when none rose.
@@ -48,7 +48,7 @@ std::vector<int> RisenIrqs(const std::vector<MailboxIrq>& before,
 
 // The run-queue wait in ns: the second field of a schedstat line.
 // InvalidArgument otherwise.
-absl::StatusOr<int64_t> ParseSchedstatWaitNs(std::string_view text);
+absl::StatusOr<int64_t> ParseSchedstatWaitNs(absl::string_view text);
 
 struct HygieneOptions {
   bool enabled = true;  // false: no pinning, no spinners (CPU waits still)

@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "daemon/xrt/artifact_manifest.h"
 #include "spdlog/spdlog.h"
@@ -26,8 +27,8 @@
 
 namespace irontune {
 
-absl::StatusOr<unsigned int> ParseXrtSpec(std::string_view spec) {
-  std::string_view rest = spec;
+absl::StatusOr<unsigned int> ParseXrtSpec(absl::string_view spec) {
+  absl::string_view rest = spec;
   unsigned int index = 0;
   if (!absl::ConsumePrefix(&rest, "xrt:") || rest.empty() ||
       !absl::SimpleAtoi(rest, &index) || index > 63) {
@@ -40,6 +41,9 @@ absl::StatusOr<unsigned int> ParseXrtSpec(std::string_view spec) {
 namespace {
 
 constexpr char kElfKernel[] = "main:sequence";
+
+// The seam speaks std::string_view; this Abseil has its own.
+absl::string_view A(std::string_view s) { return {s.data(), s.size()}; }
 constexpr unsigned int kOpcode = 3;  // the NPU's "run the instructions"
 
 std::string StateName(ert_cmd_state state) {
@@ -80,7 +84,7 @@ absl::Status RunFailed(ert_cmd_state state, int step) {
 
 // Runs `f`, turning what XRT throws into a Status about `what`.
 template <typename F>
-absl::Status Guard(std::string_view what, F&& f) {
+absl::Status Guard(absl::string_view what, F&& f) {
   try {
     f();
     return absl::OkStatus();
@@ -366,7 +370,7 @@ absl::StatusOr<DataBuffer*> XrtImage::Find(std::string_view name) {
   for (DataBuffer& d : buffers_)
     if (d.info.name == name) return &d;
   return absl::InvalidArgumentError(
-      absl::StrCat("the image has no buffer \"", name, "\""));
+      absl::StrCat("the image has no buffer \"", A(name), "\""));
 }
 
 absl::Status XrtImage::WriteBuffer(std::string_view name,
@@ -374,10 +378,10 @@ absl::Status XrtImage::WriteBuffer(std::string_view name,
   ASSIGN_OR_RETURN(DataBuffer * d, Find(name));
   if (bytes.size() != d->info.nbytes) {
     return absl::InvalidArgumentError(
-        absl::StrCat("buffer ", name, " holds ", d->info.nbytes, " bytes, not ",
-                     bytes.size()));
+        absl::StrCat("buffer ", A(name), " holds ", d->info.nbytes,
+                     " bytes, not ", bytes.size()));
   }
-  return Guard(absl::StrCat("buffer ", name), [&] {
+  return Guard(absl::StrCat("buffer ", A(name)), [&] {
     std::memcpy(d->bo.map<void*>(), bytes.data(), bytes.size());
     d->bo.sync(XCL_BO_SYNC_BO_TO_DEVICE);
   });
@@ -386,7 +390,7 @@ absl::Status XrtImage::WriteBuffer(std::string_view name,
 absl::StatusOr<std::string> XrtImage::ReadBuffer(std::string_view name) {
   ASSIGN_OR_RETURN(DataBuffer * d, Find(name));
   std::string out(d->info.nbytes, '\0');
-  RETURN_IF_ERROR(Guard(absl::StrCat("buffer ", name), [&] {
+  RETURN_IF_ERROR(Guard(absl::StrCat("buffer ", A(name)), [&] {
     d->bo.sync(XCL_BO_SYNC_BO_FROM_DEVICE);
     std::memcpy(out.data(), d->bo.map<void*>(), out.size());
   }));
@@ -485,7 +489,7 @@ absl::StatusOr<std::unique_ptr<XrtDevice>> XrtDevice::Open(
     absl::Status set = impl->smi.SetPowerMode(mode);
     if (!set.ok()) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "--power-mode ", PowerModeName(mode), ": ", set.message()));
+          "--power-mode ", A(PowerModeName(mode)), ": ", set.message()));
     }
   }
   auto device = std::unique_ptr<XrtDevice>(new XrtDevice(std::move(impl)));

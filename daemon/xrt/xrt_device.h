@@ -32,9 +32,9 @@
 #include <chrono>
 #include <memory>
 #include <optional>
-#include <string_view>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "daemon/npu/device.h"
 #include "daemon/xrt/timing_hygiene.h"
 #include "daemon/xrt/xrt_smi.h"
@@ -53,7 +53,7 @@ struct XrtDeviceOptions {
 };
 
 // "xrt:0" -> 0. InvalidArgument naming the spec otherwise.
-absl::StatusOr<unsigned int> ParseXrtSpec(std::string_view spec);
+absl::StatusOr<unsigned int> ParseXrtSpec(absl::string_view spec);
 
 class XrtDevice : public Device {
  public:

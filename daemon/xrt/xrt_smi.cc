@@ -23,12 +23,12 @@ namespace {
 
 // A "Key : value" line's key, lowercased with single spaces, and its
 // trimmed value; false for other lines and the device banner.
-bool SplitField(std::string_view line, std::string& key, std::string& value) {
-  const std::string_view trimmed = absl::StripAsciiWhitespace(line);
+bool SplitField(absl::string_view line, std::string& key, std::string& value) {
+  const absl::string_view trimmed = absl::StripAsciiWhitespace(line);
   if (trimmed.empty() || trimmed.front() == '[') return false;
   const size_t colon = trimmed.find(':');
-  if (colon == std::string_view::npos) return false;
-  std::vector<std::string_view> words =
+  if (colon == absl::string_view::npos) return false;
+  std::vector<absl::string_view> words =
       absl::StrSplit(trimmed.substr(0, colon), ' ', absl::SkipEmpty());
   key = absl::AsciiStrToLower(absl::StrJoin(words, " "));
   value = std::string(absl::StripAsciiWhitespace(trimmed.substr(colon + 1)));
@@ -37,11 +37,11 @@ bool SplitField(std::string_view line, std::string& key, std::string& value) {
 
 }  // namespace
 
-absl::StatusOr<SmiPlatform> ParsePlatformReport(std::string_view text) {
+absl::StatusOr<SmiPlatform> ParsePlatformReport(absl::string_view text) {
   bool have_name = false;
   bool have_mode = false;
   SmiPlatform p;
-  for (std::string_view line : absl::StrSplit(text, '\n')) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
     std::string key, value;
     if (!SplitField(line, key, value)) continue;
     if (key == "name" && !have_name) {
@@ -77,7 +77,7 @@ namespace {
 
 using nlohmann::json;
 
-absl::Status BadJson(const std::string& where, std::string_view what) {
+absl::Status BadJson(const std::string& where, absl::string_view what) {
   return absl::InvalidArgumentError(
       absl::StrCat("xrt-smi aie-partitions report: ", where, ": ", what));
 }
@@ -121,7 +121,7 @@ absl::Status PartitionPids(const json& part, const std::string& where,
 
 }  // namespace
 
-absl::StatusOr<std::vector<int>> ParseAiePartitions(std::string_view text,
+absl::StatusOr<std::vector<int>> ParseAiePartitions(absl::string_view text,
                                                     int own_pid) {
   const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return BadJson("file", "not JSON");
@@ -157,10 +157,11 @@ absl::StatusOr<Platform> PlatformOf(const SmiPlatform& smi) {
   static constexpr Row kNpu1 = {"npu1", 4, 6, false, 800, 1024, 1600};
   static constexpr Row kNpu2 = {"npu2", 8, 16, true, 792, 1267, 1800};
   const Row* row = nullptr;
-  for (const char* n : {"Phoenix", "Hawk Point"})
-    if (absl::StrContainsIgnoreCase(smi.name, n)) row = &kNpu1;
-  for (const char* n : {"Strix", "Krackan", "Gorgon"})
-    if (absl::StrContainsIgnoreCase(smi.name, n)) row = &kNpu2;
+  const std::string name = absl::AsciiStrToLower(smi.name);
+  for (const char* n : {"phoenix", "hawk point"})
+    if (absl::StrContains(name, n)) row = &kNpu1;
+  for (const char* n : {"strix", "krackan", "gorgon"})
+    if (absl::StrContains(name, n)) row = &kNpu2;
   if (row == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "unknown NPU \"", smi.name,

@@ -13,10 +13,10 @@
 #define IRONTUNE_DAEMON_XRT_XRT_SMI_H_
 
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "daemon/npu/device.h"
 
@@ -33,14 +33,14 @@ struct SmiPlatform {
 // device banner ("[0000:c5:00.1] : NPU Strix") is not a field. The first
 // "Name" and the first "Power Mode" win. InvalidArgument naming the field
 // that is missing or the power mode that is unknown.
-absl::StatusOr<SmiPlatform> ParsePlatformReport(std::string_view text);
+absl::StatusOr<SmiPlatform> ParsePlatformReport(absl::string_view text);
 
 // Parses `xrt-smi examine -r aie-partitions -f JSON`'s file: the pids of
 // every hardware context (devices[].aie_partitions.partitions[]
 // .hw_contexts[].pid, as text or number), without `own_pid`, sorted and
 // unique. A report with no partitions is no holders. InvalidArgument
 // naming the path in the JSON for anything malformed.
-absl::StatusOr<std::vector<int>> ParseAiePartitions(std::string_view json,
+absl::StatusOr<std::vector<int>> ParseAiePartitions(absl::string_view json,
                                                     int own_pid);
 
 // The platform facts a name implies (docs/npu-facts.md): generation,
