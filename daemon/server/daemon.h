@@ -51,6 +51,17 @@ struct DaemonOptions {
   // The xrt-smi program a real NPU is examined with; "" finds it
   // ($XILINX_XRT/bin, /opt/xilinx/xrt/bin, then PATH).
   std::string xrt_smi;
+  // Security (docs/security.md). The unix sockets' group (empty: the
+  // daemon's own); they are made mode 0660 whatever the umask.
+  std::string socket_group;
+  // Serve plaintext off loopback (logged as a warning).
+  bool insecure = false;
+  // TLS for every TCP address: PEM files; empty: none.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;  // also ask for and verify client certificates
+  // The tokens file (daemon/server/auth.h); empty: local callers only.
+  std::string tokens;
   // Tests only: replaces the DeviceJobRunner.
   std::unique_ptr<JobRunner> runner;
 };
