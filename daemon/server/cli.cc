@@ -22,13 +22,14 @@ namespace irontune {
 
 namespace {
 
-// Flags (and config-file keys) straight into `options`; the two that need
-// translating into `log_level` and `sim_clock`.
+// Flags (and config-file keys) straight into `options`; the three that
+// need translating into `log_level`, `sim_clock` and `power_mode`.
 void AddOptions(CLI::App& app, DaemonOptions& options, std::string& log_level,
-                std::string& sim_clock) {
+                std::string& sim_clock, std::string& power_mode) {
   app.add_option("--device", options.device,
-                 "The NPU to serve: sim:npu2 or sim:npu1 (simulated). xrt:N "
-                 "(a real NPU) is reserved and not built into this binary")
+                 "The NPU to serve: sim:npu2 or sim:npu1 (simulated), or xrt:N "
+                 "(a real NPU, where irontuned was built with XRT: "
+                 "docs/npu-box.md)")
       ->capture_default_str();
   app.add_option("--listen", options.listen,
                  "Where to serve gRPC; repeat for several: unix:PATH or "
@@ -60,6 +61,16 @@ void AddOptions(CLI::App& app, DaemonOptions& options, std::string& log_level,
                  "docs/search.md): GEMM settings their kernel alone shows "
                  "cannot win are not timed. Default: none")
       ->check(CLI::ExistingFile);
+  app.add_option("--power-mode", power_mode,
+                 "Set the NPU's power mode at start (xrt-smi configure "
+                 "--pmode; turbo is refused while other processes hold NPU "
+                 "contexts). Default: leave it. docs/npu-box.md")
+      ->check(CLI::IsMember(
+          {"default", "powersaver", "balanced", "performance", "turbo"}));
+  app.add_option("--xrt-smi", options.xrt_smi,
+                 "The xrt-smi program a real NPU is examined with. Default: "
+                 "$XILINX_XRT/bin/xrt-smi, /opt/xilinx/xrt/bin/xrt-smi, or "
+                 "xrt-smi in PATH");
 }
 
 // The admission limits, the memory budget and what is kept of past jobs
@@ -239,7 +250,8 @@ int IrontunedMain(int argc, char** argv) {
   std::string log_level = "info";
   std::string sim_clock = "realtime";
   double jobs_db_days = 30;
-  AddOptions(app, options, log_level, sim_clock);
+  std::string power_mode;
+  AddOptions(app, options, log_level, sim_clock, power_mode);
   AddLimitOptions(app, options, jobs_db_days);
   AddStateOptions(app, options);
   std::string hash_token;
@@ -257,6 +269,7 @@ int IrontunedMain(int argc, char** argv) {
   options.sim_clock =
       sim_clock == "virtual" ? SimClock::kVirtual : SimClock::kRealTime;
   options.job_store.max_age = absl::Hours(24) * jobs_db_days;
+  if (!power_mode.empty()) options.power_mode = *ParsePowerMode(power_mode);
   return Serve(std::move(options));
 }
 

@@ -31,6 +31,7 @@
 #include "daemon/server/auth.h"
 #include "daemon/server/service.h"
 #include "daemon/server/tls.h"
+#include "daemon/sim/presets.h"
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
 #include "daemon/store/cache.h"
@@ -39,6 +40,10 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "spdlog/spdlog.h"
+
+#ifdef IRONTUNE_HAVE_XRT
+#include "daemon/xrt/xrt_device.h"
+#endif
 
 #ifndef IRONTUNE_VERSION
 #define IRONTUNE_VERSION "unknown"
@@ -308,20 +313,56 @@ const std::vector<std::string>& Daemon::addresses() const {
 
 namespace {
 
-absl::StatusOr<std::unique_ptr<SimDevice>> OpenDevice(
+#ifndef IRONTUNE_HAVE_XRT
+// The simulated NPUs this irontuned has, "sim:npu2, sim:npu1".
+std::string SimDeviceNames() {
+  std::vector<std::string> names;
+  for (const char* spec : {"sim:npu2", "sim:npu1"})
+    if (sim::FindSimPreset(spec) != nullptr) names.push_back(spec);
+  return absl::StrJoin(names, ", ");
+}
+#endif
+
+// A real NPU, `--device xrt:N`.
+absl::StatusOr<std::unique_ptr<Device>> OpenXrtDevice(
     const DaemonOptions& options) {
-  if (absl::StartsWith(options.device, "xrt:")) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "--device ", options.device,
-        ": real NPUs (xrt) are not built into this irontuned; it has the "
-        "simulated NPU only (sim:npu2, sim:npu1)"));
-  }
+#ifdef IRONTUNE_HAVE_XRT
+  ASSIGN_OR_RETURN(const unsigned int index, ParseXrtSpec(options.device));
+  XrtDeviceOptions xrt;
+  xrt.index = index;
+  xrt.smi.path = options.xrt_smi;
+  xrt.power_mode = options.power_mode;
+  ASSIGN_OR_RETURN(std::unique_ptr<XrtDevice> device,
+                   XrtDevice::Open(std::move(xrt)));
+  device.reset();
+  // Designs for a real NPU come from an external builder
+  // (docs/builder-protocol.md); irontuned has none configured.
+  return absl::FailedPreconditionError(absl::StrCat(
+      "--device ", options.device,
+      " needs --builder-command (the program that builds designs for a real "
+      "NPU, docs/builder-protocol.md); none is given"));
+#else
+  return absl::FailedPreconditionError(absl::StrCat(
+      "--device ", options.device,
+      ": XRT was not found when this irontuned was built, so it cannot drive "
+      "a real NPU; build it with XRT 2.18 or later as docs/npu-box.md says "
+      "(\"Building with XRT\"). It has the simulated NPUs: ",
+      SimDeviceNames()));
+#endif
+}
+
+absl::StatusOr<std::unique_ptr<Device>> OpenDevice(
+    const DaemonOptions& options) {
+  if (absl::StartsWith(options.device, "xrt:")) return OpenXrtDevice(options);
   SimOptions sim;
   sim.seed = options.sim_seed;
   sim.clock = options.sim_clock == SimClock::kVirtual
                   ? SimOptions::Clock::kVirtual
                   : SimOptions::Clock::kRealTime;
-  return MakeSimDevice(options.device, sim);
+  if (options.power_mode) sim.power_mode = *options.power_mode;
+  ASSIGN_OR_RETURN(std::unique_ptr<SimDevice> device,
+                   MakeSimDevice(options.device, sim));
+  return device;
 }
 
 absl::StatusOr<std::filesystem::path> MakeStateDir(const std::string& dir) {
@@ -421,15 +462,16 @@ absl::Status Daemon::OpenJobStore(const std::filesystem::path& dir,
 }
 
 absl::Status Daemon::StartWorker(DaemonOptions& options,
-                                 std::unique_ptr<SimDevice> device,
+                                 std::unique_ptr<Device> device,
                                  std::unique_ptr<Cache> cache) {
   Parts& p = *parts_;
   p.queue = std::make_unique<JobQueue>(options.queue_limit,
                                        options.limits.client_queue_quota);
   WorkerParts wp;
   wp.memory_limit_bytes = options.limits.memory_limit_bytes;
-  SimDevice* sim_device = device.get();
-  wp.device_clock_us = [sim_device] { return sim_device->now_us(); };
+  if (auto* sim_device = dynamic_cast<SimDevice*>(device.get())) {
+    wp.device_clock_us = [sim_device] { return sim_device->now_us(); };
+  }
   wp.device = std::move(device);
   wp.builder = std::make_unique<SimBuilder>();
   wp.cache = std::move(cache);
@@ -446,7 +488,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   auto daemon = std::unique_ptr<Daemon>(new Daemon(std::make_unique<Parts>()));
   Parts& p = *daemon->parts_;
   ASSIGN_OR_RETURN(const Security security, LoadSecurity(options));
-  ASSIGN_OR_RETURN(std::unique_ptr<SimDevice> device, OpenDevice(options));
+  ASSIGN_OR_RETURN(std::unique_ptr<Device> device, OpenDevice(options));
   ASSIGN_OR_RETURN(p.device_lock_fd, daemon->TakeDeviceLock(options));
   ASSIGN_OR_RETURN(const std::filesystem::path dir,
                    MakeStateDir(options.state_dir));

@@ -25,11 +25,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "daemon/npu/device.h"
 #include "daemon/server/admission.h"
 #include "daemon/server/runner.h"
 #include "daemon/store/jobs_store.h"
@@ -37,7 +39,6 @@
 namespace irontune {
 
 class Cache;
-class SimDevice;
 
 inline constexpr char kDefaultListen[] = "unix:/run/irontune/irontuned.sock";
 inline constexpr char kDefaultStateDir[] = "/var/lib/irontune";
@@ -55,6 +56,12 @@ struct DaemonOptions {
   // mlir-aie nightly kernel cycles (daemon/tune/kernel_cycles.h) for the
   // GEMM bound; empty: none, every setting is timed.
   std::string kernel_cycles;
+  // Set at start (`xrt-smi configure --pmode` on a real NPU); nullopt
+  // leaves the NPU's.
+  std::optional<PowerMode> power_mode;
+  // The xrt-smi program a real NPU is examined with; "" finds it
+  // ($XILINX_XRT/bin, /opt/xilinx/xrt/bin, then PATH).
+  std::string xrt_smi;
   // Security (docs/security.md). The unix sockets' group (empty: the
   // daemon's own); they are made mode 0660 whatever the umask.
   std::string socket_group;
@@ -112,7 +119,7 @@ class Daemon {
                             const DaemonOptions& options,
                             std::unique_ptr<JobStore>& store);
   absl::Status StartWorker(DaemonOptions& options,
-                           std::unique_ptr<SimDevice> device,
+                           std::unique_ptr<Device> device,
                            std::unique_ptr<Cache> cache);
   std::unique_ptr<Parts> parts_;
 };
