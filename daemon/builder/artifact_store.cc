@@ -79,6 +79,7 @@ absl::StatusOr<Json> EntryJson(const std::string& recipe_hash,
     Json one = {{"name", s.name}};
     if (s.insts_word >= 0) one["insts_word"] = s.insts_word;
     if (s.arg >= 0) one["arg"] = s.arg;
+    if (s.scratchpad_word >= 0) one["scratchpad_word"] = s.scratchpad_word;
     symbols.push_back(one);
   }
   return Json{{"format", kEntryFormat},

@@ -237,7 +237,10 @@ absl::StatusOr<std::vector<BuiltSymbol>> ParseSymbols(
     if (s.name.empty()) return Field::Bad(name.path(), "is empty");
     if (!names.insert(s.name).second)
       return Field::Bad(f.path(), absl::StrCat("repeats \"", s.name, "\""));
-    if (elf) {
+    if (elf && f.Has("scratchpad_word")) {
+      ASSIGN_OR_RETURN(Field word, f.Get("scratchpad_word"));
+      ASSIGN_OR_RETURN(s.scratchpad_word, word.Int(0, 1 << 20));
+    } else if (elf) {
       ASSIGN_OR_RETURN(Field arg, f.Get("arg"));
       ASSIGN_OR_RETURN(s.arg, arg.Int(0, 1 << 16));
     } else {

@@ -19,12 +19,14 @@ namespace irontune {
 inline constexpr int kBuilderProtocol = 1;
 
 // A per-call value of a built image and where it is written: the word of
-// the instruction stream (xclbin chain) or the kernel argument (full ELF).
-// Exactly one of insts_word and arg is >= 0.
+// the instruction stream (xclbin chain), or the kernel argument or the
+// word of the ctrl scratchpad (IRON's parameter table; full ELF). Exactly
+// one of insts_word, arg and scratchpad_word is >= 0.
 struct BuiltSymbol {
   std::string name;
   int64_t insts_word = -1;
   int64_t arg = -1;
+  int64_t scratchpad_word = -1;
 };
 
 // The files of a built design, as paths relative to the build's directory.

@@ -204,6 +204,11 @@ TEST_CASE("A full ELF reply names the ELF and argument symbols") {
   REQUIRE(r.ok());
   CHECK(r->files.elf == "d.xclbin");
   CHECK(r->symbols.at(0).arg == 4);
+  f.reply["symbols"] = {{{"name", "seq_len"}, {"scratchpad_word", 2}}};
+  r = f.Parse();
+  REQUIRE(r.ok());
+  CHECK(r->symbols.at(0).scratchpad_word == 2);
+  CHECK(r->symbols.at(0).arg == -1);
   f.reply["symbols"] = {{{"name", "seq_len"}, {"insts_word", 4}}};
   CHECK(f.Error() == "reply.symbols[0].arg is missing");
 }
