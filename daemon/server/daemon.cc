@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <system_error>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -16,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "daemon/builder/command_builder.h"
 #include "daemon/server/service.h"
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
@@ -92,6 +94,10 @@ absl::StatusOr<int> TakeLockFile(const std::string& path) {
 struct Daemon::Parts {
   // Declared in start order; torn down by Shutdown in the documented order.
   int lock_fd = -1;
+  // With --builder-command: the artifact store (outlives the worker, which
+  // owns the builder) and the builder until the worker takes it.
+  std::unique_ptr<ArtifactStore> artifacts;
+  std::unique_ptr<Builder> command_builder;
   std::unique_ptr<JobStore> store;
   std::unique_ptr<JobQueue> queue;
   std::unique_ptr<DeviceWorker> worker;
@@ -177,6 +183,37 @@ absl::StatusOr<std::vector<std::string>> Listen(
   return addresses;
 }
 
+// With --builder-command, the CommandBuilder and its artifact store in
+// DIR/artifacts, into `builder` and `artifacts`; nothing otherwise.
+absl::Status OpenCommandBuilder(const DaemonOptions& options,
+                                const std::filesystem::path& dir,
+                                std::unique_ptr<ArtifactStore>& artifacts,
+                                std::unique_ptr<Builder>& builder) {
+  if (options.builder_command.empty()) return absl::OkStatus();
+  if (absl::StartsWith(options.device, "sim:")) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--builder-command builds designs for a real NPU (--device xrt:N); "
+        "the simulated NPU ",
+        options.device, " builds its own and cannot load them"));
+  }
+  ASSIGN_OR_RETURN(artifacts,
+                   ArtifactStore::Open((dir / "artifacts").string(),
+                                       options.artifact_store_bytes));
+  CommandBuilderOptions o;
+  o.command = options.builder_command;
+  o.timeout = absl::Seconds(options.build_timeout_s);
+  o.jobs =
+      options.build_jobs > 0
+          ? options.build_jobs
+          : std::max(1,
+                     static_cast<int>(std::thread::hardware_concurrency()) - 1);
+  ASSIGN_OR_RETURN(builder, CommandBuilder::Create(o, artifacts.get()));
+  spdlog::info("builder: {} ({} at once, {} s timeout); artifacts in {}",
+               builder->Environment(), o.jobs, options.build_timeout_s,
+               artifacts->dir());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status Daemon::StartWorker(DaemonOptions& options,
@@ -188,7 +225,8 @@ absl::Status Daemon::StartWorker(DaemonOptions& options,
   SimDevice* sim_device = device.get();
   wp.device_clock_us = [sim_device] { return sim_device->now_us(); };
   wp.device = std::move(device);
-  wp.builder = std::make_unique<SimBuilder>();
+  wp.builder = p.command_builder ? std::move(p.command_builder)
+                                 : std::make_unique<SimBuilder>();
   wp.cache = std::move(cache);
   wp.runner = options.runner
                   ? std::move(options.runner)
@@ -206,6 +244,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   ASSIGN_OR_RETURN(const std::filesystem::path dir,
                    MakeStateDir(options.state_dir));
   ASSIGN_OR_RETURN(p.lock_fd, TakeLockFile((dir / "irontuned.lock").string()));
+  RETURN_IF_ERROR(
+      OpenCommandBuilder(options, dir, p.artifacts, p.command_builder));
 
   ASSIGN_OR_RETURN(Platform platform, device->GetPlatform());
   const std::string cache_path = (dir / "irontune.db").string();

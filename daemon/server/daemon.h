@@ -44,6 +44,12 @@ struct DaemonOptions {
   // mlir-aie nightly kernel cycles (daemon/tune/kernel_cycles.h) for the
   // GEMM bound; empty: none, every setting is timed.
   std::string kernel_cycles;
+  // A build command speaking docs/builder-protocol.md, for a real NPU;
+  // empty: the simulated NPU's own builder.
+  std::string builder_command;
+  double build_timeout_s = 600;
+  int build_jobs = 0;  // builds at once; 0: the cores less one, at least 1
+  uint64_t artifact_store_bytes = uint64_t{10} << 30;  // 0: no cap
   // Tests only: replaces the DeviceJobRunner.
   std::unique_ptr<JobRunner> runner;
 };
