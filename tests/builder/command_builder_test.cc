@@ -122,7 +122,9 @@ TEST_CASE("CommandBuilder builds a full ELF with argument symbols") {
   REQUIRE(built->artifact);
   const auto manifest = nlohmann::json::parse(built->artifact->payload);
   CHECK(manifest["packaging"] == "full_elf");
-  CHECK(fs::exists(manifest["elf"].get<std::string>()));
+  const auto design =
+      nlohmann::json::parse(e2e::ReadFile(manifest["elf"].get<std::string>()));
+  CHECK(design["kernel"] == "main:sequence");
   CHECK_FALSE(manifest.contains("xclbin"));
   CHECK(manifest["symbols"][0]["arg"] == 3);
 }
