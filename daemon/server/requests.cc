@@ -168,6 +168,14 @@ absl::Status CheckRepeats(uint32_t repeats) {
   return absl::OkStatus();
 }
 
+absl::Status CheckMinGain(const v1::AutotuneRequest& request) {
+  if (!request.has_min_gain()) return absl::OkStatus();
+  const double g = request.min_gain();
+  if (std::isfinite(g) && g >= 0 && g < 1) return absl::OkStatus();
+  return Invalid(absl::StrCat("min_gain: ", g,
+                              " is not a share of the step time in [0, 1)"));
+}
+
 }  // namespace
 
 absl::Status ValidateMeasureRequest(const v1::MeasureRequest& request) {
@@ -188,6 +196,7 @@ absl::Status ValidateAutotuneRequest(const v1::AutotuneRequest& request) {
   }
   RETURN_IF_ERROR(CheckTiming(request.timing()));
   RETURN_IF_ERROR(CheckPriority(request.priority()));
+  RETURN_IF_ERROR(CheckMinGain(request));
   return CheckRepeats(request.repeats());
 }
 
@@ -251,6 +260,7 @@ AutotuneOptions AutotuneOptionsOf(const v1::AutotuneRequest& request,
   options.remeasure = request.remeasure();
   options.seed = request.seed();
   options.cycles_path = cycles_path;
+  if (request.has_min_gain()) options.min_gain = request.min_gain();
   return options;
 }
 

@@ -172,3 +172,28 @@ TEST_CASE("requests: a job id must be there and printable") {
 
 }  // namespace
 }  // namespace irontune
+
+namespace irontune {
+namespace {
+
+TEST_CASE("requests: min_gain is a share of the step in [0, 1)") {
+  v1::AutotuneRequest request;
+  *request.mutable_calls() = testing::AddSiluCalls();
+  REQUIRE(ValidateAutotuneRequest(request).ok());
+  CHECK(AutotuneOptionsOf(request, "").min_gain == kMinGain);
+  for (double bad : {-0.001, 1.0, 2.5, std::nan(""), HUGE_VAL}) {
+    request.set_min_gain(bad);
+    const absl::Status s = ValidateAutotuneRequest(request);
+    INFO(bad << ": " << s.ToString());
+    CHECK(absl::IsInvalidArgument(s));
+    CHECK(absl::StartsWith(s.message(), "min_gain"));
+  }
+  for (double good : {0.0, 0.005, 0.2}) {
+    request.set_min_gain(good);
+    CHECK(ValidateAutotuneRequest(request).ok());
+    CHECK(AutotuneOptionsOf(request, "").min_gain == good);
+  }
+}
+
+}  // namespace
+}  // namespace irontune
