@@ -61,6 +61,23 @@ void AddOptions(CLI::App& app, DaemonOptions& options, std::string& log_level,
                  "docs/search.md): GEMM settings their kernel alone shows "
                  "cannot win are not timed. Default: none")
       ->check(CLI::ExistingFile);
+  app.add_option("--builder-command", options.builder_command,
+                 "For a real NPU: the command that builds a design "
+                 "(docs/builder-protocol.md), e.g. deploy/iron-builder; "
+                 "split on white space. Not with a sim device");
+  app.add_option("--build-timeout", options.build_timeout_s,
+                 "Seconds one build may take; then its process group is "
+                 "killed and the setting fails")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
+  app.add_option("--build-jobs", options.build_jobs,
+                 "Most builds running at once. Default: the cores less one, "
+                 "at least 1")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--artifact-store-bytes", options.artifact_store_bytes,
+                 "Cap on STATE_DIR/artifacts (built designs); least recently "
+                 "used ones are deleted beyond it. 0: no cap")
+      ->capture_default_str();
   app.add_option("--power-mode", power_mode,
                  "Set the NPU's power mode at start (xrt-smi configure "
                  "--pmode; turbo is refused while other processes hold NPU "

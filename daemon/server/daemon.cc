@@ -18,6 +18,7 @@
 #include <optional>
 #include <system_error>
 #include <tuple>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -28,6 +29,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "daemon/builder/command_builder.h"
 #include "daemon/server/auth.h"
 #include "daemon/server/service.h"
 #include "daemon/server/tls.h"
@@ -294,6 +296,10 @@ struct Daemon::Parts {
   int device_lock_fd = -1;
   int state_dir_fd = -1;
   int lock_fd = -1;
+  // With --builder-command: the artifact store (outlives the worker, which
+  // owns the builder) and the builder until the worker takes it.
+  std::unique_ptr<ArtifactStore> artifacts;
+  std::unique_ptr<Builder> command_builder;
   std::unique_ptr<JobStore> store;
   std::unique_ptr<JobQueue> queue;
   std::unique_ptr<DeviceWorker> worker;
@@ -334,13 +340,15 @@ absl::StatusOr<std::unique_ptr<Device>> OpenXrtDevice(
   xrt.power_mode = options.power_mode;
   ASSIGN_OR_RETURN(std::unique_ptr<XrtDevice> device,
                    XrtDevice::Open(std::move(xrt)));
-  device.reset();
   // Designs for a real NPU come from an external builder
-  // (docs/builder-protocol.md); irontuned has none configured.
-  return absl::FailedPreconditionError(absl::StrCat(
-      "--device ", options.device,
-      " needs --builder-command (the program that builds designs for a real "
-      "NPU, docs/builder-protocol.md); none is given"));
+  // (docs/builder-protocol.md).
+  if (options.builder_command.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--device ", options.device,
+        " needs --builder-command (the program that builds designs for a "
+        "real NPU, docs/builder-protocol.md); none is given"));
+  }
+  return std::unique_ptr<Device>(std::move(device));
 #else
   return absl::FailedPreconditionError(absl::StrCat(
       "--device ", options.device,
@@ -423,6 +431,37 @@ absl::StatusOr<std::vector<std::string>> Listen(
   return addresses;
 }
 
+// With --builder-command, the CommandBuilder and its artifact store in
+// DIR/artifacts, into `builder` and `artifacts`; nothing otherwise.
+absl::Status OpenCommandBuilder(const DaemonOptions& options,
+                                const std::filesystem::path& dir,
+                                std::unique_ptr<ArtifactStore>& artifacts,
+                                std::unique_ptr<Builder>& builder) {
+  if (options.builder_command.empty()) return absl::OkStatus();
+  if (absl::StartsWith(options.device, "sim:")) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--builder-command builds designs for a real NPU (--device xrt:N); "
+        "the simulated NPU ",
+        options.device, " builds its own and cannot load them"));
+  }
+  ASSIGN_OR_RETURN(artifacts,
+                   ArtifactStore::Open((dir / "artifacts").string(),
+                                       options.artifact_store_bytes));
+  CommandBuilderOptions o;
+  o.command = options.builder_command;
+  o.timeout = absl::Seconds(options.build_timeout_s);
+  o.jobs =
+      options.build_jobs > 0
+          ? options.build_jobs
+          : std::max(1,
+                     static_cast<int>(std::thread::hardware_concurrency()) - 1);
+  ASSIGN_OR_RETURN(builder, CommandBuilder::Create(o, artifacts.get()));
+  spdlog::info("builder: {} ({} at once, {} s timeout); artifacts in {}",
+               builder->Environment(), o.jobs, options.build_timeout_s,
+               artifacts->dir());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<int> Daemon::TakeDeviceLock(const DaemonOptions& options) {
@@ -473,7 +512,8 @@ absl::Status Daemon::StartWorker(DaemonOptions& options,
     wp.device_clock_us = [sim_device] { return sim_device->now_us(); };
   }
   wp.device = std::move(device);
-  wp.builder = std::make_unique<SimBuilder>();
+  wp.builder = p.command_builder ? std::move(p.command_builder)
+                                 : std::make_unique<SimBuilder>();
   wp.cache = std::move(cache);
   wp.runner = options.runner
                   ? std::move(options.runner)
@@ -497,6 +537,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   if (options.test_max_database_pages > 0) {
     sqlite::SetMaxPageCountForTesting(options.test_max_database_pages);
   }
+  RETURN_IF_ERROR(
+      OpenCommandBuilder(options, dir, p.artifacts, p.command_builder));
   ASSIGN_OR_RETURN(Platform platform, device->GetPlatform());
   const std::string cache_path = (dir / "irontune.db").string();
   RETURN_IF_ERROR(CheckDatabase(cache_path, options.move_corrupt_aside,

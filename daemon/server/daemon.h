@@ -73,6 +73,12 @@ struct DaemonOptions {
   std::string tls_client_ca;  // also ask for and verify client certificates
   // The tokens file (daemon/server/auth.h); empty: local callers only.
   std::string tokens;
+  // A build command speaking docs/builder-protocol.md, for a real NPU;
+  // empty: the simulated NPU's own builder.
+  std::string builder_command;
+  double build_timeout_s = 600;
+  int build_jobs = 0;  // builds at once; 0: the cores less one, at least 1
+  uint64_t artifact_store_bytes = uint64_t{10} << 30;  // 0: no cap
   // Tests only: replaces the DeviceJobRunner.
   std::unique_ptr<JobRunner> runner;
   // Admission limits (admission.h), the ended jobs kept in memory (bytes)
