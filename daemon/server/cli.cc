@@ -12,10 +12,6 @@
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
-#ifdef IRONTUNE_HAVE_SYSTEMD
-#include <systemd/sd-daemon.h>
-#endif
-
 namespace irontune {
 
 namespace {
@@ -60,6 +56,17 @@ void AddOptions(CLI::App& app, DaemonOptions& options, std::string& log_level,
       ->check(CLI::ExistingFile);
 }
 
+// --stall-limit: seconds into DaemonOptions::stall_limit.
+void AddSystemdOptions(CLI::App& app, double& stall_limit_s) {
+  app.add_option("--stall-limit", stall_limit_s,
+                 "Seconds the device worker may spend in one device call, "
+                 "build or task before it counts as hung: systemd's "
+                 "watchdog pings (WatchdogSec=) then stop and systemd "
+                 "restarts irontuned")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
+}
+
 // Runs `options`' daemon until SIGTERM or SIGINT.
 int Serve(DaemonOptions options) {
   // Every thread started from here on inherits the blocked signals; this
@@ -84,15 +91,9 @@ int Serve(DaemonOptions options) {
     spdlog::error("cannot start: {}", e.what());
     return kExitStartup;
   }
-#ifdef IRONTUNE_HAVE_SYSTEMD
-  sd_notify(0, "READY=1");
-#endif
   int sig = 0;
   sigwait(&signals, &sig);
   spdlog::info("{} received", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-#ifdef IRONTUNE_HAVE_SYSTEMD
-  sd_notify(0, "STOPPING=1");
-#endif
   daemon->Shutdown();
   daemon.reset();
   return kExitOk;
@@ -113,6 +114,8 @@ int IrontunedMain(int argc, char** argv) {
   std::string log_level = "info";
   std::string sim_clock = "realtime";
   AddOptions(app, options, log_level, sim_clock);
+  double stall_limit_s = absl::ToDoubleSeconds(options.stall_limit);
+  AddSystemdOptions(app, stall_limit_s);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -124,6 +127,8 @@ int IrontunedMain(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(log_level));
   options.sim_clock =
       sim_clock == "virtual" ? SimClock::kVirtual : SimClock::kRealTime;
+  options.stall_limit = absl::Seconds(stall_limit_s);
+  options.notify = NotifyConfig::FromEnvironment();
   return Serve(std::move(options));
 }
 

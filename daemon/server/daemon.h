@@ -12,6 +12,10 @@
 // is joined; the server stops (streams have ended with their jobs); the
 // databases are closed; the lock is released.
 //
+// systemd (systemd_notify.h): READY=1 once listening, then STATUS= (queue
+// length, running job) and WATCHDOG=1 pings while the device worker is
+// alive; STOPPING=1 as shutdown begins.
+//
 // No gRPC types in this header. Threads: Start and Shutdown from one thread.
 #ifndef IRONTUNE_DAEMON_SERVER_DAEMON_H_
 #define IRONTUNE_DAEMON_SERVER_DAEMON_H_
@@ -22,7 +26,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "daemon/server/runner.h"
+#include "daemon/server/systemd_notify.h"
 
 namespace irontune {
 
@@ -44,6 +50,12 @@ struct DaemonOptions {
   // mlir-aie nightly kernel cycles (daemon/tune/kernel_cycles.h) for the
   // GEMM bound; empty: none, every setting is timed.
   std::string kernel_cycles;
+  // systemd's notify socket and watchdog (NotifyConfig::FromEnvironment()
+  // in irontuned); empty: no notifications.
+  NotifyConfig notify;
+  // The device worker counts as hung, and watchdog pings stop, when it
+  // spends longer than this in one device call, build or task.
+  absl::Duration stall_limit = absl::Seconds(120);
   // Tests only: replaces the DeviceJobRunner.
   std::unique_ptr<JobRunner> runner;
 };
@@ -71,6 +83,8 @@ class Daemon {
   absl::Status StartWorker(DaemonOptions& options,
                            std::unique_ptr<SimDevice> device,
                            std::unique_ptr<Cache> cache);
+  // READY=1, then STATUS= and watchdog pings (systemd_notify.h).
+  void StartNotifier(const DaemonOptions& options);
   std::unique_ptr<Parts> parts_;
 };
 

@@ -35,6 +35,7 @@
 #include "absl/synchronization/mutex.h"
 #include "daemon/npu/builder.h"
 #include "daemon/npu/device.h"
+#include "daemon/server/heartbeat.h"
 #include "daemon/server/job_queue.h"
 #include "daemon/server/jobs.h"
 #include "daemon/server/runner.h"
@@ -75,6 +76,9 @@ class DeviceWorker {
   void Stop();
 
   WorkerStatus Status() const;
+  // The worker thread's liveness (beats at every loop turn, task and
+  // device call); any thread.
+  const Heartbeat& heartbeat() const { return heartbeat_; }
 
   // Runs `task` on the worker thread between jobs (or between an
   // Autotune's shapes) and returns its status; blocks the caller until
@@ -96,6 +100,8 @@ class DeviceWorker {
   struct Running;
 
   void Loop();
+  // queue_->Pop(), with the heartbeat waiting meanwhile.
+  JobPtr PopWaiting();
   void RunTasks();
   // Starts `job`: a Measure runs to its end; an Autotune becomes autotune_.
   void Begin(const JobPtr& job);
@@ -111,6 +117,7 @@ class DeviceWorker {
   void Refresh();
   void Save(const Job& job);
 
+  Heartbeat heartbeat_;  // before parts_: the device beats it
   WorkerParts parts_;
   std::unique_ptr<JobRunner> default_runner_;
   JobRunner* runner_;
