@@ -218,10 +218,10 @@ void Daemon::StartNotifier(const DaemonOptions& options) {
       [worker, stall] { return worker->heartbeat().Alive(stall); });
   if (options.notify.watchdog > absl::ZeroDuration()) {
     spdlog::info(
-        "systemd watchdog: a ping every {} ms while the device "
-        "worker is alive (stall limit {} s)",
-        absl::ToInt64Milliseconds(options.notify.watchdog / 2),
-        absl::ToInt64Seconds(stall));
+        "systemd watchdog: a ping every {} while the device worker is "
+        "alive (stall limit {})",
+        absl::FormatDuration(options.notify.watchdog / 2),
+        absl::FormatDuration(stall));
   }
 }
 
