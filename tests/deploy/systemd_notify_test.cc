@@ -111,7 +111,7 @@ TEST_CASE("systemd: Notify sends one datagram to a path or abstract socket") {
   }
 }
 
-TEST_CASE("systemd: no socket means nothing is sent; a missing one is named") {
+TEST_CASE("systemd: no socket sends nothing, and a missing one is named") {
   SystemdNotifier off{NotifyConfig{}};
   CHECK(!off.enabled());
   CHECK(off.Notify("READY=1").ok());

@@ -13,6 +13,7 @@
 #include "daemon/store/cache.h"
 #include "daemon/store/cache_json.h"
 #include "daemon/store/cache_key.h"
+#include "irontune/v1/tuner.pb.h"
 #include "tests/testing/operator_fixtures.h"
 #include "tests/testing/recording_fixtures.h"
 
