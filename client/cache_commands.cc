@@ -8,11 +8,38 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/time.h"
 #include "client/remote.h"
 #include "client/rpc.h"
+#include "google/protobuf/util/json_util.h"
 
 namespace irontune {
 namespace {
+
+std::string ImportsJson(const v1::ListImportsResponse& r) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(r, &json, options);
+  return json + "\n";
+}
+
+// A table of the imports, newest first.
+std::string ImportsText(const v1::ListImportsResponse& r) {
+  std::string out =
+      absl::StrFormat("%6s  %-20s  %-16s  %7s  %7s  %-8s  %s\n", "id",
+                      "imported", "by", "lines", "rows", "state", "source");
+  for (const v1::ImportRecord& i : r.imports()) {
+    const absl::Time when = absl::FromUnixMillis(i.imported_unix_ms());
+    absl::StrAppendFormat(
+        &out, "%6d  %-20s  %-16s  %7d  %7d  %-8s  %s\n", i.id(),
+        absl::FormatTime("%Y-%m-%d %H:%M:%S", when, absl::UTCTimeZone()),
+        i.imported_by().empty() ? i.peer() : i.imported_by(), i.lines(),
+        i.rows(), i.dropped_unix_ms() ? "dropped" : "kept", i.source());
+  }
+  return out;
+}
 
 struct StatsCommand {
   static constexpr char kName[] = "stats";
@@ -103,16 +130,58 @@ struct ImportCommand {
                   absl::NotFoundError(absl::StrCat("cannot read ", file)));
     }
     const Daemon daemon(ctx, kCacheTimeoutS);
-    absl::StatusOr<uint64_t> imported =
-        daemon.tuner().ImportCache(daemon.timeout_s(), [&](std::string* line) {
-          while (std::getline(in, *line)) {
-            if (!line->empty()) return true;
-          }
-          return false;
-        });
+    absl::StatusOr<v1::ImportCacheResponse> imported =
+        daemon.tuner().ImportCache(daemon.timeout_s(), file,
+                                   [&](std::string* line) {
+                                     while (std::getline(in, *line)) {
+                                       if (!line->empty()) return true;
+                                     }
+                                     return false;
+                                   });
     if (!imported.ok()) return daemon.Fail(imported.status());
-    ctx.io.out << "imported " << *imported << " lines from " << file << "\n";
+    ctx.io.out << "imported " << imported->imported() << " lines from " << file
+               << (imported->import_id() == 0
+                       ? ""
+                       : absl::StrCat(" (import ", imported->import_id(), ")"))
+               << "\n";
     return kExitOk;
+  }
+};
+
+struct ImportsCommand {
+  static constexpr char kName[] = "imports";
+  bool json = false;
+
+  void Bind(CLI::App& cmd) {
+    AddJsonFlag(cmd, &json, "print the ListImportsResponse as JSON");
+  }
+
+  int Run(const CommandContext& ctx) const {
+    return CallAndPrint(ctx, &TunerConnection::ListImports,
+                        v1::ListImportsRequest(),
+                        [this](const v1::ListImportsResponse& r) {
+                          return json ? ImportsJson(r) : ImportsText(r);
+                        });
+  }
+};
+
+struct DropImportCommand {
+  static constexpr char kName[] = "drop-import";
+  uint64_t id = 0;
+
+  void Bind(CLI::App& cmd) {
+    cmd.add_option("ID", id, "the import's id, as `cache imports` lists it")
+        ->required();
+  }
+
+  int Run(const CommandContext& ctx) const {
+    v1::DropImportRequest request;
+    request.set_id(id);
+    return CallAndPrint(ctx, &TunerConnection::DropImport, request,
+                        [this](const v1::DropImportResponse& r) {
+                          return absl::StrCat("dropped import ", id, ": ",
+                                              r.rows(), " rows removed\n");
+                        });
   }
 };
 
@@ -120,9 +189,12 @@ struct ImportCommand {
 
 void AddCacheCommands(CLI::App& app, const CommandContext& ctx) {
   auto* cache = app.add_subcommand(
-      "cache", "The daemon's measurement cache: stats, export, import.");
+      "cache",
+      "The daemon's measurement cache: stats, export, import, imports, "
+      "drop-import.");
   cache->require_subcommand(1);
-  AddCommands<StatsCommand, ExportCommand, ImportCommand>(*cache, ctx);
+  AddCommands<StatsCommand, ExportCommand, ImportCommand, ImportsCommand,
+              DropImportCommand>(*cache, ctx);
 }
 
 }  // namespace irontune

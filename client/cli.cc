@@ -22,7 +22,8 @@ namespace {
 
 constexpr char kFooter[] =
     "Environment: IRONTUNE_SERVER is the daemon's address where --server is "
-    "not given (default unix:/run/irontune/irontuned.sock).\n"
+    "not given (default unix:/run/irontune/irontuned.sock); IRONTUNE_TOKEN "
+    "the bearer token where --token-file is not given (docs/security.md).\n"
     "Exit codes: 0 success, 1 error, 2 usage, 3 profile changed (submit "
     "--check).";
 
@@ -138,6 +139,7 @@ int RunClient(int argc, const char* const* argv, std::ostream& out,
                  "measure; 300 for cache export/import; none for submit and "
                  "watch; 30 for submit --detach)")
       ->check(CLI::NonNegativeNumber);
+  AddSecurityFlags(app, &remote);
   std::function<int()> run;
   CommandContext ctx{io, env, remote, &run};
   AddCommands<InspectCommand, ConvertCommand, PointsCommand>(app, ctx);

@@ -21,6 +21,8 @@ enum ExitCode : int {
 struct ClientEnvironment {
   // $IRONTUNE_SERVER; empty when unset.
   std::string server;
+  // $IRONTUNE_TOKEN: the bearer token where --token-file is not given.
+  std::string token;
   // $USER, sent as the request's client name unless --client says.
   std::string user;
   // Whether `err` is a terminal: progress is then a bar redrawn in place,

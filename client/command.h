@@ -33,6 +33,13 @@ struct Streams {
 struct RemoteFlags {
   std::string server;     // --server; empty: IRONTUNE_SERVER, then default
   double timeout_s = -1;  // --timeout; < 0: the command's default
+  // Security (docs/security.md); empty: not given.
+  std::string token_file;  // --token-file; else $IRONTUNE_TOKEN
+  std::string tls_ca;      // --tls-ca: TLS, trusting this CA
+  std::string tls_cert;    // --tls-cert, --tls-key: a client cert
+  std::string tls_key;
+  std::string tls_server_name;  // --tls-server-name
+  bool tls = false;             // --tls: TLS with the system's CAs
 };
 
 // Where a command is registered and what it runs with. Everything here

@@ -41,14 +41,29 @@ constexpr std::pair<std::string_view, std::string_view> kCommandHelp[] = {
     {"jobs", "List jobs, newest first: queued, running and finished."},
     {"cancel",
      "Cancel a queued or running job; it stops within a round. Prints the "
-     "job's state afterwards."},
+     "job's state afterwards. A submit-role token may cancel only its own "
+     "jobs; admin any."},
+    {"health",
+     "Ask the daemon's gRPC health service (grpc.health.v1) whether it "
+     "serves: prints SERVING and exits 0, else exits 1. Needs no token, so "
+     "probes can use it over TLS (deploy/kubernetes)."},
     {"stats", "Rows, size and hit rate of the daemon's cache."},
     {"export",
-     "Write the cache as JSON lines to FILE (default: standard output)."},
+     "Write the cache as JSON lines to FILE (default: standard output). "
+     "Needs the admin role."},
     {"import",
      "Send FILE's JSON lines (as `cache export` wrote them) to the "
      "daemon's cache. Rows measured under another power mode are "
-     "refused."},
+     "refused. The daemon records who imported which file when, as an "
+     "import `cache imports` lists. Needs the admin role."},
+    {"imports",
+     "List the imports the daemon's cache keeps, newest first: id, when, "
+     "who (the token's name), lines imported, rows still kept, and the file "
+     "name. Needs the admin role."},
+    {"drop-import",
+     "Remove from the daemon's cache every row import ID added (rows "
+     "measured on the box since are kept) and mark it dropped. Needs the "
+     "admin role."},
 };
 
 }  // namespace

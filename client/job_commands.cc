@@ -71,10 +71,34 @@ struct CancelCommand {
   }
 };
 
+struct HealthCommand {
+  static constexpr char kName[] = "health";
+  std::string service = "irontune.v1.Tuner";
+
+  void Bind(CLI::App& cmd) {
+    cmd.add_option("--service", service,
+                   "the service to ask about, \"\" for the whole server "
+                   "(default irontune.v1.Tuner)");
+  }
+
+  int Run(const CommandContext& ctx) const {
+    static constexpr const char* kNames[] = {"UNKNOWN", "SERVING",
+                                             "NOT_SERVING", "SERVICE_UNKNOWN"};
+    const Daemon daemon(ctx, kUnaryTimeoutS);
+    absl::StatusOr<int> status =
+        daemon.tuner().Health(service, daemon.timeout_s());
+    if (!status.ok()) return daemon.Fail(status.status());
+    ctx.io.out << (*status >= 0 && *status <= 3 ? kNames[*status] : "?")
+               << "\n";
+    return *status == 1 ? kExitOk : kExitError;
+  }
+};
+
 }  // namespace
 
 void AddJobCommands(CLI::App& app, const CommandContext& ctx) {
-  AddCommands<StatusCommand, JobsCommand, CancelCommand>(app, ctx);
+  AddCommands<StatusCommand, JobsCommand, CancelCommand, HealthCommand>(app,
+                                                                        ctx);
 }
 
 }  // namespace irontune

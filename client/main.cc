@@ -10,6 +10,7 @@
 int main(int argc, char** argv) {
   irontune::ClientEnvironment env;
   if (const char* server = std::getenv("IRONTUNE_SERVER")) env.server = server;
+  if (const char* token = std::getenv("IRONTUNE_TOKEN")) env.token = token;
   if (const char* user = std::getenv("USER")) env.user = user;
   env.err_is_terminal = isatty(STDERR_FILENO) == 1;
   winsize size{};

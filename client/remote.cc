@@ -1,7 +1,11 @@
 #include "client/remote.h"
 
+#include <CLI/CLI.hpp>
+#include <fstream>
 #include <ostream>
+#include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/rpc.h"
@@ -18,9 +22,85 @@ double ResolveTimeout(double flag_s, double default_s) {
   return flag_s >= 0 ? flag_s : default_s;
 }
 
+namespace {
+
+// The text of `path`, given as `flag`; InvalidArgument when it cannot be
+// read or is empty.
+absl::StatusOr<std::string> ReadGiven(const std::string& flag,
+                                      const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in || text.str().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " ", path, ": cannot be read, or is empty"));
+  }
+  return text.str();
+}
+
+}  // namespace
+
+void AddSecurityFlags(CLI::App& app, RemoteFlags* remote) {
+  app.add_option("--token-file", remote->token_file,
+                 "a file whose first line is the bearer token irontuned "
+                 "knows you by (default: $IRONTUNE_TOKEN)");
+  app.add_flag("--tls", remote->tls,
+               "connect with TLS, trusting the system's CAs (implied by "
+               "--tls-ca)");
+  app.add_option("--tls-ca", remote->tls_ca,
+                 "connect with TLS, trusting the CA in this PEM file");
+  app.add_option("--tls-cert", remote->tls_cert,
+                 "a PEM client certificate, for a daemon that asks for one "
+                 "(with --tls-key)");
+  app.add_option("--tls-key", remote->tls_key,
+                 "the PEM private key of --tls-cert");
+  app.add_option("--tls-server-name", remote->tls_server_name,
+                 "the name the daemon's certificate must carry, where it is "
+                 "not the --server host (e.g. localhost)");
+}
+
+absl::StatusOr<ConnectOptions> ResolveConnectOptions(
+    const RemoteFlags& remote, const ClientEnvironment& env) {
+  ConnectOptions options;
+  if (!remote.token_file.empty()) {
+    absl::StatusOr<std::string> text =
+        ReadGiven("--token-file", remote.token_file);
+    if (!text.ok()) return text.status();
+    options.token = std::string(absl::StripAsciiWhitespace(
+        absl::string_view(*text).substr(0, text->find('\n'))));
+    if (options.token.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--token-file ", remote.token_file, ": its first line is empty"));
+    }
+  } else {
+    options.token = std::string(absl::StripAsciiWhitespace(env.token));
+  }
+  options.tls = remote.tls || !remote.tls_ca.empty() ||
+                !remote.tls_cert.empty() || !remote.tls_key.empty();
+  options.tls_server_name = remote.tls_server_name;
+  if (remote.tls_cert.empty() != remote.tls_key.empty()) {
+    return absl::InvalidArgumentError(
+        "a client certificate needs both --tls-cert and --tls-key");
+  }
+  const std::pair<const char*, std::pair<const std::string*, std::string*>>
+      files[] = {
+          {"--tls-ca", {&remote.tls_ca, &options.tls_ca_pem}},
+          {"--tls-cert", {&remote.tls_cert, &options.tls_cert_pem}},
+          {"--tls-key", {&remote.tls_key, &options.tls_key_pem}},
+      };
+  for (const auto& [flag, paths] : files) {
+    if (paths.first->empty()) continue;
+    absl::StatusOr<std::string> pem = ReadGiven(flag, *paths.first);
+    if (!pem.ok()) return pem.status();
+    *paths.second = *std::move(pem);
+  }
+  return options;
+}
+
 std::string DescribeRpcError(const absl::Status& status,
                              const std::string& server) {
   const std::string message(status.message());
+  if (IsSetupError(status)) return message;
   if (IsNotConnected(status)) {
     return absl::StrCat(
         "cannot reach irontuned at ", server, " (", message, ").\n",
@@ -29,7 +109,10 @@ std::string DescribeRpcError(const absl::Status& status,
         "--listen ",
         server,
         "\nor point the client elsewhere with --server or "
-        "IRONTUNE_SERVER.");
+        "IRONTUNE_SERVER.",
+        absl::StartsWith(server, "unix:")
+            ? ""
+            : "\nA daemon serving TLS needs --tls-ca (or --tls).");
   }
   switch (status.code()) {
     case absl::StatusCode::kInvalidArgument:
@@ -43,6 +126,13 @@ std::string DescribeRpcError(const absl::Status& status,
                           message);
     case absl::StatusCode::kNotFound:
       return absl::StrCat("irontuned: ", message);
+    case absl::StatusCode::kUnauthenticated:
+      return absl::StrCat(
+          "irontuned does not know you: ", message,
+          "\nGive the token it gave you with --token-file FILE or "
+          "IRONTUNE_TOKEN (docs/security.md).");
+    case absl::StatusCode::kPermissionDenied:
+      return absl::StrCat("irontuned: permission denied: ", message);
     default:
       return absl::StrCat(
           "irontuned: ", absl::StatusCodeToString(status.code()), ": ",
@@ -60,7 +150,15 @@ Daemon::Daemon(const CommandContext& ctx, double default_timeout_s)
     : err_(ctx.io.err),
       server_(ResolveServer(ctx.remote.server, ctx.env.server)),
       timeout_s_(ResolveTimeout(ctx.remote.timeout_s, default_timeout_s)),
-      tuner_(ConnectTuner(server_)) {}
+      tuner_(Connect(server_, ctx)) {}
+
+std::unique_ptr<TunerConnection> Daemon::Connect(const std::string& server,
+                                                 const CommandContext& ctx) {
+  absl::StatusOr<ConnectOptions> options =
+      ResolveConnectOptions(ctx.remote, ctx.env);
+  if (!options.ok()) return FailingConnection(options.status());
+  return ConnectTuner(server, *options);
+}
 
 int Daemon::Fail(const absl::Status& status) const {
   return FailRpc(err_, status, server_);

@@ -10,8 +10,13 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "client/command.h"
 #include "client/rpc.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace irontune {
 
@@ -30,6 +35,17 @@ std::string ResolveServer(const std::string& flag, const std::string& env);
 
 // --timeout if given (>= 0; 0 means no deadline), else `default_s`.
 double ResolveTimeout(double flag_s, double default_s);
+
+// Registers the top-level --token-file, --tls, --tls-ca, --tls-cert,
+// --tls-key and --tls-server-name on `app`, bound to `*remote`.
+void AddSecurityFlags(CLI::App& app, RemoteFlags* remote);
+
+// The token (--token-file's first line, else $IRONTUNE_TOKEN, stripped)
+// and TLS material (the files read) `remote` asks for. InvalidArgument
+// naming the flag and file when one cannot be read or is empty, or when
+// only one of --tls-cert and --tls-key is given.
+absl::StatusOr<ConnectOptions> ResolveConnectOptions(
+    const RemoteFlags& remote, const ClientEnvironment& env);
 
 // A message for a failed call to `server`: for a daemon that is not
 // there, how to start it; for a refused request, the daemon's message
@@ -59,6 +75,11 @@ class Daemon {
   int Fail(const absl::Status& status) const;
 
  private:
+  // ConnectTuner with ResolveConnectOptions, or a FailingConnection with
+  // its error.
+  static std::unique_ptr<TunerConnection> Connect(const std::string& server,
+                                                  const CommandContext& ctx);
+
   std::ostream& err_;
   const std::string server_;
   const double timeout_s_;

@@ -1,6 +1,8 @@
 #include "client/rpc.h"
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/codegen/client_unary_call.h>
+#include <grpcpp/support/byte_buffer.h>
 
 #include <chrono>
 
@@ -11,18 +13,14 @@ namespace irontune {
 namespace {
 
 constexpr char kNotConnectedUrl[] = "type.irontune.dev/not-connected";
-
-void SetDeadline(grpc::ClientContext& context, double timeout_s) {
-  if (timeout_s <= 0) return;
-  context.set_deadline(
-      std::chrono::system_clock::now() +
-      std::chrono::microseconds(static_cast<int64_t>(timeout_s * 1e6)));
-}
+constexpr char kSetupErrorUrl[] = "type.irontune.dev/client-setup";
 
 class GrpcTunerConnection : public TunerConnection {
  public:
-  explicit GrpcTunerConnection(std::shared_ptr<grpc::Channel> channel)
-      : channel_(std::move(channel)), stub_(v1::Tuner::NewStub(channel_)) {}
+  GrpcTunerConnection(std::shared_ptr<grpc::Channel> channel, std::string token)
+      : channel_(std::move(channel)),
+        stub_(v1::Tuner::NewStub(channel_)),
+        token_(std::move(token)) {}
 
   absl::Status Autotune(
       const v1::AutotuneRequest& request, double timeout_s,
@@ -71,15 +69,16 @@ class GrpcTunerConnection : public TunerConnection {
                   }));
   }
 
-  absl::StatusOr<uint64_t> ImportCache(
-      double timeout_s,
+  absl::StatusOr<v1::ImportCacheResponse> ImportCache(
+      double timeout_s, const std::string& source,
       const std::function<bool(std::string*)>& next) override {
     grpc::ClientContext context;
-    SetDeadline(context, timeout_s);
+    Prepare(context, timeout_s);
     v1::ImportCacheResponse response;
     std::unique_ptr<grpc::ClientWriter<v1::CacheLine>> writer =
         stub_->ImportCache(&context, &response);
     v1::CacheLine line;
+    line.set_source(source);
     while (next(line.mutable_line())) {
       if (!writer->Write(line)) break;  // the daemon ended the call early
       line.Clear();
@@ -87,10 +86,65 @@ class GrpcTunerConnection : public TunerConnection {
     writer->WritesDone();
     absl::Status status = Convert(writer->Finish());
     if (!status.ok()) return status;
-    return response.imported();
+    return response;
+  }
+
+  absl::StatusOr<v1::ListImportsResponse> ListImports(
+      const v1::ListImportsRequest& request, double timeout_s) override {
+    return Unary(&v1::Tuner::Stub::ListImports, request, timeout_s);
+  }
+
+  // The health proto's generated code is not installed: its two messages
+  // are encoded by hand (HealthCheckRequest{1: service},
+  // HealthCheckResponse{1: status}).
+  absl::StatusOr<int> Health(const std::string& service,
+                             double timeout_s) override {
+    if (service.size() >= 128) {
+      return absl::InvalidArgumentError("--service: name too long");
+    }
+    std::string request_bytes;
+    if (!service.empty()) {
+      request_bytes = std::string{'\x0a', static_cast<char>(service.size())};
+      request_bytes += service;
+    }
+    grpc::Slice slice(request_bytes);
+    grpc::ByteBuffer request(&slice, 1), response;
+    grpc::internal::RpcMethod method("/grpc.health.v1.Health/Check",
+                                     grpc::internal::RpcMethod::NORMAL_RPC);
+    grpc::ClientContext context;
+    Prepare(context, timeout_s);
+    absl::Status status = Convert(
+        grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+            channel_.get(), method, &context, request, &response));
+    if (!status.ok()) return status;
+    std::vector<grpc::Slice> slices;
+    if (!response.Dump(&slices).ok()) return absl::DataLossError("no reply");
+    std::string bytes;
+    for (const grpc::Slice& s : slices) {
+      bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    }
+    if (bytes.empty()) return 0;  // UNKNOWN, the default
+    if (bytes.size() == 2 && bytes[0] == 0x08) return bytes[1];
+    return absl::DataLossError("a health reply that does not parse");
+  }
+
+  absl::StatusOr<v1::DropImportResponse> DropImport(
+      const v1::DropImportRequest& request, double timeout_s) override {
+    return Unary(&v1::Tuner::Stub::DropImport, request, timeout_s);
   }
 
  private:
+  // The call's deadline (timeout_s > 0) and token.
+  void Prepare(grpc::ClientContext& context, double timeout_s) const {
+    if (!token_.empty()) {
+      context.AddMetadata("authorization", "Bearer " + token_);
+    }
+    if (timeout_s <= 0) return;
+    context.set_deadline(
+        std::chrono::system_clock::now() +
+        std::chrono::microseconds(static_cast<int64_t>(timeout_s * 1e6)));
+  }
+
   // A server-streaming method of the stub.
   template <typename Request, typename Event>
   using StreamMethod = std::unique_ptr<grpc::ClientReader<Event>> (
@@ -108,7 +162,7 @@ class GrpcTunerConnection : public TunerConnection {
                       const Request& request, double timeout_s,
                       const EventCallback<Event>& on_event) {
     grpc::ClientContext context;
-    SetDeadline(context, timeout_s);
+    Prepare(context, timeout_s);
     std::unique_ptr<grpc::ClientReader<Event>> reader =
         (stub_.get()->*method)(&context, request);
     Event event;
@@ -126,7 +180,7 @@ class GrpcTunerConnection : public TunerConnection {
   absl::StatusOr<Response> Unary(UnaryMethod<Request, Response> method,
                                  const Request& request, double timeout_s) {
     grpc::ClientContext context;
-    SetDeadline(context, timeout_s);
+    Prepare(context, timeout_s);
     Response response;
     absl::Status status =
         Convert((stub_.get()->*method)(&context, request, &response));
@@ -151,16 +205,99 @@ class GrpcTunerConnection : public TunerConnection {
 
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Tuner::Stub> stub_;
+  const std::string token_;
 };
+
+// Every call fails with one status.
+class FailingTunerConnection : public TunerConnection {
+ public:
+  explicit FailingTunerConnection(absl::Status status)
+      : status_(std::move(status)) {
+    status_.SetPayload(kSetupErrorUrl, absl::Cord("1"));
+  }
+  absl::Status Autotune(const v1::AutotuneRequest&, double,
+                        const EventCallback<v1::AutotuneEvent>&) override {
+    return status_;
+  }
+  absl::Status Watch(const v1::WatchRequest&, double,
+                     const EventCallback<v1::AutotuneEvent>&) override {
+    return status_;
+  }
+  absl::Status Measure(const v1::MeasureRequest&, double,
+                       const EventCallback<v1::MeasureEvent>&) override {
+    return status_;
+  }
+  absl::StatusOr<v1::StatusResponse> GetStatus(const v1::GetStatusRequest&,
+                                               double) override {
+    return status_;
+  }
+  absl::StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest&,
+                                                double) override {
+    return status_;
+  }
+  absl::StatusOr<v1::CancelResponse> Cancel(const v1::CancelRequest&,
+                                            double) override {
+    return status_;
+  }
+  absl::StatusOr<v1::JobResult> GetResult(const v1::GetResultRequest&,
+                                          double) override {
+    return status_;
+  }
+  absl::Status ExportCache(double, const EventCallback<std::string>&) override {
+    return status_;
+  }
+  absl::StatusOr<v1::ImportCacheResponse> ImportCache(
+      double, const std::string&,
+      const std::function<bool(std::string*)>&) override {
+    return status_;
+  }
+  absl::StatusOr<v1::ListImportsResponse> ListImports(
+      const v1::ListImportsRequest&, double) override {
+    return status_;
+  }
+  absl::StatusOr<int> Health(const std::string&, double) override {
+    return status_;
+  }
+  absl::StatusOr<v1::DropImportResponse> DropImport(
+      const v1::DropImportRequest&, double) override {
+    return status_;
+  }
+
+ private:
+  absl::Status status_;
+};
+
+std::shared_ptr<grpc::ChannelCredentials> CredentialsOf(
+    const ConnectOptions& options) {
+  if (!options.tls) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = options.tls_ca_pem;
+  ssl.pem_cert_chain = options.tls_cert_pem;
+  ssl.pem_private_key = options.tls_key_pem;
+  return grpc::SslCredentials(ssl);
+}
 
 }  // namespace
 
-std::unique_ptr<TunerConnection> ConnectTuner(const std::string& target) {
+std::unique_ptr<TunerConnection> ConnectTuner(const std::string& target,
+                                              const ConnectOptions& options) {
   grpc::ChannelArguments args;
   // Results and cache exports may be large.
   args.SetMaxReceiveMessageSize(-1);
-  return std::make_unique<GrpcTunerConnection>(grpc::CreateCustomChannel(
-      target, grpc::InsecureChannelCredentials(), args));
+  if (options.tls && !options.tls_server_name.empty()) {
+    args.SetSslTargetNameOverride(options.tls_server_name);
+  }
+  return std::make_unique<GrpcTunerConnection>(
+      grpc::CreateCustomChannel(target, CredentialsOf(options), args),
+      options.token);
+}
+
+std::unique_ptr<TunerConnection> FailingConnection(absl::Status status) {
+  return std::make_unique<FailingTunerConnection>(std::move(status));
+}
+
+bool IsSetupError(const absl::Status& status) {
+  return status.GetPayload(kSetupErrorUrl).has_value();
 }
 
 bool IsNotConnected(const absl::Status& status) {

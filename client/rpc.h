@@ -51,16 +51,47 @@ class TunerConnection {
   // Calls on_line for each line of the cache's export.
   virtual absl::Status ExportCache(
       double timeout_s, const EventCallback<std::string>& on_line) = 0;
-  // Sends lines while next(&line) returns true; returns how many the
-  // daemon imported.
-  virtual absl::StatusOr<uint64_t> ImportCache(
-      double timeout_s, const std::function<bool(std::string*)>& next) = 0;
+  // Sends lines while next(&line) returns true, naming the file `source`;
+  // returns how many the daemon imported.
+  virtual absl::StatusOr<v1::ImportCacheResponse> ImportCache(
+      double timeout_s, const std::string& source,
+      const std::function<bool(std::string*)>& next) = 0;
+
+  // grpc.health.v1.Health/Check of `service` ("" for the whole server):
+  // its ServingStatus (1 SERVING, 2 NOT_SERVING, 3 SERVICE_UNKNOWN).
+  // Needs no token. InvalidArgument for a name of 128 bytes or more.
+  virtual absl::StatusOr<int> Health(const std::string& service,
+                                     double timeout_s) = 0;
+  // Lists the imports the cache keeps, and drops one's rows.
+  virtual absl::StatusOr<v1::ListImportsResponse> ListImports(
+      const v1::ListImportsRequest& request, double timeout_s) = 0;
+  virtual absl::StatusOr<v1::DropImportResponse> DropImport(
+      const v1::DropImportRequest& request, double timeout_s) = 0;
 };
 
-// A connection to `target` ("unix:/path" or "host:port"), insecure. The
-// channel connects lazily, on the first call. Never fails; a bad target
-// shows as the first call's UNAVAILABLE.
-std::unique_ptr<TunerConnection> ConnectTuner(const std::string& target);
+// How to reach the daemon securely (docs/security.md).
+struct ConnectOptions {
+  // Sent as "authorization: Bearer TOKEN" on every call; empty: none.
+  std::string token;
+  // TLS instead of plaintext; the PEM texts, empty where not given.
+  bool tls = false;
+  std::string tls_ca_pem;    // the CA to trust; empty: the system's roots
+  std::string tls_cert_pem;  // a client certificate and its key
+  std::string tls_key_pem;
+  std::string tls_server_name;  // the name to check the certificate for
+};
+
+// A connection to `target` ("unix:/path" or "host:port"), as `options`
+// say. The channel connects lazily, on the first call. Never fails; a bad
+// target shows as the first call's UNAVAILABLE.
+std::unique_ptr<TunerConnection> ConnectTuner(
+    const std::string& target, const ConnectOptions& options = {});
+
+// A connection whose every call fails with `status`, for a setup error (an
+// unreadable token file) found before any call; IsSetupError(status) is
+// then true.
+std::unique_ptr<TunerConnection> FailingConnection(absl::Status status);
+bool IsSetupError(const absl::Status& status);
 
 // Whether `status` says the daemon could not be reached at all (nothing
 // listening, connection refused), as opposed to the daemon answering

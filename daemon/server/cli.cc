@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <exception>
+#include <iostream>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "daemon/server/auth.h"
 #include "daemon/server/daemon.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
@@ -54,6 +56,55 @@ void AddOptions(CLI::App& app, DaemonOptions& options, std::string& log_level,
                  "docs/search.md): GEMM settings their kernel alone shows "
                  "cannot win are not timed. Default: none")
       ->check(CLI::ExistingFile);
+}
+
+// Who may connect and how (docs/security.md).
+void AddSecurityOptions(CLI::App& app, DaemonOptions& options,
+                        std::string& hash_token) {
+  app.add_option("--socket-group", options.socket_group,
+                 "Group of the unix sockets, which are mode 0660 (default: "
+                 "the daemon's own group)");
+  app.add_flag("--insecure", options.insecure,
+               "Serve plaintext gRPC on addresses off loopback too (logged "
+               "as a warning). Without it they need --tls-cert/--tls-key");
+  app.add_option("--tls-cert", options.tls_cert,
+                 "PEM certificate (chain) to serve TLS with on every TCP "
+                 "address")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", options.tls_key, "PEM private key of --tls-cert")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-client-ca", options.tls_client_ca,
+                 "PEM CA: TCP clients must present a certificate it signed")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tokens", options.tokens,
+                 "Bearer tokens file, lines NAME ROLE SHA256 (roles submit, "
+                 "admin). Default: none, and only local callers (unix "
+                 "socket, loopback) are served, each as admin")
+      ->check(CLI::ExistingFile);
+  app.add_option("--hash-token", hash_token,
+                 "Print the --tokens line NAME ROLE SHA256 for the token read "
+                 "from standard input, then exit. Give NAME:ROLE");
+}
+
+// --hash-token NAME:ROLE: the tokens-file line of the token on stdin.
+int HashTokenMain(const std::string& name_role) {
+  const size_t colon = name_role.rfind(':');
+  absl::StatusOr<Role> role =
+      colon == std::string::npos
+          ? absl::InvalidArgumentError("give NAME:ROLE, e.g. ci:submit")
+          : ParseRole(name_role.substr(colon + 1));
+  std::string token;
+  std::getline(std::cin, token);
+  absl::StatusOr<std::string> line =
+      role.ok() ? TokenLine(name_role.substr(0, colon), *role, token)
+                : absl::StatusOr<std::string>(role.status());
+  if (!line.ok()) {
+    std::cerr << "irontuned: --hash-token " << name_role << ": "
+              << line.status().message() << "\n";
+    return kExitUsage;
+  }
+  std::cout << *line << "\n";
+  return kExitOk;
 }
 
 // --stall-limit: seconds into DaemonOptions::stall_limit.
@@ -114,6 +165,8 @@ int IrontunedMain(int argc, char** argv) {
   std::string log_level = "info";
   std::string sim_clock = "realtime";
   AddOptions(app, options, log_level, sim_clock);
+  std::string hash_token;
+  AddSecurityOptions(app, options, hash_token);
   double stall_limit_s = absl::ToDoubleSeconds(options.stall_limit);
   AddSystemdOptions(app, stall_limit_s);
   try {
@@ -122,6 +175,7 @@ int IrontunedMain(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? kExitOk : kExitUsage;
   }
+  if (!hash_token.empty()) return HashTokenMain(hash_token);
   auto logger = spdlog::stderr_color_mt("irontuned");
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(log_level));

@@ -1,14 +1,19 @@
 #include "daemon/server/daemon.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -16,12 +21,15 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "daemon/server/auth.h"
 #include "daemon/server/service.h"
+#include "daemon/server/tls.h"
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
 #include "daemon/store/cache.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/security/server_credentials.h"
 #include "spdlog/spdlog.h"
 
 #ifndef IRONTUNE_VERSION
@@ -57,6 +65,88 @@ absl::Status PrepareUnixSocket(const std::string& address) {
         "cannot create ", p.parent_path().string(), ": ", ec.message()));
   }
   if (std::filesystem::is_socket(p, ec)) std::filesystem::remove(p, ec);
+  return absl::OkStatus();
+}
+
+// The path of a "unix:PATH" address.
+std::string UnixPath(absl::string_view address) {
+  absl::ConsumePrefix(&address, "unix:");
+  absl::ConsumePrefix(&address, "//");
+  return std::string(address);
+}
+
+// What start-up reads for security before anything else runs, so a bad
+// flag fails at once (docs/security.md).
+struct Security {
+  std::optional<TlsConfig> tls;
+  std::shared_ptr<const Authenticator> auth;
+  std::optional<gid_t> socket_gid;  // nullopt: leave the group as created
+};
+
+absl::StatusOr<gid_t> ResolveGroup(const std::string& name) {
+  std::vector<char> buf(16384);
+  group g{};
+  group* found = nullptr;
+  if (::getgrnam_r(name.c_str(), &g, buf.data(), buf.size(), &found) == 0 &&
+      found != nullptr) {
+    return found->gr_gid;
+  }
+  gid_t gid = 0;
+  if (absl::SimpleAtoi(name, &gid)) return gid;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--socket-group ", name, ": no such group"));
+}
+
+absl::StatusOr<Security> LoadSecurity(const DaemonOptions& options) {
+  Security security;
+  ASSIGN_OR_RETURN(security.tls,
+                   LoadTls(TlsFiles{options.tls_cert, options.tls_key,
+                                    options.tls_client_ca}));
+  std::optional<TokenTable> tokens;
+  if (!options.tokens.empty()) {
+    ASSIGN_OR_RETURN(tokens, TokenTable::Load(options.tokens));
+    spdlog::info("{} tokens from {}", tokens->size(), options.tokens);
+  }
+  std::vector<std::string> warnings;
+  RETURN_IF_ERROR(CheckListen(options.listen, security.tls.has_value(),
+                              options.insecure, tokens.has_value(), &warnings));
+  for (const std::string& w : warnings) spdlog::warn("{}", w);
+  security.auth = std::make_shared<const Authenticator>(std::move(tokens));
+  if (!options.socket_group.empty()) {
+    ASSIGN_OR_RETURN(security.socket_gid, ResolveGroup(options.socket_group));
+  }
+  return security;
+}
+
+// The credentials `address` is served with: TLS on TCP when configured.
+std::shared_ptr<grpc::ServerCredentials> CredentialsFor(
+    const std::string& address, const std::optional<TlsConfig>& tls) {
+  if (!tls.has_value() || TransportOf(address) == Transport::kUnix) {
+    return grpc::InsecureServerCredentials();
+  }
+  grpc::SslServerCredentialsOptions ssl(
+      tls->client_ca_pem.empty()
+          ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+          : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  ssl.pem_root_certs = tls->client_ca_pem;
+  ssl.pem_key_cert_pairs.push_back({tls->key_pem, tls->cert_pem});
+  return grpc::SslServerCredentials(ssl);
+}
+
+// Makes every unix socket of `listen` mode 0660 and, when given, of group
+// `gid`. Explicit, whatever the umask was at bind.
+absl::Status SecureUnixSockets(const std::vector<std::string>& listen,
+                               std::optional<gid_t> gid) {
+  for (const std::string& address : listen) {
+    if (!absl::StartsWith(address, "unix:")) continue;
+    const std::string path = UnixPath(address);
+    if (::chmod(path.c_str(), 0660) != 0) {
+      return Errno(absl::StrCat("cannot chmod 0660 ", path));
+    }
+    if (gid.has_value() && ::chown(path.c_str(), -1, *gid) != 0) {
+      return Errno(absl::StrCat("cannot give ", path, " to group ", *gid));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -141,8 +231,8 @@ absl::StatusOr<std::filesystem::path> MakeStateDir(const std::string& dir) {
 // Listens on every address; the addresses listened on, with the port a
 // ":0" address was given.
 absl::StatusOr<std::vector<std::string>> Listen(
-    const std::vector<std::string>& listen, grpc::Service* service,
-    std::unique_ptr<grpc::Server>& server) {
+    const std::vector<std::string>& listen, const Security& security,
+    grpc::Service* service, std::unique_ptr<grpc::Server>& server) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -154,16 +244,22 @@ absl::StatusOr<std::vector<std::string>> Listen(
   for (const std::string& address : listen) {
     RETURN_IF_ERROR(PrepareUnixSocket(address));
     ports.push_back(std::make_unique<int>(0));
-    builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
+    builder.AddListeningPort(address, CredentialsFor(address, security.tls),
                              ports.back().get());
   }
   builder.RegisterService(service);
+  // Sockets are born 0660 at most; SecureUnixSockets then sets it exactly.
+  const mode_t umask = ::umask(0117);
   server = builder.BuildAndStart();
+  ::umask(umask);
   if (server == nullptr) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ",
-                                               absl::StrJoin(listen, ", "),
-                                               " (in use, or not an address)"));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", absl::StrJoin(listen, ", "),
+        security.tls ? " (in use, not an address, or the TLS key does not "
+                       "match the certificate)"
+                     : " (in use, or not an address)"));
   }
+  RETURN_IF_ERROR(SecureUnixSockets(listen, security.socket_gid));
   std::vector<std::string> addresses;
   for (size_t i = 0; i < listen.size(); ++i) {
     const std::string& a = listen[i];
@@ -248,6 +344,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   // Whatever fails below, the parts made so far are released in order.
   auto daemon = std::unique_ptr<Daemon>(new Daemon(std::make_unique<Parts>()));
   Parts& p = *daemon->parts_;
+  ASSIGN_OR_RETURN(const Security security, LoadSecurity(options));
   ASSIGN_OR_RETURN(std::unique_ptr<SimDevice> device, OpenDevice(options));
   ASSIGN_OR_RETURN(const std::filesystem::path dir,
                    MakeStateDir(options.state_dir));
@@ -270,9 +367,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   deps.cache_path = cache_path;
   deps.cache_platform = platform.name;
   deps.cache_power_mode = platform.power_mode;
+  deps.auth = security.auth;
   p.service = std::make_unique<TunerService>(std::move(deps));
   ASSIGN_OR_RETURN(p.addresses,
-                   Listen(options.listen, p.service.get(), p.server));
+                   Listen(options.listen, security, p.service.get(), p.server));
   // Health: SERVING for "" and for the Tuner service by name, so probes of
   // either succeed; Shutdown turns both NOT_SERVING.
   p.server->GetHealthCheckService()->SetServingStatus(true);

@@ -50,6 +50,17 @@ struct DaemonOptions {
   // mlir-aie nightly kernel cycles (daemon/tune/kernel_cycles.h) for the
   // GEMM bound; empty: none, every setting is timed.
   std::string kernel_cycles;
+  // Security (docs/security.md). The unix sockets' group (empty: the
+  // daemon's own); they are made mode 0660 whatever the umask.
+  std::string socket_group;
+  // Serve plaintext off loopback (logged as a warning).
+  bool insecure = false;
+  // TLS for every TCP address: PEM files; empty: none.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;  // also ask for and verify client certificates
+  // The tokens file (daemon/server/auth.h); empty: local callers only.
+  std::string tokens;
   // systemd's notify socket and watchdog (NotifyConfig::FromEnvironment()
   // in irontuned); empty: no notifications.
   NotifyConfig notify;

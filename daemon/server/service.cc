@@ -77,6 +77,53 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 TunerService::TunerService(ServiceDeps deps)
     : deps_(std::move(deps)), started_(absl::Now()) {}
 
+absl::StatusOr<Caller> TunerService::Admit(grpc::ServerContext* context,
+                                           Rpc rpc) {
+  std::optional<absl::string_view> authorization;
+  const auto& metadata = context->client_metadata();
+  if (auto it = metadata.find("authorization"); it != metadata.end()) {
+    authorization = absl::string_view(it->second.data(), it->second.size());
+  }
+  const std::string peer = context->peer();
+  if (deps_.auth == nullptr) {
+    Caller caller;
+    caller.role = Role::kAdmin;
+    caller.peer = peer;
+    return caller;
+  }
+  absl::StatusOr<Caller> caller = deps_.auth->Authenticate(authorization, peer);
+  absl::Status s =
+      caller.ok() ? Authenticator::Authorize(*caller, rpc) : caller.status();
+  if (!s.ok()) {
+    spdlog::warn("refused {} from {}: {}", RpcName(rpc),
+                 caller.ok() ? caller->ToString() : peer,
+                 std::string(s.message()));
+    return s;
+  }
+  const bool quiet = rpc == Rpc::kGetStatus || rpc == Rpc::kListJobs ||
+                     rpc == Rpc::kGetResult || rpc == Rpc::kListImports;
+  spdlog::log(quiet ? spdlog::level::debug : spdlog::level::info, "{} by {}",
+              RpcName(rpc), caller->ToString());
+  return caller;
+}
+
+std::string TunerService::OwnerOf(const grpc::ServerContext& context,
+                                  const Caller& caller,
+                                  const std::string& given) const {
+  return caller.has_token ? caller.name : ClientOf(context, given);
+}
+
+absl::Status TunerService::CheckOwner(const Caller& caller, Rpc rpc,
+                                      const std::string& job_id,
+                                      const std::string& owner) {
+  absl::Status s = Authenticator::MayTouchJob(caller, rpc, job_id, owner);
+  if (!s.ok()) {
+    spdlog::warn("refused {} from {}: {}", RpcName(rpc), caller.ToString(),
+                 std::string(s.message()));
+  }
+  return s;
+}
+
 std::string TunerService::ClientOf(const grpc::ServerContext& context,
                                    const std::string& given) const {
   if (!given.empty()) return given;
@@ -174,12 +221,14 @@ grpc::Status TunerService::Autotune(
     grpc::ServerContext* context, const v1::AutotuneRequest* request,
     grpc::ServerWriter<v1::AutotuneEvent>* writer) {
   if (shutting_down_) return ShuttingDown();
+  absl::StatusOr<Caller> caller = Admit(context, Rpc::kAutotune);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (absl::Status s = ValidateAutotuneRequest(*request); !s.ok()) {
     return ToGrpcStatus(s);
   }
   absl::StatusOr<JobPtr> job =
-      RunJob(context, *request, request->client(), request->priority(),
-             request->detach(),
+      RunJob(context, *request, OwnerOf(*context, *caller, request->client()),
+             request->priority(), request->detach(),
              [writer](const v1::AutotuneEvent& e) { return writer->Write(e); });
   if (!job.ok()) return ToGrpcStatus(job.status());
   return ToGrpcStatus((*job)->status());
@@ -189,11 +238,14 @@ grpc::Status TunerService::Measure(
     grpc::ServerContext* context, const v1::MeasureRequest* request,
     grpc::ServerWriter<v1::MeasureEvent>* writer) {
   if (shutting_down_) return ShuttingDown();
+  absl::StatusOr<Caller> caller = Admit(context, Rpc::kMeasure);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (absl::Status s = ValidateMeasureRequest(*request); !s.ok()) {
     return ToGrpcStatus(s);
   }
   absl::StatusOr<JobPtr> job =
-      RunJob(context, *request, request->client(), request->priority(),
+      RunJob(context, *request, OwnerOf(*context, *caller, request->client()),
+             request->priority(),
              /*detach=*/false, [writer](const v1::AutotuneEvent& e) {
                v1::MeasureEvent out;
                return !ToMeasureEvent(e, &out) || writer->Write(out);
@@ -209,10 +261,13 @@ grpc::Status TunerService::Measure(
   return grpc::Status::OK;
 }
 
-grpc::Status TunerService::GetStatus(grpc::ServerContext*,
+grpc::Status TunerService::GetStatus(grpc::ServerContext* context,
                                      const v1::GetStatusRequest*,
                                      v1::StatusResponse* response) {
   if (shutting_down_) return ShuttingDown();
+  if (absl::StatusOr<Caller> c = Admit(context, Rpc::kGetStatus); !c.ok()) {
+    return ToGrpcStatus(c.status());
+  }
   const WorkerStatus w = deps_.worker->Status();
   response->set_version(deps_.version);
   response->set_device(deps_.device_spec);
@@ -232,10 +287,13 @@ grpc::Status TunerService::GetStatus(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status TunerService::ListJobs(grpc::ServerContext*,
+grpc::Status TunerService::ListJobs(grpc::ServerContext* context,
                                     const v1::ListJobsRequest* request,
                                     v1::ListJobsResponse* response) {
   if (shutting_down_) return ShuttingDown();
+  if (absl::StatusOr<Caller> c = Admit(context, Rpc::kListJobs); !c.ok()) {
+    return ToGrpcStatus(c.status());
+  }
   const uint32_t limit = request->limit() == 0
                              ? kDefaultListLimit
                              : std::min(request->limit(), kMaxListLimit);
@@ -265,14 +323,22 @@ grpc::Status TunerService::ListJobs(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status TunerService::Cancel(grpc::ServerContext*,
+grpc::Status TunerService::Cancel(grpc::ServerContext* context,
                                   const v1::CancelRequest* request,
                                   v1::CancelResponse* response) {
   if (shutting_down_) return ShuttingDown();
+  absl::StatusOr<Caller> caller = Admit(context, Rpc::kCancel);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (absl::Status s = ValidateJobId(request->job_id()); !s.ok()) {
     return ToGrpcStatus(s);
   }
   if (JobPtr job = Find(request->job_id())) {
+    if (absl::Status s =
+            CheckOwner(*caller, Rpc::kCancel, job->id(), job->client());
+        !s.ok()) {
+      return ToGrpcStatus(s);
+    }
+    spdlog::info("job {} cancelled by {}", job->id(), caller->ToString());
     CancelJob(job, "cancelled by request");
     response->set_state(job->state());
     return grpc::Status::OK;
@@ -282,6 +348,11 @@ grpc::Status TunerService::Cancel(grpc::ServerContext*,
         Stored(request->job_id());
     if (!stored.ok()) return ToGrpcStatus(stored.status());
     if (stored->has_value()) {
+      if (absl::Status s = CheckOwner(*caller, Rpc::kCancel, request->job_id(),
+                                      (*stored)->summary().client());
+          !s.ok()) {
+        return ToGrpcStatus(s);
+      }
       response->set_state((*stored)->summary().state());
       return grpc::Status::OK;
     }
@@ -293,10 +364,17 @@ grpc::Status TunerService::Watch(
     grpc::ServerContext* context, const v1::WatchRequest* request,
     grpc::ServerWriter<v1::AutotuneEvent>* writer) {
   if (shutting_down_) return ShuttingDown();
+  absl::StatusOr<Caller> caller = Admit(context, Rpc::kWatch);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (absl::Status s = ValidateJobId(request->job_id()); !s.ok()) {
     return ToGrpcStatus(s);
   }
   if (JobPtr job = Find(request->job_id())) {
+    if (absl::Status s =
+            CheckOwner(*caller, Rpc::kWatch, job->id(), job->client());
+        !s.ok()) {
+      return ToGrpcStatus(s);
+    }
     absl::Status followed = Follow(
         context, job, /*cancel_on_disconnect=*/false,
         [writer](const v1::AutotuneEvent& e) { return writer->Write(e); });
@@ -310,6 +388,11 @@ grpc::Status TunerService::Watch(
     if (!stored.ok()) return ToGrpcStatus(stored.status());
     if (stored->has_value()) {
       const v1::JobResult& r = **stored;
+      if (absl::Status s = CheckOwner(*caller, Rpc::kWatch, request->job_id(),
+                                      r.summary().client());
+          !s.ok()) {
+        return ToGrpcStatus(s);
+      }
       if (r.has_autotune()) {
         v1::AutotuneEvent e;
         e.set_job_id(request->job_id());
@@ -325,14 +408,21 @@ grpc::Status TunerService::Watch(
   return NoJob(request->job_id());
 }
 
-grpc::Status TunerService::GetResult(grpc::ServerContext*,
+grpc::Status TunerService::GetResult(grpc::ServerContext* context,
                                      const v1::GetResultRequest* request,
                                      v1::JobResult* response) {
   if (shutting_down_) return ShuttingDown();
+  absl::StatusOr<Caller> caller = Admit(context, Rpc::kGetResult);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (absl::Status s = ValidateJobId(request->job_id()); !s.ok()) {
     return ToGrpcStatus(s);
   }
   if (JobPtr job = Find(request->job_id())) {
+    if (absl::Status s =
+            CheckOwner(*caller, Rpc::kGetResult, job->id(), job->client());
+        !s.ok()) {
+      return ToGrpcStatus(s);
+    }
     if (!IsTerminal(job->state())) {
       return grpc::Status(
           grpc::StatusCode::FAILED_PRECONDITION,
@@ -346,6 +436,12 @@ grpc::Status TunerService::GetResult(grpc::ServerContext*,
         Stored(request->job_id());
     if (!stored.ok()) return ToGrpcStatus(stored.status());
     if (stored->has_value()) {
+      if (absl::Status s =
+              CheckOwner(*caller, Rpc::kGetResult, request->job_id(),
+                         (*stored)->summary().client());
+          !s.ok()) {
+        return ToGrpcStatus(s);
+      }
       *response = **stored;
       return grpc::Status::OK;
     }
@@ -357,6 +453,9 @@ grpc::Status TunerService::ExportCache(
     grpc::ServerContext* context, const v1::ExportCacheRequest*,
     grpc::ServerWriter<v1::CacheLine>* writer) {
   if (shutting_down_) return ShuttingDown();
+  if (absl::StatusOr<Caller> c = Admit(context, Rpc::kExportCache); !c.ok()) {
+    return ToGrpcStatus(c.status());
+  }
   if (deps_.cache_path.empty()) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         "irontuned runs without a cache");
@@ -381,12 +480,16 @@ grpc::Status TunerService::ExportCache(
 }
 
 grpc::Status TunerService::ImportCache(
-    grpc::ServerContext*, grpc::ServerReader<v1::CacheLine>* reader,
+    grpc::ServerContext* context, grpc::ServerReader<v1::CacheLine>* reader,
     v1::ImportCacheResponse* response) {
   if (shutting_down_) return ShuttingDown();
+  absl::StatusOr<Caller> caller = Admit(context, Rpc::kImportCache);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   std::string text;
   v1::CacheLine line;
-  while (reader->Read(&line)) {
+  ImportOrigin origin{OwnerOf(*context, *caller, ""), caller->peer, ""};
+  for (bool first = true; reader->Read(&line); first = false) {
+    if (first) origin.source = line.source();
     if (text.size() + line.line().size() + 1 > kMaxImportBytes) {
       return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                           "the import exceeds 1 GiB");
@@ -394,6 +497,7 @@ grpc::Status TunerService::ImportCache(
     absl::StrAppend(&text, line.line(), "\n");
   }
   int64_t imported = 0;
+  int64_t import_id = 0;
   // The worker is the cache's only writer: the import runs there, between
   // jobs (or when a long job yields).
   absl::Status s = deps_.worker->RunOnWorker([&](Cache* cache) -> absl::Status {
@@ -401,13 +505,75 @@ grpc::Status TunerService::ImportCache(
       return absl::FailedPreconditionError("irontuned runs without a cache");
     }
     std::istringstream in(text);
-    absl::StatusOr<ImportCounts> counts = cache->Import(in);
+    absl::StatusOr<ImportCounts> counts = cache->Import(in, origin);
     if (!counts.ok()) return counts.status();
     imported = counts->imported;
+    import_id = counts->import_id;
     return absl::OkStatus();
   });
   if (!s.ok()) return ToGrpcStatus(s);
   response->set_imported(static_cast<uint64_t>(imported));
+  response->set_import_id(static_cast<uint64_t>(import_id));
+  spdlog::info("cache: import {} of {} lines from \"{}\" by {}", import_id,
+               imported, origin.source, caller->ToString());
+  return grpc::Status::OK;
+}
+
+grpc::Status TunerService::ListImports(grpc::ServerContext* context,
+                                       const v1::ListImportsRequest*,
+                                       v1::ListImportsResponse* response) {
+  if (shutting_down_) return ShuttingDown();
+  if (absl::StatusOr<Caller> c = Admit(context, Rpc::kListImports); !c.ok()) {
+    return ToGrpcStatus(c.status());
+  }
+  if (deps_.cache_path.empty()) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "irontuned runs without a cache");
+  }
+  absl::StatusOr<std::unique_ptr<CacheReader>> reader = CacheReader::Open(
+      deps_.cache_path, deps_.cache_platform, deps_.cache_power_mode);
+  if (!reader.ok()) return ToGrpcStatus(reader.status());
+  absl::StatusOr<std::vector<ImportRecord>> records = (*reader)->ListImports();
+  if (!records.ok()) return ToGrpcStatus(records.status());
+  for (const ImportRecord& r : *records) {
+    v1::ImportRecord* out = response->add_imports();
+    out->set_id(static_cast<uint64_t>(r.id));
+    out->set_imported_by(r.origin.imported_by);
+    out->set_peer(r.origin.peer);
+    out->set_source(r.origin.source);
+    out->set_imported_unix_ms(r.imported_unix_ms);
+    out->set_lines(static_cast<uint64_t>(r.lines));
+    out->set_rows(static_cast<uint64_t>(r.rows));
+    out->set_dropped_unix_ms(r.dropped_unix_ms.value_or(0));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status TunerService::DropImport(grpc::ServerContext* context,
+                                      const v1::DropImportRequest* request,
+                                      v1::DropImportResponse* response) {
+  if (shutting_down_) return ShuttingDown();
+  absl::StatusOr<Caller> caller = Admit(context, Rpc::kDropImport);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  if (request->id() == 0 || request->id() > static_cast<uint64_t>(INT64_MAX)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("id: no import ", request->id()));
+  }
+  int64_t rows = 0;
+  absl::Status s = deps_.worker->RunOnWorker([&](Cache* cache) -> absl::Status {
+    if (cache == nullptr) {
+      return absl::FailedPreconditionError("irontuned runs without a cache");
+    }
+    absl::StatusOr<int64_t> dropped =
+        cache->DropImport(static_cast<int64_t>(request->id()));
+    if (!dropped.ok()) return dropped.status();
+    rows = *dropped;
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return ToGrpcStatus(s);
+  spdlog::info("cache: import {} dropped by {} ({} rows)", request->id(),
+               caller->ToString(), rows);
+  response->set_rows(static_cast<uint64_t>(rows));
   return grpc::Status::OK;
 }
 

@@ -8,6 +8,12 @@
 // cancels. Once BeginShutdown is called every new request is refused with
 // UNAVAILABLE.
 //
+// Every RPC first authenticates its caller and checks the role it needs
+// (daemon/server/auth.h): UNAUTHENTICATED for a missing or unknown token,
+// PERMISSION_DENIED for a role that does not suffice, each logged with the
+// peer. With tokens, a job belongs to its token's name, whatever the
+// request's `client` field says.
+//
 // Included only by service.cc and daemon.cc: gRPC headers are heavy.
 // Threads: gRPC calls the handlers on its own threads, concurrently.
 #ifndef IRONTUNE_DAEMON_SERVER_SERVICE_H_
@@ -16,6 +22,7 @@
 #include <atomic>
 #include <deque>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -23,6 +30,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/npu/device.h"
+#include "daemon/server/auth.h"
 #include "daemon/server/job_queue.h"
 #include "daemon/server/jobs.h"
 #include "daemon/server/worker.h"
@@ -44,6 +52,8 @@ struct ServiceDeps {
   std::string cache_path;
   std::string cache_platform;
   PowerMode cache_power_mode = PowerMode::kDefault;
+  // Who may call what; null: no checks, every caller is admin (tests).
+  std::shared_ptr<const Authenticator> auth;
 };
 
 class TunerService final : public v1::Tuner::Service {
@@ -82,6 +92,12 @@ class TunerService final : public v1::Tuner::Service {
   grpc::Status ImportCache(grpc::ServerContext* context,
                            grpc::ServerReader<v1::CacheLine>* reader,
                            v1::ImportCacheResponse* response) override;
+  grpc::Status ListImports(grpc::ServerContext* context,
+                           const v1::ListImportsRequest* request,
+                           v1::ListImportsResponse* response) override;
+  grpc::Status DropImport(grpc::ServerContext* context,
+                          const v1::DropImportRequest* request,
+                          v1::DropImportResponse* response) override;
 
  private:
   // The stored result of job `id` (nullopt when none, or no store).
@@ -103,6 +119,16 @@ class TunerService final : public v1::Tuner::Service {
   // Cancels a queued or running job.
   void CancelJob(const JobPtr& job, const std::string& reason);
   JobPtr Find(const std::string& id);
+  // The caller of `context` if it may call `rpc` (logged); else
+  // UNAUTHENTICATED or PERMISSION_DENIED (logged with the peer).
+  absl::StatusOr<Caller> Admit(grpc::ServerContext* context, Rpc rpc);
+  // The client a job of `caller` is owned by: the token's name, else the
+  // request's `given` name, else the peer.
+  std::string OwnerOf(const grpc::ServerContext& context, const Caller& caller,
+                      const std::string& given) const;
+  // OK when `caller` may touch the job of `owner` (MayTouchJob, logged).
+  absl::Status CheckOwner(const Caller& caller, Rpc rpc,
+                          const std::string& job_id, const std::string& owner);
   std::string ClientOf(const grpc::ServerContext& context,
                        const std::string& given) const;
 

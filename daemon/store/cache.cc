@@ -306,19 +306,20 @@ absl::StatusOr<Cache::Inserts> Cache::PrepareInserts(
       inserts.measurement,
       db.Prepare(absl::StrCat(insert,
                               " INTO measurements(partition, key, row_schema, "
-                              "t_step_us, measured, written, measurement) "
-                              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")));
+                              "t_step_us, measured, written, measurement, "
+                              "import_id) "
+                              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")));
   ASSIGN_OR_RETURN(inserts.iron,
                    db.Prepare(absl::StrCat(
                        insert,
-                       " INTO iron_costs(partition, key, written, measurement) "
-                       "VALUES (?1, ?2, ?3, ?4)")));
+                       " INTO iron_costs(partition, key, written, measurement, "
+                       "import_id) VALUES (?1, ?2, ?3, ?4, ?5)")));
   ASSIGN_OR_RETURN(inserts.verdict,
                    db.Prepare(absl::StrCat(
                        insert,
                        " INTO verdicts(platform, recipe_hash, environment, "
-                       "row_schema, verdict, written) "
-                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)")));
+                       "row_schema, verdict, written, import_id) "
+                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")));
   return inserts;
 }
 
@@ -365,6 +366,7 @@ absl::Status Cache::Insert(sqlite::Statement& stmt, std::string_view digest,
   RETURN_IF_ERROR(stmt.BindText(5, m.measured()));
   RETURN_IF_ERROR(stmt.BindInt(6, NowUnix()));
   RETURN_IF_ERROR(stmt.BindBlob(7, blob));
+  if (import_id_) RETURN_IF_ERROR(stmt.BindInt(8, *import_id_));
   return stmt.Run();
 }
 
@@ -378,6 +380,7 @@ absl::Status Cache::InsertIron(sqlite::Statement& stmt,
   RETURN_IF_ERROR(stmt.BindText(2, iron_key));
   RETURN_IF_ERROR(stmt.BindInt(3, NowUnix()));
   RETURN_IF_ERROR(stmt.BindBlob(4, blob));
+  if (import_id_) RETURN_IF_ERROR(stmt.BindInt(5, *import_id_));
   return stmt.Run();
 }
 
@@ -391,6 +394,7 @@ absl::Status Cache::InsertVerdict(sqlite::Statement& stmt,
   RETURN_IF_ERROR(stmt.BindInt(4, row_schema));
   RETURN_IF_ERROR(stmt.BindText(5, verdict));
   RETURN_IF_ERROR(stmt.BindInt(6, NowUnix()));
+  if (import_id_) RETURN_IF_ERROR(stmt.BindInt(7, *import_id_));
   return stmt.Run();
 }
 

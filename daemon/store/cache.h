@@ -87,6 +87,24 @@ struct VerdictKey {
 struct ImportCounts {
   int64_t imported = 0;
   std::vector<std::string> skipped;
+  int64_t import_id = 0;  // Import: its record's id (ListImports)
+};
+
+// Who imported what (Import's record). Free text, stored as given.
+struct ImportOrigin {
+  std::string imported_by;  // the token's name, or the client's
+  std::string peer;         // the importer's address
+  std::string source;       // the file name the importer gave
+};
+
+// One Import as the cache keeps it.
+struct ImportRecord {
+  int64_t id = 0;
+  ImportOrigin origin;
+  int64_t imported_unix_ms = 0;
+  int64_t lines = 0;  // lines imported then
+  int64_t rows = 0;   // measurement, IRON and verdict rows of it still kept
+  std::optional<int64_t> dropped_unix_ms;  // set once DropImport ran
 };
 
 // The outcome of Check.
@@ -137,6 +155,8 @@ class CacheReader {
   // Checks the whole file (every partition): SQLite's integrity check, and
   // that every stored measurement decodes.
   absl::StatusOr<CacheCheck> Check();
+  // Every Import recorded in the file (any partition), newest first.
+  absl::StatusOr<std::vector<ImportRecord>> ListImports();
 
   const std::string& platform() const { return platform_; }
   PowerMode power_mode() const { return power_mode_; }
@@ -254,8 +274,19 @@ class Cache {
   // line (InvalidArgument, naming it) or a line of another platform or power
   // mode (FailedPrecondition) nothing is imported. Rows already present
   // are kept, not replaced: this box's own figures win over imported ones
-  // (such a line is listed in `skipped`). Blank lines are ignored.
-  absl::StatusOr<ImportCounts> Import(std::istream& in);
+  // (such a line is listed in `skipped`). Blank lines are ignored. The
+  // import is recorded with `origin` (ListImports) in the same
+  // transaction, and the rows it adds carry its id.
+  absl::StatusOr<ImportCounts> Import(std::istream& in,
+                                      const ImportOrigin& origin = {});
+  absl::StatusOr<std::vector<ImportRecord>> ListImports() {
+    return reads_.ListImports();
+  }
+  // Deletes the rows import `id` added (rows measured here since, under the
+  // same key, replaced them and stay) and marks it dropped, in one
+  // transaction; returns how many rows went. NotFound for an unknown id,
+  // FailedPrecondition for one dropped already.
+  absl::StatusOr<int64_t> DropImport(int64_t id);
 
   const std::string& platform() const { return reads_.platform(); }
   PowerMode power_mode() const { return reads_.power_mode(); }
@@ -295,9 +326,14 @@ class Cache {
   // A "measurement" line or, with `iron`, an "iron_cost" one.
   absl::Status ImportFigure(Inserts& add, const ImportLine& line, bool iron);
 
+  // Import's steps: its record, before any row.
+  absl::StatusOr<int64_t> RecordImport(const ImportOrigin& origin);
+
   // Declared before the statements, so they are finalized first.
   std::unique_ptr<sqlite::Db> db_;
   const int64_t partition_id_;
+  // While Import runs: its id, which the inserts write into import_id.
+  std::optional<int64_t> import_id_;
   CacheReader reads_;  // over db_
   Inserts put_;        // INSERT OR REPLACE
 };

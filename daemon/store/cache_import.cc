@@ -12,6 +12,8 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "daemon/store/cache.h"
 #include "daemon/store/cache_json.h"
@@ -170,10 +172,18 @@ absl::Status CacheReader::ExportVerdicts(std::ostream& out) {
 // ---------------------------------------------------------------------------
 // Import
 
-absl::StatusOr<ImportCounts> Cache::Import(std::istream& in) {
+absl::StatusOr<ImportCounts> Cache::Import(std::istream& in,
+                                           const ImportOrigin& origin) {
   ASSIGN_OR_RETURN(Inserts add, PrepareInserts(*db_, "IGNORE"));
   ImportCounts counts;
   ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(*db_));
+  ASSIGN_OR_RETURN(counts.import_id, RecordImport(origin));
+  // The inserts carry the import's id until this returns, however it does.
+  import_id_ = counts.import_id;
+  struct Clear {
+    std::optional<int64_t>& id;
+    ~Clear() { id.reset(); }
+  } clear{import_id_};
   std::string text;
   for (int number = 1; std::getline(in, text); ++number) {
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -182,8 +192,86 @@ absl::StatusOr<ImportCounts> Cache::Import(std::istream& in) {
     CountImportedLine(number, db_->Changes(), counts);
   }
   if (in.bad()) return absl::DataLossError("reading the import failed");
+  ASSIGN_OR_RETURN(sqlite::Statement lines,
+                   db_->Prepare("UPDATE imports SET lines = ?1 WHERE id = ?2"));
+  RETURN_IF_ERROR(lines.BindInt(1, counts.imported));
+  RETURN_IF_ERROR(lines.BindInt(2, counts.import_id));
+  RETURN_IF_ERROR(lines.Run());
   RETURN_IF_ERROR(txn.Commit());
   return counts;
+}
+
+absl::StatusOr<int64_t> Cache::RecordImport(const ImportOrigin& origin) {
+  ASSIGN_OR_RETURN(
+      sqlite::Statement stmt,
+      db_->Prepare("INSERT INTO imports(imported_by, peer, source, written, "
+                   "lines) VALUES (?1, ?2, ?3, ?4, 0)"));
+  RETURN_IF_ERROR(stmt.BindText(1, origin.imported_by));
+  RETURN_IF_ERROR(stmt.BindText(2, origin.peer));
+  RETURN_IF_ERROR(stmt.BindText(3, origin.source));
+  RETURN_IF_ERROR(stmt.BindInt(4, absl::ToUnixMillis(absl::Now())));
+  RETURN_IF_ERROR(stmt.Run());
+  return db_->QueryInt("SELECT last_insert_rowid()");
+}
+
+absl::StatusOr<int64_t> Cache::DropImport(int64_t id) {
+  ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(*db_));
+  ASSIGN_OR_RETURN(sqlite::Statement find,
+                   db_->Prepare("SELECT dropped FROM imports WHERE id = ?1"));
+  RETURN_IF_ERROR(find.BindInt(1, id));
+  ASSIGN_OR_RETURN(bool found, find.Step());
+  if (!found) {
+    return absl::NotFoundError(absl::StrCat("no import ", id, " in the cache"));
+  }
+  if (!find.ColumnIsNull(0)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("import ", id, " was dropped already"));
+  }
+  int64_t rows = 0;
+  for (const char* table : {"measurements", "iron_costs", "verdicts"}) {
+    ASSIGN_OR_RETURN(sqlite::Statement drop,
+                     db_->Prepare(absl::StrCat("DELETE FROM ", table,
+                                               " WHERE import_id = ?1")));
+    RETURN_IF_ERROR(drop.BindInt(1, id));
+    RETURN_IF_ERROR(drop.Run());
+    rows += db_->Changes();
+  }
+  ASSIGN_OR_RETURN(
+      sqlite::Statement mark,
+      db_->Prepare("UPDATE imports SET dropped = ?1 WHERE id = ?2"));
+  RETURN_IF_ERROR(mark.BindInt(1, absl::ToUnixMillis(absl::Now())));
+  RETURN_IF_ERROR(mark.BindInt(2, id));
+  RETURN_IF_ERROR(mark.Run());
+  RETURN_IF_ERROR(txn.Commit());
+  spdlog::info("cache: dropped import {} ({} rows)", id, rows);
+  return rows;
+}
+
+absl::StatusOr<std::vector<ImportRecord>> CacheReader::ListImports() {
+  ASSIGN_OR_RETURN(sqlite::ReadTransaction snapshot,
+                   sqlite::ReadTransaction::Begin(*db_));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement stmt,
+      db_->Prepare(
+          "SELECT id, imported_by, peer, source, written, lines, dropped, "
+          "(SELECT count(*) FROM measurements WHERE import_id = i.id) + "
+          "(SELECT count(*) FROM iron_costs WHERE import_id = i.id) + "
+          "(SELECT count(*) FROM verdicts WHERE import_id = i.id) "
+          "FROM imports AS i ORDER BY id DESC"));
+  std::vector<ImportRecord> records;
+  RETURN_IF_ERROR(stmt.ForEachRow([&] {
+    ImportRecord r;
+    r.id = stmt.ColumnInt(0);
+    r.origin.imported_by = std::string(stmt.ColumnText(1));
+    r.origin.peer = std::string(stmt.ColumnText(2));
+    r.origin.source = std::string(stmt.ColumnText(3));
+    r.imported_unix_ms = stmt.ColumnInt(4);
+    r.lines = stmt.ColumnInt(5);
+    if (!stmt.ColumnIsNull(6)) r.dropped_unix_ms = stmt.ColumnInt(6);
+    r.rows = stmt.ColumnInt(7);
+    records.push_back(std::move(r));
+  }));
+  return records;
 }
 
 absl::Status Cache::ImportOne(Inserts& add, const ImportLine& line) {

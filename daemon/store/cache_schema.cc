@@ -45,8 +45,35 @@ absl::Status CreateV1(sqlite::Db& db) {
   )sql");
 }
 
+// Version 2. Each ImportCache call becomes an `imports` row naming who
+// imported what file, when; the rows it added carry its id in `import_id`
+// (NULL: measured or decided on this box), so one import can be listed and
+// dropped. Existing rows keep NULL: they predate the record.
+absl::Status AddImportOrigins(sqlite::Db& db) {
+  return db.Exec(R"sql(
+    CREATE TABLE imports(
+      id INTEGER PRIMARY KEY,
+      imported_by TEXT NOT NULL,
+      peer TEXT NOT NULL,
+      source TEXT NOT NULL,
+      written INTEGER NOT NULL,
+      lines INTEGER NOT NULL,
+      dropped INTEGER);
+    ALTER TABLE measurements ADD COLUMN import_id INTEGER;
+    ALTER TABLE iron_costs ADD COLUMN import_id INTEGER;
+    ALTER TABLE verdicts ADD COLUMN import_id INTEGER;
+    CREATE INDEX measurements_by_import ON measurements(import_id)
+      WHERE import_id IS NOT NULL;
+    CREATE INDEX iron_costs_by_import ON iron_costs(import_id)
+      WHERE import_id IS NOT NULL;
+    CREATE INDEX verdicts_by_import ON verdicts(import_id)
+      WHERE import_id IS NOT NULL;
+  )sql");
+}
+
 constexpr Migration kMigrations[] = {
     {1, "measurements, IRON imports and build verdicts", &CreateV1},
+    {2, "the origin of imported rows", &AddImportOrigins},
 };
 static_assert(std::size(kMigrations) == kCacheSchemaVersion);
 

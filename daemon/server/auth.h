@@ -1,0 +1,152 @@
+// Who may call irontuned, and what each caller may do: bearer tokens from a
+// file, stored hashed, each with a name and a role, and the role every RPC
+// needs. No gRPC types here: the service passes in the request's
+// `authorization` header and its peer address (docs/security.md).
+//
+// The tokens file (--tokens FILE), one token a line:
+//
+//   # comment
+//   NAME ROLE SHA256
+//
+// NAME is what jobs are owned by and logs show ([A-Za-z0-9._@+-], at most 64
+// characters, unique); ROLE is `submit` or `admin`; SHA256 is the 64 hex
+// digits of the SHA-256 of the token's text (surrounding whitespace
+// stripped), as `irontuned --hash-token NAME:ROLE < TOKENFILE` or
+// `printf %s "$TOKEN" | sha256sum` print it. Only the hashes are kept.
+//
+// Without a tokens file, irontuned serves local callers only (its unix
+// socket and loopback TCP), each as admin and named by the request's
+// `client` field; a caller from any other address is UNAUTHENTICATED.
+//
+// Threads: a TokenTable and an Authenticator are immutable once made, and
+// safe to use from any number of threads.
+#ifndef IRONTUNE_DAEMON_SERVER_AUTH_H_
+#define IRONTUNE_DAEMON_SERVER_AUTH_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace irontune {
+
+enum class Role { kSubmit, kAdmin };
+
+// "submit", "admin".
+const char* RoleName(Role role);
+// InvalidArgument for another word.
+absl::StatusOr<Role> ParseRole(absl::string_view text);
+
+// The lower-case hex SHA-256 of `token` with surrounding whitespace
+// stripped: the third field of a tokens-file line.
+std::string HashToken(absl::string_view token);
+
+// One line of the tokens file.
+struct TokenEntry {
+  std::string name;
+  Role role = Role::kSubmit;
+  std::string sha256;  // 64 lower-case hex digits
+};
+
+// "NAME ROLE SHA256": the tokens-file line for `token`. InvalidArgument
+// when `name` is not a valid name or `token` is empty.
+absl::StatusOr<std::string> TokenLine(absl::string_view name, Role role,
+                                      absl::string_view token);
+
+class TokenTable {
+ public:
+  // Parses a tokens file's text; errors name `file` and the line
+  // ("FILE:3: ..."): a bad name, role or hash, a duplicate name or hash, a
+  // line with other than three fields. An empty table is InvalidArgument
+  // too (it would admit nobody).
+  static absl::StatusOr<TokenTable> Parse(absl::string_view text,
+                                          absl::string_view file);
+  // Reads and parses `path`. NotFound / PermissionDenied naming it when
+  // it cannot be read.
+  static absl::StatusOr<TokenTable> Load(const std::string& path);
+
+  // The entry whose hash is `token`'s, or null. Compares the hash with
+  // every entry's in constant time, so neither the match nor its place
+  // shows in the time taken. The pointer lives as long as the table.
+  const TokenEntry* Find(absl::string_view token) const;
+
+  size_t size() const { return entries_.size(); }
+
+ private:
+  std::vector<TokenEntry> entries_;
+};
+
+// The RPCs of irontune.v1.Tuner, for the role table.
+enum class Rpc {
+  kAutotune,
+  kMeasure,
+  kGetStatus,
+  kListJobs,
+  kCancel,
+  kWatch,
+  kGetResult,
+  kExportCache,
+  kImportCache,
+  kListImports,
+  kDropImport,
+};
+
+const char* RpcName(Rpc rpc);
+
+// The least role `rpc` needs. Cancel, Watch and GetResult need kSubmit for
+// the caller's own jobs and kAdmin for another's (see MayTouchJob).
+Role RequiredRole(Rpc rpc);
+
+// An authenticated caller.
+struct Caller {
+  std::string name;  // the token's name; "" when irontuned has no tokens
+  Role role = Role::kSubmit;
+  std::string peer;  // gRPC's peer address: "ipv4:127.0.0.1:5000", "unix:"
+  bool has_token = false;
+
+  // "NAME@PEER" (or "PEER"), for logs.
+  std::string ToString() const;
+};
+
+// Whether gRPC peer address `peer` is local: a unix socket ("unix:..."),
+// 127.0.0.0/8 ("ipv4:127.x.y.z:port", "ipv6:[::ffff:127.x.y.z]:port") or
+// ::1.
+bool IsLocalPeer(absl::string_view peer);
+
+class Authenticator {
+ public:
+  // `tokens` nullopt: no tokens file (local callers only, all admin).
+  explicit Authenticator(std::optional<TokenTable> tokens)
+      : tokens_(std::move(tokens)) {}
+
+  bool has_tokens() const { return tokens_.has_value(); }
+
+  // The caller of a request with `authorization` (the header's value, or
+  // nullopt when absent) from `peer`. Unauthenticated, with a message that
+  // says what is missing, when tokens are configured and the header is not
+  // "Bearer TOKEN" of a known token, or when they are not and the peer is
+  // not local.
+  absl::StatusOr<Caller> Authenticate(
+      std::optional<absl::string_view> authorization,
+      absl::string_view peer) const;
+
+  // OK when `caller` may call `rpc`; PermissionDenied naming the caller,
+  // the RPC and the role it needs otherwise.
+  static absl::Status Authorize(const Caller& caller, Rpc rpc);
+
+  // OK when `caller` may cancel, watch or fetch a job of `owner`: its own
+  // (owner == caller.name), or any as admin. PermissionDenied otherwise.
+  static absl::Status MayTouchJob(const Caller& caller, Rpc rpc,
+                                  absl::string_view job_id,
+                                  absl::string_view owner);
+
+ private:
+  std::optional<TokenTable> tokens_;
+};
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_DAEMON_SERVER_AUTH_H_

@@ -1,0 +1,221 @@
+#include "daemon/server/auth.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "daemon/base/sha256.h"
+#include "daemon/server/tls.h"
+
+namespace irontune {
+namespace {
+
+const std::string kCiToken = "ci-secret-0123456789";
+const std::string kOpsToken = "ops-secret-9876543210";
+
+std::string TokensText() {
+  return "# irontune tokens\n\n"
+         "ci submit " +
+         Sha256Hex(kCiToken) +
+         "\n"
+         "  ops   admin  " +
+         Sha256Hex(kOpsToken) + "  \n";
+}
+
+TEST_CASE("auth: a tokens file parses into names, roles and hashes") {
+  absl::StatusOr<TokenTable> table = TokenTable::Parse(TokensText(), "tokens");
+  REQUIRE(table.ok());
+  CHECK(table->size() == 2);
+  const TokenEntry* ci = table->Find(kCiToken);
+  REQUIRE(ci != nullptr);
+  CHECK(ci->name == "ci");
+  CHECK(ci->role == Role::kSubmit);
+  const TokenEntry* ops = table->Find("  " + kOpsToken + "\n");
+  REQUIRE(ops != nullptr);
+  CHECK(ops->name == "ops");
+  CHECK(ops->role == Role::kAdmin);
+  CHECK(table->Find("not-a-token") == nullptr);
+  CHECK(table->Find("") == nullptr);
+  // The hash itself is not a token.
+  CHECK(table->Find(Sha256Hex(kCiToken)) == nullptr);
+}
+
+TEST_CASE("auth: a bad tokens file is refused naming the file and line") {
+  const std::string hash = Sha256Hex("x");
+  struct Case {
+    std::string text;
+    std::string error;
+  };
+  const Case cases[] = {
+      {"ci submit\n", "tokens:1: expected NAME ROLE SHA256, found 2 fields"},
+      {"# c\nci root " + hash + "\n", "tokens:2: role \"root\""},
+      {"ci submit abc\n", "tokens:1: \"abc\" is not a SHA-256"},
+      {"ci submit " + hash.substr(1) + "g\n", "tokens:1:"},
+      {"c/i submit " + hash + "\n", "tokens:1: name \"c/i\""},
+      {"ci submit " + hash + "\nci admin " + Sha256Hex("y") + "\n",
+       "tokens:2: name ci appears twice"},
+      {"a submit " + hash + "\nb admin " + hash + "\n",
+       "tokens:2: this hash appears twice"},
+      {"# nothing\n\n", "tokens: no tokens"},
+      {"ci submit " + hash + " extra\n", "found 4 fields"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.text);
+    absl::StatusOr<TokenTable> table = TokenTable::Parse(c.text, "tokens");
+    REQUIRE_FALSE(table.ok());
+    CHECK(table.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK_THAT(std::string(table.status().message()), Catch::Contains(c.error));
+  }
+}
+
+TEST_CASE("auth: an upper-case hash is accepted as the same hash") {
+  std::string upper = Sha256Hex(kCiToken);
+  for (char& c : upper) c = static_cast<char>(std::toupper(c));
+  absl::StatusOr<TokenTable> table =
+      TokenTable::Parse("ci submit " + upper + "\n", "t");
+  REQUIRE(table.ok());
+  CHECK(table->Find(kCiToken) != nullptr);
+}
+
+TEST_CASE("auth: TokenLine makes a line the parser reads back") {
+  absl::StatusOr<std::string> line =
+      TokenLine("ci-runner", Role::kSubmit, kCiToken + "\n");
+  REQUIRE(line.ok());
+  CHECK(*line == "ci-runner submit " + Sha256Hex(kCiToken));
+  absl::StatusOr<TokenTable> table = TokenTable::Parse(*line, "t");
+  REQUIRE(table.ok());
+  CHECK(table->Find(kCiToken)->name == "ci-runner");
+  CHECK_FALSE(TokenLine("bad name", Role::kAdmin, "x").ok());
+  CHECK_FALSE(TokenLine("ci", Role::kAdmin, " \n").ok());
+}
+
+TEST_CASE("auth: a missing tokens file is refused naming it") {
+  absl::StatusOr<TokenTable> table =
+      TokenTable::Load("/nonexistent/irontune/tokens");
+  REQUIRE_FALSE(table.ok());
+  CHECK_THAT(std::string(table.status().message()),
+             Catch::Contains("/nonexistent/irontune/tokens"));
+}
+
+TEST_CASE("auth: the role table") {
+  for (Rpc rpc : {Rpc::kAutotune, Rpc::kMeasure, Rpc::kGetStatus,
+                  Rpc::kListJobs, Rpc::kCancel, Rpc::kWatch, Rpc::kGetResult}) {
+    INFO(RpcName(rpc));
+    CHECK(RequiredRole(rpc) == Role::kSubmit);
+  }
+  for (Rpc rpc : {Rpc::kExportCache, Rpc::kImportCache, Rpc::kListImports,
+                  Rpc::kDropImport}) {
+    INFO(RpcName(rpc));
+    CHECK(RequiredRole(rpc) == Role::kAdmin);
+  }
+  Caller submit{"ci", Role::kSubmit, "ipv4:10.0.0.1:5000", true};
+  Caller admin{"ops", Role::kAdmin, "ipv4:10.0.0.2:5000", true};
+  CHECK(Authenticator::Authorize(submit, Rpc::kAutotune).ok());
+  absl::Status denied = Authenticator::Authorize(submit, Rpc::kImportCache);
+  CHECK(denied.code() == absl::StatusCode::kPermissionDenied);
+  CHECK_THAT(std::string(denied.message()),
+             Catch::Contains("ci@ipv4:10.0.0.1:5000") &&
+                 Catch::Contains("ImportCache") && Catch::Contains("admin"));
+  CHECK(Authenticator::Authorize(admin, Rpc::kImportCache).ok());
+  CHECK(Authenticator::Authorize(admin, Rpc::kDropImport).ok());
+  // Jobs: one's own, or any as admin.
+  CHECK(Authenticator::MayTouchJob(submit, Rpc::kCancel, "j1", "ci").ok());
+  CHECK(
+      Authenticator::MayTouchJob(submit, Rpc::kCancel, "j1", "other").code() ==
+      absl::StatusCode::kPermissionDenied);
+  CHECK(Authenticator::MayTouchJob(submit, Rpc::kWatch, "j1", "other").code() ==
+        absl::StatusCode::kPermissionDenied);
+  CHECK(Authenticator::MayTouchJob(admin, Rpc::kCancel, "j1", "other").ok());
+}
+
+TEST_CASE("auth: with tokens every caller needs a known bearer token") {
+  absl::StatusOr<TokenTable> table = TokenTable::Parse(TokensText(), "t");
+  REQUIRE(table.ok());
+  const Authenticator auth(*std::move(table));
+  const std::string peer = "ipv4:192.0.2.7:41000";
+  absl::StatusOr<Caller> none = auth.Authenticate(std::nullopt, peer);
+  CHECK(none.status().code() == absl::StatusCode::kUnauthenticated);
+  // Local callers too: a tokens file applies to everyone.
+  CHECK(auth.Authenticate(std::nullopt, "unix:").status().code() ==
+        absl::StatusCode::kUnauthenticated);
+  CHECK(auth.Authenticate("Bearer wrong", peer).status().code() ==
+        absl::StatusCode::kUnauthenticated);
+  CHECK(auth.Authenticate(kCiToken, peer).status().code() ==
+        absl::StatusCode::kUnauthenticated);
+  absl::StatusOr<Caller> ci = auth.Authenticate("Bearer " + kCiToken, peer);
+  REQUIRE(ci.ok());
+  CHECK(ci->name == "ci");
+  CHECK(ci->role == Role::kSubmit);
+  CHECK(ci->peer == peer);
+  CHECK(ci->ToString() == "ci@" + peer);
+}
+
+TEST_CASE("auth: without tokens only local callers are served, as admin") {
+  const Authenticator auth(std::nullopt);
+  for (const char* peer :
+       {"unix:", "unix:/run/irontune/irontuned.sock", "ipv4:127.0.0.1:5000",
+        "ipv4:127.8.9.10:1", "ipv6:[::1]:5000", "ipv6:%5B::1%5D:5000",
+        "ipv6:[::ffff:127.0.0.1]:5000"}) {
+    INFO(peer);
+    absl::StatusOr<Caller> caller = auth.Authenticate(std::nullopt, peer);
+    REQUIRE(caller.ok());
+    CHECK(caller->role == Role::kAdmin);
+    CHECK_FALSE(caller->has_token);
+  }
+  for (const char* peer :
+       {"ipv4:10.1.2.3:5000", "ipv4:128.0.0.1:5000", "ipv6:[2001:db8::1]:5000",
+        "ipv6:[::ffff:10.0.0.1]:1", "ipv4:", ""}) {
+    INFO(peer);
+    CHECK(auth.Authenticate("Bearer x", peer).status().code() ==
+          absl::StatusCode::kUnauthenticated);
+  }
+}
+
+TEST_CASE("tls: which listen addresses are loopback") {
+  CHECK(TransportOf("unix:/run/irontune/irontuned.sock") == Transport::kUnix);
+  for (const char* a :
+       {"127.0.0.1:0", "127.1.2.3:50051", "localhost:50051", "[::1]:50051",
+        "ipv4:127.0.0.1:1", "dns:///localhost:1", "LOCALHOST:1"}) {
+    INFO(a);
+    CHECK(TransportOf(a) == Transport::kLoopbackTcp);
+  }
+  for (const char* a : {"0.0.0.0:50051", "[::]:50051", "10.0.0.1:1",
+                        "npu-box.example:50051", "128.0.0.1:1", ":50051"}) {
+    INFO(a);
+    CHECK(TransportOf(a) == Transport::kRemoteTcp);
+  }
+}
+
+TEST_CASE("tls: plaintext off loopback needs --insecure or TLS") {
+  std::vector<std::string> warnings;
+  const std::vector<std::string> local = {"unix:/tmp/s", "127.0.0.1:0"};
+  CHECK(CheckListen(local, false, false, false, &warnings).ok());
+  CHECK(warnings.empty());
+  const std::vector<std::string> remote = {"unix:/tmp/s", "0.0.0.0:50051"};
+  absl::Status refused = CheckListen(remote, false, false, true, &warnings);
+  CHECK(refused.code() == absl::StatusCode::kFailedPrecondition);
+  CHECK_THAT(std::string(refused.message()),
+             Catch::Contains("0.0.0.0:50051") &&
+                 Catch::Contains("--tls-cert") &&
+                 Catch::Contains("--insecure"));
+  CHECK(CheckListen(remote, true, false, true, &warnings).ok());
+  CHECK(warnings.empty());
+  CHECK(CheckListen(remote, false, true, true, &warnings).ok());
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Catch::Contains("--insecure"));
+}
+
+TEST_CASE("tls: a certificate without its key is refused") {
+  absl::StatusOr<std::optional<TlsConfig>> none = LoadTls(TlsFiles{});
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->has_value());
+  absl::StatusOr<std::optional<TlsConfig>> half =
+      LoadTls(TlsFiles{"/some/cert.pem", "", ""});
+  CHECK(half.status().code() == absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<std::optional<TlsConfig>> missing =
+      LoadTls(TlsFiles{"/nonexistent/c.pem", "/nonexistent/k.pem", ""});
+  CHECK_THAT(std::string(missing.status().message()),
+             Catch::Contains("--tls-cert /nonexistent/c.pem"));
+}
+
+}  // namespace
+}  // namespace irontune

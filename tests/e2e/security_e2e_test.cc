@@ -1,0 +1,439 @@
+// End to end, security: the real irontuned and irontune-client as
+// subprocesses. The unix socket's mode and group, plaintext refused off
+// loopback, TLS on loopback with a certificate made here by the openssl
+// command (CN localhost, SAN localhost and 127.0.0.1), bearer tokens and
+// their roles, job ownership by token name, imports listed and dropped,
+// and the CI job of docs/ci.md. Every wait is a bound, never an assertion.
+#include <grp.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "google/protobuf/text_format.h"
+#include "grpcpp/grpcpp.h"
+#include "irontune/v1/tuner.grpc.pb.h"
+#include "tests/testing/process.h"
+#include "tests/testing/recording_fixtures.h"
+
+namespace irontune::e2e {
+namespace {
+
+const std::string kDaemon = IRONTUNE_IRONTUNED;
+const std::string kClient = IRONTUNE_CLIENT;
+const std::string kSource = IRONTUNE_SOURCE_DIR;
+const std::string kExample = kSource + "/examples/llama-3.2-1b.rec";
+const std::string kOpenssl = "/usr/bin/openssl";
+
+const std::string kCiToken = "ci-7f3a9c1e5b2d4f6a8c0e";
+const std::string kOtherToken = "other-1b3d5f7a9c2e4f6a";
+const std::string kOpsToken = "ops-9e8d7c6b5a4f3e2d1c0b";
+
+std::string Write(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+// testing::AddSiluCalls as dir/small.txtpb.
+std::string WriteSmall(const std::string& dir) {
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(testing::AddSiluCalls(), &text);
+  return Write(dir + "/small.txtpb", text);
+}
+
+void Openssl(const std::string& dir, std::vector<std::string> args) {
+  REQUIRE(std::filesystem::exists(kOpenssl));  // scripts/install-deps
+  args.insert(args.begin(), kOpenssl);
+  Result r = Run(args, dir, 60);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+}
+
+// A CA (ca.pem) and, signed by it, a server certificate for localhost and
+// 127.0.0.1 (server.pem, server.key) and a client certificate (client.pem,
+// client.key), all under `dir`.
+void MakeCertificates(const std::string& dir) {
+  const std::vector<std::string> ec = {
+      "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"};
+  std::vector<std::string> ca = {"req",     "-x509",
+                                 "-days",   "2",
+                                 "-subj",   "/CN=irontune test CA",
+                                 "-keyout", dir + "/ca.key",
+                                 "-out",    dir + "/ca.pem"};
+  ca.insert(ca.end(), ec.begin(), ec.end());
+  Openssl(dir, ca);
+  Write(dir + "/server.ext", "subjectAltName=DNS:localhost,IP:127.0.0.1\n");
+  Write(dir + "/client.ext", "extendedKeyUsage=clientAuth\n");
+  for (const std::string name : {"server", "client"}) {
+    std::vector<std::string> req = {
+        "req",
+        "-subj",
+        "/CN=" +
+            (name == "server" ? std::string("localhost") : std::string("ci")),
+        "-keyout",
+        dir + "/" + name + ".key",
+        "-out",
+        dir + "/" + name + ".csr"};
+    req.insert(req.end(), ec.begin(), ec.end());
+    Openssl(dir, req);
+    Openssl(dir,
+            {"x509", "-req", "-days", "2", "-in", dir + "/" + name + ".csr",
+             "-CA", dir + "/ca.pem", "-CAkey", dir + "/ca.key",
+             "-CAcreateserial", "-extfile", dir + "/" + name + ".ext", "-out",
+             dir + "/" + name + ".pem"});
+  }
+}
+
+// The tokens file: ci and other (submit), ops (admin); and a file holding
+// each token.
+std::string MakeTokens(const std::string& dir) {
+  std::string lines = "# irontune e2e tokens\n";
+  for (const auto& [name, role, token] :
+       {std::tuple{"ci", "submit", kCiToken},
+        std::tuple{"other", "submit", kOtherToken},
+        std::tuple{"ops", "admin", kOpsToken}}) {
+    const std::string file = Write(dir + "/" + name + ".token", token + "\n");
+    Result r =
+        Run({"/bin/sh", "-c",
+             kDaemon + " --hash-token " + name + ":" + role + " < " + file},
+            dir, 30);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    lines += r.out;
+  }
+  return Write(dir + "/tokens", lines);
+}
+
+// An irontuned on 127.0.0.1:0 with `flags`, stopped with SIGTERM.
+class TcpDaemon {
+ public:
+  TcpDaemon(const std::string& dir, std::vector<std::string> flags)
+      : dir_(dir) {
+    std::vector<std::string> argv = {kDaemon,    "--state-dir", dir + "/state",
+                                     "--listen", "127.0.0.1:0", "--sim-clock",
+                                     "virtual",  "--log-level", "info"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    process_ = std::make_unique<Process>("irontuned", argv, dir);
+    REQUIRE(process_->started());
+    address_ = WaitForServingAddress(*process_, "127.0.0.1:");
+    INFO(process_->Stderr());
+    REQUIRE(!address_.empty());
+  }
+  ~TcpDaemon() {
+    process_->Signal(SIGTERM);
+    process_->Wait(15);
+  }
+
+  // irontune-client with TLS (trusting ca.pem, checking for localhost) and
+  // `token_name`'s token file ("" for none), then `args`.
+  Result Client(const std::string& token_name, std::vector<std::string> args,
+                double seconds = 120) const {
+    std::vector<std::string> argv = {
+        kClient,          "--server",          address_,   "--tls-ca",
+        dir_ + "/ca.pem", "--tls-server-name", "localhost"};
+    if (!token_name.empty()) {
+      argv.insert(argv.end(),
+                  {"--token-file", dir_ + "/" + token_name + ".token"});
+    }
+    argv.insert(argv.end(), args.begin(), args.end());
+    return Run(argv, dir_, seconds);
+  }
+
+  // A stub over TLS.
+  std::unique_ptr<v1::Tuner::Stub> Stub() const {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = ReadFile(dir_ + "/ca.pem");
+    grpc::ChannelArguments args;
+    args.SetSslTargetNameOverride("localhost");
+    return v1::Tuner::NewStub(
+        grpc::CreateCustomChannel(address_, grpc::SslCredentials(ssl), args));
+  }
+
+  const std::string& address() const { return address_; }
+  std::string Log() const { return process_->Stderr(); }
+
+ private:
+  std::string dir_;
+  std::string address_;
+  std::unique_ptr<Process> process_;
+};
+
+// The code of GetStatus over `stub` with `token` ("" for none).
+grpc::StatusCode StatusCall(v1::Tuner::Stub& stub, const std::string& token) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(20));
+  if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
+  v1::StatusResponse response;
+  return stub.GetStatus(&context, v1::GetStatusRequest(), &response)
+      .error_code();
+}
+
+// The code of Cancel(job) over `stub` with `token`.
+grpc::StatusCode CancelCall(v1::Tuner::Stub& stub, const std::string& token,
+                            const std::string& job) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(20));
+  context.AddMetadata("authorization", "Bearer " + token);
+  v1::CancelRequest request;
+  request.set_job_id(job);
+  v1::CancelResponse response;
+  return stub.Cancel(&context, request, &response).error_code();
+}
+
+// The code of an ImportCache of one line over `stub` with `token`.
+grpc::StatusCode ImportCall(v1::Tuner::Stub& stub, const std::string& token) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(20));
+  context.AddMetadata("authorization", "Bearer " + token);
+  v1::ImportCacheResponse response;
+  auto writer = stub.ImportCache(&context, &response);
+  v1::CacheLine line;
+  line.set_line("{}");
+  writer->Write(line);
+  writer->WritesDone();
+  return writer->Finish().error_code();
+}
+
+// The job id a detached submit printed.
+std::string DetachedJob(const Result& r) {
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  return nlohmann::json::parse(r.out)["job_id"].get<std::string>();
+}
+
+TEST_CASE("security: the unix socket is mode 0660, of --socket-group") {
+  const std::string dir = TempDir("sec-socket");
+  group* own = getgrgid(getgid());
+  REQUIRE(own != nullptr);
+  const std::string socket = dir + "/sock";
+  // A umask that would leave the socket open to everyone.
+  const mode_t old = umask(0);
+  Process daemon(
+      "irontuned",
+      {kDaemon, "--state-dir", dir + "/state", "--listen", "unix:" + socket,
+       "--sim-clock", "virtual", "--socket-group", own->gr_name},
+      dir);
+  umask(old);
+  REQUIRE(!daemon.WaitForStderrLine("serving", 30).empty());
+  struct stat st {};
+  REQUIRE(stat(socket.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0660);
+  CHECK(st.st_gid == getgid());
+  // Local, no tokens: served.
+  CHECK(Run({kClient, "--server", "unix:" + socket, "status"}, dir, 30).code ==
+        0);
+  daemon.Signal(SIGTERM);
+  REQUIRE(daemon.Wait(15));
+  CHECK(daemon.exit_code() == 0);
+
+  Result unknown = Run(
+      {kDaemon, "--state-dir", dir + "/state2", "--listen",
+       "unix:" + dir + "/sock2", "--socket-group", "no-such-group-irontune"},
+      dir, 30);
+  CHECK(unknown.code == 1);
+  CHECK_THAT(unknown.err, Catch::Contains("--socket-group") &&
+                              Catch::Contains("no such group"));
+}
+
+TEST_CASE("security: plaintext off loopback is refused without --insecure") {
+  const std::string dir = TempDir("sec-plain");
+  // Refused before anything binds.
+  Result r = Run({kDaemon, "--state-dir", dir + "/state", "--listen",
+                  "0.0.0.0:0", "--sim-clock", "virtual"},
+                 dir, 30);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("0.0.0.0:0") &&
+                        Catch::Contains("--tls-cert") &&
+                        Catch::Contains("--insecure"));
+  Result half = Run({kDaemon, "--state-dir", dir + "/state", "--listen",
+                     "[::]:0", "--tls-cert", Write(dir + "/c.pem", "x")},
+                    dir, 30);
+  CHECK(half.code == 1);
+  CHECK_THAT(half.err, Catch::Contains("--tls-key"));
+}
+
+TEST_CASE("security: TLS on loopback, tokens and roles") {
+  const std::string dir = TempDir("sec-tls");
+  MakeCertificates(dir);
+  const std::string tokens = MakeTokens(dir);
+  TcpDaemon daemon(dir, {"--tls-cert", dir + "/server.pem", "--tls-key",
+                         dir + "/server.key", "--tokens", tokens});
+  auto stub = daemon.Stub();
+
+  // Plaintext to the TLS port does not get through.
+  Result plain = Run({kClient, "--server", daemon.address(), "--token-file",
+                      dir + "/ops.token", "--timeout", "5", "status"},
+                     dir, 30);
+  CHECK(plain.code == 1);
+
+  // No token, or a wrong one: UNAUTHENTICATED.
+  CHECK(StatusCall(*stub, "") == grpc::StatusCode::UNAUTHENTICATED);
+  CHECK(StatusCall(*stub, "not-a-token") == grpc::StatusCode::UNAUTHENTICATED);
+  Result anonymous = daemon.Client("", {"status"});
+  CHECK(anonymous.code == 1);
+  CHECK_THAT(anonymous.err, Catch::Contains("--token-file"));
+  CHECK(StatusCall(*stub, kCiToken) == grpc::StatusCode::OK);
+
+  // A job belongs to its token's name, whatever --client says.
+  const std::string job = DetachedJob(daemon.Client(
+      "ci", {"submit", kExample, "--detach", "--json", "--client", "ops"}));
+  Result jobs = daemon.Client("ci", {"jobs", "--json"});
+  REQUIRE(jobs.code == 0);
+  const nlohmann::json listed = nlohmann::json::parse(jobs.out)["jobs"];
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0]["client"] == "ci");
+
+  // Another submit token may not cancel, watch or fetch it, nor import.
+  CHECK(CancelCall(*stub, kOtherToken, job) ==
+        grpc::StatusCode::PERMISSION_DENIED);
+  Result denied = daemon.Client("other", {"cancel", job});
+  CHECK(denied.code == 1);
+  CHECK_THAT(denied.err, Catch::Contains("permission denied"));
+  CHECK(daemon.Client("other", {"result", job}).code == 1);
+  CHECK(ImportCall(*stub, kCiToken) == grpc::StatusCode::PERMISSION_DENIED);
+  CHECK(daemon.Client("ci", {"cache", "export"}).code == 1);
+
+  // The admin may.
+  CHECK(CancelCall(*stub, kOpsToken, job) == grpc::StatusCode::OK);
+  // Its owner may cancel its own.
+  const std::string own = DetachedJob(
+      daemon.Client("ci", {"submit", kExample, "--detach", "--json"}));
+  Result cancelled = daemon.Client("ci", {"cancel", own});
+  INFO(cancelled.err);
+  CHECK(cancelled.code == 0);
+  // The log names who did what, and from where.
+  CHECK_THAT(daemon.Log(),
+             Catch::Contains("refused Cancel") &&
+                 Catch::Contains("other@ipv4:127.0.0.1") &&
+                 Catch::Contains("cancelled by ops@ipv4:127.0.0.1"));
+}
+
+TEST_CASE("security: a forged import is listed with its origin and dropped") {
+  const std::string dir = TempDir("sec-import");
+  MakeCertificates(dir);
+  const std::string tokens = MakeTokens(dir);
+  // The forged lines: another daemon's cache after a small tune.
+  const std::string small = WriteSmall(dir);
+  std::string forged;
+  {
+    const std::string odir = dir + "/other";
+    std::filesystem::create_directories(odir);
+    Process other(
+        "other",
+        {kDaemon, "--state-dir", odir, "--listen", "unix:" + odir + "/sock",
+         "--sim-clock", "virtual", "--log-level", "info"},
+        odir);
+    REQUIRE(!other.WaitForStderrLine("serving", 30).empty());
+    Result tuned = Run({kClient, "--server", "unix:" + odir + "/sock", "submit",
+                        small, "--rounds", "3", "--calls", "5"},
+                       odir, 300);
+    INFO(tuned.err);
+    REQUIRE(tuned.code == 0);
+    forged = dir + "/forged.jsonl";
+    REQUIRE(Run({kClient, "--server", "unix:" + odir + "/sock", "cache",
+                 "export", forged},
+                odir, 60)
+                .code == 0);
+    other.Signal(SIGTERM);
+    REQUIRE(other.Wait(15));
+  }
+  TcpDaemon daemon(dir, {"--tls-cert", dir + "/server.pem", "--tls-key",
+                         dir + "/server.key", "--tokens", tokens});
+  CHECK(daemon.Client("ci", {"cache", "import", forged}).code == 1);
+  Result imported = daemon.Client("ops", {"cache", "import", forged});
+  INFO(imported.err);
+  REQUIRE(imported.code == 0);
+  CHECK_THAT(imported.out, Catch::Contains("(import 1)"));
+
+  Result listed = daemon.Client("ops", {"cache", "imports", "--json"});
+  INFO(listed.err);
+  REQUIRE(listed.code == 0);
+  const nlohmann::json imports = nlohmann::json::parse(listed.out)["imports"];
+  REQUIRE(imports.size() == 1);
+  CHECK(imports[0]["imported_by"] == "ops");
+  CHECK(imports[0]["source"] == forged);
+  CHECK_THAT(imports[0]["peer"].get<std::string>(),
+             Catch::Contains("127.0.0.1"));
+  const int rows = std::stoi(imports[0]["rows"].get<std::string>());
+  CHECK(rows > 0);
+  CHECK(daemon.Client("ci", {"cache", "imports"}).code == 1);
+  CHECK(daemon.Client("ci", {"cache", "drop-import", "1"}).code == 1);
+
+  Result dropped = daemon.Client("ops", {"cache", "drop-import", "1"});
+  INFO(dropped.err);
+  REQUIRE(dropped.code == 0);
+  CHECK_THAT(dropped.out,
+             Catch::Contains(std::to_string(rows) + " rows removed"));
+  Result after = daemon.Client("ops", {"cache", "imports"});
+  CHECK_THAT(after.out, Catch::Contains("dropped"));
+  Result stats = daemon.Client("ci", {"status", "--json"});
+  REQUIRE(stats.code == 0);
+  const nlohmann::json cache = nlohmann::json::parse(stats.out)["cache"];
+  CHECK((!cache.contains("rows") || cache["rows"] == "0"));
+}
+
+TEST_CASE("security: client certificates are checked against --tls-client-ca") {
+  const std::string dir = TempDir("sec-mtls");
+  MakeCertificates(dir);
+  TcpDaemon daemon(
+      dir, {"--tls-cert", dir + "/server.pem", "--tls-key", dir + "/server.key",
+            "--tls-client-ca", dir + "/ca.pem"});
+  // Loopback without tokens: no token needed, but a certificate is.
+  CHECK(daemon.Client("", {"--timeout", "5", "status"}).code == 1);
+  Result with = daemon.Client("", {"--tls-cert", dir + "/client.pem",
+                                   "--tls-key", dir + "/client.key", "status"});
+  INFO(with.err);
+  CHECK(with.code == 0);
+}
+
+TEST_CASE(
+    "ci: a CI job over TLS with a token fails --check and keeps the diff") {
+  const std::string dir = TempDir("sec-ci");
+  MakeCertificates(dir);
+  const std::string tokens = MakeTokens(dir);
+  TcpDaemon daemon(dir, {"--tls-cert", dir + "/server.pem", "--tls-key",
+                         dir + "/server.key", "--tokens", tokens});
+  const std::string small = WriteSmall(dir);
+  const std::string profile =
+      Write(dir + "/stale.json",
+            "{\"entries\": [\n{\"operator\": \"SiLU\", \"size\": 8192, "
+            "\"tile_size\": 1024, \"num_aie_columns\": 1}\n]}\n");
+  // As docs/ci.md's job runs it: the server and token from the
+  // environment, the diff kept as a file.
+  const std::string diff = dir + "/profile.diff";
+  Result job = Run(
+      {"/bin/sh", "-c",
+       kClient + " --tls-ca " + dir + "/ca.pem --tls-server-name localhost " +
+           "submit " + small + " --profile " + profile +
+           " --priority batch --rounds 3 --calls 5 --check > " + diff},
+      dir, 300,
+      {"IRONTUNE_SERVER=" + daemon.address(), "IRONTUNE_TOKEN=" + kCiToken});
+  INFO(job.err);
+  CHECK(job.code == 3);
+  const std::string text = ReadFile(diff);
+  CHECK_THAT(text, Catch::Contains("SiLU size=8192"));
+  // Without the token the same job is refused, with exit 1.
+  Result refused = Run(
+      {"/bin/sh", "-c",
+       kClient + " --tls-ca " + dir + "/ca.pem --tls-server-name localhost " +
+           "submit " + small + " --profile " + profile + " --check"},
+      dir, 120, {"IRONTUNE_SERVER=" + daemon.address()});
+  CHECK(refused.code == 1);
+  CHECK_THAT(refused.err, Catch::Contains("UNAUTHENTICATED") ||
+                              Catch::Contains("does not know you"));
+}
+
+}  // namespace
+}  // namespace irontune::e2e
