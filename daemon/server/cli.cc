@@ -14,10 +14,6 @@
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
-#ifdef IRONTUNE_HAVE_SYSTEMD
-#include <systemd/sd-daemon.h>
-#endif
-
 namespace irontune {
 
 namespace {
@@ -214,6 +210,17 @@ int HashTokenMain(const std::string& name_role) {
   return kExitOk;
 }
 
+// --stall-limit: seconds into DaemonOptions::stall_limit.
+void AddSystemdOptions(CLI::App& app, double& stall_limit_s) {
+  app.add_option("--stall-limit", stall_limit_s,
+                 "Seconds the device worker may spend in one device call, "
+                 "build or task before it counts as hung: systemd's "
+                 "watchdog pings (WatchdogSec=) then stop and systemd "
+                 "restarts irontuned")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
+}
+
 // Runs `options`' daemon until SIGTERM or SIGINT.
 int Serve(DaemonOptions options) {
   // Every thread started from here on inherits the blocked signals; this
@@ -238,15 +245,9 @@ int Serve(DaemonOptions options) {
     spdlog::error("cannot start: {}", e.what());
     return kExitStartup;
   }
-#ifdef IRONTUNE_HAVE_SYSTEMD
-  sd_notify(0, "READY=1");
-#endif
   int sig = 0;
   sigwait(&signals, &sig);
   spdlog::info("{} received", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-#ifdef IRONTUNE_HAVE_SYSTEMD
-  sd_notify(0, "STOPPING=1");
-#endif
   daemon->Shutdown();
   daemon.reset();
   return kExitOk;
@@ -273,6 +274,8 @@ int IrontunedMain(int argc, char** argv) {
   AddStateOptions(app, options);
   std::string hash_token;
   AddSecurityOptions(app, options, hash_token);
+  double stall_limit_s = absl::ToDoubleSeconds(options.stall_limit);
+  AddSystemdOptions(app, stall_limit_s);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -287,6 +290,8 @@ int IrontunedMain(int argc, char** argv) {
       sim_clock == "virtual" ? SimClock::kVirtual : SimClock::kRealTime;
   options.job_store.max_age = absl::Hours(24) * jobs_db_days;
   if (!power_mode.empty()) options.power_mode = *ParsePowerMode(power_mode);
+  options.stall_limit = absl::Seconds(stall_limit_s);
+  options.notify = NotifyConfig::FromEnvironment();
   return Serve(std::move(options));
 }
 

@@ -306,6 +306,7 @@ struct Daemon::Parts {
   std::unique_ptr<TunerService> service;
   std::unique_ptr<grpc::Server> server;
   std::vector<std::string> addresses;
+  std::unique_ptr<SystemdNotifier> notifier;
   bool shut_down = false;
 };
 
@@ -462,6 +463,27 @@ absl::Status OpenCommandBuilder(const DaemonOptions& options,
   return absl::OkStatus();
 }
 
+// What STATUS= says: the running job and the queue length, and a hung
+// worker.
+std::string StatusText(const WorkerStatus& worker, size_t queued,
+                       absl::Duration since_beat, absl::Duration stall_limit) {
+  std::string text =
+      worker.running
+          ? absl::StrCat(
+                "running ",
+                worker.running->kind() == v1::JOB_KIND_AUTOTUNE ? "autotune "
+                                                                : "measure ",
+                worker.running->id(), " for ", worker.running->client())
+          : std::string("idle");
+  absl::StrAppend(&text, "; ", queued, queued == 1 ? " job" : " jobs",
+                  " queued");
+  if (since_beat > stall_limit) {
+    absl::StrAppend(&text, "; device worker stuck for ",
+                    absl::ToInt64Seconds(since_beat), " s");
+  }
+  return text;
+}
+
 }  // namespace
 
 absl::StatusOr<int> Daemon::TakeDeviceLock(const DaemonOptions& options) {
@@ -498,6 +520,30 @@ absl::Status Daemon::OpenJobStore(const std::filesystem::path& dir,
     spdlog::warn("job {} was interrupted: irontuned stopped while it ran", id);
   }
   return absl::OkStatus();
+}
+
+void Daemon::StartNotifier(const DaemonOptions& options) {
+  Parts& p = *parts_;
+  p.notifier = std::make_unique<SystemdNotifier>(options.notify);
+  if (!p.notifier->enabled()) return;
+  absl::Status ready = p.notifier->Notify("READY=1");
+  if (!ready.ok()) spdlog::warn("systemd: {}", ready.ToString());
+  const absl::Duration stall = options.stall_limit;
+  JobQueue* queue = p.queue.get();
+  DeviceWorker* worker = p.worker.get();
+  p.notifier->Start(
+      [queue, worker, stall] {
+        return StatusText(worker->Status(), queue->size(),
+                          worker->heartbeat().SinceBeat(), stall);
+      },
+      [worker, stall] { return worker->heartbeat().Alive(stall); });
+  if (options.notify.watchdog > absl::ZeroDuration()) {
+    spdlog::info(
+        "systemd watchdog: a ping every {} while the device worker is "
+        "alive (stall limit {})",
+        absl::FormatDuration(options.notify.watchdog / 2),
+        absl::FormatDuration(stall));
+  }
 }
 
 absl::Status Daemon::StartWorker(DaemonOptions& options,
@@ -575,6 +621,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
                IRONTUNE_VERSION, options.device, platform.name,
                PowerModeName(platform.power_mode),
                absl::StrJoin(p.addresses, ", "), options.state_dir);
+  daemon->StartNotifier(options);
   return daemon;
 }
 
@@ -583,12 +630,14 @@ void Daemon::Shutdown() {
   if (p.shut_down) return;
   p.shut_down = true;
   const bool serving = p.server != nullptr;
+  if (p.notifier) p.notifier->Stopping();
   if (serving) {
     spdlog::info("shutting down");
     p.server->GetHealthCheckService()->SetServingStatus(false);
   }
   if (p.service) p.service->BeginShutdown();
   if (p.worker) p.worker->Stop();
+  if (p.notifier) p.notifier->Stop();  // before the worker goes
   if (p.server) {
     p.server->Shutdown(absl::ToChronoTime(absl::Now() + kServerGrace));
     p.server->Wait();

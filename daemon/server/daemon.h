@@ -18,6 +18,10 @@
 // is joined; the server stops (streams have ended with their jobs); the
 // databases are closed; the lock is released.
 //
+// systemd (systemd_notify.h): READY=1 once listening, then STATUS= (queue
+// length, running job) and WATCHDOG=1 pings while the device worker is
+// alive; STOPPING=1 as shutdown begins.
+//
 // No gRPC types in this header. Threads: Start and Shutdown from one thread.
 #ifndef IRONTUNE_DAEMON_SERVER_DAEMON_H_
 #define IRONTUNE_DAEMON_SERVER_DAEMON_H_
@@ -31,9 +35,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "daemon/npu/device.h"
 #include "daemon/server/admission.h"
 #include "daemon/server/runner.h"
+#include "daemon/server/systemd_notify.h"
 #include "daemon/store/jobs_store.h"
 
 namespace irontune {
@@ -79,6 +85,12 @@ struct DaemonOptions {
   double build_timeout_s = 600;
   int build_jobs = 0;  // builds at once; 0: the cores less one, at least 1
   uint64_t artifact_store_bytes = uint64_t{10} << 30;  // 0: no cap
+  // systemd's notify socket and watchdog (NotifyConfig::FromEnvironment()
+  // in irontuned); empty: no notifications.
+  NotifyConfig notify;
+  // The device worker counts as hung, and watchdog pings stop, when it
+  // spends longer than this in one device call, build or task.
+  absl::Duration stall_limit = absl::Seconds(120);
   // Tests only: replaces the DeviceJobRunner.
   std::unique_ptr<JobRunner> runner;
   // Admission limits (admission.h), the ended jobs kept in memory (bytes)
@@ -127,6 +139,8 @@ class Daemon {
   absl::Status StartWorker(DaemonOptions& options,
                            std::unique_ptr<Device> device,
                            std::unique_ptr<Cache> cache);
+  // READY=1, then STATUS= and watchdog pings (systemd_notify.h).
+  void StartNotifier(const DaemonOptions& options);
   std::unique_ptr<Parts> parts_;
 };
 

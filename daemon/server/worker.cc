@@ -53,6 +53,8 @@ struct DeviceWorker::Running {
 
 DeviceWorker::DeviceWorker(WorkerParts parts, JobQueue* queue, JobStore* store)
     : parts_(std::move(parts)), queue_(queue), store_(store) {
+  parts_.device =
+      std::make_unique<HeartbeatDevice>(std::move(parts_.device), &heartbeat_);
   if (parts_.runner) {
     runner_ = parts_.runner.get();
   } else {
@@ -146,6 +148,7 @@ void DeviceWorker::FinishUnrun(const JobPtr& job, absl::Status status) {
 
 void DeviceWorker::Loop() {
   while (true) {
+    heartbeat_.Beat();
     RunTasks();
     if (autotune_ != nullptr) {
       // A Measure whose memory does not fit beside the Autotune waits.
@@ -155,7 +158,7 @@ void DeviceWorker::Loop() {
       } else {
         Advance();
       }
-    } else if (JobPtr job = queue_->Pop()) {
+    } else if (JobPtr job = PopWaiting()) {
       Begin(job);
     } else if (stopping_) {
       break;
@@ -167,6 +170,14 @@ void DeviceWorker::Loop() {
     }
   }
   RunTasks();
+  heartbeat_.Exited();
+}
+
+JobPtr DeviceWorker::PopWaiting() {
+  heartbeat_.Waiting();
+  JobPtr job = queue_->Pop();
+  heartbeat_.Beat();
+  return job;
 }
 
 void DeviceWorker::RunTasks() {
@@ -178,6 +189,7 @@ void DeviceWorker::RunTasks() {
       task = tasks_.front();
       tasks_.pop_front();
     }
+    heartbeat_.Beat();
     absl::Status result = task->fn(parts_.cache.get());
     Refresh();
     absl::MutexLock lock(&mu_);

@@ -43,6 +43,7 @@
 #include "absl/synchronization/mutex.h"
 #include "daemon/npu/builder.h"
 #include "daemon/npu/device.h"
+#include "daemon/server/heartbeat.h"
 #include "daemon/server/job_queue.h"
 #include "daemon/server/jobs.h"
 #include "daemon/server/runner.h"
@@ -88,6 +89,9 @@ class DeviceWorker {
   void Stop();
 
   WorkerStatus Status() const;
+  // The worker thread's liveness (beats at every loop turn, task and
+  // device call); any thread.
+  const Heartbeat& heartbeat() const { return heartbeat_; }
 
   // Runs `task` on the worker thread between jobs (or between an
   // Autotune's shapes) and returns its status; blocks the caller until
@@ -109,6 +113,8 @@ class DeviceWorker {
   struct Running;
 
   void Loop();
+  // queue_->Pop(), with the heartbeat waiting meanwhile.
+  JobPtr PopWaiting();
   void RunTasks();
   // Starts `job`: a Measure runs to its end; an Autotune becomes autotune_.
   void Begin(const JobPtr& job);
@@ -128,6 +134,7 @@ class DeviceWorker {
   bool Fits(const Job& job) const;
   void Reserve(const Job& job, bool take);
 
+  Heartbeat heartbeat_;  // before parts_: the device beats it
   WorkerParts parts_;
   std::unique_ptr<JobRunner> default_runner_;
   JobRunner* runner_;
