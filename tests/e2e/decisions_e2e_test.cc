@@ -20,8 +20,8 @@
 namespace irontune::e2e {
 namespace {
 
-using testing::Process;
-using testing::Result;
+using e2e::Process;
+using e2e::Result;
 
 const std::string kIrontuned = IRONTUNE_IRONTUNED;
 const std::string kIrontuneClient = IRONTUNE_CLIENT;
@@ -54,7 +54,7 @@ class SeededDaemon {
 
   Result Client(std::vector<std::string> args, double seconds = 300) const {
     args.insert(args.begin(), {kIrontuneClient, "--server", socket_});
-    return testing::Run(args, dir_, seconds);
+    return e2e::Run(args, dir_, seconds);
   }
 
  private:
@@ -74,7 +74,7 @@ std::string WriteModel(const std::string& dir) {
 }
 
 TEST_CASE("e2e: a tuned profile passes --check --remeasure on another seed") {
-  const std::string dir = testing::TempDir("decisions");
+  const std::string dir = e2e::TempDir("decisions");
   const std::string model = WriteModel(dir);
   const std::string profile = dir + "/profile.json";
   const std::vector<std::string> timing = {"--rounds", "8", "--calls", "10"};
@@ -87,7 +87,7 @@ TEST_CASE("e2e: a tuned profile passes --check --remeasure on another seed") {
     INFO(tuned.err);
     REQUIRE(tuned.code == 0);
   }
-  const std::string written = testing::ReadFile(profile);
+  const std::string written = e2e::ReadFile(profile);
   REQUIRE(!written.empty());
   {
     SeededDaemon daemon(dir, 2);
@@ -106,7 +106,7 @@ TEST_CASE("e2e: a tuned profile passes --check --remeasure on another seed") {
                                "the submitted profile"));
     CHECK_THAT(check.out, Catch::Contains("per recording:"));
   }
-  CHECK(testing::ReadFile(profile) == written);
+  CHECK(e2e::ReadFile(profile) == written);
 }
 
 }  // namespace
