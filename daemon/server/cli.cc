@@ -57,6 +57,20 @@ void AddOptions(CLI::App& app, DaemonOptions& options, std::string& log_level,
                  "docs/search.md): GEMM settings their kernel alone shows "
                  "cannot win are not timed. Default: none")
       ->check(CLI::ExistingFile);
+  app.add_option("--power-mode", power_mode,
+                 "Set the NPU's power mode at start (xrt-smi configure "
+                 "--pmode; turbo is refused while other processes hold NPU "
+                 "contexts). Default: leave it. docs/npu-box.md")
+      ->check(CLI::IsMember(
+          {"default", "powersaver", "balanced", "performance", "turbo"}));
+  app.add_option("--xrt-smi", options.xrt_smi,
+                 "The xrt-smi program a real NPU is examined with. Default: "
+                 "$XILINX_XRT/bin/xrt-smi, /opt/xilinx/xrt/bin/xrt-smi, or "
+                 "xrt-smi in PATH");
+}
+
+// A real NPU's design builder (docs/builder-protocol.md).
+void AddBuilderOptions(CLI::App& app, DaemonOptions& options) {
   app.add_option("--builder-command", options.builder_command,
                  "For a real NPU: the command that builds a design "
                  "(docs/builder-protocol.md), e.g. deploy/iron-builder; "
@@ -74,16 +88,6 @@ void AddOptions(CLI::App& app, DaemonOptions& options, std::string& log_level,
                  "Cap on STATE_DIR/artifacts (built designs); least recently "
                  "used ones are deleted beyond it. 0: no cap")
       ->capture_default_str();
-  app.add_option("--power-mode", power_mode,
-                 "Set the NPU's power mode at start (xrt-smi configure "
-                 "--pmode; turbo is refused while other processes hold NPU "
-                 "contexts). Default: leave it. docs/npu-box.md")
-      ->check(CLI::IsMember(
-          {"default", "powersaver", "balanced", "performance", "turbo"}));
-  app.add_option("--xrt-smi", options.xrt_smi,
-                 "The xrt-smi program a real NPU is examined with. Default: "
-                 "$XILINX_XRT/bin/xrt-smi, /opt/xilinx/xrt/bin/xrt-smi, or "
-                 "xrt-smi in PATH");
 }
 
 // The admission limits, the memory budget and what is kept of past jobs
@@ -270,6 +274,7 @@ int IrontunedMain(int argc, char** argv) {
   double jobs_db_days = 30;
   std::string power_mode;
   AddOptions(app, options, log_level, sim_clock, power_mode);
+  AddBuilderOptions(app, options);
   AddLimitOptions(app, options, jobs_db_days);
   AddStateOptions(app, options);
   std::string hash_token;

@@ -17,8 +17,8 @@
 #include <memory>
 #include <optional>
 #include <system_error>
-#include <tuple>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
