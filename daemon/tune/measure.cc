@@ -52,7 +52,8 @@ absl::Status PrepareImage(const v1::Operator& op, const Artifact& artifact,
                           const MeasurePlan& request, InputCache& memo,
                           Image& image) {
   std::map<std::string, int64_t> symbols;
-  for (const auto& [name, value] : request.values) {
+  for (const auto& [value_name, value] : request.values) {
+    const std::string& name = value_name;  // a lambda cannot capture a binding
     auto it =
         std::find_if(op.values().begin(), op.values().end(),
                      [&](const v1::CallValue& v) { return v.name() == name; });

@@ -254,7 +254,7 @@ TEST_CASE("requests: expressions are taken to the one depth limit") {
              Catch::Contains("deeper than the limit of 32"));
 }
 
-TEST_CASE("requests: min_gain is a share of the step in [0, 1)") {
+TEST_CASE("requests: min_gain is a share of the step, at least 0 and below 1") {
   v1::AutotuneRequest request;
   *request.mutable_calls() = testing::AddSiluCalls();
   REQUIRE(ValidateAutotuneRequest(request).ok());
