@@ -163,6 +163,8 @@ void AddStateOptions(CLI::App& app, DaemonOptions& options) {
   // Tests only: databases may not grow (a full disk); hidden from --help.
   app.add_option("--test-max-database-pages", options.test_max_database_pages)
       ->group("");
+  // Tests only: where a real NPU's timing hygiene reads /proc.
+  app.add_option("--test-proc-root", options.test_proc_root)->group("");
 }
 
 // Who may connect and how (docs/security.md).

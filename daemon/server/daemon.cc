@@ -339,6 +339,9 @@ absl::StatusOr<std::unique_ptr<Device>> OpenXrtDevice(
   xrt.index = index;
   xrt.smi.path = options.xrt_smi;
   xrt.power_mode = options.power_mode;
+  if (!options.test_proc_root.empty()) {
+    xrt.hygiene.proc_root = options.test_proc_root;
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<XrtDevice> device,
                    XrtDevice::Open(std::move(xrt)));
   // Designs for a real NPU come from an external builder

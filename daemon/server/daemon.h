@@ -107,6 +107,10 @@ struct DaemonOptions {
   bool move_corrupt_aside = false;
   // Tests only: sqlite::SetMaxPageCountForTesting (a full disk); 0: none.
   int64_t test_max_database_pages = 0;
+  // Tests only: the /proc a real NPU's timing hygiene reads (CPU wait,
+  // completion IRQs), so a loaded test machine does not refuse figures;
+  // empty: /proc.
+  std::string test_proc_root;
 };
 
 class Daemon {
