@@ -3,9 +3,10 @@
 // does not fit.
 //
 // Implementations: SimBuilder (daemon/sim/, in process, for the simulated
-// NPU); a real NPU box needs one that runs IRON's build entry, which is not
-// built yet.
-// Threads: one caller at a time.
+// NPU) and CommandBuilder (daemon/builder/), which runs an external build
+// command such as deploy/iron-builder (docs/builder-protocol.md).
+// Threads: each implementation says whether several threads may call it;
+// irontuned calls it from the device worker.
 #ifndef IRONTUNE_DAEMON_NPU_BUILDER_H_
 #define IRONTUNE_DAEMON_NPU_BUILDER_H_
 
