@@ -6,7 +6,9 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "daemon/npu/builder.h"
 #include "tests/testing/operator_fixtures.h"
@@ -38,12 +40,23 @@ inline BuildRequest GemmRequest(
 
 // Whether process `pid` has ended: it is gone, or a zombie waiting for its
 // new parent to reap it.
-inline bool Gone(int pid) {
+inline bool EndedNow(int pid) {
   if (::kill(pid, 0) != 0) return true;
   const std::string stat =
       e2e::ReadFile("/proc/" + std::to_string(pid) + "/stat");
   const size_t paren = stat.rfind(')');
   return paren == std::string::npos || stat.substr(paren + 2, 1) == "Z";
+}
+
+// Whether process `pid` ends within a bounded wait: a SIGKILL sent to its
+// group is delivered asynchronously, so it may still be running the moment
+// the kill returns.
+inline bool Gone(int pid) {
+  for (int i = 0; i < 200; ++i) {
+    if (EndedNow(pid)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  return false;
 }
 
 // Sets (or, with "", clears) IRONTUNE_FAKE_BUILDER_<name> for the fake.
