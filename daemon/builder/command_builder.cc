@@ -13,7 +13,6 @@
 namespace irontune {
 namespace {
 
-constexpr int kMaxSteps = 1 << 16;
 // How much of stderr's end an error carries.
 constexpr size_t kStderrInError = 2048;
 constexpr size_t kMaxVersionChars = 200;
@@ -34,22 +33,6 @@ std::string StderrTail(const ProcessResult& result) {
   if (tail.size() > kStderrInError)
     tail = tail.substr(tail.size() - kStderrInError);
   return absl::StrCat("; stderr ends: ", tail);
-}
-
-absl::Status CheckRequest(const BuildRequest& request) {
-  if (request.steps < 1 || request.steps > kMaxSteps) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "steps must be in [1, ", kMaxSteps, "], not ", request.steps));
-  }
-  if (request.packaging != v1::PACKAGING_FULL_ELF &&
-      request.packaging != v1::PACKAGING_XCLBIN_CHAIN) {
-    return absl::InvalidArgumentError("packaging is unspecified");
-  }
-  if (request.op.class_name().empty())
-    return absl::InvalidArgumentError("the operator has no class");
-  if (request.platform.generation.empty())
-    return absl::InvalidArgumentError("the platform has no generation");
-  return absl::OkStatus();
 }
 
 // The first non-empty line of `COMMAND --version`, or "unknown (why)".
@@ -127,7 +110,7 @@ void CommandBuilder::Release() {
 
 absl::StatusOr<BuildOutcome> CommandBuilder::Build(
     const BuildRequest& request) {
-  RETURN_IF_ERROR(CheckRequest(request));
+  RETURN_IF_ERROR(CheckBuildRequest(request));
   const std::string recipe = BuildRecipeHash(request, environment_);
   ASSIGN_OR_RETURN(std::optional<Artifact> hit,
                    store_->Lookup(recipe, request));

@@ -39,6 +39,14 @@ struct BuildOutcome {
   std::string refusal;
 };
 
+// The most steps one artifact may package.
+inline constexpr int kMaxBuildSteps = 1 << 16;
+
+// Whether `request` is one any builder can take: steps in
+// [1, kMaxBuildSteps], a packaging, an operator class and a platform
+// generation. InvalidArgument naming the field otherwise.
+absl::Status CheckBuildRequest(const BuildRequest& request);
+
 class Builder {
  public:
   virtual ~Builder() = default;
