@@ -2,8 +2,9 @@
 // clock, default noise), judged against the sim's noise-free model
 // (sim::ModelStepUs) as ground truth. Prints figures; never fails on time.
 //
-//   autotune_bench [quality|cost|false-gains|stability|all]... [--shapes N]
-//                  [--rounds R] [--calls C] [--example PATH]
+//   autotune_bench [quality|cost|false-gains|stability|ci|coverage|all]...
+//                  [--shapes N] [--seeds S] [--ci-runs N] [--rounds R]
+//                  [--calls C] [--example PATH]
 //
 // Shapes: the example recording's GEMM and GEMV shapes (each alone, with
 // its points), then decode GEMVs (K -> M) and 256-row prompt GEMMs of real
@@ -23,6 +24,16 @@
 //   false-gains  the recorded setting made the (admitted) true optimum:
 //                how often another is taken, and whether it is truly slower
 //   stability    5 seeds (sim noise and inputs): how often the choices agree
+//   ci           CI re-tunes: from the profile the first seed wrote, tuned
+//                again with fresh figures (remeasured, another seed) 10
+//                times: how often `submit --check` would pass (the same
+//                profile), and what the confirmations cost
+//   coverage     how often +-2 reported noises cover the truth: every
+//                exhaustive trial's delta, and the recorded setting's
+//                absolute step time in every run
+//
+// For development, --shapes N takes the first N shapes, --seeds S the
+// stability seeds and --ci-runs N the re-tunes.
 #include <malloc.h>
 
 #include <algorithm>
@@ -356,7 +367,14 @@ absl::StatusOr<Truth> GroundTruth(const v1::Calls& calls, const Shape& shape,
 struct Run {
   TunableValues
       chosen;  // the taken setting's tunables (recorded where none gains)
-  bool moved = false;  // another setting than the recorded one taken
+  bool moved = false;   // another setting than the incumbent taken
+  std::string profile;  // the tuned profile, as JSON
+  Profile tuned;
+  int64_t confirmations = 0, confirmed = 0, confirm_timed = 0;
+  int64_t device_timed = 0;
+  // The recorded setting's step time and its reported noise.
+  double recorded_us = 0;
+  std::optional<double> recorded_noise_us;
   int64_t settings_timed = 0;
   double device_us = 0;
   int64_t runs = 0;
@@ -377,11 +395,20 @@ struct Run {
 
 struct Config {
   v1::Timing timing;
+  int seeds = 5;     // stability
+  int ci_runs = 10;  // ci
+};
+
+// Where a Tune starts from: the submitted profile (none: empty) and whether
+// the cache may answer (there is none: every figure is timed anyway).
+struct From {
+  const Profile* profile = nullptr;
+  bool remeasure = false;
 };
 
 absl::StatusOr<Run> Tune(const v1::Calls& calls, const Config& config,
                          uint64_t seed, int exhaustive,
-                         const TunableValues* watch = nullptr) {
+                         const TunableValues* watch = nullptr, From from = {}) {
   SimOptions sim_options;
   sim_options.seed = seed;
   auto sim = MakeSimDevice("sim:npu2", sim_options);
@@ -393,7 +420,10 @@ absl::StatusOr<Run> Tune(const v1::Calls& calls, const Config& config,
   options.timing = config.timing;
   options.seed = seed;
   options.exhaustive = exhaustive;
-  auto result = Autotune(calls, Profile(), options, deps);
+  options.remeasure = from.remeasure;
+  const Profile empty;
+  auto result =
+      Autotune(calls, from.profile ? *from.profile : empty, options, deps);
   if (!result.ok()) return result.status();
   if (result->shapes.size() != 1) {
     return absl::InternalError(
@@ -402,7 +432,15 @@ absl::StatusOr<Run> Tune(const v1::Calls& calls, const Config& config,
   const ShapeResult& shape = result->shapes[0];
   Run run;
   run.chosen = shape.trials[shape.best].trial.tunables;
-  run.moved = shape.best != 0;
+  run.moved = shape.best != shape.incumbent;
+  run.profile = result->profile.ToJson();
+  run.tuned = result->profile;
+  run.confirmations = result->stats.confirmations;
+  run.confirmed = result->stats.confirmed;
+  run.confirm_timed = result->stats.confirm_timed;
+  run.device_timed = result->stats.device_timed;
+  run.recorded_us = shape.recorded_us;
+  run.recorded_noise_us = shape.recorded_noise_us;
   run.settings_timed = result->stats.settings_timed;
   run.device_us = device.device_us();
   run.runs = device.runs();
@@ -476,6 +514,7 @@ struct ZTally {
 
 struct Parts {
   bool quality = false, cost = false, false_gains = false, stability = false;
+  bool ci = false, coverage = false;
 };
 
 double Seconds(std::chrono::steady_clock::time_point since) {
@@ -499,6 +538,7 @@ struct Row {
   Truth truth;
   std::optional<Run> seed1, exhaustive, false_gain;
   std::vector<Run> seeds;
+  std::vector<Run> ci;  // re-tunes from seed1's profile
   std::string error;
 };
 
@@ -528,12 +568,13 @@ Row TuneCase(const Case& c, const Parts& parts, const Config& config,
   Truth& t = row.truth;
   t.admitted_best = t.best;
   // Every setting timed and judged: which the judge admits.
-  if (parts.quality || parts.cost || parts.false_gains) {
+  if (parts.quality || parts.cost || parts.false_gains || parts.coverage) {
     auto r = Tune(c.calls, config, 1, 1 << 30, &t.space[t.best]);
     r.ok() ? void(row.exhaustive = *r) : fail(r.status());
     if (r.ok()) t.admitted_best = AdmittedBest(t, *r);
   }
-  if (parts.quality || parts.cost || parts.stability) {
+  if (parts.quality || parts.cost || parts.stability || parts.ci ||
+      parts.coverage) {
     auto r = Tune(c.calls, config, 1, kExhaustive, &t.space[t.best]);
     r.ok() ? void(row.seed1 = *r) : fail(r.status());
   }
@@ -542,9 +583,21 @@ Row TuneCase(const Case& c, const Parts& parts, const Config& config,
     auto r = Tune(best, config, 1, kExhaustive);
     r.ok() ? void(row.false_gain = *r) : fail(r.status());
   }
+  if (parts.ci && row.seed1) {
+    for (int k = 0; k < config.ci_runs; ++k) {
+      auto r = Tune(c.calls, config, 1001 + k, kExhaustive, nullptr,
+                    {&row.seed1->tuned, true});
+      if (!r.ok()) {
+        fail(r.status());
+        break;
+      }
+      row.ci.push_back(*r);
+    }
+  }
   if (parts.stability && row.seed1) {
     row.seeds.push_back(*row.seed1);
-    for (uint64_t seed = 2; seed <= 5; ++seed) {
+    for (uint64_t seed = 2; seed <= static_cast<uint64_t>(config.seeds);
+         ++seed) {
       auto r = Tune(c.calls, config, seed, kExhaustive);
       if (!r.ok()) {
         fail(r.status());
@@ -664,9 +717,14 @@ void PrintCost(const std::vector<Row>& rows) {
   int64_t timed = 0, space = 0, ex_timed = 0;
   double dev = 0, ex_dev = 0;
   std::vector<double> ratios;
+  int64_t confirmations = 0, confirmed = 0, confirm_timed = 0, dev_timed = 0;
   for (const Row& r : rows) {
     if (!r.seed1 || !r.exhaustive) continue;
     ++n;
+    confirmations += r.seed1->confirmations;
+    confirmed += r.seed1->confirmed;
+    confirm_timed += r.seed1->confirm_timed;
+    dev_timed += r.seed1->device_timed;
     timed += r.seed1->settings_timed;
     space += static_cast<int64_t>(r.truth.space.size());
     ex_timed += r.exhaustive->settings_timed;
@@ -692,6 +750,13 @@ void PrintCost(const std::vector<Row>& rows) {
       dev / 1e6, ex_dev / 1e6, dev / ex_dev,
       ratios.empty() ? 0 : ratios[ratios.size() / 2],
       ratios.empty() ? 0 : ratios.front(), ratios.empty() ? 0 : ratios.back());
+  std::printf(
+      "  confirmation: %lld challengers re-timed against the incumbent, %lld "
+      "won again; %lld of the default search's %lld device figures (%.1f%%) "
+      "were confirmations\n",
+      static_cast<long long>(confirmations), static_cast<long long>(confirmed),
+      static_cast<long long>(confirm_timed), static_cast<long long>(dev_timed),
+      dev_timed ? 100.0 * confirm_timed / dev_timed : 0.0);
   std::printf(
       "  exhaustive choices within 1%% of the admitted optimum: %d of %d\n",
       ex_within, n);
@@ -737,12 +802,13 @@ void PrintFalseGains(const std::vector<Row>& rows) {
 }
 
 // 4. stability: the choices of 5 seeds.
-void PrintStability(const std::vector<Row>& rows) {
-  std::printf("\n4. stability: 5 seeds (sim noise and inputs) per shape\n");
+void PrintStability(const std::vector<Row>& rows, int seeds) {
+  std::printf("\n4. stability: %d seeds (sim noise and inputs) per shape\n",
+              seeds);
   int n = 0, all_same = 0, pairs = 0, agree = 0, all_near = 0;
   int agree_tie = 0, all_tie = 0;
   for (const Row& r : rows) {
-    if (r.seeds.size() != 5) continue;
+    if (static_cast<int>(r.seeds.size()) != seeds) continue;
     ++n;
     bool same = true, near = true, tie = true;
     const double opt = r.truth.us[r.truth.best];
@@ -781,17 +847,98 @@ void PrintStability(const std::vector<Row>& rows) {
     }
   }
   std::printf(
-      "  %d shapes: identical choice under all 5 seeds %d (%.1f%%); "
-      "pairwise agreement %d of %d (%.1f%%)\n",
-      n, all_same, n ? 100.0 * all_same / n : 0.0, agree, pairs,
+      "  %d shapes: identical choice under all %d seeds %d (%.1f%%, goal >= "
+      "90%%); pairwise agreement %d of %d (%.1f%%)\n",
+      n, seeds, all_same, n ? 100.0 * all_same / n : 0.0, agree, pairs,
       pairs ? 100.0 * agree / pairs : 0.0);
   std::printf(
       "  counting settings whose true times agree within 0.1%% as the "
-      "same: all 5 agree %d (%.1f%%); pairwise %d of %d (%.1f%%)\n",
+      "same: all agree %d (%.1f%%); pairwise %d of %d (%.1f%%)\n",
       all_tie, n ? 100.0 * all_tie / n : 0.0, agree_tie, pairs,
       pairs ? 100.0 * agree_tie / pairs : 0.0);
-  std::printf("  all 5 choices within 1%% of the admitted optimum: %d of %d\n",
+  std::printf("  all choices within 1%% of the admitted optimum: %d of %d\n",
               all_near, n);
+}
+
+// 5. CI: re-tunes of the tuned profile with fresh figures.
+void PrintCi(const std::vector<Row>& rows) {
+  std::printf(
+      "\n5. CI re-tune: seed 1's profile tuned again, remeasured, with "
+      "another seed\n");
+  int64_t runs = 0, pass = 0;
+  int shapes = 0, all_pass = 0;
+  for (const Row& r : rows) {
+    if (r.ci.empty() || !r.seed1) continue;
+    ++shapes;
+    int own = 0;
+    for (const Run& c : r.ci) {
+      ++runs;
+      if (c.profile == r.seed1->profile) {
+        ++pass;
+        ++own;
+      }
+    }
+    if (own == static_cast<int>(r.ci.size())) {
+      ++all_pass;
+    } else {
+      std::printf(
+          "    %s: %d of %zu re-tunes changed the profile:", r.name.c_str(),
+          static_cast<int>(r.ci.size()) - own, r.ci.size());
+      for (const Run& c : r.ci) {
+        if (c.profile != r.seed1->profile) {
+          std::printf(" [%s %+.2f%%]", SettingText(c.chosen).c_str(),
+                      100 * (TruthOf(r.truth, c.chosen) /
+                                 TruthOf(r.truth, r.seed1->chosen) -
+                             1));
+        }
+      }
+      std::printf(" (from %s)\n", SettingText(r.seed1->chosen).c_str());
+    }
+  }
+  std::printf(
+      "  --check would pass in %lld of %lld re-tunes (%.1f%%, goal >= 95%%); "
+      "every re-tune passes for %d of %d shapes\n",
+      static_cast<long long>(pass), static_cast<long long>(runs),
+      runs ? 100.0 * pass / runs : 0.0, all_pass, shapes);
+}
+
+// 6. coverage of +-2 reported noises.
+void PrintCoverage(const std::vector<Row>& rows) {
+  std::printf("\n6. coverage: |figure - truth| <= 2 reported noises\n");
+  int64_t n = 0, in = 0, an = 0, ain = 0;
+  for (const Row& r : rows) {
+    if (r.exhaustive) {
+      for (const Run::Timed& t : r.exhaustive->timed) {
+        if (!(t.noise_us > 0)) continue;
+        const double truth = TruthOf(r.truth, t.setting) - r.truth.us[0];
+        ++n;
+        if (std::abs(t.delta_us - truth) <= 2 * t.noise_us) ++in;
+      }
+    }
+    std::vector<const Run*> runs;
+    if (r.exhaustive) runs.push_back(&*r.exhaustive);
+    if (r.seed1) runs.push_back(&*r.seed1);
+    for (const Run& s : r.seeds) runs.push_back(&s);
+    for (const Run& s : r.ci) runs.push_back(&s);
+    for (const Run* s : runs) {
+      if (!s->recorded_noise_us) continue;
+      ++an;
+      if (std::abs(s->recorded_us - r.truth.us[0]) <=
+          2 * *s->recorded_noise_us) {
+        ++ain;
+      }
+    }
+  }
+  std::printf(
+      "  deltas (every exhaustive trial): %lld of %lld (%.1f%%, goal 90 to "
+      "98%%)\n",
+      static_cast<long long>(in), static_cast<long long>(n),
+      n ? 100.0 * in / n : 0.0);
+  std::printf(
+      "  absolute: the recorded setting's step time over a run's batches, "
+      "every run: %lld of %lld (%.1f%%, goal 90 to 98%%)\n",
+      static_cast<long long>(ain), static_cast<long long>(an),
+      an ? 100.0 * ain / an : 0.0);
 }
 
 int Main(const Parts& parts, int max_shapes, uint64_t max_mib,
@@ -842,7 +989,9 @@ int Main(const Parts& parts, int max_shapes, uint64_t max_mib,
   if (parts.quality) PrintQuality(rows);
   if (parts.cost) PrintCost(rows);
   if (parts.false_gains) PrintFalseGains(rows);
-  if (parts.stability) PrintStability(rows);
+  if (parts.stability) PrintStability(rows, config.seeds);
+  if (parts.ci) PrintCi(rows);
+  if (parts.coverage) PrintCoverage(rows);
   std::printf(
       "\nwall time %.1f s%s\n", Seconds(start),
       errors ? absl::StrCat(", ", errors, " shapes failed").c_str() : "");
@@ -880,9 +1029,17 @@ int main(int argc, char** argv) {
       parts.false_gains = any = true;
     } else if (a == "stability") {
       parts.stability = any = true;
+    } else if (a == "ci") {
+      parts.ci = any = true;
+    } else if (a == "coverage") {
+      parts.coverage = any = true;
     } else if (a == "all") {
-      parts = {true, true, true, true};
+      parts = {true, true, true, true, true, true};
       any = true;
+    } else if (a == "--seeds") {
+      config.seeds = std::max(2, std::atoi(next().c_str()));
+    } else if (a == "--ci-runs") {
+      config.ci_runs = std::max(1, std::atoi(next().c_str()));
     } else if (a == "--shapes") {
       max_shapes = std::atoi(next().c_str());
     } else if (a == "--max-mib") {
@@ -896,12 +1053,12 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: autotune_bench [quality|cost|false-gains|"
-                   "stability|all]... [--shapes N] [--max-mib M] [--rounds R] "
-                   "[--calls C] "
+                   "stability|ci|coverage|all]... [--shapes N] [--seeds S] "
+                   "[--ci-runs N] [--max-mib M] [--rounds R] [--calls C] "
                    "[--example PATH]\n");
       return 2;
     }
   }
-  if (!any) parts = {true, true, true, true};
+  if (!any) parts = {true, true, true, true, true, true};
   return irontune::Main(parts, max_shapes, max_mib, config, example);
 }

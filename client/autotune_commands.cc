@@ -82,7 +82,7 @@ std::optional<Finished> Follow(
                                             });
   progress.Finish();
   if (!s.ok()) {
-    daemon.Fail(s);
+    daemon.FailJob(s, progress.job_id());
     return std::nullopt;
   }
   if (!progress.result().has_value()) {
@@ -299,7 +299,8 @@ struct ResultCommand : JobResultFlags {
       }
     }
     const v1::JobState state = r.summary().state();
-    return state == v1::JOB_STATE_FAILED || state == v1::JOB_STATE_CANCELLED
+    return state == v1::JOB_STATE_FAILED || state == v1::JOB_STATE_CANCELLED ||
+                   state == v1::JOB_STATE_INTERRUPTED
                ? kExitError
                : kExitOk;
   }

@@ -24,7 +24,10 @@ constexpr std::pair<std::string_view, std::string_view> kCommandHelp[] = {
     {"submit",
      "Tune a model's recorded calls on irontuned: the recording (and "
      "profile) are validated here first, progress streams to stderr, then "
-     "the diff against the profile is printed."},
+     "the diff against the profile is printed. A setting replaces the one "
+     "the profile runs only when it is faster beyond the noise and by more "
+     "than --min-gain of the step, and wins again when re-timed; so "
+     "`submit --check --remeasure` of a tuned profile passes."},
     {"watch",
      "Follow a job's events (those so far, then the rest) and print its "
      "result."},

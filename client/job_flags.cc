@@ -59,6 +59,12 @@ void AddJobFlags(CLI::App& cmd, JobFlags* f) {
   AddRequesterFlags(cmd, f);
   AddTimingFlags(cmd, f);
   AddRunFlags(cmd, f);
+  if (cmd.get_name() == "submit") {
+    cmd.add_option("--min-gain", f->min_gain,
+                   "the least gain, as a share of the step time, for which a "
+                   "setting replaces the one the profile runs (default 0.005)")
+        ->check(CLI::Range(0.0, 1.0));
+  }
 }
 
 std::string ClientName(const JobFlags& f, const ClientEnvironment& env) {

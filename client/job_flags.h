@@ -4,8 +4,11 @@
 #ifndef IRONTUNE_CLIENT_JOB_FLAGS_H_
 #define IRONTUNE_CLIENT_JOB_FLAGS_H_
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <type_traits>
 
 #include "client/cli.h"
 #include "irontune/v1/tuner.pb.h"
@@ -27,10 +30,13 @@ struct JobFlags {
   std::string packaging;
   uint64_t seed = 0;
   bool remeasure = false;
+  // --min-gain (submit only): NaN unless given.
+  double min_gain = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Registers the flags on `cmd`, bound to `*f`, which must outlive the
-// parse. The Timing and --repeats help quotes common/defaults.h.
+// parse. The Timing and --repeats help quotes common/defaults.h. A command
+// named "submit" also gets --min-gain.
 void AddJobFlags(CLI::App& cmd, JobFlags* f);
 
 // The client name a request carries: --client, else $USER, else
@@ -54,6 +60,9 @@ void ApplyJobFlags(const JobFlags& f, const ClientEnvironment& env,
   request->set_priority(PriorityOf(f));
   request->set_client(ClientName(f, env));
   request->set_seed(f.seed);
+  if constexpr (std::is_same_v<Request, v1::AutotuneRequest>) {
+    if (!std::isnan(f.min_gain)) request->set_min_gain(f.min_gain);
+  }
 }
 
 }  // namespace irontune

@@ -128,7 +128,7 @@ struct MeasureCommand {
     absl::Status s = daemon.tuner().Measure(
         *request, daemon.timeout_s(),
         [&](const v1::MeasureEvent& e) { return stream.OnEvent(e); });
-    if (!s.ok()) return daemon.Fail(s);
+    if (!s.ok()) return daemon.FailJob(s, stream.job_id);
     if (!stream.result.has_value()) {
       return Fail(ctx.io.err, absl::InternalError(absl::StrCat(
                                   "irontuned ended job ", stream.job_id,

@@ -122,8 +122,9 @@ std::string DescribeRpcError(const absl::Status& status,
                           " did not finish before the deadline (", message,
                           "); raise --timeout, or 0 for none");
     case absl::StatusCode::kResourceExhausted:
-      return absl::StrCat("irontuned's queue is full, try again later: ",
-                          message);
+      // The queue, a quota, a limit or the state dir's disk: the message
+      // says which.
+      return absl::StrCat("irontuned: not enough room: ", message);
     case absl::StatusCode::kNotFound:
       return absl::StrCat("irontuned: ", message);
     case absl::StatusCode::kUnauthenticated:
@@ -138,6 +139,20 @@ std::string DescribeRpcError(const absl::Status& status,
           "irontuned: ", absl::StatusCodeToString(status.code()), ": ",
           message);
   }
+}
+
+std::string DescribeJobRpcError(const absl::Status& status,
+                                const std::string& server,
+                                const std::string& job_id) {
+  if (job_id.empty() || !IsNotConnected(status)) {
+    return DescribeRpcError(status, server);
+  }
+  return absl::StrCat(
+      "irontuned at ", server, " went away while job ", job_id, " ran (",
+      status.message(),
+      "); the job is lost. Once irontuned is back, "
+      "`irontune-client jobs` shows it as interrupted. Submit it again: it "
+      "resumes from the cache, and what it had timed is not timed again.");
 }
 
 int FailRpc(std::ostream& err, const absl::Status& status,
@@ -162,6 +177,13 @@ std::unique_ptr<TunerConnection> Daemon::Connect(const std::string& server,
 
 int Daemon::Fail(const absl::Status& status) const {
   return FailRpc(err_, status, server_);
+}
+
+int Daemon::FailJob(const absl::Status& status,
+                    const std::string& job_id) const {
+  err_ << "irontune-client: " << DescribeJobRpcError(status, server_, job_id)
+       << "\n";
+  return kExitError;
 }
 
 }  // namespace irontune

@@ -59,6 +59,13 @@ std::string DescribeRpcError(const absl::Status& status,
 int FailRpc(std::ostream& err, const absl::Status& status,
             const std::string& server);
 
+// As DescribeRpcError, but when the connection to the daemon was lost while
+// job `job_id` (non-empty) ran: which job was lost, that `jobs` shows it
+// interrupted, and that a resubmit resumes from the cache.
+std::string DescribeJobRpcError(const absl::Status& status,
+                                const std::string& server,
+                                const std::string& job_id);
+
 // irontuned as one command run reaches it: its address (ResolveServer of
 // --server and $IRONTUNE_SERVER), a connection, and the timeout for its
 // calls (ResolveTimeout of --timeout and the command's default). The
@@ -73,6 +80,9 @@ class Daemon {
 
   // Prints the failed call's DescribeRpcError and returns kExitError.
   int Fail(const absl::Status& status) const;
+  // Prints DescribeJobRpcError for a call following job `job_id` ("" when
+  // not known yet) and returns kExitError.
+  int FailJob(const absl::Status& status, const std::string& job_id) const;
 
  private:
   // ConnectTuner with ResolveConnectOptions, or a FailingConnection with

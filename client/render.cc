@@ -79,9 +79,12 @@ std::string ShapesText(const v1::JobSummary& job) {
 }
 
 constexpr std::pair<v1::JobState, std::string_view> kJobStateNames[] = {
-    {v1::JOB_STATE_QUEUED, "queued"},       {v1::JOB_STATE_RUNNING, "running"},
-    {v1::JOB_STATE_SUCCEEDED, "succeeded"}, {v1::JOB_STATE_FAILED, "failed"},
+    {v1::JOB_STATE_QUEUED, "queued"},
+    {v1::JOB_STATE_RUNNING, "running"},
+    {v1::JOB_STATE_SUCCEEDED, "succeeded"},
+    {v1::JOB_STATE_FAILED, "failed"},
     {v1::JOB_STATE_CANCELLED, "cancelled"},
+    {v1::JOB_STATE_INTERRUPTED, "interrupted"},
 };
 
 constexpr std::pair<v1::JobKind, std::string_view> kJobKindNames[] = {
@@ -183,9 +186,15 @@ std::string RenderDiffTable(const v1::ProfileDiff& diff) {
                TunablesChange(c.old_tunables(), c.new_tunables()),
                c.has_gain() ? FormatGain(c.gain_us(), c.noise_us()) : "-"});
   }
-  for (const v1::ProfileEntry& e : diff.added()) {
+  for (int i = 0; i < diff.added_size(); ++i) {
+    const v1::ProfileEntry& e = diff.added(i);
+    const bool gain =
+        i < diff.added_gains_size() && diff.added_gains(i).has_gain();
     table.Row({"+", EntryName(e.operator_class(), e.dims()),
-               absl::StrCat("(new) ", FieldsText(e.tunables())), "-"});
+               absl::StrCat("(new) ", FieldsText(e.tunables())),
+               gain ? FormatGain(diff.added_gains(i).gain_us(),
+                                 diff.added_gains(i).noise_us())
+                    : "-"});
   }
   for (const v1::ProfileEntry& e : diff.removed()) {
     table.Row({"-", EntryName(e.operator_class(), e.dims()),
@@ -201,9 +210,19 @@ std::string RenderDiffSummary(const v1::ProfileDiff& diff,
       diff.added_size(), diff.removed_size(), diff.kept_size());
   if (diff.has_model_gain()) {
     absl::StrAppendFormat(
-        &out, "model: %.2f ± %.2f µs %s per call (weighted over its calls)\n",
+        &out,
+        "model: %.2f ± %.2f µs %s per call than the submitted profile "
+        "(weighted over its calls)\n",
         std::fabs(diff.model_gain_us()), diff.model_noise_us(),
         diff.model_gain_us() >= 0 ? "faster" : "slower");
+  }
+  if (diff.has_recording_gain()) {
+    absl::StrAppendFormat(
+        &out,
+        "per recording: %.2f ± %.2f µs %s per call than the recorded "
+        "settings\n",
+        std::fabs(diff.recording_gain_us()), diff.recording_noise_us(),
+        diff.recording_gain_us() >= 0 ? "faster" : "slower");
   }
   if (stats != nullptr) {
     absl::StrAppendFormat(
@@ -351,7 +370,10 @@ std::string RenderMeasureResult(const v1::MeasureResult& result) {
     const v1::SettingMeasurement& s = result.settings(i);
     std::string t_step = "-";
     if (s.has_measurement()) {
-      t_step = absl::StrFormat("%.2f", s.measurement().t_step_us());
+      t_step = s.measurement().has_t_step_noise_us()
+                   ? absl::StrFormat("%.2f ± %.2f", s.measurement().t_step_us(),
+                                     s.measurement().t_step_noise_us())
+                   : absl::StrFormat("%.2f", s.measurement().t_step_us());
     }
     std::string delta =
         s.has_delta()

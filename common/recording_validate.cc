@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "common/expression.h"
+#include "common/families.h"
 #include "common/recording.h"
 #include "common/status_macros.h"
 #include "common/value.h"
@@ -30,6 +31,12 @@ using NameSet = absl::flat_hash_set<absl::string_view>;
 using Graph = absl::flat_hash_map<absl::string_view, uint64_t>;
 
 constexpr double kWeightSumTolerance = 1e-6;
+// The deepest expression taken whatever the limits say (a leaf is 1). An
+// expression level nests two messages (Expression, Binary), the first four
+// below an AutotuneRequest, and gRPC's parser takes at most 100 levels, so
+// no depth above 48 could reach irontuned; the client and the daemon both
+// stop at 32, leaving room.
+constexpr int kWireExpressionDepth = 32;
 // Names quoted in errors are cut to this many bytes.
 constexpr size_t kMaxQuotedName = 80;
 
@@ -199,6 +206,73 @@ absl::Status CheckStrings(const google::protobuf::Message& message,
   return absl::OkStatus();
 }
 
+const char* KindName(v1::Value::KindCase kind) {
+  switch (kind) {
+    case v1::Value::kIntValue:
+      return "an int";
+    case v1::Value::kBoolValue:
+      return "a bool";
+    case v1::Value::kStringValue:
+      return "a string";
+    case v1::Value::kDoubleValue:
+      return "a double";
+    default:
+      return "unset";
+  }
+}
+
+// The kind a known family declares for its tunable `name` (that of its
+// domain's values on either generation); KIND_NOT_SET when it has none.
+v1::Value::KindCase DeclaredTunableKind(const Family& family,
+                                        const std::string& name) {
+  for (const char* generation : {"npu2", "npu1"}) {
+    const std::vector<v1::Value> domain =
+        FamilyDomain(family, name, generation);
+    if (!domain.empty()) return domain.front().kind_case();
+  }
+  return v1::Value::KIND_NOT_SET;
+}
+
+// A known class's dims hold the kind of their default (an int, at least 1,
+// where there is none: such dims are extents) and its tunables the kind of
+// their domain's values, so a setting is never timed under a value of
+// another kind.
+absl::Status CheckDeclaredKinds(const v1::Operator& op, const std::string& p) {
+  const Family* family = FindFamily(op.class_name());
+  if (family == nullptr) return absl::OkStatus();
+  for (int j = 0; j < op.params_size(); ++j) {
+    const v1::Param& f = op.params(j);
+    auto dim = std::find_if(family->dims.begin(), family->dims.end(),
+                            [&](const Dim& d) { return d.name == f.name(); });
+    if (dim == family->dims.end()) continue;
+    const v1::Value::KindCase want =
+        dim->default_value.kind_case() == v1::Value::KIND_NOT_SET
+            ? v1::Value::kIntValue
+            : dim->default_value.kind_case();
+    if (f.value().kind_case() != want) {
+      return Invalid(p, ".params[", j, "].value: ", ValueToString(f.value()),
+                     " is not ", KindName(want), ", as ", family->class_name,
+                     "'s ", f.name(), " is");
+    }
+    if (want == v1::Value::kIntValue && f.value().int_value() < 1) {
+      return Invalid(p, ".params[", j, "].value: ", f.value().int_value(), "; ",
+                     family->class_name, "'s ", f.name(),
+                     " is a dimension, at least 1");
+    }
+  }
+  for (int j = 0; j < op.tunables_size(); ++j) {
+    const v1::Tunable& t = op.tunables(j);
+    const v1::Value::KindCase want = DeclaredTunableKind(*family, t.name());
+    if (want == v1::Value::KIND_NOT_SET) continue;
+    if (t.value().kind_case() != want) {
+      return Invalid(p, ".tunables[", j, "].value: ", ValueToString(t.value()),
+                     " is not ", KindName(want), ", as ", family->class_name,
+                     "'s ", t.name(), " is");
+    }
+  }
+  return absl::OkStatus();
+}
+
 CallValues ToCallValues(
     const google::protobuf::Map<std::string, int64_t>& values) {
   return CallValues(values.begin(), values.end());
@@ -213,7 +287,7 @@ struct OperatorFacts {
 class Validator {
  public:
   Validator(const v1::Calls& calls, const RecordingLimits& limits)
-      : calls_(calls), limits_(limits) {}
+      : calls_(calls), limits_(Clamped(limits)) {}
 
   absl::Status Run() {
     if (calls_.format_version() == v1::FORMAT_VERSION_UNSPECIFIED) {
@@ -224,6 +298,11 @@ class Validator {
       return Invalid("format_version: ", calls_.format_version(),
                      " is not supported (this build reads ",
                      v1::FORMAT_VERSION_1, ")");
+    }
+    if (calls_.operators_size() == 0 && calls_.calls_size() == 0) {
+      return Invalid(
+          "operators: none, and no calls; a recording holds the "
+          "operators its calls run");
     }
     RETURN_IF_ERROR(CheckCount(calls_.operators_size(), limits_.max_operators,
                                "operators", "operators"));
@@ -248,6 +327,7 @@ class Validator {
     NameSet params;
     RETURN_IF_ERROR(CheckParams(op, p, &params));
     RETURN_IF_ERROR(CheckTunables(op, p));
+    RETURN_IF_ERROR(CheckDeclaredKinds(op, p));
     RETURN_IF_ERROR(CheckBuffers(op, params, p, &ops_[i].buffer_bytes));
     RETURN_IF_ERROR(CheckCallValues(op, params, p, &ops_[i].call_values));
     return CheckTolerance(op.tolerance(), p);
@@ -687,7 +767,13 @@ class Validator {
   }
 
   const v1::Calls& calls_;
-  const RecordingLimits& limits_;
+  static RecordingLimits Clamped(RecordingLimits limits) {
+    limits.max_expression_depth =
+        std::min(limits.max_expression_depth, kWireExpressionDepth);
+    return limits;
+  }
+
+  const RecordingLimits limits_;
   std::vector<OperatorFacts> ops_;  // per operator, once checked
   uint64_t work_ = 0;               // expression node evaluations so far
 };

@@ -3,7 +3,8 @@
 # against the layers (docs/ARCHITECTURE.md, "Layers"):
 #
 #   proto < common < daemon/base < daemon/ops < daemon/npu
-#         < daemon/sim, daemon/store < daemon/tune < daemon/server < main
+#         < daemon/sim, daemon/xrt, daemon/store, daemon/builder < daemon/tune
+#         < daemon/server < main
 #   client: proto and common only; examples: proto and common only.
 #
 # A folder includes its own headers and those of the layers it lists below.
@@ -20,10 +21,14 @@ set(allowed_daemon/ops   proto common daemon/base daemon/ops)
 set(allowed_daemon/npu   proto common daemon/base daemon/npu)
 set(allowed_daemon/sim   proto common daemon/base daemon/ops daemon/npu daemon/sim)
 set(allowed_daemon/store proto common daemon/base daemon/npu daemon/store)
+set(allowed_daemon/xrt   proto common daemon/base daemon/npu daemon/xrt)
+set(allowed_daemon/builder proto common daemon/base daemon/npu
+                           daemon/builder)
 set(allowed_daemon/tune  proto common daemon/base daemon/ops daemon/npu
                          daemon/store daemon/tune)
 set(allowed_daemon/server proto common daemon/base daemon/ops daemon/npu
-                          daemon/sim daemon/store daemon/tune daemon/server)
+                          daemon/sim daemon/store daemon/tune daemon/server
+                          daemon/xrt daemon/builder)
 set(allowed_daemon/main  daemon/server)
 set(grpc_allowed daemon/server client)
 

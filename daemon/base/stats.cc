@@ -105,6 +105,16 @@ Difference UnpairedDifference(absl::Span<const double> a,
   return out;
 }
 
+std::optional<double> BatchNoise(absl::Span<const double> figures) {
+  const size_t n = figures.size();
+  if (n < 2) return std::nullopt;
+  double mean = 0;
+  for (double x : figures) mean += x / n;
+  double sum = 0;
+  for (double x : figures) sum += (x - mean) * (x - mean);
+  return std::sqrt(sum / (n - 1));
+}
+
 std::optional<double> Quadrature(
     absl::Span<const std::optional<double>> errors) {
   double sum = 0;

@@ -43,6 +43,12 @@ Difference PairedDifference(absl::Span<const double> a,
 Difference UnpairedDifference(absl::Span<const double> a,
                               absl::Span<const double> b);
 
+// The spread between batches: the sample standard deviation of one figure
+// (e.g. a setting's median step time) measured once in each of several
+// batches, which holds whatever moved a whole batch (drift, another
+// process) besides each batch's own noise. nullopt from fewer than two.
+std::optional<double> BatchNoise(absl::Span<const double> figures);
+
 // Independent errors combined: the square root of the sum of squares;
 // nullopt where any of them is unknown (0 for none).
 std::optional<double> Quadrature(

@@ -3,9 +3,10 @@
 // does not fit.
 //
 // Implementations: SimBuilder (daemon/sim/, in process, for the simulated
-// NPU); a real NPU box needs one that runs IRON's build entry, which is not
-// built yet.
-// Threads: one caller at a time.
+// NPU) and CommandBuilder (daemon/builder/), which runs an external build
+// command such as deploy/iron-builder (docs/builder-protocol.md).
+// Threads: each implementation says whether several threads may call it;
+// irontuned calls it from the device worker.
 #ifndef IRONTUNE_DAEMON_NPU_BUILDER_H_
 #define IRONTUNE_DAEMON_NPU_BUILDER_H_
 
@@ -37,6 +38,14 @@ struct BuildOutcome {
   std::optional<Artifact> artifact;
   std::string refusal;
 };
+
+// The most steps one artifact may package.
+inline constexpr int kMaxBuildSteps = 1 << 16;
+
+// Whether `request` is one any builder can take: steps in
+// [1, kMaxBuildSteps], a packaging, an operator class and a platform
+// generation. InvalidArgument naming the field otherwise.
+absl::Status CheckBuildRequest(const BuildRequest& request);
 
 class Builder {
  public:

@@ -14,21 +14,18 @@
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
-#ifdef IRONTUNE_HAVE_SYSTEMD
-#include <systemd/sd-daemon.h>
-#endif
-
 namespace irontune {
 
 namespace {
 
-// Flags (and config-file keys) straight into `options`; the two that need
-// translating into `log_level` and `sim_clock`.
+// Flags (and config-file keys) straight into `options`; the three that
+// need translating into `log_level`, `sim_clock` and `power_mode`.
 void AddOptions(CLI::App& app, DaemonOptions& options, std::string& log_level,
-                std::string& sim_clock) {
+                std::string& sim_clock, std::string& power_mode) {
   app.add_option("--device", options.device,
-                 "The NPU to serve: sim:npu2 or sim:npu1 (simulated). xrt:N "
-                 "(a real NPU) is reserved and not built into this binary")
+                 "The NPU to serve: sim:npu2 or sim:npu1 (simulated), or xrt:N "
+                 "(a real NPU, where irontuned was built with XRT: "
+                 "docs/npu-box.md)")
       ->capture_default_str();
   app.add_option("--listen", options.listen,
                  "Where to serve gRPC; repeat for several: unix:PATH or "
@@ -60,6 +57,114 @@ void AddOptions(CLI::App& app, DaemonOptions& options, std::string& log_level,
                  "docs/search.md): GEMM settings their kernel alone shows "
                  "cannot win are not timed. Default: none")
       ->check(CLI::ExistingFile);
+  app.add_option("--power-mode", power_mode,
+                 "Set the NPU's power mode at start (xrt-smi configure "
+                 "--pmode; turbo is refused while other processes hold NPU "
+                 "contexts). Default: leave it. docs/npu-box.md")
+      ->check(CLI::IsMember(
+          {"default", "powersaver", "balanced", "performance", "turbo"}));
+  app.add_option("--xrt-smi", options.xrt_smi,
+                 "The xrt-smi program a real NPU is examined with. Default: "
+                 "$XILINX_XRT/bin/xrt-smi, /opt/xilinx/xrt/bin/xrt-smi, or "
+                 "xrt-smi in PATH");
+}
+
+// A real NPU's design builder (docs/builder-protocol.md).
+void AddBuilderOptions(CLI::App& app, DaemonOptions& options) {
+  app.add_option("--builder-command", options.builder_command,
+                 "For a real NPU: the command that builds a design "
+                 "(docs/builder-protocol.md), e.g. deploy/iron-builder; "
+                 "split on white space. Not with a sim device");
+  app.add_option("--build-timeout", options.build_timeout_s,
+                 "Seconds one build may take; then its process group is "
+                 "killed and the setting fails")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
+  app.add_option("--build-jobs", options.build_jobs,
+                 "Most builds running at once. Default: the cores less one, "
+                 "at least 1")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--artifact-store-bytes", options.artifact_store_bytes,
+                 "Cap on STATE_DIR/artifacts (built designs); least recently "
+                 "used ones are deleted beyond it. 0: no cap")
+      ->capture_default_str();
+}
+
+// The admission limits, the memory budget and what is kept of past jobs
+// (admission.h, docs/operations.md "Admission and limits").
+void AddLimitOptions(CLI::App& app, DaemonOptions& options,
+                     double& jobs_db_days) {
+  AdmissionLimits& l = options.limits;
+  const auto bytes = CLI::AsSizeValue(false);  // 1k = 1024; "16G" works
+  app.add_option("--memory-limit", l.memory_limit_bytes,
+                 "What the running jobs' memory estimates may add up to; a "
+                 "job waits until it fits, one that never can is refused")
+      ->transform(bytes)
+      ->capture_default_str();
+  app.add_option("--job-memory", l.job_memory_bytes,
+                 "One job's estimated peak memory, at most")
+      ->transform(bytes)
+      ->capture_default_str();
+  app.add_option("--job-device-seconds", l.job_device_seconds,
+                 "One job's device time, at most: refused when its estimate "
+                 "is more, stopped within a round when it uses more")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-message-bytes", l.message_bytes,
+                 "The largest gRPC message irontuned reads")
+      ->transform(bytes)
+      ->capture_default_str();
+  app.add_option("--max-profile-bytes", l.profile_bytes,
+                 "The largest profile an Autotune may send")
+      ->transform(bytes)
+      ->capture_default_str();
+  app.add_option("--max-recording-bytes", l.recording_bytes,
+                 "The largest recording an Autotune may send")
+      ->transform(bytes)
+      ->capture_default_str();
+  app.add_option("--max-recording-operators", l.recording_operators,
+                 "Most operators in a recording")
+      ->capture_default_str();
+  app.add_option("--max-recording-steps", l.recording_steps,
+                 "Most steps in a recording, over all its calls")
+      ->capture_default_str();
+  app.add_option("--client-queue-quota", l.client_queue_quota,
+                 "Most jobs one client may have waiting (0: no quota)")
+      ->capture_default_str();
+  app.add_option("--max-streams", l.concurrent_streams,
+                 "Most Autotune, Measure and Watch streams open at once")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--job-history-bytes", options.history_bytes,
+                 "Memory the ended jobs kept for Watch and status may hold "
+                 "(jobs.db keeps them beyond)")
+      ->transform(bytes)
+      ->capture_default_str();
+  app.add_option("--jobs-db-max-age-days", jobs_db_days,
+                 "Ended jobs older than this are deleted from jobs.db")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--jobs-db-max-bytes", options.job_store.max_bytes,
+                 "jobs.db keeps the newest ended jobs within this many bytes")
+      ->transform(bytes)
+      ->capture_default_str();
+}
+
+// Where the device lock lives and what to do with a damaged database.
+void AddStateOptions(CLI::App& app, DaemonOptions& options) {
+  app.add_option("--runtime-dir", options.runtime_dir,
+                 "Directory of the per-device lock (one irontuned per NPU). "
+                 "Default: $RUNTIME_DIRECTORY, else /run/irontune where "
+                 "writable");
+  app.add_flag("--move-corrupt-aside", options.move_corrupt_aside,
+               "A database failing its check at start is renamed to "
+               "FILE.corrupt-TIME and an empty one started, instead of "
+               "refusing to start");
+  // Tests only: databases may not grow (a full disk); hidden from --help.
+  app.add_option("--test-max-database-pages", options.test_max_database_pages)
+      ->group("");
+  // Tests only: where a real NPU's timing hygiene reads /proc.
+  app.add_option("--test-proc-root", options.test_proc_root)->group("");
 }
 
 // Who may connect and how (docs/security.md).
@@ -111,6 +216,17 @@ int HashTokenMain(const std::string& name_role) {
   return kExitOk;
 }
 
+// --stall-limit: seconds into DaemonOptions::stall_limit.
+void AddSystemdOptions(CLI::App& app, double& stall_limit_s) {
+  app.add_option("--stall-limit", stall_limit_s,
+                 "Seconds the device worker may spend in one device call, "
+                 "build or task before it counts as hung: systemd's "
+                 "watchdog pings (WatchdogSec=) then stop and systemd "
+                 "restarts irontuned")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
+}
+
 // Runs `options`' daemon until SIGTERM or SIGINT.
 int Serve(DaemonOptions options) {
   // Every thread started from here on inherits the blocked signals; this
@@ -135,15 +251,9 @@ int Serve(DaemonOptions options) {
     spdlog::error("cannot start: {}", e.what());
     return kExitStartup;
   }
-#ifdef IRONTUNE_HAVE_SYSTEMD
-  sd_notify(0, "READY=1");
-#endif
   int sig = 0;
   sigwait(&signals, &sig);
   spdlog::info("{} received", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-#ifdef IRONTUNE_HAVE_SYSTEMD
-  sd_notify(0, "STOPPING=1");
-#endif
   daemon->Shutdown();
   daemon.reset();
   return kExitOk;
@@ -163,9 +273,16 @@ int IrontunedMain(int argc, char** argv) {
   DaemonOptions options;
   std::string log_level = "info";
   std::string sim_clock = "realtime";
-  AddOptions(app, options, log_level, sim_clock);
+  double jobs_db_days = 30;
+  std::string power_mode;
+  AddOptions(app, options, log_level, sim_clock, power_mode);
+  AddBuilderOptions(app, options);
+  AddLimitOptions(app, options, jobs_db_days);
+  AddStateOptions(app, options);
   std::string hash_token;
   AddSecurityOptions(app, options, hash_token);
+  double stall_limit_s = absl::ToDoubleSeconds(options.stall_limit);
+  AddSystemdOptions(app, stall_limit_s);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -178,6 +295,10 @@ int IrontunedMain(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(log_level));
   options.sim_clock =
       sim_clock == "virtual" ? SimClock::kVirtual : SimClock::kRealTime;
+  options.job_store.max_age = absl::Hours(24) * jobs_db_days;
+  if (!power_mode.empty()) options.power_mode = *ParsePowerMode(power_mode);
+  options.stall_limit = absl::Seconds(stall_limit_s);
+  options.notify = NotifyConfig::FromEnvironment();
   return Serve(std::move(options));
 }
 

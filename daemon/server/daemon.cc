@@ -3,34 +3,49 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <system_error>
+#include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "daemon/builder/command_builder.h"
 #include "daemon/server/auth.h"
 #include "daemon/server/service.h"
 #include "daemon/server/tls.h"
+#include "daemon/sim/presets.h"
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
 #include "daemon/store/cache.h"
+#include "daemon/store/sqlite.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "spdlog/spdlog.h"
+
+#ifdef IRONTUNE_HAVE_XRT
+#include "daemon/xrt/xrt_device.h"
+#endif
 
 #ifndef IRONTUNE_VERSION
 #define IRONTUNE_VERSION "unknown"
@@ -39,9 +54,6 @@
 namespace irontune {
 namespace {
 
-// Recordings may be up to RecordingLimits::max_bytes; leave room for the
-// rest of the request.
-constexpr int kMaxMessageBytes = (512 << 20) + (16 << 20);
 // How long in-flight calls get once the worker has stopped.
 constexpr absl::Duration kServerGrace = absl::Seconds(2);
 
@@ -50,8 +62,23 @@ absl::Status Errno(const std::string& what) {
       absl::StrCat(what, ": ", std::strerror(errno)));
 }
 
-// Removes a unix socket left by an earlier run (we hold the lock, so no
-// live irontuned of this state dir owns it) and makes its directory.
+// Whether something accepts connections on the unix socket `path`.
+bool Answers(const std::string& path) {
+  sockaddr_un addr = {};
+  if (path.size() >= sizeof(addr.sun_path)) return false;
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const bool answered = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr),
+                                  sizeof(addr)) == 0;
+  ::close(fd);
+  return answered;
+}
+
+// Removes a unix socket left by an earlier run and makes its directory. A
+// socket something answers on (another irontuned, whatever its state dir)
+// is left alone: FailedPrecondition naming it.
 absl::Status PrepareUnixSocket(const std::string& address) {
   absl::string_view path(address);
   if (!absl::ConsumePrefix(&path, "unix:")) return absl::OkStatus();
@@ -64,8 +91,48 @@ absl::Status PrepareUnixSocket(const std::string& address) {
     return absl::FailedPreconditionError(absl::StrCat(
         "cannot create ", p.parent_path().string(), ": ", ec.message()));
   }
-  if (std::filesystem::is_socket(p, ec)) std::filesystem::remove(p, ec);
+  if (!std::filesystem::is_socket(p, ec)) return absl::OkStatus();
+  if (Answers(p.string())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "another irontuned answers on ", address,
+        "; it is left alone. Stop that daemon, or listen elsewhere "
+        "(--listen)"));
+  }
+  std::filesystem::remove(p, ec);
   return absl::OkStatus();
+}
+
+// Checks the database at `path` (sqlite::QuickCheck). A damaged one is
+// refused, saying what to do, or with `move_aside` moved aside.
+absl::Status CheckDatabase(const std::string& path, bool move_aside,
+                           const std::string& losing) {
+  absl::Status s = sqlite::QuickCheck(path);
+  if (!absl::IsDataLoss(s)) return s;
+  if (!move_aside) {
+    return absl::DataLossError(absl::StrCat(
+        s.message(),
+        ". irontuned will not use it. Restore it from a backup, or start "
+        "irontuned once with --move-corrupt-aside: it renames the file to ",
+        path, ".corrupt-TIME and starts with an empty one (", losing, ")"));
+  }
+  ASSIGN_OR_RETURN(const std::string aside, sqlite::MoveAside(path));
+  spdlog::warn("{}; moved aside to {}, starting with an empty one ({})",
+               std::string(s.message()), aside, losing);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+namespace {
+
+// The first bytes of `path` ("" when unreadable).
+std::string ReadHead(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  char buf[32] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof(buf) - 1, 0);
+  ::close(fd);
+  return n > 0 ? std::string(buf, n) : std::string();
 }
 
 // The path of a "unix:PATH" address.
@@ -179,15 +246,67 @@ absl::StatusOr<int> TakeLockFile(const std::string& path) {
   return fd;
 }
 
+absl::StatusOr<std::pair<int, int>> TakeStateDirLock(const std::string& dir) {
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return Errno(absl::StrCat("cannot open ", dir));
+  const std::string file = (std::filesystem::path(dir) / "irontuned.lock");
+  if (::flock(dir_fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(dir_fd);
+    if (err != EWOULDBLOCK) {
+      errno = err;
+      return Errno(absl::StrCat("cannot lock ", dir));
+    }
+    std::string pid(absl::StripAsciiWhitespace(ReadHead(file)));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "another irontuned (pid ", pid.empty() ? "unknown" : pid,
+        ") holds the state dir ", dir, "; one irontuned runs per state dir"));
+  }
+  absl::StatusOr<int> file_fd = TakeLockFile(file);
+  if (!file_fd.ok()) {
+    ::close(dir_fd);
+    return file_fd.status();
+  }
+  return std::make_pair(dir_fd, *file_fd);
+}
+
+std::string DeviceLockPath(const std::string& device,
+                           const std::string& runtime_dir) {
+  std::string dir = runtime_dir;
+  if (const char* env = std::getenv("RUNTIME_DIRECTORY");
+      dir.empty() && env != nullptr && *env != '\0') {
+    // systemd lists several directories separated by ':'.
+    dir = std::string(env).substr(0, std::string(env).find(':'));
+  }
+  if (dir.empty() && ::access(kDefaultRuntimeDir, W_OK) == 0) {
+    dir = kDefaultRuntimeDir;
+  }
+  if (dir.empty()) return "";
+  std::string name = device;
+  for (char& c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c))) c = '-';
+  }
+  return (std::filesystem::path(dir) /
+          absl::StrCat("irontuned-", name, ".lock"))
+      .string();
+}
+
 struct Daemon::Parts {
   // Declared in start order; torn down by Shutdown in the documented order.
+  int device_lock_fd = -1;
+  int state_dir_fd = -1;
   int lock_fd = -1;
+  // With --builder-command: the artifact store (outlives the worker, which
+  // owns the builder) and the builder until the worker takes it.
+  std::unique_ptr<ArtifactStore> artifacts;
+  std::unique_ptr<Builder> command_builder;
   std::unique_ptr<JobStore> store;
   std::unique_ptr<JobQueue> queue;
   std::unique_ptr<DeviceWorker> worker;
   std::unique_ptr<TunerService> service;
   std::unique_ptr<grpc::Server> server;
   std::vector<std::string> addresses;
+  std::unique_ptr<SystemdNotifier> notifier;
   bool shut_down = false;
 };
 
@@ -201,20 +320,61 @@ const std::vector<std::string>& Daemon::addresses() const {
 
 namespace {
 
-absl::StatusOr<std::unique_ptr<SimDevice>> OpenDevice(
+#ifndef IRONTUNE_HAVE_XRT
+// The simulated NPUs this irontuned has, "sim:npu2, sim:npu1".
+std::string SimDeviceNames() {
+  std::vector<std::string> names;
+  for (const char* spec : {"sim:npu2", "sim:npu1"})
+    if (sim::FindSimPreset(spec) != nullptr) names.push_back(spec);
+  return absl::StrJoin(names, ", ");
+}
+#endif
+
+// A real NPU, `--device xrt:N`.
+absl::StatusOr<std::unique_ptr<Device>> OpenXrtDevice(
     const DaemonOptions& options) {
-  if (absl::StartsWith(options.device, "xrt:")) {
+#ifdef IRONTUNE_HAVE_XRT
+  ASSIGN_OR_RETURN(const unsigned int index, ParseXrtSpec(options.device));
+  XrtDeviceOptions xrt;
+  xrt.index = index;
+  xrt.smi.path = options.xrt_smi;
+  xrt.power_mode = options.power_mode;
+  if (!options.test_proc_root.empty()) {
+    xrt.hygiene.proc_root = options.test_proc_root;
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<XrtDevice> device,
+                   XrtDevice::Open(std::move(xrt)));
+  // Designs for a real NPU come from an external builder
+  // (docs/builder-protocol.md).
+  if (options.builder_command.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "--device ", options.device,
-        ": real NPUs (xrt) are not built into this irontuned; it has the "
-        "simulated NPU only (sim:npu2, sim:npu1)"));
+        " needs --builder-command (the program that builds designs for a "
+        "real NPU, docs/builder-protocol.md); none is given"));
   }
+  return std::unique_ptr<Device>(std::move(device));
+#else
+  return absl::FailedPreconditionError(absl::StrCat(
+      "--device ", options.device,
+      ": XRT was not found when this irontuned was built, so it cannot drive "
+      "a real NPU; build it with XRT 2.18 or later as docs/npu-box.md says "
+      "(\"Building with XRT\"). It has the simulated NPUs: ",
+      SimDeviceNames()));
+#endif
+}
+
+absl::StatusOr<std::unique_ptr<Device>> OpenDevice(
+    const DaemonOptions& options) {
+  if (absl::StartsWith(options.device, "xrt:")) return OpenXrtDevice(options);
   SimOptions sim;
   sim.seed = options.sim_seed;
   sim.clock = options.sim_clock == SimClock::kVirtual
                   ? SimOptions::Clock::kVirtual
                   : SimOptions::Clock::kRealTime;
-  return MakeSimDevice(options.device, sim);
+  if (options.power_mode) sim.power_mode = *options.power_mode;
+  ASSIGN_OR_RETURN(std::unique_ptr<SimDevice> device,
+                   MakeSimDevice(options.device, sim));
+  return device;
 }
 
 absl::StatusOr<std::filesystem::path> MakeStateDir(const std::string& dir) {
@@ -230,12 +390,14 @@ absl::StatusOr<std::filesystem::path> MakeStateDir(const std::string& dir) {
 // Listens on every address; the addresses listened on, with the port a
 // ":0" address was given.
 absl::StatusOr<std::vector<std::string>> Listen(
-    const std::vector<std::string>& listen, const Security& security,
-    grpc::Service* service, std::unique_ptr<grpc::Server>& server) {
+    const std::vector<std::string>& listen, uint64_t max_message_bytes,
+    const Security& security, grpc::Service* service,
+    std::unique_ptr<grpc::Server>& server) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(
+      std::min<uint64_t>(max_message_bytes, std::numeric_limits<int>::max())));
   if (listen.empty()) {
     return absl::InvalidArgumentError("--listen: no address given");
   }
@@ -273,18 +435,134 @@ absl::StatusOr<std::vector<std::string>> Listen(
   return addresses;
 }
 
+// With --builder-command, the CommandBuilder and its artifact store in
+// DIR/artifacts, into `builder` and `artifacts`; nothing otherwise.
+absl::Status OpenCommandBuilder(const DaemonOptions& options,
+                                const std::filesystem::path& dir,
+                                std::unique_ptr<ArtifactStore>& artifacts,
+                                std::unique_ptr<Builder>& builder) {
+  if (options.builder_command.empty()) return absl::OkStatus();
+  if (absl::StartsWith(options.device, "sim:")) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--builder-command builds designs for a real NPU (--device xrt:N); "
+        "the simulated NPU ",
+        options.device, " builds its own and cannot load them"));
+  }
+  ASSIGN_OR_RETURN(artifacts,
+                   ArtifactStore::Open((dir / "artifacts").string(),
+                                       options.artifact_store_bytes));
+  CommandBuilderOptions o;
+  o.command = options.builder_command;
+  o.timeout = absl::Seconds(options.build_timeout_s);
+  o.jobs =
+      options.build_jobs > 0
+          ? options.build_jobs
+          : std::max(1,
+                     static_cast<int>(std::thread::hardware_concurrency()) - 1);
+  ASSIGN_OR_RETURN(builder, CommandBuilder::Create(o, artifacts.get()));
+  spdlog::info("builder: {} ({} at once, {} s timeout); artifacts in {}",
+               builder->Environment(), o.jobs, options.build_timeout_s,
+               artifacts->dir());
+  return absl::OkStatus();
+}
+
+// What STATUS= says: the running job and the queue length, and a hung
+// worker.
+std::string StatusText(const WorkerStatus& worker, size_t queued,
+                       absl::Duration since_beat, absl::Duration stall_limit) {
+  std::string text =
+      worker.running
+          ? absl::StrCat(
+                "running ",
+                worker.running->kind() == v1::JOB_KIND_AUTOTUNE ? "autotune "
+                                                                : "measure ",
+                worker.running->id(), " for ", worker.running->client())
+          : std::string("idle");
+  absl::StrAppend(&text, "; ", queued, queued == 1 ? " job" : " jobs",
+                  " queued");
+  if (since_beat > stall_limit) {
+    absl::StrAppend(&text, "; device worker stuck for ",
+                    absl::ToInt64Seconds(since_beat), " s");
+  }
+  return text;
+}
+
 }  // namespace
 
+absl::StatusOr<int> Daemon::TakeDeviceLock(const DaemonOptions& options) {
+  const std::string path = DeviceLockPath(options.device, options.runtime_dir);
+  if (path.empty()) {
+    spdlog::warn(
+        "no runtime dir (--runtime-dir, $RUNTIME_DIRECTORY or a writable {}): "
+        "no device lock taken, so only the state dir's lock keeps a second "
+        "irontuned off {}",
+        kDefaultRuntimeDir, options.device);
+    return -1;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(),
+                                      ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create the runtime dir of ", path, ": ",
+                     ec.message(), " (--runtime-dir)"));
+  }
+  return TakeLockFile(path);
+}
+
+absl::Status Daemon::OpenJobStore(const std::filesystem::path& dir,
+                                  const DaemonOptions& options,
+                                  std::unique_ptr<JobStore>& store) {
+  const std::string path = (dir / "jobs.db").string();
+  RETURN_IF_ERROR(CheckDatabase(path, options.move_corrupt_aside,
+                                "past jobs' results are lost"));
+  ASSIGN_OR_RETURN(store, JobStore::Open(path, options.job_store));
+  ASSIGN_OR_RETURN(const std::vector<std::string> lost,
+                   store->MarkInterrupted());
+  for (const std::string& id : lost) {
+    spdlog::warn("job {} was interrupted: irontuned stopped while it ran", id);
+  }
+  return absl::OkStatus();
+}
+
+void Daemon::StartNotifier(const DaemonOptions& options) {
+  Parts& p = *parts_;
+  p.notifier = std::make_unique<SystemdNotifier>(options.notify);
+  if (!p.notifier->enabled()) return;
+  absl::Status ready = p.notifier->Notify("READY=1");
+  if (!ready.ok()) spdlog::warn("systemd: {}", ready.ToString());
+  const absl::Duration stall = options.stall_limit;
+  JobQueue* queue = p.queue.get();
+  DeviceWorker* worker = p.worker.get();
+  p.notifier->Start(
+      [queue, worker, stall] {
+        return StatusText(worker->Status(), queue->size(),
+                          worker->heartbeat().SinceBeat(), stall);
+      },
+      [worker, stall] { return worker->heartbeat().Alive(stall); });
+  if (options.notify.watchdog > absl::ZeroDuration()) {
+    spdlog::info(
+        "systemd watchdog: a ping every {} while the device worker is "
+        "alive (stall limit {})",
+        absl::FormatDuration(options.notify.watchdog / 2),
+        absl::FormatDuration(stall));
+  }
+}
+
 absl::Status Daemon::StartWorker(DaemonOptions& options,
-                                 std::unique_ptr<SimDevice> device,
+                                 std::unique_ptr<Device> device,
                                  std::unique_ptr<Cache> cache) {
   Parts& p = *parts_;
-  p.queue = std::make_unique<JobQueue>(options.queue_limit);
+  p.queue = std::make_unique<JobQueue>(options.queue_limit,
+                                       options.limits.client_queue_quota);
   WorkerParts wp;
-  SimDevice* sim_device = device.get();
-  wp.device_clock_us = [sim_device] { return sim_device->now_us(); };
+  wp.memory_limit_bytes = options.limits.memory_limit_bytes;
+  if (auto* sim_device = dynamic_cast<SimDevice*>(device.get())) {
+    wp.device_clock_us = [sim_device] { return sim_device->now_us(); };
+  }
   wp.device = std::move(device);
-  wp.builder = std::make_unique<SimBuilder>();
+  wp.builder = p.command_builder ? std::move(p.command_builder)
+                                 : std::make_unique<SimBuilder>();
   wp.cache = std::move(cache);
   wp.runner = options.runner
                   ? std::move(options.runner)
@@ -299,16 +577,25 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   auto daemon = std::unique_ptr<Daemon>(new Daemon(std::make_unique<Parts>()));
   Parts& p = *daemon->parts_;
   ASSIGN_OR_RETURN(const Security security, LoadSecurity(options));
-  ASSIGN_OR_RETURN(std::unique_ptr<SimDevice> device, OpenDevice(options));
+  ASSIGN_OR_RETURN(std::unique_ptr<Device> device, OpenDevice(options));
+  ASSIGN_OR_RETURN(p.device_lock_fd, daemon->TakeDeviceLock(options));
   ASSIGN_OR_RETURN(const std::filesystem::path dir,
                    MakeStateDir(options.state_dir));
-  ASSIGN_OR_RETURN(p.lock_fd, TakeLockFile((dir / "irontuned.lock").string()));
-
+  ASSIGN_OR_RETURN(std::tie(p.state_dir_fd, p.lock_fd),
+                   TakeStateDirLock(dir.string()));
+  if (options.test_max_database_pages > 0) {
+    sqlite::SetMaxPageCountForTesting(options.test_max_database_pages);
+  }
+  RETURN_IF_ERROR(
+      OpenCommandBuilder(options, dir, p.artifacts, p.command_builder));
   ASSIGN_OR_RETURN(Platform platform, device->GetPlatform());
   const std::string cache_path = (dir / "irontune.db").string();
+  RETURN_IF_ERROR(CheckDatabase(cache_path, options.move_corrupt_aside,
+                                "its measurements are timed again as jobs "
+                                "need them"));
   ASSIGN_OR_RETURN(std::unique_ptr<Cache> cache,
                    Cache::Open(cache_path, platform.name, platform.power_mode));
-  ASSIGN_OR_RETURN(p.store, JobStore::Open((dir / "jobs.db").string()));
+  RETURN_IF_ERROR(daemon->OpenJobStore(dir, options, p.store));
   RETURN_IF_ERROR(
       daemon->StartWorker(options, std::move(device), std::move(cache)));
 
@@ -321,10 +608,13 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   deps.cache_path = cache_path;
   deps.cache_platform = platform.name;
   deps.cache_power_mode = platform.power_mode;
+  deps.limits = options.limits;
+  deps.history_bytes = options.history_bytes;
   deps.auth = security.auth;
   p.service = std::make_unique<TunerService>(std::move(deps));
   ASSIGN_OR_RETURN(p.addresses,
-                   Listen(options.listen, security, p.service.get(), p.server));
+                   Listen(options.listen, options.limits.message_bytes,
+                          security, p.service.get(), p.server));
   // Health: SERVING for "" and for the Tuner service by name, so probes of
   // either succeed; Shutdown turns both NOT_SERVING.
   p.server->GetHealthCheckService()->SetServingStatus(true);
@@ -334,6 +624,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
                IRONTUNE_VERSION, options.device, platform.name,
                PowerModeName(platform.power_mode),
                absl::StrJoin(p.addresses, ", "), options.state_dir);
+  daemon->StartNotifier(options);
   return daemon;
 }
 
@@ -342,12 +633,14 @@ void Daemon::Shutdown() {
   if (p.shut_down) return;
   p.shut_down = true;
   const bool serving = p.server != nullptr;
+  if (p.notifier) p.notifier->Stopping();
   if (serving) {
     spdlog::info("shutting down");
     p.server->GetHealthCheckService()->SetServingStatus(false);
   }
   if (p.service) p.service->BeginShutdown();
   if (p.worker) p.worker->Stop();
+  if (p.notifier) p.notifier->Stop();  // before the worker goes
   if (p.server) {
     p.server->Shutdown(absl::ToChronoTime(absl::Now() + kServerGrace));
     p.server->Wait();
@@ -357,9 +650,9 @@ void Daemon::Shutdown() {
   p.worker.reset();  // closes the cache
   p.queue.reset();
   p.store.reset();
-  if (p.lock_fd >= 0) {
-    ::close(p.lock_fd);
-    p.lock_fd = -1;
+  for (int* fd : {&p.lock_fd, &p.state_dir_fd, &p.device_lock_fd}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
   }
   if (serving) spdlog::info("stopped");
 }

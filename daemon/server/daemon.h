@@ -1,10 +1,16 @@
 // Daemon: everything irontuned runs, put together and taken apart in order.
 //
-// Start: the state dir (created if missing), its lock file (one irontuned
-// per state dir: a second one fails naming the pid holding it), the device,
-// the measurement cache (irontune.db), the job store (jobs.db), the device
-// worker, then the gRPC server on every listen address with health
-// (grpc.health.v1, SERVING) and reflection.
+// Start: the device lock (one irontuned per NPU, whatever the state dir:
+// RUNTIME_DIR/irontuned-DEVICE.lock), the state dir (created if missing)
+// and its lock (one irontuned per state dir, the directory itself locked so
+// deleting irontuned.lock lets no second one in; a second one fails naming
+// the pid holding it), the device, the databases' quick_check (a damaged
+// one is refused, or moved aside with move_corrupt_aside), the measurement
+// cache (irontune.db), the job store (jobs.db; jobs a crash interrupted are
+// marked so), the device worker, then the gRPC server on every listen
+// address with health (grpc.health.v1, SERVING) and reflection. A unix
+// socket a live irontuned answers on is never removed: start fails naming
+// it.
 //
 // Shutdown, in order: health NOT_SERVING and every new request refused
 // (UNAVAILABLE); queued jobs end UNAVAILABLE "irontuned is shutting down";
@@ -12,25 +18,37 @@
 // is joined; the server stops (streams have ended with their jobs); the
 // databases are closed; the lock is released.
 //
+// systemd (systemd_notify.h): READY=1 once listening, then STATUS= (queue
+// length, running job) and WATCHDOG=1 pings while the device worker is
+// alive; STOPPING=1 as shutdown begins.
+//
 // No gRPC types in this header. Threads: Start and Shutdown from one thread.
 #ifndef IRONTUNE_DAEMON_SERVER_DAEMON_H_
 #define IRONTUNE_DAEMON_SERVER_DAEMON_H_
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "daemon/npu/device.h"
+#include "daemon/server/admission.h"
 #include "daemon/server/runner.h"
+#include "daemon/server/systemd_notify.h"
+#include "daemon/store/jobs_store.h"
 
 namespace irontune {
 
 class Cache;
-class SimDevice;
 
 inline constexpr char kDefaultListen[] = "unix:/run/irontune/irontuned.sock";
 inline constexpr char kDefaultStateDir[] = "/var/lib/irontune";
+inline constexpr char kDefaultRuntimeDir[] = "/run/irontune";
 
 enum class SimClock { kVirtual, kRealTime };
 
@@ -44,6 +62,12 @@ struct DaemonOptions {
   // mlir-aie nightly kernel cycles (daemon/tune/kernel_cycles.h) for the
   // GEMM bound; empty: none, every setting is timed.
   std::string kernel_cycles;
+  // Set at start (`xrt-smi configure --pmode` on a real NPU); nullopt
+  // leaves the NPU's.
+  std::optional<PowerMode> power_mode;
+  // The xrt-smi program a real NPU is examined with; "" finds it
+  // ($XILINX_XRT/bin, /opt/xilinx/xrt/bin, then PATH).
+  std::string xrt_smi;
   // Security (docs/security.md). The unix sockets' group (empty: the
   // daemon's own); they are made mode 0660 whatever the umask.
   std::string socket_group;
@@ -55,15 +79,46 @@ struct DaemonOptions {
   std::string tls_client_ca;  // also ask for and verify client certificates
   // The tokens file (daemon/server/auth.h); empty: local callers only.
   std::string tokens;
+  // A build command speaking docs/builder-protocol.md, for a real NPU;
+  // empty: the simulated NPU's own builder.
+  std::string builder_command;
+  double build_timeout_s = 600;
+  int build_jobs = 0;  // builds at once; 0: the cores less one, at least 1
+  uint64_t artifact_store_bytes = uint64_t{10} << 30;  // 0: no cap
+  // systemd's notify socket and watchdog (NotifyConfig::FromEnvironment()
+  // in irontuned); empty: no notifications.
+  NotifyConfig notify;
+  // The device worker counts as hung, and watchdog pings stop, when it
+  // spends longer than this in one device call, build or task.
+  absl::Duration stall_limit = absl::Seconds(120);
   // Tests only: replaces the DeviceJobRunner.
   std::unique_ptr<JobRunner> runner;
+  // Admission limits (admission.h), the ended jobs kept in memory (bytes)
+  // and in jobs.db.
+  AdmissionLimits limits;
+  size_t history_bytes = size_t{64} << 20;
+  JobStoreLimits job_store;
+  // Where the per-device lock lives: this; else $RUNTIME_DIRECTORY; else
+  // /run/irontune where it can be written. With none of them (a simulated
+  // NPU run by hand), no device lock is taken, and the log says so.
+  std::string runtime_dir;
+  // A database failing quick_check is moved aside (PATH.corrupt-TIME) and
+  // a fresh one started, instead of refusing to start.
+  bool move_corrupt_aside = false;
+  // Tests only: sqlite::SetMaxPageCountForTesting (a full disk); 0: none.
+  int64_t test_max_database_pages = 0;
+  // Tests only: the /proc a real NPU's timing hygiene reads (CPU wait,
+  // completion IRQs), so a loaded test machine does not refuse figures;
+  // empty: /proc.
+  std::string test_proc_root;
 };
 
 class Daemon {
  public:
   // Starts everything. FailedPrecondition when another irontuned holds the
-  // state dir (naming its pid) or `device` is not built in; the error of
-  // whatever else fails to start.
+  // device or the state dir (naming its pid), answers on a unix socket to
+  // listen on, or `device` is not built in; DataLoss for a damaged database
+  // (saying what to do); the error of whatever else fails to start.
   static absl::StatusOr<std::unique_ptr<Daemon>> Start(DaemonOptions options);
   ~Daemon();  // Shutdown()
   Daemon(const Daemon&) = delete;
@@ -79,9 +134,17 @@ class Daemon {
  private:
   struct Parts;
   explicit Daemon(std::unique_ptr<Parts> parts);
+  // The device lock's fd; -1 when there is no runtime dir (logged).
+  absl::StatusOr<int> TakeDeviceLock(const DaemonOptions& options);
+  // jobs.db checked, opened, and its interrupted jobs marked.
+  absl::Status OpenJobStore(const std::filesystem::path& dir,
+                            const DaemonOptions& options,
+                            std::unique_ptr<JobStore>& store);
   absl::Status StartWorker(DaemonOptions& options,
-                           std::unique_ptr<SimDevice> device,
+                           std::unique_ptr<Device> device,
                            std::unique_ptr<Cache> cache);
+  // READY=1, then STATUS= and watchdog pings (systemd_notify.h).
+  void StartNotifier(const DaemonOptions& options);
   std::unique_ptr<Parts> parts_;
 };
 
@@ -89,6 +152,17 @@ class Daemon {
 // open for the process's life; closing it releases the lock).
 // FailedPrecondition "another irontuned (pid N) holds PATH" when taken.
 absl::StatusOr<int> TakeLockFile(const std::string& path);
+
+// Takes the lock of state dir `dir`: a flock on the directory itself, then
+// TakeLockFile(dir/irontuned.lock) for the pid. Returns both fds.
+// FailedPrecondition naming the holder's pid when taken.
+absl::StatusOr<std::pair<int, int>> TakeStateDirLock(const std::string& dir);
+
+// The device lock's path for `device` ("sim:npu2" -> RUNTIME_DIR/
+// irontuned-sim-npu2.lock), `runtime_dir` resolved as DaemonOptions says;
+// "" when there is no runtime dir to use.
+std::string DeviceLockPath(const std::string& device,
+                           const std::string& runtime_dir);
 
 }  // namespace irontune
 

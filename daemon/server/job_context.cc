@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 
 namespace irontune {
@@ -13,6 +14,22 @@ JobContext::JobContext(JobPtr job, Device& device, Builder& builder,
       builder_(builder),
       cache_(cache),
       start_(absl::Now()) {}
+
+bool JobContext::cancelled() {
+  if (job_->cancelled()) return true;
+  const Job::Bounds& bounds = job_->bounds();
+  if (absl::Now() >= bounds.deadline) {
+    job_->Cancel("the client's deadline passed",
+                 absl::StatusCode::kDeadlineExceeded);
+  } else if (device_seconds() > bounds.device_seconds) {
+    job_->Cancel(
+        absl::StrFormat("the job used %.3f s of device time, more than its "
+                        "limit of %g s (--job-device-seconds)",
+                        device_seconds(), bounds.device_seconds),
+        absl::StatusCode::kResourceExhausted);
+  }
+  return job_->cancelled();
+}
 
 void JobContext::Log(const std::string& line) {
   v1::AutotuneEvent event;

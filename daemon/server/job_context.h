@@ -2,7 +2,11 @@
 // the method runs against. It meters the device for the job's statistics,
 // keeps the job's seeded inputs, turns progress into the job's events
 // (log lines, shape progress with an ETA, trials) and reads cancellation
-// from the job.
+// from the job. It also stops the job (Job::Cancel) at its bounds
+// (Job::Bounds): past the client's deadline (DeadlineExceeded) or once its
+// device time passes its limit (ResourceExhausted). The method looks at
+// cancelled() between rounds and between a round's images, so a job stops
+// within one round of either.
 //
 // Threads: the device worker's only. Ownership: the job is shared; the
 // device, builder and cache are borrowed from the worker and must outlive
@@ -30,7 +34,7 @@ class JobContext : public TuneContext {
   Builder& builder() override { return builder_; }
   Cache* cache() override { return cache_; }
   InputCache& inputs() override { return inputs_; }
-  bool cancelled() override { return job_->cancelled(); }
+  bool cancelled() override;
   void Sleep(absl::Duration d) override { job_->WaitCancelled(d); }
   void Log(const std::string& line) override;
   void OnShape(int index, int total, const std::string& key) override;

@@ -7,7 +7,8 @@
 
 namespace irontune {
 
-JobQueue::JobQueue(size_t limit) : limit_(std::max<size_t>(limit, 1)) {}
+JobQueue::JobQueue(size_t limit, size_t client_quota)
+    : limit_(std::max<size_t>(limit, 1)), client_quota_(client_quota) {}
 
 absl::StatusOr<size_t> JobQueue::Push(JobPtr job) {
   absl::MutexLock lock(&mu_);
@@ -15,6 +16,19 @@ absl::StatusOr<size_t> JobQueue::Push(JobPtr job) {
   if (size_ >= limit_) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the queue is full (", limit_, " jobs wait); try again later"));
+  }
+  if (client_quota_ > 0) {
+    size_t waiting = 0;
+    for (const auto& [priority, lane] : lanes_) {
+      auto it = lane.fifo.find(job->client());
+      if (it != lane.fifo.end()) waiting += it->second.size();
+    }
+    if (waiting >= client_quota_) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("client \"", job->client(), "\" has ", waiting,
+                       " jobs waiting, its quota (--client-queue-quota ",
+                       client_quota_, "); wait for one to start"));
+    }
   }
   Lane& lane = lanes_[job->priority()];
   std::deque<JobPtr>& fifo = lane.fifo[job->client()];
@@ -102,10 +116,10 @@ bool JobQueue::RemoveLocked(const JobPtr& job) {
   return true;
 }
 
-JobPtr JobQueue::TakeMeasure() {
+JobPtr JobQueue::TakeMeasure(const std::function<bool(const Job&)>& eligible) {
   absl::MutexLock lock(&mu_);
   for (const JobPtr& job : OrderLocked()) {
-    if (job->kind() == v1::JOB_KIND_MEASURE) {
+    if (job->kind() == v1::JOB_KIND_MEASURE && (!eligible || eligible(*job))) {
       RemoveLocked(job);
       return job;
     }

@@ -1,7 +1,8 @@
 // JobQueue: the jobs waiting for the device worker.
 //
 // Rules, in order:
-//   1. Bounded: Push fails with ResourceExhausted when `limit` jobs wait.
+//   1. Bounded: Push fails with ResourceExhausted when `limit` jobs wait,
+//      or when the job's client has `client_quota` jobs waiting.
 //   2. Priority: every interactive job runs before any batch job.
 //   3. Fairness: within a priority, clients take turns (round robin in the
 //      order they first queued); a client's own jobs run in FIFO order.
@@ -21,6 +22,7 @@
 
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <list>
 #include <map>
 #include <optional>
@@ -36,8 +38,8 @@ namespace irontune {
 
 class JobQueue {
  public:
-  // REQUIRES: limit > 0.
-  explicit JobQueue(size_t limit);
+  // REQUIRES: limit > 0. `client_quota` 0: no quota beyond `limit`.
+  explicit JobQueue(size_t limit, size_t client_quota = 0);
   JobQueue(const JobQueue&) = delete;
   JobQueue& operator=(const JobQueue&) = delete;
 
@@ -51,8 +53,10 @@ class JobQueue {
   JobPtr Pop();
   // Non-blocking Pop; null when empty.
   JobPtr TryPop();
-  // The first queued Measure job in run order, removed; null when none.
-  JobPtr TakeMeasure();
+  // The first queued Measure job in run order for which `eligible` holds,
+  // removed; null when none. `eligible` runs under the queue's lock: it
+  // must not call back into the queue.
+  JobPtr TakeMeasure(const std::function<bool(const Job&)>& eligible = nullptr);
   // Removes the job `id`; null when it is not queued.
   JobPtr Remove(const std::string& id);
   // Makes one blocked (or the next) Pop return null, so the worker can do
@@ -80,6 +84,7 @@ class JobQueue {
   bool RemoveLocked(const JobPtr& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const size_t limit_;
+  const size_t client_quota_;
   mutable absl::Mutex mu_;
   absl::CondVar changed_;
   std::map<int, Lane> lanes_ ABSL_GUARDED_BY(mu_);  // by v1::Priority value

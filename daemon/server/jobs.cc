@@ -41,7 +41,7 @@ v1::Priority NormalizePriority(v1::Priority priority) {
 
 bool IsTerminal(v1::JobState state) {
   return state == v1::JOB_STATE_SUCCEEDED || state == v1::JOB_STATE_FAILED ||
-         state == v1::JOB_STATE_CANCELLED;
+         state == v1::JOB_STATE_CANCELLED || state == v1::JOB_STATE_INTERRUPTED;
 }
 
 std::string NewJobId() {
@@ -59,22 +59,33 @@ std::string NewJobId() {
 Job::Job(std::string id, Request request, std::string client,
          v1::Priority priority, bool detach)
     : id_(std::move(id)),
-      request_(std::move(request)),
+      kind_(std::holds_alternative<v1::AutotuneRequest>(request)
+                ? v1::JOB_KIND_AUTOTUNE
+                : v1::JOB_KIND_MEASURE),
       client_(std::move(client)),
       priority_(NormalizePriority(priority)),
       detach_(detach),
-      submitted_ms_(NowMs()) {}
+      submitted_ms_(NowMs()) {
+  request_bytes_ =
+      std::visit([](const auto& r) { return r.ByteSizeLong(); }, request);
+  request_ = std::make_shared<const Request>(std::move(request));
+}
 
-v1::JobKind Job::kind() const {
-  return std::holds_alternative<v1::AutotuneRequest>(request_)
-             ? v1::JOB_KIND_AUTOTUNE
-             : v1::JOB_KIND_MEASURE;
+std::shared_ptr<const Job::Request> Job::request() const {
+  absl::MutexLock lock(&mu_);
+  return request_;
+}
+
+void Job::set_cost(uint64_t memory_bytes, double device_seconds) {
+  memory_bytes_ = memory_bytes;
+  device_seconds_ = device_seconds;
 }
 
 void Job::Emit(v1::AutotuneEvent event) {
   absl::MutexLock lock(&mu_);
   if (IsTerminal(state_)) return;
   event.set_job_id(id_);
+  event_bytes_ += event.ByteSizeLong();
   events_.push_back(std::move(event));
   changed_.SignalAll();
 }
@@ -98,6 +109,9 @@ bool Job::Finish(
   absl::MutexLock lock(&mu_);
   if (IsTerminal(state_)) return false;
   ended_ms_ = NowMs();
+  // Whoever runs the job holds its own pointer while it runs.
+  request_.reset();
+  request_bytes_ = 0;
   if (status.ok()) {
     state_ = v1::JOB_STATE_SUCCEEDED;
     if (auto* a = std::get_if<v1::AutotuneResult>(&result)) {
@@ -106,25 +120,35 @@ bool Job::Finish(
       v1::AutotuneEvent event;
       event.set_job_id(id_);
       *event.mutable_result() = *a;
+      event_bytes_ += event.ByteSizeLong();
       events_.push_back(std::move(event));
     } else if (auto* m = std::get_if<v1::MeasureResult>(&result)) {
       measure_result_ = *m;
     }
   } else {
-    state_ = (cancelled_ || absl::IsCancelled(status)) ? v1::JOB_STATE_CANCELLED
-                                                       : v1::JOB_STATE_FAILED;
+    const bool asked =
+        cancelled_ ? cancel_code_ == absl::StatusCode::kCancelled ||
+                         cancel_code_ == absl::StatusCode::kDeadlineExceeded
+                   : absl::IsCancelled(status);
+    state_ = asked ? v1::JOB_STATE_CANCELLED : v1::JOB_STATE_FAILED;
     status_ = std::move(status);
   }
   changed_.SignalAll();
   return true;
 }
 
-void Job::Cancel(std::string reason) {
+void Job::Cancel(std::string reason, absl::StatusCode code) {
   absl::MutexLock lock(&mu_);
   if (cancelled_ || IsTerminal(state_)) return;
   cancelled_ = true;
   cancel_reason_ = std::move(reason);
+  cancel_code_ = code;
   changed_.SignalAll();
+}
+
+absl::Status Job::cancel_status() const {
+  absl::MutexLock lock(&mu_);
+  return absl::Status(cancel_code_, cancel_reason_);
 }
 
 bool Job::cancelled() const {
@@ -226,6 +250,15 @@ std::string Job::EventsSummary() const {
 
 JobRecord Job::Record() const {
   return JobRecord{id(), client(), Result(), EventsSummary()};
+}
+
+size_t Job::RetainedBytes() const {
+  absl::MutexLock lock(&mu_);
+  size_t bytes = sizeof(Job) + request_bytes_ + event_bytes_ +
+                 events_.size() * sizeof(v1::AutotuneEvent);
+  if (autotune_result_) bytes += autotune_result_->ByteSizeLong();
+  if (measure_result_) bytes += measure_result_->ByteSizeLong();
+  return bytes;
 }
 
 }  // namespace irontune

@@ -7,10 +7,14 @@
 // wakes the streams when an event arrives or the job ends.
 // Finished jobs are kept by JobStore (daemon/store/jobs_store.h). No gRPC
 // here.
+//
+// Memory: a job holds its request only until it ends (Finish drops it);
+// afterwards it holds its summary, result and event log, RetainedBytes.
 #ifndef IRONTUNE_DAEMON_SERVER_JOBS_H_
 #define IRONTUNE_DAEMON_SERVER_JOBS_H_
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -31,7 +35,7 @@ namespace irontune {
 // Interactive jobs run before batch jobs; UNSPECIFIED means interactive.
 v1::Priority NormalizePriority(v1::Priority priority);
 
-// True for SUCCEEDED, FAILED and CANCELLED.
+// True for SUCCEEDED, FAILED, CANCELLED and INTERRUPTED.
 bool IsTerminal(v1::JobState state);
 
 // A fresh job id: "j-" and 16 hex digits, random, so ids stay unique across
@@ -42,6 +46,14 @@ class Job {
  public:
   using Request = std::variant<v1::AutotuneRequest, v1::MeasureRequest>;
 
+  // What bounds a job's run: the client's deadline, and the device time it
+  // may use. The worker stops it at its next round past either
+  // (JobContext::cancelled).
+  struct Bounds {
+    absl::Time deadline = absl::InfiniteFuture();
+    double device_seconds = std::numeric_limits<double>::infinity();
+  };
+
   // REQUIRES: `request` has passed the service's validation.
   Job(std::string id, Request request, std::string client,
       v1::Priority priority, bool detach);
@@ -49,11 +61,21 @@ class Job {
   Job& operator=(const Job&) = delete;
 
   const std::string& id() const { return id_; }
-  v1::JobKind kind() const;
+  v1::JobKind kind() const { return kind_; }
   const std::string& client() const { return client_; }
   v1::Priority priority() const { return priority_; }  // normalized
   bool detached() const { return detach_; }
-  const Request& request() const { return request_; }
+  // The request; null once the job has ended. Holders of the pointer keep
+  // it alive (the worker, while the job runs).
+  std::shared_ptr<const Request> request() const;
+
+  // The admission's estimates and the run's bounds. Set before the job is
+  // queued (by the service), read by the worker.
+  void set_cost(uint64_t memory_bytes, double device_seconds);
+  uint64_t memory_bytes() const { return memory_bytes_; }
+  double estimated_device_seconds() const { return device_seconds_; }
+  void set_bounds(Bounds bounds) { bounds_ = bounds; }
+  const Bounds& bounds() const { return bounds_; }
 
   // Appends an event (its job_id is set here) and wakes the watchers.
   // Events of a terminal job are dropped.
@@ -71,10 +93,16 @@ class Job {
           result = std::monostate());
 
   // Asks the job to stop. A running job sees cancelled() at its next round;
-  // the caller ends a queued one. `reason` becomes the error.
-  void Cancel(std::string reason);
+  // the caller ends a queued one. `reason` becomes the error, with `code`
+  // (Cancelled: a request or the client going away; DeadlineExceeded: the
+  // client's deadline; ResourceExhausted: a limit). The job ends CANCELLED
+  // for the first two, FAILED otherwise.
+  void Cancel(std::string reason,
+              absl::StatusCode code = absl::StatusCode::kCancelled);
   bool cancelled() const;
   std::string cancel_reason() const;
+  // The status a cancelled job ends with: cancel_reason() under its code.
+  absl::Status cancel_status() const;
   // Waits up to `timeout` for Cancel; true when cancelled.
   bool WaitCancelled(absl::Duration timeout) const;
 
@@ -95,21 +123,33 @@ class Job {
   std::string EventsSummary() const;
   // What the JobStore keeps of this job.
   JobRecord Record() const;
+  // About how many bytes the job holds (its request while it has one, its
+  // events and result), for bounding the jobs kept in memory.
+  size_t RetainedBytes() const;
 
  private:
   const std::string id_;
-  const Request request_;
+  const v1::JobKind kind_;
   const std::string client_;
   const v1::Priority priority_;
   const bool detach_;
   const int64_t submitted_ms_;
+  // Set before the job is shared (queued), then only read.
+  uint64_t memory_bytes_ = 0;
+  double device_seconds_ = 0;
+  Bounds bounds_;
 
   mutable absl::Mutex mu_;
   mutable absl::CondVar changed_;  // an event, the end or a cancellation
+  std::shared_ptr<const Request> request_ ABSL_GUARDED_BY(mu_);
+  size_t request_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<v1::AutotuneEvent> events_ ABSL_GUARDED_BY(mu_);
+  size_t event_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   v1::JobState state_ ABSL_GUARDED_BY(mu_) = v1::JOB_STATE_QUEUED;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   std::string cancel_reason_ ABSL_GUARDED_BY(mu_);
+  absl::StatusCode cancel_code_ ABSL_GUARDED_BY(mu_) =
+      absl::StatusCode::kCancelled;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   int64_t started_ms_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t ended_ms_ ABSL_GUARDED_BY(mu_) = 0;

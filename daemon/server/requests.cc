@@ -168,6 +168,39 @@ absl::Status CheckRepeats(uint32_t repeats) {
   return absl::OkStatus();
 }
 
+// Every entry of the profile names its class; dims and tunables have names
+// and values.
+absl::Status CheckProfile(const v1::Profile& profile) {
+  for (int i = 0; i < profile.entries_size(); ++i) {
+    const v1::ProfileEntry& e = profile.entries(i);
+    const std::string path = absl::StrCat("profile.entries[", i, "]");
+    if (e.operator_class().empty()) {
+      return Invalid(path + ".operator_class: empty");
+    }
+    for (const auto* fields : {&e.dims(), &e.tunables()}) {
+      const char* what = fields == &e.dims() ? ".dims[" : ".tunables[";
+      for (int j = 0; j < fields->size(); ++j) {
+        const v1::Field& f = fields->Get(j);
+        if (f.name().empty()) {
+          return Invalid(absl::StrCat(path, what, j, "].name: empty"));
+        }
+        if (f.value().kind_case() == v1::Value::KIND_NOT_SET) {
+          return Invalid(absl::StrCat(path, what, j, "].value: unset"));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckMinGain(const v1::AutotuneRequest& request) {
+  if (!request.has_min_gain()) return absl::OkStatus();
+  const double g = request.min_gain();
+  if (std::isfinite(g) && g >= 0 && g < 1) return absl::OkStatus();
+  return Invalid(absl::StrCat("min_gain: ", g,
+                              " is not a share of the step time in [0, 1)"));
+}
+
 }  // namespace
 
 absl::Status ValidateMeasureRequest(const v1::MeasureRequest& request) {
@@ -186,8 +219,10 @@ absl::Status ValidateAutotuneRequest(const v1::AutotuneRequest& request) {
   if (request.calls().calls_size() == 0) {
     return Invalid("calls.calls: none; a recording to tune has at least one");
   }
+  RETURN_IF_ERROR(CheckProfile(request.profile()));
   RETURN_IF_ERROR(CheckTiming(request.timing()));
   RETURN_IF_ERROR(CheckPriority(request.priority()));
+  RETURN_IF_ERROR(CheckMinGain(request));
   return CheckRepeats(request.repeats());
 }
 
@@ -251,6 +286,7 @@ AutotuneOptions AutotuneOptionsOf(const v1::AutotuneRequest& request,
   options.remeasure = request.remeasure();
   options.seed = request.seed();
   options.cycles_path = cycles_path;
+  if (request.has_min_gain()) options.min_gain = request.min_gain();
   return options;
 }
 

@@ -136,12 +136,7 @@ absl::Status TunerService::Submit(const JobPtr& job) {
     absl::MutexLock lock(&mu_);
     jobs_[job->id()] = job;
     order_.push_back(job->id());
-    while (order_.size() > kKeptJobs) {
-      auto it = jobs_.find(order_.front());
-      if (it != jobs_.end() && !IsTerminal(it->second->state())) break;
-      if (it != jobs_.end()) jobs_.erase(it);
-      order_.pop_front();
-    }
+    TrimHistory();
   }
   absl::StatusOr<size_t> position = deps_.queue->Push(job);
   if (!position.ok()) {
@@ -150,8 +145,36 @@ absl::Status TunerService::Submit(const JobPtr& job) {
     return position.status();
   }
   spdlog::info(
-      "job {} queued: client={} kind={} position={}", job->id(), job->client(),
-      job->kind() == v1::JOB_KIND_AUTOTUNE ? "autotune" : "measure", *position);
+      "job {} queued: client={} kind={} position={} estimate: memory={} "
+      "device_time={:.3f}s",
+      job->id(), job->client(),
+      job->kind() == v1::JOB_KIND_AUTOTUNE ? "autotune" : "measure", *position,
+      FormatBytes(job->memory_bytes()), job->estimated_device_seconds());
+  return absl::OkStatus();
+}
+
+void TunerService::TrimHistory() {
+  size_t bytes = 0;
+  for (const auto& [id, job] : jobs_) bytes += job->RetainedBytes();
+  while (!order_.empty() &&
+         (order_.size() > kKeptJobs || bytes > deps_.history_bytes)) {
+    auto it = jobs_.find(order_.front());
+    if (it != jobs_.end() && !IsTerminal(it->second->state())) break;
+    if (it != jobs_.end()) {
+      bytes -= std::min(bytes, it->second->RetainedBytes());
+      jobs_.erase(it);
+    }
+    order_.pop_front();
+  }
+}
+
+absl::Status TunerService::BeginStream() {
+  if (++streams_ > deps_.limits.concurrent_streams) {
+    const size_t open = --streams_;
+    return absl::ResourceExhaustedError(
+        absl::StrCat(open, " streams are open, the limit (--max-streams ",
+                     deps_.limits.concurrent_streams, "); try again later"));
+  }
   return absl::OkStatus();
 }
 
@@ -206,14 +229,26 @@ JobPtr TunerService::Find(const std::string& id) {
 template <typename WriteFn>
 absl::StatusOr<JobPtr> TunerService::RunJob(grpc::ServerContext* context,
                                             Job::Request request,
+                                            const JobCost& cost,
                                             const std::string& client,
                                             v1::Priority priority, bool detach,
                                             WriteFn write) {
+  RETURN_IF_ERROR(BeginStream());
   auto job =
       std::make_shared<Job>(NewJobId(), std::move(request),
                             ClientOf(*context, client), priority, detach);
-  RETURN_IF_ERROR(Submit(job));
-  RETURN_IF_ERROR(Follow(context, job, !detach, write));
+  job->set_cost(cost.memory_bytes, cost.device_seconds);
+  Job::Bounds bounds;
+  bounds.device_seconds = deps_.limits.job_device_seconds;
+  if (!detach &&
+      context->deadline() != std::chrono::system_clock::time_point::max()) {
+    bounds.deadline = absl::FromChrono(context->deadline());
+  }
+  job->set_bounds(bounds);
+  absl::Status s = Submit(job);
+  if (s.ok()) s = Follow(context, job, !detach, write);
+  EndStream();
+  RETURN_IF_ERROR(s);
   return job;
 }
 
@@ -226,10 +261,13 @@ grpc::Status TunerService::Autotune(
   if (absl::Status s = ValidateAutotuneRequest(*request); !s.ok()) {
     return ToGrpcStatus(s);
   }
-  absl::StatusOr<JobPtr> job =
-      RunJob(context, *request, OwnerOf(*context, *caller, request->client()),
-             request->priority(), request->detach(),
-             [writer](const v1::AutotuneEvent& e) { return writer->Write(e); });
+  const absl::StatusOr<JobCost> cost =
+      AdmitAutotune(*request, deps_.worker->Status().platform, deps_.limits);
+  if (!cost.ok()) return ToGrpcStatus(cost.status());
+  absl::StatusOr<JobPtr> job = RunJob(
+      context, *request, *cost, OwnerOf(*context, *caller, request->client()),
+      request->priority(), request->detach(),
+      [writer](const v1::AutotuneEvent& e) { return writer->Write(e); });
   if (!job.ok()) return ToGrpcStatus(job.status());
   return ToGrpcStatus((*job)->status());
 }
@@ -243,9 +281,12 @@ grpc::Status TunerService::Measure(
   if (absl::Status s = ValidateMeasureRequest(*request); !s.ok()) {
     return ToGrpcStatus(s);
   }
+  const absl::StatusOr<JobCost> cost =
+      AdmitMeasure(*request, deps_.worker->Status().platform, deps_.limits);
+  if (!cost.ok()) return ToGrpcStatus(cost.status());
   absl::StatusOr<JobPtr> job =
-      RunJob(context, *request, OwnerOf(*context, *caller, request->client()),
-             request->priority(),
+      RunJob(context, *request, *cost,
+             OwnerOf(*context, *caller, request->client()), request->priority(),
              /*detach=*/false, [writer](const v1::AutotuneEvent& e) {
                v1::MeasureEvent out;
                return !ToMeasureEvent(e, &out) || writer->Write(out);
@@ -375,9 +416,11 @@ grpc::Status TunerService::Watch(
         !s.ok()) {
       return ToGrpcStatus(s);
     }
+    if (absl::Status s = BeginStream(); !s.ok()) return ToGrpcStatus(s);
     absl::Status followed = Follow(
         context, job, /*cancel_on_disconnect=*/false,
         [writer](const v1::AutotuneEvent& e) { return writer->Write(e); });
+    EndStream();
     if (!followed.ok()) return ToGrpcStatus(followed);
     return ToGrpcStatus(job->status());
   }

@@ -30,6 +30,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/npu/device.h"
+#include "daemon/server/admission.h"
 #include "daemon/server/auth.h"
 #include "daemon/server/job_queue.h"
 #include "daemon/server/jobs.h"
@@ -52,6 +53,10 @@ struct ServiceDeps {
   std::string cache_path;
   std::string cache_platform;
   PowerMode cache_power_mode = PowerMode::kDefault;
+  // What a request must keep to (admission.h), and the bytes the ended
+  // jobs kept in memory may hold (the store keeps them all).
+  AdmissionLimits limits;
+  size_t history_bytes = size_t{64} << 20;
   // Who may call what; null: no checks, every caller is admin (tests).
   std::shared_ptr<const Authenticator> auth;
 };
@@ -106,11 +111,20 @@ class TunerService final : public v1::Tuner::Service {
   absl::Status Submit(const JobPtr& job);
   // Makes `request` a job of `client` (or the peer), submits it and follows
   // it through `write` (cancelling it on disconnect unless `detach`).
+  // The job gets `cost` and its bounds: the client's deadline unless it
+  // detaches, and the per-job device time limit.
   template <typename WriteFn>
   absl::StatusOr<JobPtr> RunJob(grpc::ServerContext* context,
-                                Job::Request request, const std::string& client,
+                                Job::Request request, const JobCost& cost,
+                                const std::string& client,
                                 v1::Priority priority, bool detach,
                                 WriteFn write);
+  // Counts an open stream; ResourceExhausted past limits.concurrent_streams
+  // (then nothing is counted). Release with EndStream.
+  absl::Status BeginStream();
+  void EndStream() { --streams_; }
+  // Drops the oldest ended jobs past kKeptJobs or history_bytes.
+  void TrimHistory() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Streams `job`'s events from the start through `write` until it ends.
   // Cancels it when the client goes away and `cancel_on_disconnect`.
   template <typename WriteFn>
@@ -135,10 +149,12 @@ class TunerService final : public v1::Tuner::Service {
   const ServiceDeps deps_;
   const absl::Time started_;
   std::atomic<bool> shutting_down_{false};
+  std::atomic<size_t> streams_{0};
 
   absl::Mutex mu_;
   // This process's jobs, for Watch, Cancel and status; the oldest ended
-  // ones are dropped past kKeptJobs (the store keeps them).
+  // ones are dropped past kKeptJobs or history_bytes (the store keeps
+  // them).
   std::map<std::string, JobPtr> jobs_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> order_ ABSL_GUARDED_BY(mu_);
 };

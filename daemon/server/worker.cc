@@ -1,5 +1,6 @@
 #include "daemon/server/worker.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -42,6 +43,8 @@ SettingCounts CountSettings(const JobResultVariant& result) {
 
 struct DeviceWorker::Running {
   JobPtr job;
+  // Held while the job runs: the job itself drops its request when it ends.
+  std::shared_ptr<const Job::Request> request;
   std::unique_ptr<JobContext> context;
   std::unique_ptr<AutotuneSteps> steps;  // an Autotune's
   double device_start_us = 0;
@@ -50,6 +53,8 @@ struct DeviceWorker::Running {
 
 DeviceWorker::DeviceWorker(WorkerParts parts, JobQueue* queue, JobStore* store)
     : parts_(std::move(parts)), queue_(queue), store_(store) {
+  parts_.device =
+      std::make_unique<HeartbeatDevice>(std::move(parts_.device), &heartbeat_);
   if (parts_.runner) {
     runner_ = parts_.runner.get();
   } else {
@@ -99,7 +104,22 @@ void DeviceWorker::Stop() {
 
 WorkerStatus DeviceWorker::Status() const {
   absl::MutexLock lock(&mu_);
-  return WorkerStatus{platform_, running_, cache_stats_};
+  return WorkerStatus{platform_, running_, cache_stats_, reserved_bytes_};
+}
+
+bool DeviceWorker::Fits(const Job& job) const {
+  absl::MutexLock lock(&mu_);
+  return reserved_bytes_ <= parts_.memory_limit_bytes &&
+         job.memory_bytes() <= parts_.memory_limit_bytes - reserved_bytes_;
+}
+
+void DeviceWorker::Reserve(const Job& job, bool take) {
+  absl::MutexLock lock(&mu_);
+  if (take) {
+    reserved_bytes_ += job.memory_bytes();
+  } else {
+    reserved_bytes_ -= std::min(reserved_bytes_, job.memory_bytes());
+  }
 }
 
 absl::Status DeviceWorker::RunOnWorker(
@@ -122,20 +142,23 @@ void DeviceWorker::FinishUnrun(const JobPtr& job, absl::Status status) {
     spdlog::info("job {} client={} kind={} ended before it ran: {}", job->id(),
                  job->client(), KindName(job->kind()),
                  job->status().ToString());
-    Save(*job);
+    Save(*job).IgnoreError();
   }
 }
 
 void DeviceWorker::Loop() {
   while (true) {
+    heartbeat_.Beat();
     RunTasks();
     if (autotune_ != nullptr) {
-      if (JobPtr measure = queue_->TakeMeasure()) {
+      // A Measure whose memory does not fit beside the Autotune waits.
+      if (JobPtr measure = queue_->TakeMeasure(
+              [this](const Job& job) { return Fits(job); })) {
         RunMeasure(measure);
       } else {
         Advance();
       }
-    } else if (JobPtr job = queue_->Pop()) {
+    } else if (JobPtr job = PopWaiting()) {
       Begin(job);
     } else if (stopping_) {
       break;
@@ -147,6 +170,14 @@ void DeviceWorker::Loop() {
     }
   }
   RunTasks();
+  heartbeat_.Exited();
+}
+
+JobPtr DeviceWorker::PopWaiting() {
+  heartbeat_.Waiting();
+  JobPtr job = queue_->Pop();
+  heartbeat_.Beat();
+  return job;
 }
 
 void DeviceWorker::RunTasks() {
@@ -158,6 +189,7 @@ void DeviceWorker::RunTasks() {
       task = tasks_.front();
       tasks_.pop_front();
     }
+    heartbeat_.Beat();
     absl::Status result = task->fn(parts_.cache.get());
     Refresh();
     absl::MutexLock lock(&mu_);
@@ -173,12 +205,13 @@ void DeviceWorker::Begin(const JobPtr& job) {
     return;
   }
   if (job->cancelled()) {
-    FinishUnrun(job, absl::CancelledError(job->cancel_reason()));
+    FinishUnrun(job, job->cancel_status());
     return;
   }
   std::unique_ptr<Running> run = Open(job);
+  if (run == nullptr) return;
   absl::StatusOr<std::unique_ptr<AutotuneSteps>> steps = runner_->StartAutotune(
-      std::get<v1::AutotuneRequest>(job->request()), *run->context);
+      std::get<v1::AutotuneRequest>(*run->request), *run->context);
   if (!steps.ok()) {
     End(*run, steps.status(), v1::AutotuneResult());
     return;
@@ -194,12 +227,13 @@ void DeviceWorker::Begin(const JobPtr& job) {
 
 void DeviceWorker::RunMeasure(const JobPtr& job) {
   if (job->cancelled()) {
-    FinishUnrun(job, absl::CancelledError(job->cancel_reason()));
+    FinishUnrun(job, job->cancel_status());
     return;
   }
   std::unique_ptr<Running> run = Open(job);
+  if (run == nullptr) return;
   absl::StatusOr<v1::MeasureResult> result = runner_->RunMeasure(
-      std::get<v1::MeasureRequest>(job->request()), *run->context);
+      std::get<v1::MeasureRequest>(*run->request), *run->context);
   if (result.ok()) {
     End(*run, absl::OkStatus(), *std::move(result));
   } else {
@@ -211,7 +245,11 @@ void DeviceWorker::Advance() {
   SetRunning(autotune_->job);
   absl::Status status = absl::OkStatus();
   if (!autotune_->steps->done()) status = autotune_->steps->Next();
-  if (status.ok() && !autotune_->steps->done()) return;
+  if (status.ok() && !autotune_->steps->done()) {
+    // Its progress, for `jobs` after a crash; a full disk ends it.
+    status = Save(*autotune_->job);
+    if (status.ok() || !absl::IsResourceExhausted(status)) return;
+  }
   std::unique_ptr<Running> run = std::move(autotune_);
   {
     absl::MutexLock lock(&mu_);
@@ -227,11 +265,20 @@ void DeviceWorker::Advance() {
 std::unique_ptr<DeviceWorker::Running> DeviceWorker::Open(const JobPtr& job) {
   auto run = std::make_unique<Running>();
   run->job = job;
+  run->request = job->request();
+  if (run->request == nullptr) return nullptr;  // ended meanwhile
   const JobPtr outer = autotune_ != nullptr ? autotune_->job : nullptr;
   SetRunning(job);
   // Stop may have closed the queue after Pop handed this job out.
   if (stopping_) job->Cancel(kShuttingDown);
   job->MarkStarted();
+  Reserve(*job, true);
+  // On record before it runs, so a crash leaves it INTERRUPTED, not absent.
+  // Without room to record it, it does not run.
+  if (absl::Status saved = Save(*job); absl::IsResourceExhausted(saved)) {
+    job->Cancel(std::string(saved.message()),
+                absl::StatusCode::kResourceExhausted);
+  }
   spdlog::info("job {} started: client={} kind={} priority={}{}", job->id(),
                job->client(), KindName(job->kind()),
                job->priority() == v1::PRIORITY_BATCH ? "batch" : "interactive",
@@ -248,13 +295,14 @@ void DeviceWorker::End(Running& run, absl::Status status,
                        JobResultVariant result) {
   const JobPtr& job = run.job;
   if (!status.ok() && job->cancelled()) {
-    status = absl::CancelledError(job->cancel_reason());
+    status = job->cancel_status();
   }
   // Status readers see the job's cache lookups once it has ended.
   Refresh();
   const SettingCounts counts =
       status.ok() ? CountSettings(result) : SettingCounts();
   job->Finish(status, std::move(result));
+  Reserve(*job, false);
   const double device_s =
       parts_.device_clock_us
           ? (parts_.device_clock_us() - run.device_start_us) / 1e6
@@ -269,7 +317,7 @@ void DeviceWorker::End(Running& run, absl::Status status,
     stats.set_wall_seconds(wall_s);
     job->SetStats(stats);
   }
-  Save(*job);
+  Save(*job).IgnoreError();
   spdlog::info(
       "job {} ended: client={} kind={} shapes={} settings_timed={}/{} "
       "device_time={:.3f}s wall={:.3f}s outcome={}",
@@ -296,13 +344,14 @@ void DeviceWorker::Refresh() {
   if (stats) cache_stats_ = stats;
 }
 
-void DeviceWorker::Save(const Job& job) {
-  if (store_ == nullptr) return;
+absl::Status DeviceWorker::Save(const Job& job) {
+  if (store_ == nullptr) return absl::OkStatus();
   absl::Status s = store_->Save(job.Record());
   if (!s.ok()) {
     spdlog::warn("job {}: not saved in the job store: {}", job.id(),
                  s.ToString());
   }
+  return s;
 }
 
 }  // namespace irontune

@@ -11,8 +11,15 @@
 // an Autotune is started and then advanced one shape per turn of the loop,
 // so a long one lets Measure jobs and tasks through between its shapes.
 //
-// Each job's end is saved in the JobStore and logged (client, id, shapes,
-// settings timed, device time, outcome).
+// Each job is saved in the JobStore when it starts, after each of an
+// Autotune's shapes and when it ends, and logged (client, id, shapes,
+// settings timed, device time, outcome); so a job the daemon dies under is
+// found INTERRUPTED, with its progress, at the next start
+// (JobStore::MarkInterrupted). A job whose record cannot be saved for a
+// full disk fails with ResourceExhausted "no space left in STATE_DIR".
+//
+// Memory: a job's estimate is reserved while it runs (WorkerParts::
+// memory_limit_bytes).
 //
 // Lifetime: construct, Start(), then Stop() (also from the destructor).
 // Stop closes the queue (queued jobs end UNAVAILABLE "irontuned is shutting
@@ -25,6 +32,7 @@
 #include <atomic>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,6 +43,7 @@
 #include "absl/synchronization/mutex.h"
 #include "daemon/npu/builder.h"
 #include "daemon/npu/device.h"
+#include "daemon/server/heartbeat.h"
 #include "daemon/server/job_queue.h"
 #include "daemon/server/jobs.h"
 #include "daemon/server/runner.h"
@@ -52,6 +61,10 @@ struct WorkerParts {
   // The device's clock in microseconds, for the device time in logs and
   // stats (the sim's virtual clock); null when unknown.
   std::function<double()> device_clock_us;
+  // What the running jobs' memory estimates (Job::memory_bytes) may add up
+  // to. A job starts only when its estimate fits beside those running; a
+  // Measure that does not fit beside an Autotune under way waits for it.
+  uint64_t memory_limit_bytes = std::numeric_limits<uint64_t>::max();
 };
 
 // What GetStatus reports of the worker.
@@ -59,6 +72,7 @@ struct WorkerStatus {
   Platform platform;  // as of the last job (or start)
   JobPtr running;     // null when idle
   std::optional<CacheStats> cache;
+  uint64_t reserved_bytes = 0;  // the running jobs' memory estimates
 };
 
 class DeviceWorker {
@@ -75,6 +89,9 @@ class DeviceWorker {
   void Stop();
 
   WorkerStatus Status() const;
+  // The worker thread's liveness (beats at every loop turn, task and
+  // device call); any thread.
+  const Heartbeat& heartbeat() const { return heartbeat_; }
 
   // Runs `task` on the worker thread between jobs (or between an
   // Autotune's shapes) and returns its status; blocks the caller until
@@ -96,6 +113,8 @@ class DeviceWorker {
   struct Running;
 
   void Loop();
+  // queue_->Pop(), with the heartbeat waiting meanwhile.
+  JobPtr PopWaiting();
   void RunTasks();
   // Starts `job`: a Measure runs to its end; an Autotune becomes autotune_.
   void Begin(const JobPtr& job);
@@ -109,8 +128,13 @@ class DeviceWorker {
                result);
   void SetRunning(JobPtr job);
   void Refresh();
-  void Save(const Job& job);
+  // Saves `job`'s record; the store's error, which is also logged.
+  absl::Status Save(const Job& job);
+  // Whether `job`'s memory estimate fits beside the running jobs'.
+  bool Fits(const Job& job) const;
+  void Reserve(const Job& job, bool take);
 
+  Heartbeat heartbeat_;  // before parts_: the device beats it
   WorkerParts parts_;
   std::unique_ptr<JobRunner> default_runner_;
   JobRunner* runner_;
@@ -129,6 +153,7 @@ class DeviceWorker {
   JobPtr running_ ABSL_GUARDED_BY(mu_);
   JobPtr autotune_job_ ABSL_GUARDED_BY(mu_);
   std::optional<CacheStats> cache_stats_ ABSL_GUARDED_BY(mu_);
+  uint64_t reserved_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace irontune

@@ -18,7 +18,6 @@ namespace irontune {
 namespace {
 
 constexpr char kEnvironment[] = "sim-builder/1";
-constexpr int kMaxSteps = 1 << 16;
 
 // A value in the sim-recipe/1 text. Recipe hashes, and so the verdicts and
 // measurements cached under them, follow this text: it stays as it is (a
@@ -58,16 +57,7 @@ absl::StatusOr<const sim::SimPreset*> CheckRequest(
         absl::StrCat("the sim builder builds for npu1 and npu2, not \"",
                      request.platform.generation, "\""));
   }
-  if (request.steps < 1 || request.steps > kMaxSteps) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "steps must be in [1, ", kMaxSteps, "], not ", request.steps));
-  }
-  if (request.packaging != v1::PACKAGING_FULL_ELF &&
-      request.packaging != v1::PACKAGING_XCLBIN_CHAIN) {
-    return absl::InvalidArgumentError("packaging is unspecified");
-  }
-  if (request.op.class_name().empty())
-    return absl::InvalidArgumentError("the operator has no class");
+  RETURN_IF_ERROR(CheckBuildRequest(request));
   return preset;
 }
 

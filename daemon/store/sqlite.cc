@@ -2,9 +2,15 @@
 
 #include <sqlite3.h>
 
+#include <atomic>
+#include <cerrno>
+#include <filesystem>
+#include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
 
 namespace irontune::sqlite {
 namespace {
@@ -36,6 +42,35 @@ absl::Status ErrorStatus(int code, std::string_view context,
   }
 }
 
+namespace {
+
+std::atomic<int64_t> max_page_count{0};
+
+// The directory `path` is in, for messages ("." for a bare name).
+std::string DirectoryOf(const std::string& path) {
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return dir.empty() ? std::string(".") : dir;
+}
+
+}  // namespace
+
+void SetMaxPageCountForTesting(int64_t pages) { max_page_count = pages; }
+
+absl::Status Db::Error(int code, std::string_view context,
+                       std::string_view message) const {
+  const int errno_value = sqlite3_system_errno(db_);
+  const bool full = (code & 0xff) == SQLITE_FULL ||
+                    ((code & 0xff) == SQLITE_IOERR &&
+                     (errno_value == ENOSPC || errno_value == EDQUOT ||
+                      errno_value == EFBIG));
+  if (full) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "no space left in ", DirectoryOf(path_), " (", AsAbsl(context), ": ",
+        AsAbsl(message), ", sqlite ", code, "); free space there"));
+  }
+  return ErrorStatus(code, context, message);
+}
+
 absl::StatusOr<std::unique_ptr<Db>> Db::Open(const std::string& path,
                                              OpenMode mode) {
   int flags = SQLITE_OPEN_NOMUTEX;
@@ -52,15 +87,18 @@ absl::StatusOr<std::unique_ptr<Db>> Db::Open(const std::string& path,
     return status;
   }
   sqlite3_extended_result_codes(handle, 1);
-  return std::unique_ptr<Db>(new Db(handle, path));
+  auto db = std::unique_ptr<Db>(new Db(handle, path));
+  if (const int64_t pages = max_page_count.load(); pages > 0) {
+    RETURN_IF_ERROR(db->Exec(absl::StrCat("PRAGMA max_page_count=", pages)));
+  }
+  return db;
 }
 
 Db::~Db() { sqlite3_close(db_); }
 
 absl::Status Db::LastError(std::string_view context) const {
-  return ErrorStatus(sqlite3_extended_errcode(db_),
-                     absl::StrCat(path_, ": ", AsAbsl(context)),
-                     sqlite3_errmsg(db_));
+  return Error(sqlite3_extended_errcode(db_),
+               absl::StrCat(path_, ": ", AsAbsl(context)), sqlite3_errmsg(db_));
 }
 
 int64_t Db::Changes() const { return sqlite3_changes64(db_); }
@@ -70,9 +108,8 @@ absl::Status Db::Exec(std::string_view sql) {
   char* message = nullptr;
   int code = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &message);
   if (code == SQLITE_OK) return absl::OkStatus();
-  absl::Status status =
-      ErrorStatus(code, absl::StrCat(path_, ": ", AsAbsl(sql)),
-                  message ? message : sqlite3_errstr(code));
+  absl::Status status = Error(code, absl::StrCat(path_, ": ", AsAbsl(sql)),
+                              message ? message : sqlite3_errstr(code));
   sqlite3_free(message);
   return status;
 }
@@ -210,6 +247,48 @@ std::string_view Statement::ColumnBlob(int index) const {
 
 bool Statement::ColumnIsNull(int index) const {
   return sqlite3_column_type(stmt_, index) == SQLITE_NULL;
+}
+
+absl::Status QuickCheck(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return absl::OkStatus();
+  ASSIGN_OR_RETURN(std::unique_ptr<Db> db,
+                   Db::Open(path, OpenMode::kReadWriteCreate));
+  absl::StatusOr<Statement> stmt = db->Prepare("PRAGMA quick_check");
+  std::string problem;
+  if (stmt.ok()) {
+    absl::StatusOr<bool> row = stmt->Step();
+    if (!row.ok()) {
+      problem = std::string(row.status().message());
+    } else if (*row && stmt->ColumnText(0) != "ok") {
+      problem = std::string(stmt->ColumnText(0));
+    }
+  } else {
+    problem = std::string(stmt.status().message());
+    if (!absl::IsDataLoss(stmt.status())) return stmt.status();
+  }
+  if (problem.empty()) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat(path, " is damaged (", problem, ")"));
+}
+
+absl::StatusOr<std::string> MoveAside(const std::string& path) {
+  const std::string base =
+      absl::StrCat(path, ".corrupt-", absl::ToUnixSeconds(absl::Now()));
+  std::string aside = base;
+  std::error_code ec;
+  for (int i = 1; std::filesystem::exists(aside, ec); ++i) {
+    aside = absl::StrCat(base, ".", i);
+  }
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    const std::string from = absl::StrCat(path, suffix);
+    if (!std::filesystem::exists(from, ec)) continue;
+    std::filesystem::rename(from, absl::StrCat(aside, suffix), ec);
+    if (ec) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot move ", from, " aside: ", ec.message()));
+    }
+  }
+  return aside;
 }
 
 template <TransactionKind kKind>

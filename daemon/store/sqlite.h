@@ -29,6 +29,23 @@ namespace irontune::sqlite {
 absl::Status ErrorStatus(int code, std::string_view context,
                          std::string_view message);
 
+// Checks the database at `path` with PRAGMA quick_check. OK when it passes
+// or there is no such file; DataLoss "PATH is damaged (FIRST PROBLEM)" when
+// it fails or the file is not a database; the error of opening it
+// otherwise. Opens and closes its own connection.
+absl::Status QuickCheck(const std::string& path);
+
+// Renames `path` and its -wal and -shm files to PATH.corrupt-UNIXTIME[...]
+// (a name not taken) and returns the new name of `path`.
+// FailedPrecondition when a rename fails.
+absl::StatusOr<std::string> MoveAside(const std::string& path);
+
+// Fault hook for tests: every connection opened after this call may grow
+// its database to at most `pages` pages (PRAGMA max_page_count; SQLite keeps
+// a database at least at its size), so writes that need more fail with
+// SQLITE_FULL as on a full disk. 0 (the default): no limit.
+void SetMaxPageCountForTesting(int64_t pages);
+
 enum class OpenMode { kReadWriteCreate, kReadOnly };
 
 class Statement;
@@ -62,6 +79,9 @@ class Db {
   int64_t Changes() const;
 
   // A status for the connection's last error, prefixed with `context`.
+  // A full disk (SQLITE_FULL, or an I/O error of ENOSPC, EDQUOT or EFBIG)
+  // is ResourceExhausted "no space left in DIR (...)", DIR the database's
+  // directory.
   absl::Status LastError(std::string_view context) const;
   const std::string& path() const { return path_; }
   // The connection, still owned by this Db: not to be closed.
@@ -72,6 +92,10 @@ class Db {
   // `sql` prepared and stepped to its first row; Internal when it returns
   // none.
   absl::StatusOr<Statement> QueryRow(std::string_view sql);
+  // The status of `code` (with the connection's system errno) as LastError
+  // describes.
+  absl::Status Error(int code, std::string_view context,
+                     std::string_view message) const;
 
   sqlite3* db_;  // owned
   std::string path_;

@@ -65,14 +65,18 @@ absl::Status AutotuneRun::Next() {
   const Shape& shape = shapes_[s];
   logged_->OnShape(static_cast<int>(s), total(), shape.key);
   logged_->Log(absl::StrCat("[", s + 1, "/", shapes_.size(), "] ", shape.key));
-  ASSIGN_OR_RETURN(ShapeResult timed,
-                   TimeShape(shape, calls_, platform_, options_, cycles_,
-                             *logged_, &stats_, static_cast<int>(s)));
-  const ShapeTrial& best = timed.trials[timed.best];
-  if (timed.best != 0) {
+  const TunableValues incumbent = profile_->Incumbent(
+      s,
+      RecordedSetting(calls_.operators(static_cast<int>(shape.members[0].op))));
+  ASSIGN_OR_RETURN(
+      ShapeResult timed,
+      TimeShape(shape, calls_, platform_, options_, cycles_, *logged_, &stats_,
+                static_cast<int>(s), &incumbent));
+  if (timed.best != timed.incumbent) {
+    const Comparison& gain = timed.against_incumbent.trial;
     logged_->Log(absl::StrFormat(
-        "    %s: %+.1f ± %.1f us", SettingText(best.trial.tunables),
-        best.trial.delta_us, best.trial.noise_us.value_or(0)));
+        "    %s: %+.1f ± %.1f us against the incumbent",
+        SettingText(gain.tunables), gain.delta_us, gain.noise_us.value_or(0)));
   }
   profile_->Add(s, timed);
   results_.push_back(std::move(timed));

@@ -18,6 +18,11 @@ namespace irontune {
 // timed; above, a coordinate descent (IRON's EXHAUSTIVE).
 inline constexpr int kExhaustive = 32;
 
+// The least gain, as a share of the incumbent's step time, for which a
+// challenger replaces the incumbent (besides beating it beyond kGainZ
+// noises); docs/search.md ("When a setting is taken").
+inline constexpr double kMinGain = 0.005;
+
 struct AutotuneOptions {
   v1::Timing timing;  // zero fields take IRON's defaults
   int repeats = kDefaultRepeats;
@@ -36,6 +41,8 @@ struct AutotuneOptions {
   // decides afresh.
   std::string judge_id = "reference/1";
   IdleRules idle;
+  // kMinGain; REQUIRES: 0 <= min_gain < 1.
+  double min_gain = kMinGain;
 };
 
 struct TuneStats {
@@ -45,6 +52,9 @@ struct TuneStats {
   int64_t measure_calls = 0;     // Measure calls
   int64_t skipped_by_bound = 0;  // settings the kernel bound ruled out
   int64_t builder_refused = 0;   // settings the builder refused
+  int64_t confirmations = 0;     // challengers re-timed against the incumbent
+  int64_t confirmed = 0;         // of those, the ones that won again
+  int64_t confirm_timed = 0;     // figures timed on the device to confirm
 };
 
 }  // namespace irontune

@@ -52,7 +52,8 @@ absl::Status PrepareImage(const v1::Operator& op, const Artifact& artifact,
                           const MeasurePlan& request, InputCache& memo,
                           Image& image) {
   std::map<std::string, int64_t> symbols;
-  for (const auto& [name, value] : request.values) {
+  for (const auto& [value_name, value] : request.values) {
+    const std::string& name = value_name;  // a lambda cannot capture a binding
     auto it =
         std::find_if(op.values().begin(), op.values().end(),
                      [&](const v1::CallValue& v) { return v.name() == name; });
@@ -335,13 +336,20 @@ class Measurer {
             .substr(0, 32);
     const size_t m = probes.size();
     std::vector<double> default_steps;
+    double drift = kDriftFloor;  // between batches, a share of the step
     for (size_t j = 0; j < m; ++j) {
       const auto& many = times.runs[m + j].rounds_us;
       const std::vector<double> steps =
           StepTimes(times.runs[j].rounds_us, many);
-      if (j == 0) default_steps = steps;
+      if (j == 0) {
+        default_steps = steps;
+        drift = BetweenBatches(Median(steps));
+      }
       v1::Measurement out;
       out.set_t_step_us(Median(steps));
+      if (const std::optional<double> within = MedianStandardError(steps)) {
+        out.set_t_step_noise_us(std::hypot(*within, drift * out.t_step_us()));
+      }
       for (double s : steps) out.add_round_us(s);
       out.set_output(digests[j]);
       out.set_run(run);
@@ -360,6 +368,17 @@ class Measurer {
       fastest_ = std::min(fastest_, Median(many));
     }
     return absl::OkStatus();
+  }
+
+  // The default's figure of this batch added to those of the call's
+  // earlier batches: their relative spread (BatchNoise over the median),
+  // at least kDriftFloor.
+  double BetweenBatches(double default_us) {
+    default_batches_.push_back(default_us);
+    const std::optional<double> spread = BatchNoise(default_batches_);
+    const double middle = Median(default_batches_);
+    if (!spread || !(middle > 0)) return kDriftFloor;
+    return std::max(kDriftFloor, *spread / middle);
   }
 
   // A step's time per round: (many - one) / (repeats - 1).
@@ -383,6 +402,7 @@ class Measurer {
   std::vector<int> todo_;          // settings to time, default left out
   double fastest_ = std::numeric_limits<double>::infinity();
   int batch_number_ = 0;
+  std::vector<double> default_batches_;  // the default's figure, each batch
   MeasureOutcome outcome_;
 };
 
@@ -410,11 +430,19 @@ Delta MeasurementDifference(const v1::Measurement& a,
   std::vector<double> ra(a.round_us().begin(), a.round_us().end());
   std::vector<double> rb(b.round_us().begin(), b.round_us().end());
   Delta out;
-  out.delta_us = a.t_step_us() - b.t_step_us();
+  // The delta and its noise are one statistic: paired, the median of the
+  // per-round differences and its standard error; unpaired, the difference
+  // of the medians and the two errors in quadrature (docs/statistics.md).
   if (a.run() == b.run() && ra.size() == rb.size() && !ra.empty()) {
-    out.noise_us = PairedDifference(ra, rb).noise;
+    const Difference d = PairedDifference(ra, rb);
+    out.delta_us = d.delta;
+    out.noise_us = d.noise;
   } else if (!ra.empty() && !rb.empty()) {
-    out.noise_us = UnpairedDifference(ra, rb).noise;
+    const Difference d = UnpairedDifference(ra, rb);
+    out.delta_us = d.delta;
+    out.noise_us = d.noise;
+  } else {
+    out.delta_us = a.t_step_us() - b.t_step_us();
   }
   return out;
 }

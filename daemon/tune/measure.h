@@ -32,6 +32,14 @@ namespace irontune {
 // "Step time").
 inline constexpr uint64_t kDistinctBytes = 256ull << 20;
 
+// The least spread between runs irontune assumes, as a share of the step:
+// drift slower than a run (a clock, a temperature) moves all of it and
+// cannot be seen from its own rounds. A measurement's t_step_noise_us is
+// its rounds' standard error combined with this, or with the spread of the
+// default's figure between the call's batches where that is larger
+// (docs/statistics.md, "Absolute figures").
+inline constexpr double kDriftFloor = 0.005;
+
 struct MeasurePlan {
   // The settings to time: one design's operator at each setting, the
   // recorded (default) setting first.
@@ -77,15 +85,21 @@ absl::StatusOr<MeasureOutcome> Measure(const MeasurePlan& plan,
                                        TuneContext& context);
 
 // How much longer a step of `m` takes than the default timed beside it,
-// paired round by round (IRON's against_default).
+// paired round by round (IRON's against_default): the median of the
+// per-round differences and that median's standard error.
 struct Delta {
   double delta_us = 0;
   std::optional<double> noise_us;
 };
 Delta AgainstDefault(const v1::Measurement& m);
 
-// How much longer a step of `a` takes than one of `b`: paired round by round
-// when both were timed in one run, else the two noises combined.
+// How much longer a step of `a` takes than one of `b`. When both were timed
+// in one run (same `run`, as many rounds), delta_us is the median of the
+// per-round differences a[i] - b[i] and noise_us its Maritz-Jarrett
+// standard error (PairedDifference); else the difference of the medians
+// with the two standard errors in quadrature (UnpairedDifference). Either
+// way the noise describes the delta it is given with. No rounds: the
+// t_step_us difference with no noise.
 Delta MeasurementDifference(const v1::Measurement& a, const v1::Measurement& b);
 
 }  // namespace irontune

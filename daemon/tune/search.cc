@@ -1,6 +1,7 @@
 #include "daemon/tune/search.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <utility>
 
@@ -153,6 +154,61 @@ Comparison Comparison::FromProto(const v1::Trial& proto) {
   if (proto.has_noise_us()) t.noise_us = proto.noise_us();
   t.refused = proto.refused();
   return t;
+}
+
+int ChangedTunables(const TunableValues& a, const TunableValues& b) {
+  int changed = 0;
+  for (const v1::Field& f : a) {
+    auto it = std::find_if(b.begin(), b.end(), [&](const v1::Field& g) {
+      return g.name() == f.name();
+    });
+    if (it == b.end() || !ValuesEqual(it->value(), f.value())) ++changed;
+  }
+  return changed;
+}
+
+bool Beats(const Comparison& challenger, const Comparison& incumbent,
+           bool incumbent_recorded, double z, double practical_us) {
+  if (!challenger.refused.empty() || !challenger.noise_us) return false;
+  const std::optional<double> incumbent_noise =
+      incumbent_recorded ? std::optional<double>(0) : incumbent.noise_us;
+  if (!incumbent_noise) return false;
+  const double base = incumbent_recorded ? 0 : incumbent.delta_us;
+  const double gain = base - challenger.delta_us;
+  return gain > z * std::hypot(*challenger.noise_us, *incumbent_noise) &&
+         gain > practical_us;
+}
+
+int Pick(const std::vector<Comparison>& trials, int incumbent, double z,
+         double practical_us) {
+  const Comparison& held = trials[incumbent];
+  std::vector<int> winners;
+  for (int i = 0; i < static_cast<int>(trials.size()); ++i) {
+    if (i != incumbent &&
+        Beats(trials[i], held, incumbent == 0, z, practical_us)) {
+      winners.push_back(i);
+    }
+  }
+  if (winners.empty()) return incumbent;
+  int fastest = winners[0];
+  for (int w : winners) {
+    if (trials[w].delta_us < trials[fastest].delta_us) fastest = w;
+  }
+  const Comparison& f = trials[fastest];
+  int pick = -1;
+  int fewest = 0;
+  for (int w : winners) {
+    const Comparison& t = trials[w];
+    const double margin =
+        std::max(z * std::hypot(*t.noise_us, *f.noise_us), practical_us);
+    if (t.delta_us - f.delta_us > margin) continue;
+    const int changed = ChangedTunables(t.tunables, held.tunables);
+    if (pick < 0 || changed < fewest) {
+      pick = w;
+      fewest = changed;
+    }
+  }
+  return pick;
 }
 
 std::vector<TunableValues> Line(const std::vector<TunableValues>& found,

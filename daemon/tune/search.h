@@ -97,6 +97,31 @@ struct Comparison {
 // tunable order.
 using TunableValues = std::vector<v1::Field>;
 
+// How many tunables of `a` differ from `b`'s (by name, ValuesEqual; a name
+// `b` lacks counts as differing).
+int ChangedTunables(const TunableValues& a, const TunableValues& b);
+
+// Whether `challenger` may replace `incumbent`, both timed against the same
+// recorded setting: it is admitted, both noises are known (an incumbent
+// that is the recorded setting, `incumbent_recorded`, has noise 0), and it
+// is faster by more than both margins: the statistical one, z times the
+// two noises in quadrature, and the practical one, `practical_us`
+// (strictly).
+bool Beats(const Comparison& challenger, const Comparison& incumbent,
+           bool incumbent_recorded, double z, double practical_us);
+
+// Which of `trials` (in the catalogue's order, the recorded setting first)
+// to take when `trials[incumbent]` runs today: the incumbent unless some
+// trial Beats it. Among those that do, the ones no slower than the fastest
+// of them by more than the margins (z times their noises in quadrature,
+// or practical_us, whichever is larger) are equals, and of the equals the
+// one with the fewest ChangedTunables from the incumbent is taken, then the
+// first. Deterministic: noise decides only which trials beat the incumbent
+// and which are equal, never the order among equals.
+// REQUIRES: 0 <= incumbent < trials.size().
+int Pick(const std::vector<Comparison>& trials, int incumbent, double z,
+         double practical_us);
+
 // The settings of `found` a coordinate descent tries for tunable `name`
 // from `through`: for each distinct value of `name` among `found`
 // (ValuesEqual; in first-seen order), the setting with that value that

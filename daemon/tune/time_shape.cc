@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "common/value.h"
 #include "daemon/base/stats.h"
@@ -25,13 +26,25 @@ ShapeTrial Untimed(const TunableValues& s, size_t members) {
   return t;
 }
 
+// What one batch of settings gave: each one's trial, and the recorded
+// setting's time (summed over members, weighted over points) with its
+// standard error.
+struct TimedBatch {
+  std::vector<ShapeTrial> trials;
+  double recorded_us = 0;
+  std::optional<double> recorded_noise_us;
+};
+
 // The settings `todo` (the recorded setting first) timed at every point of
-// every member: each one's trial, and the recorded setting's time (summed
-// over members, weighted over points).
+// every member.
 class SettingsTimer {
  public:
-  SettingsTimer(const std::vector<TunableValues>& todo, size_t members)
-      : trials_(todo.size()),
+  // `base`: the setting each trial is against (0, the recorded one, whose
+  // outputs are judged; else no judging).
+  SettingsTimer(const std::vector<TunableValues>& todo, size_t members,
+                int base = 0)
+      : base_(base),
+        trials_(todo.size()),
         noises_(todo.size(),
                 std::vector<std::vector<std::optional<double>>>(members)) {
     for (size_t i = 0; i < todo.size(); ++i) {
@@ -45,7 +58,12 @@ class SettingsTimer {
   // decides each admitted setting's output.
   absl::Status Add(size_t m, double w, const MeasurePlan& plan,
                    const MeasureOutcome& outcome, const OutputJudge& judge) {
-    recorded_us_ += w * outcome.measurements.at(0).t_step_us();
+    const v1::Measurement& recorded = outcome.measurements.at(0);
+    recorded_us_ += w * recorded.t_step_us();
+    recorded_noise_.push_back(
+        recorded.has_t_step_noise_us()
+            ? std::optional<double>(w * recorded.t_step_noise_us())
+            : std::nullopt);
     for (size_t i = 0; i < trials_.size(); ++i) {
       Comparison& trial = trials_[i].trial;
       auto it = outcome.measurements.find(static_cast<int>(i));
@@ -54,11 +72,20 @@ class SettingsTimer {
         noises_[i][m].push_back(std::nullopt);
         continue;
       }
-      const Delta d = AgainstDefault(it->second);
+      const auto base = outcome.measurements.find(base_);
+      if (base_ != 0 && base == outcome.measurements.end()) {
+        if (trial.refused.empty())
+          trial.refused = WhyUnmeasured(outcome, base_);
+        noises_[i][m].push_back(std::nullopt);
+        continue;
+      }
+      const Delta d = base_ == 0
+                          ? AgainstDefault(it->second)
+                          : MeasurementDifference(it->second, base->second);
       trials_[i].member_delta_us[m] += w * d.delta_us;
       noises_[i][m].push_back(
           d.noise_us ? std::optional<double>(w * *d.noise_us) : std::nullopt);
-      if (i == 0 || !trial.refused.empty()) continue;
+      if (i == 0 || base_ != 0 || !trial.refused.empty()) continue;
       ASSIGN_OR_RETURN(std::string why,
                        judge.Verdict(plan, outcome, static_cast<int>(i)));
       if (!why.empty()) trial.refused = std::move(why);
@@ -66,7 +93,7 @@ class SettingsTimer {
     return absl::OkStatus();
   }
 
-  std::pair<std::vector<ShapeTrial>, double> Finish() && {
+  TimedBatch Finish() && {
     for (size_t i = 0; i < trials_.size(); ++i) {
       ShapeTrial& t = trials_[i];
       t.trial.delta_us = 0;
@@ -76,7 +103,7 @@ class SettingsTimer {
       }
       t.trial.noise_us = Quadrature(t.member_noise_us);
     }
-    return {std::move(trials_), recorded_us_};
+    return {std::move(trials_), recorded_us_, Quadrature(recorded_noise_)};
   }
 
  private:
@@ -87,10 +114,12 @@ class SettingsTimer {
                : "not measured";
   }
 
+  const int base_;
   std::vector<ShapeTrial> trials_;
   // By setting, member and point.
   std::vector<std::vector<std::vector<std::optional<double>>>> noises_;
   double recorded_us_ = 0;
+  std::vector<std::optional<double>> recorded_noise_;
 };
 
 // One TimeShape call: the search's state.
@@ -99,7 +128,7 @@ class ShapeSearch {
   ShapeSearch(const Shape& shape, const v1::Calls& calls,
               const Platform& platform, const AutotuneOptions& options,
               const KernelCycles& cycles, TuneContext& context,
-              TuneStats& stats, int shape_index)
+              TuneStats& stats, int shape_index, const TunableValues* incumbent)
       : shape_(shape),
         calls_(calls),
         platform_(platform),
@@ -108,7 +137,8 @@ class ShapeSearch {
         cycles_(cycles),
         context_(context),
         stats_(stats),
-        shape_index_(shape_index) {}
+        shape_index_(shape_index),
+        incumbent_(incumbent) {}
 
   absl::StatusOr<ShapeResult> Run() {
     if (shape_.members.empty()) {
@@ -118,6 +148,7 @@ class ShapeSearch {
     ShapeResult out;
     out.key = shape_.key;
     RETURN_IF_ERROR(FindCandidates());
+    out.against_incumbent = Untimed(found_[0], shape_.members.size());
     ASSIGN_OR_RETURN(std::string why, RecordedRefusal());
     if (!why.empty()) {
       context_.Log(absl::StrCat("    the recorded setting does not build (",
@@ -141,6 +172,7 @@ class ShapeSearch {
       RETURN_IF_ERROR(CoordinateDescent());
     }
     Collect(out);
+    RETURN_IF_ERROR(Choose(out));
     return out;
   }
 
@@ -211,6 +243,22 @@ class ShapeSearch {
   void PrepareSearch() {
     identity_of_ = CompleteSearchSpace(options_.space).identity;
     recorded_id_ = Id(found_[0]);
+    incumbent_id_ = recorded_id_;
+    if (incumbent_ != nullptr) {
+      auto it = std::find_if(found_.begin(), found_.end(),
+                             [&](const TunableValues& s) {
+                               return SettingsEqual(s, *incumbent_);
+                             });
+      if (it != found_.end()) {
+        incumbent_index_ = static_cast<int>(it - found_.begin());
+        incumbent_id_ = Id(*it);
+      } else {
+        context_.Log(absl::StrCat("    the profile's ",
+                                  SettingText(*incumbent_),
+                                  " is not among the settings; the recorded "
+                                  "one is the incumbent"));
+      }
+    }
     if (cycles_.empty() || platform_.core_mhz <= 0 ||
         shape_.class_name != "GEMM") {
       return;
@@ -262,7 +310,7 @@ class ShapeSearch {
     for (const TunableValues& s : batch) {
       const std::string key = Id(s);
       if (key == recorded_id_ || tried_.contains(key)) continue;
-      if (Slower(s)) {
+      if (key != incumbent_id_ && Slower(s)) {
         ++skipped;
         continue;
       }
@@ -276,9 +324,11 @@ class ShapeSearch {
     if (todo.size() == 1 && !recorded_alone && tried_.contains(recorded_id_)) {
       return absl::OkStatus();
     }
-    ASSIGN_OR_RETURN(auto timed, TimeSettings(todo));
-    recorded_us_ = timed.second;
-    for (ShapeTrial& t : timed.first) {
+    ASSIGN_OR_RETURN(TimedBatch timed, TimeSettings(todo, false));
+    recorded_us_ = timed.recorded_us;
+    recorded_batches_.push_back(timed.recorded_us);
+    recorded_within_.push_back(timed.recorded_noise_us);
+    for (ShapeTrial& t : timed.trials) {
       const std::string key = Id(t.trial.tunables);
       if (!tried_.contains(key)) ++stats_.settings_timed;
       context_.OnTrial(shape_index_, t.trial);
@@ -287,15 +337,20 @@ class ShapeSearch {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<std::pair<std::vector<ShapeTrial>, double>> TimeSettings(
-      const std::vector<TunableValues>& todo) {
-    SettingsTimer timer(todo, shape_.members.size());
+  // Times `todo` (the recorded setting first) at every member's every
+  // point; `remeasure` times even what the cache holds. Each trial is
+  // against the recorded setting; with `base` > 0 against todo[base]
+  // instead (paired where timed in one run), outputs not judged again.
+  absl::StatusOr<TimedBatch> TimeSettings(
+      const std::vector<TunableValues>& todo, bool remeasure, int base = 0) {
+    SettingsTimer timer(todo, shape_.members.size(), base);
     const OutputJudge judge{platform_,         packaging_,
                             options_.seed,     options_.judge,
                             options_.judge_id, context_.cache()};
     for (size_t m = 0; m < shape_.members.size(); ++m) {
       const ShapeMember& member = shape_.members[m];
       MeasurePlan plan = PlanFor(member, todo);
+      plan.remeasure = plan.remeasure || remeasure;
       for (const WeightedValues& point : member.points) {
         if (context_.cancelled()) {
           return absl::CancelledError("autotune cancelled");
@@ -340,18 +395,19 @@ class ShapeSearch {
     return TimeBatch(found_, false);
   }
 
-  // Passes over the tunables, each timing the Line() through the best
-  // setting so far, until a pass moves nothing.
+  // Passes over the tunables from the incumbent, each timing the Line()
+  // through the setting Pick() takes so far, until a pass moves nothing.
   absl::Status CoordinateDescent() {
-    TunableValues best = found_[0];
+    TunableValues best = found_[incumbent_index_];
     bool moved = true;
     while (moved) {
       moved = false;
       for (const v1::Field& tunable : found_[0]) {
         RETURN_IF_ERROR(TimeBatch(Line(found_, best, tunable.name()), false));
-        const ShapeTrial* fastest = FastestTaken();
-        if (fastest != nullptr && Id(fastest->trial.tunables) != Id(best)) {
-          best = fastest->trial.tunables;
+        std::vector<ShapeTrial> trials;
+        const int pick = PickAmong(TriedInOrder(trials), trials);
+        if (pick >= 0 && Id(trials[pick].trial.tunables) != Id(best)) {
+          best = trials[pick].trial.tunables;
           moved = true;
         }
       }
@@ -359,31 +415,103 @@ class ShapeSearch {
     return absl::OkStatus();
   }
 
-  // The fastest setting tried that gains, or the recorded one.
-  const ShapeTrial* FastestTaken() const {
-    const ShapeTrial* fastest = nullptr;
-    for (const auto& [key, t] : tried_) {
-      if (!t.trial.Gains() && key != recorded_id_) continue;
-      if (fastest == nullptr || t.trial.delta_us < fastest->trial.delta_us) {
-        fastest = &t;
-      }
-    }
-    return fastest;
-  }
-
-  // The trials in Settings order, and the best of them.
-  void Collect(ShapeResult& out) {
+  // The tried trials in Settings order into `trials`; the incumbent's index
+  // among them (the recorded setting's, 0, where the incumbent is not
+  // there or not admitted).
+  int TriedInOrder(std::vector<ShapeTrial>& trials) const {
+    trials.clear();
+    int incumbent = 0;
     for (const TunableValues& s : found_) {
       auto it = tried_.find(Id(s));
-      if (it != tried_.end()) out.trials.push_back(it->second);
-    }
-    for (size_t i = 1; i < out.trials.size(); ++i) {
-      const Comparison& t = out.trials[i].trial;
-      if (t.Gains() &&
-          (out.best == 0 || t.delta_us < out.trials[out.best].trial.delta_us)) {
-        out.best = static_cast<int>(i);
+      if (it == tried_.end()) continue;
+      if (it->first == incumbent_id_ && it->second.trial.refused.empty()) {
+        incumbent = static_cast<int>(trials.size());
       }
+      trials.push_back(it->second);
     }
+    return incumbent;
+  }
+
+  // Pick() over `trials` against `incumbent`, the practical margin
+  // options.min_gain of the incumbent's step time; -1 for no trials.
+  int PickAmong(int incumbent, const std::vector<ShapeTrial>& trials) const {
+    if (trials.empty()) return -1;
+    std::vector<Comparison> comparisons;
+    for (const ShapeTrial& t : trials) comparisons.push_back(t.trial);
+    return Pick(comparisons, incumbent, kGainZ, PracticalUs(trials[incumbent]));
+  }
+
+  // options.min_gain of the step time of `incumbent` (the recorded
+  // setting's plus its delta).
+  double PracticalUs(const ShapeTrial& incumbent) const {
+    // The recorded setting's own trial has delta 0.
+    return options_.min_gain *
+           std::max(0.0, recorded_us_.value_or(0) + incumbent.trial.delta_us);
+  }
+
+  // The trials in Settings order, the incumbent, and the recorded
+  // setting's time over the batches.
+  void Collect(ShapeResult& out) {
+    out.incumbent = TriedInOrder(out.trials);
+    out.best = out.incumbent;
+    out.against_incumbent = Untimed(out.trials[out.incumbent].trial.tunables,
+                                    shape_.members.size());
+    if (!recorded_batches_.empty()) {
+      out.recorded_us = Median(recorded_batches_);
+      const std::optional<double> within = Quadrature(recorded_within_);
+      const std::optional<double> between = BatchNoise(recorded_batches_);
+      if (within && between)
+        out.recorded_noise_us = std::hypot(*within, *between);
+    }
+  }
+
+  // The setting Pick() takes against the incumbent, once it wins again in
+  // a confirmation; else the incumbent.
+  absl::Status Choose(ShapeResult& out) {
+    const int pick = PickAmong(out.incumbent, out.trials);
+    if (pick == out.incumbent) return absl::OkStatus();
+    const ShapeTrial& incumbent = out.trials[out.incumbent];
+    const ShapeTrial& challenger = out.trials[pick];
+    ++stats_.confirmations;
+    ASSIGN_OR_RETURN(ShapeTrial again,
+                     Confirm(challenger.trial.tunables,
+                             incumbent.trial.tunables, out.incumbent == 0));
+    const double practical = PracticalUs(incumbent);
+    const double gain = -again.trial.delta_us;
+    const bool won = again.trial.refused.empty() && again.trial.noise_us &&
+                     gain > kGainZ * *again.trial.noise_us && gain > practical;
+    context_.Log(absl::StrFormat(
+        "    confirming %s against %s: %+.2f ± %.2f us, %s",
+        SettingText(challenger.trial.tunables),
+        out.incumbent == 0 ? "the recorded setting"
+                           : SettingText(incumbent.trial.tunables),
+        again.trial.delta_us, again.trial.noise_us.value_or(0),
+        won ? "taken" : "not taken: the incumbent stays"));
+    if (!won) {
+      out.unconfirmed = pick;
+      return absl::OkStatus();
+    }
+    ++stats_.confirmed;
+    out.best = pick;
+    out.against_incumbent = std::move(again);
+    return absl::OkStatus();
+  }
+
+  // `challenger` against `incumbent` in a fresh batch (remeasured, so not
+  // from the cache), interleaved and paired round by round: its trial's
+  // delta is the challenger's minus the incumbent's.
+  absl::StatusOr<ShapeTrial> Confirm(const TunableValues& challenger,
+                                     const TunableValues& incumbent,
+                                     bool incumbent_recorded) {
+    std::vector<TunableValues> todo = {found_[0]};
+    if (!incumbent_recorded) todo.push_back(incumbent);
+    todo.push_back(challenger);
+    const int before = static_cast<int>(stats_.device_timed);
+    ASSIGN_OR_RETURN(
+        TimedBatch timed,
+        TimeSettings(todo, true, static_cast<int>(todo.size()) - 2));
+    stats_.confirm_timed += stats_.device_timed - before;
+    return std::move(timed.trials.back());
   }
 
   const Shape& shape_;
@@ -403,6 +531,12 @@ class ShapeSearch {
   std::map<std::string, std::optional<double>> least_;  // by identity
   std::map<std::string, ShapeTrial> tried_;             // by identity
   std::optional<double> recorded_us_;
+  const TunableValues* incumbent_;  // may be null: the recorded setting
+  std::string incumbent_id_;
+  int incumbent_index_ = 0;  // into found_
+  // The recorded setting's figure and its standard error, each batch.
+  std::vector<double> recorded_batches_;
+  std::vector<std::optional<double>> recorded_within_;
 };
 
 }  // namespace
@@ -415,10 +549,12 @@ v1::Packaging PackagingFor(const AutotuneOptions& options,
 absl::StatusOr<ShapeResult> TimeShape(
     const Shape& shape, const v1::Calls& calls, const Platform& platform,
     const AutotuneOptions& options, const KernelCycles& cycles,
-    TuneContext& context, TuneStats* stats, int shape_index) {
+    TuneContext& context, TuneStats* stats, int shape_index,
+    const TunableValues* incumbent) {
   TuneStats own_stats;
   return ShapeSearch(shape, calls, platform, options, cycles, context,
-                     stats != nullptr ? *stats : own_stats, shape_index)
+                     stats != nullptr ? *stats : own_stats, shape_index,
+                     incumbent)
       .Run();
 }
 

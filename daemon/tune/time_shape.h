@@ -4,10 +4,13 @@
 // intersected), less those the builder refuses for some member, are timed
 // against the recorded setting: all of them where there are at most
 // options.exhaustive, else a coordinate descent over Line()s through the
-// fastest setting taken until a pass moves nothing. With kernel cycles and
+// setting taken so far until a pass moves nothing. With kernel cycles and
 // a core clock, a GEMM setting whose LeastUs (summed as the delta is) is no
 // less than the recorded setting's time plus the best gain so far is not
-// timed. docs/search.md says why each step is as it is.
+// timed. The setting taken is then chosen with hysteresis (Pick: the
+// incumbent keeps ties) and confirmed: a challenger is re-timed against the
+// incumbent in a fresh batch (remeasured, interleaved) and taken only if
+// it wins again. docs/search.md says why each step is as it is.
 //
 // Threads: the context's (the device worker's). Failure: device, builder
 // and cache errors come back as they were; cancellation is Cancelled. A
@@ -44,18 +47,36 @@ struct ShapeResult {
   std::string key;
   std::vector<ShapeTrial> trials;  // the recorded setting first
   int best = 0;                    // index of the setting taken
+  // Index of the incumbent: the setting the submitted profile runs, else
+  // (not given, not among the settings, or not admitted) the recorded one.
+  int incumbent = 0;
+  // The setting taken against the incumbent: where a challenger was taken,
+  // its confirmation (an independent re-measurement of the two, paired);
+  // else 0 with noise 0.
+  ShapeTrial against_incumbent;
+  // A challenger that Pick chose but that did not win again; -1 if none.
+  int unconfirmed = -1;
+  // The recorded setting's step time (summed over members, weighted over
+  // points): the median of its batches' figures, and the standard error of
+  // one batch's figure, which holds the spread between batches (drift);
+  // nullopt from fewer than two batches.
+  double recorded_us = 0;
+  std::optional<double> recorded_noise_us;
 };
 
 // Times `shape`'s settings (see the top of this file). Trials are in
-// Settings order, the recorded one first; `best` is the fastest that
-// Gains(), else 0. One setting left gives [{recorded, 0, 0}]. A recorded
-// setting the builder refuses gives its one trial, refused, untimed.
-// `stats` (may be null) is added to; the context hears each trial under
-// `shape_index`.
+// Settings order, the recorded one first. `incumbent` (may be null: the
+// recorded setting) is the setting the submitted profile runs; `best` is
+// the trial Pick() takes against it (options.min_gain of its step time is
+// the practical margin) once it has won again in a confirmation, else the
+// incumbent. One setting left gives [{recorded, 0, 0}]. A recorded setting
+// the builder refuses gives its one trial, refused, untimed. `stats` (may
+// be null) is added to; the context hears each trial under `shape_index`.
 absl::StatusOr<ShapeResult> TimeShape(
     const Shape& shape, const v1::Calls& calls, const Platform& platform,
     const AutotuneOptions& options, const KernelCycles& cycles,
-    TuneContext& context, TuneStats* stats, int shape_index = 0);
+    TuneContext& context, TuneStats* stats, int shape_index = 0,
+    const TunableValues* incumbent = nullptr);
 
 // The packaging an Autotune uses on `platform`: the asked one, else full
 // ELF where the platform has it, else the xclbin chain.

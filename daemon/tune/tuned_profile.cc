@@ -84,17 +84,40 @@ TunedProfile::TunedProfile(const v1::Calls& calls, const Profile& submitted,
   }
 }
 
+TunableValues TunedProfile::Incumbent(size_t s,
+                                      const TunableValues& recorded) const {
+  TunableValues out = recorded;
+  for (v1::Field& f : out) {
+    for (const v1::Field& h : held_[s]) {
+      if (h.name() == f.name()) *f.mutable_value() = h.value();
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Adds `trial`'s member gains (-delta), weighted by each member's steps, to
+// `gain`, and their noises to `noises`.
+void AddGains(const Shape& shape, const ShapeTrial& trial, double& gain,
+              std::vector<std::optional<double>>& noises) {
+  for (size_t m = 0; m < shape.members.size(); ++m) {
+    const double steps = static_cast<double>(shape.members[m].steps);
+    gain += -steps * trial.member_delta_us[m];
+    const std::optional<double>& noise = trial.member_noise_us[m];
+    noises.push_back(noise ? std::optional<double>(steps * *noise)
+                           : std::nullopt);
+  }
+}
+
+}  // namespace
+
 void TunedProfile::Add(size_t s, const ShapeResult& result) {
   const Shape& shape = shapes_[s];
   const ShapeTrial& best = result.trials[result.best];
+  AddGains(shape, result.against_incumbent, model_gain_, model_noise_);
   if (result.best != 0) {
-    for (size_t m = 0; m < shape.members.size(); ++m) {
-      const double steps = static_cast<double>(shape.members[m].steps);
-      model_gain_ += -steps * best.member_delta_us[m];
-      const std::optional<double>& noise = best.member_noise_us[m];
-      model_noise_.push_back(noise ? std::optional<double>(steps * *noise)
-                                   : std::nullopt);
-    }
+    AddGains(shape, best, recording_gain_, recording_noise_);
   }
   v1::ProfileEntry entry;
   entry.set_operator_class(shape.class_name);
@@ -118,32 +141,59 @@ void TunedProfile::Add(size_t s, const ShapeResult& result) {
   out_.Put(std::move(entry));
 }
 
+namespace {
+
+// The gain of the new entry `entry` made for a shape: its confirmation
+// against the incumbent, or 0 where the incumbent stays.
+void SetGain(const ShapeResult& shape, v1::EntryGain& gain) {
+  const Comparison& t = shape.against_incumbent.trial;
+  gain.set_has_gain(t.noise_us.has_value());
+  gain.set_gain_us(t.noise_us && t.delta_us != 0 ? -t.delta_us : 0);
+  gain.set_noise_us(t.noise_us.value_or(0));
+}
+
+}  // namespace
+
+std::optional<size_t> TunedProfile::MadeFor(
+    const std::string& operator_class,
+    const google::protobuf::RepeatedPtrField<v1::Field>& dims) const {
+  const std::vector<v1::Field> want(dims.begin(), dims.end());
+  for (const auto& [entry, s] : made_) {
+    const std::vector<v1::Field> own(entry.dims().begin(), entry.dims().end());
+    if (entry.operator_class() == operator_class && SettingsEqual(own, want)) {
+      return s;
+    }
+  }
+  return std::nullopt;
+}
+
 std::pair<Profile, v1::ProfileDiff> TunedProfile::Finish(
     const std::vector<ShapeResult>& results) && {
   v1::ProfileDiff diff = DiffProfiles(submitted_, out_);
   for (v1::EntryChange& change : *diff.mutable_changed()) {
-    const std::vector<v1::Field> dims(change.dims().begin(),
-                                      change.dims().end());
-    for (const auto& [entry, s] : made_) {
-      const std::vector<v1::Field> own(entry.dims().begin(),
-                                       entry.dims().end());
-      if (entry.operator_class() != change.operator_class() ||
-          !SettingsEqual(own, dims)) {
-        continue;
-      }
-      const ShapeResult& shape = results[s];
-      if (shape.best == 0) break;
-      const Comparison& t = shape.trials[shape.best].trial;
-      change.set_has_gain(true);
-      change.set_gain_us(-t.delta_us);
-      change.set_noise_us(t.noise_us.value_or(0));
-      break;
-    }
+    const std::optional<size_t> s =
+        MadeFor(change.operator_class(), change.dims());
+    if (!s) continue;
+    v1::EntryGain gain;
+    SetGain(results[*s], gain);
+    change.set_has_gain(gain.has_gain());
+    change.set_gain_us(gain.gain_us());
+    change.set_noise_us(gain.noise_us());
+  }
+  for (const v1::ProfileEntry& added : diff.added()) {
+    v1::EntryGain* gain = diff.add_added_gains();
+    const std::optional<size_t> s =
+        MadeFor(added.operator_class(), added.dims());
+    if (s) SetGain(results[*s], *gain);
   }
   const std::optional<double> noise = Quadrature(model_noise_);
   diff.set_has_model_gain(noise.has_value());
   diff.set_model_gain_us(noise ? model_gain_ : 0);
   diff.set_model_noise_us(noise.value_or(0));
+  const std::optional<double> recording = Quadrature(recording_noise_);
+  diff.set_has_recording_gain(recording.has_value());
+  diff.set_recording_gain_us(recording ? recording_gain_ : 0);
+  diff.set_recording_noise_us(recording.value_or(0));
   return {std::move(out_), std::move(diff)};
 }
 

@@ -4,9 +4,12 @@
 // of the entry equal to the shape's) are replaced by one new entry naming
 // NamedDims and the setting taken, their tunables the search does not move
 // held; the rest are kept. The diff is DiffProfiles(submitted, tuned) with
-// each changed entry's gain (-delta_us) and noise, and the model-level
-// gain: each shape's member gains weighted by how many steps run the
-// member, summed; noises in quadrature.
+// each changed and added entry's gain against what the submitted profile
+// runs (ShapeResult::against_incumbent: the confirmation, or 0 where the
+// incumbent stays) and two model-level gains, each shape's member gains
+// weighted by how many steps run the member, summed, noises in quadrature:
+// against the submitted profile (0 where nothing changed), and against the
+// recorded settings (the trials' deltas), labelled per recording.
 //
 // Threads: one at a time. Ownership: `calls` and `shapes` are borrowed and
 // must outlive the builder.
@@ -15,6 +18,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -31,6 +35,10 @@ class TunedProfile {
   TunedProfile(const v1::Calls& calls, const Profile& submitted,
                const std::vector<Shape>& shapes);
 
+  // The setting the submitted profile runs for shape `s`: `recorded` with
+  // the tunables its covering entries set. REQUIRES: s < shapes.size().
+  TunableValues Incumbent(size_t s, const TunableValues& recorded) const;
+
   // Adds shape `s`'s entry, from its search. REQUIRES: s < shapes.size(),
   // each shape added once, result.trials non-empty.
   void Add(size_t s, const ShapeResult& result);
@@ -41,6 +49,11 @@ class TunedProfile {
       const std::vector<ShapeResult>& results) &&;
 
  private:
+  // The shape whose new entry has this class and dims, if any.
+  std::optional<size_t> MadeFor(
+      const std::string& operator_class,
+      const google::protobuf::RepeatedPtrField<v1::Field>& dims) const;
+
   const v1::Calls& calls_;
   const Profile& submitted_;
   const std::vector<Shape>& shapes_;
@@ -53,6 +66,8 @@ class TunedProfile {
   std::vector<std::pair<v1::ProfileEntry, size_t>> made_;
   double model_gain_ = 0;
   std::vector<std::optional<double>> model_noise_;
+  double recording_gain_ = 0;
+  std::vector<std::optional<double>> recording_noise_;
 };
 
 }  // namespace irontune

@@ -520,10 +520,10 @@ const std::vector<Case>& Cases() {
        "calls[0].recording.bindings[0].expression.binary.op: unknown 99"},
       {"expression deeper than max_expression_depth",
        [](C& c, L&) {
-         *Rec(c).mutable_bindings(0)->mutable_expression() = Chain(65);
+         *Rec(c).mutable_bindings(0)->mutable_expression() = Chain(33);
        },
        "calls[0].recording.bindings[0].expression: deeper than the limit of "
-       "64"},
+       "32"},
       {"division by zero at the call's values",
        [](C& c, L&) {
          *Rec(c).mutable_bindings(0)->mutable_expression() =
@@ -678,7 +678,7 @@ TEST_CASE("The limits just at their bounds pass", "[recording]") {
 TEST_CASE("An expression at the depth limit survives binary and text",
           "[recording]") {
   v1::Calls calls = SmallCalls();
-  *Rec(calls).mutable_bindings(0)->mutable_expression() = Chain(64);
+  *Rec(calls).mutable_bindings(0)->mutable_expression() = Chain(32);
   REQUIRE(ValidateRecording(calls).ok());
   for (RecordingFormat format :
        {RecordingFormat::kBinary, RecordingFormat::kText}) {

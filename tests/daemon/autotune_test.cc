@@ -123,9 +123,9 @@ v1::Timing Quick() {
 }
 
 struct Rig {
-  explicit Rig(bool noise = false) {
+  explicit Rig(bool noise = false, uint64_t seed = 11) {
     SimOptions options;
-    options.seed = 11;
+    options.seed = seed;
     if (!noise) options.noise = sim::NoiseSettings::Off();
     device = *MakeSimDevice("sim:npu2", options);
   }
@@ -470,28 +470,42 @@ TEST_CASE("Autotune: entries replaced, held, kept; diff; a cached rerun") {
   }
   REQUIRE(gemm_change != nullptr);
   CHECK(gemm_change->has_gain());
-  const Comparison& best =
-      result->shapes[0].trials[result->shapes[0].best].trial;
-  CHECK(gemm_change->gain_us() == Approx(-best.delta_us));
+  // Against what the profile ran (1 column): the confirmation's figure.
+  const ShapeResult& gemm_shape = result->shapes[0];
+  CHECK(IntOf(gemm_shape.trials[gemm_shape.incumbent].trial.tunables,
+              "num_aie_columns") == 1);
+  CHECK(gemm_change->gain_us() ==
+        Approx(-gemm_shape.against_incumbent.trial.delta_us));
   CHECK(gemm_change->gain_us() > 0);
+  CHECK(result->stats.confirmations >= 1);
+  CHECK(result->stats.confirmed >= 1);
+  CHECK(Saw(rig.progress->lines, "confirming"));
   REQUIRE(FieldOf(gemm_change->new_tunables(), "tile_k") != nullptr);
   CHECK(FieldOf(gemm_change->new_tunables(), "tile_k")->value().int_value() ==
         64);
   CHECK(FieldOf(gemm_change->new_tunables(), "num_aie_columns")
             ->value()
             .int_value() != 1);
-  // The GEMV had no entry: added, naming M and K.
+  // The GEMV had no entry: added, naming M and K, with its gain against the
+  // recorded setting.
   REQUIRE(diff.added_size() == 1);
   CHECK(diff.added(0).operator_class() == "GEMV");
+  REQUIRE(diff.added_gains_size() == 1);
+  CHECK(diff.added_gains(0).has_gain());
+  CHECK(diff.added_gains(0).gain_us() ==
+        Approx(-result->shapes[1].against_incumbent.trial.delta_us));
   // The M=999 entry covers nothing here: kept.
   bool kept = false;
   for (const v1::ProfileEntry& e : diff.kept()) {
     if (e.operator_class() == "GEMM" && e.dims_size() == 1) kept = true;
   }
   CHECK(kept);
-  // The model estimate: the GEMM runs twice.
+  // The model estimate against the submitted profile: the GEMM runs twice.
   CHECK(diff.has_model_gain());
   CHECK(diff.model_gain_us() >= 2 * gemm_change->gain_us() - 1e-9);
+  // Against the recording (tile_m 64 on 1 column there too) the same here.
+  CHECK(diff.has_recording_gain());
+  CHECK(diff.recording_gain_us() > 0);
 
   // Every shape matches an entry of the result.
   auto shapes = Shapes(calls, RecordingSearchSpace(), "npu2");
@@ -504,14 +518,15 @@ TEST_CASE("Autotune: entries replaced, held, kept; diff; a cached rerun") {
     CHECK(*match != nullptr);
   }
 
-  // Again, from the cache: the device runs nothing.
+  // Again, from the cache: the device runs only the confirmations, which
+  // are re-timed by design.
   const int64_t runs = rig.device->calls();
   Rig again;
   auto cached = Autotune(calls, before, options, again.Context(cache->get()));
   REQUIRE(cached.ok());
-  CHECK(again.device->calls() == 0);
   CHECK(rig.device->calls() == runs);
-  CHECK(cached->stats.device_timed == 0);
+  CHECK(cached->stats.device_timed == cached->stats.confirm_timed);
+  CHECK(cached->stats.confirmations == result->stats.confirmations);
   CHECK(cached->stats.cache_hits > 0);
   CHECK(cached->profile.ToJson() == result->profile.ToJson());
 }
@@ -568,6 +583,151 @@ TEST_CASE("Autotune: the example recording's profile loads and matches") {
     REQUIRE(match.ok());
     CHECK(*match != nullptr);
   }
+}
+
+}  // namespace
+}  // namespace irontune
+
+namespace irontune {
+namespace {
+
+// A GEMV whose kernel_vector_size (32 or 64) does not change its time: a
+// true tie.
+v1::Operator TiedGemv(int64_t vector) {
+  v1::Operator op = testing::Gemv(2048, 2048, 2, 256, vector, 8);
+  SetDomain(op, "kernel_vector_size", {32, 64});
+  // A reduction's gate, so the other vector size's rounding is admitted.
+  op.mutable_tolerance()->mutable_close()->set_atol(1.0 / 32);
+  op.mutable_tolerance()->mutable_close()->set_rtol(1.0 / 64);
+  return op;
+}
+
+double TrueUs(Rig& rig, const v1::Operator& op) {
+  auto built =
+      rig.builder.Build({op, rig.platform(), 1, true, v1::PACKAGING_FULL_ELF});
+  REQUIRE(built.ok());
+  REQUIRE(built->artifact.has_value());
+  auto us = rig.device->TrueStepUs(*built->artifact);
+  REQUIRE(us.ok());
+  return *us;
+}
+
+// `written` (a tuned profile) with every kernel_vector_size set to
+// `vector`.
+Profile WithVector(const Profile& written, int64_t vector) {
+  v1::Profile proto = written.proto();
+  for (v1::ProfileEntry& e : *proto.mutable_entries()) {
+    for (v1::Field& f : *e.mutable_tunables()) {
+      if (f.name() == "kernel_vector_size")
+        *f.mutable_value() = IntValue(vector);
+    }
+  }
+  return Profile(proto);
+}
+
+TEST_CASE("Autotune: the incumbent keeps a tie, whichever it is") {
+  Rig truth;
+  REQUIRE(TrueUs(truth, TiedGemv(32)) == TrueUs(truth, TiedGemv(64)));
+  const v1::Calls calls = MakeCalls({TiedGemv(64)}, {0});
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing.set_rounds(8);
+  options.timing.set_calls(20);
+  for (uint64_t seed : {1, 2, 3, 4, 5}) {
+    // No profile: the recorded 64 stays.
+    Rig rig(/*noise=*/true, seed);
+    options.seed = seed;
+    auto fresh = Autotune(calls, Profile(), options, rig.Context());
+    REQUIRE(fresh.ok());
+    CHECK(fresh->shapes[0].best == 0);
+    CHECK(fresh->diff.model_gain_us() == 0);
+    // The profile runs 32: 32 stays, nothing changes.
+    const Profile p32 = WithVector(fresh->profile, 32);
+    REQUIRE(p32.ToJson() != fresh->profile.ToJson());
+    Rig again(/*noise=*/true, seed + 100);
+    auto held = Autotune(calls, p32, options, again.Context());
+    REQUIRE(held.ok());
+    const ShapeResult& shape = held->shapes[0];
+    CHECK(shape.best == shape.incumbent);
+    CHECK(IntOf(shape.trials[shape.best].trial.tunables,
+                "kernel_vector_size") == 32);
+    CHECK(held->profile.ToJson() == p32.ToJson());
+    CHECK(held->diff.changed_size() == 0);
+    CHECK(held->diff.has_model_gain());
+    CHECK(held->diff.model_gain_us() == 0);
+    CHECK(held->diff.model_noise_us() == 0);
+  }
+}
+
+TEST_CASE("Autotune: a re-tune of the tuned profile, remeasured, keeps it") {
+  v1::Operator gemm = SearchGemm(256, 512, 512, 64, 64, 1);
+  SetDomain(gemm, "tile_m", {32, 64, 128});
+  SetDomain(gemm, "tile_n", {32, 64, 128});
+  SetDomain(gemm, "num_aie_columns", {1, 2, 4, 8});
+  const v1::Calls calls = MakeCalls({gemm, SearchGemv(512, 256)}, {0, 1, 0});
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing.set_rounds(8);
+  options.timing.set_calls(20);
+  options.exhaustive = 8;  // a descent over the GEMM's settings
+  Rig first(/*noise=*/true, 1);
+  auto tuned = Autotune(calls, Profile(), options, first.Context());
+  REQUIRE(tuned.ok());
+  REQUIRE(tuned->shapes[0].best != 0);  // 1 column is far from the best
+  // From an empty profile both model figures are gains over the recording:
+  // one from the confirmations, one from the search's trials.
+  CHECK(tuned->diff.model_gain_us() > 0);
+  CHECK(tuned->diff.recording_gain_us() > 0);
+  for (uint64_t seed : {2, 3, 4}) {
+    Rig rig(/*noise=*/true, seed);
+    AutotuneOptions again = options;
+    again.seed = seed;
+    again.remeasure = true;
+    auto retuned = Autotune(calls, tuned->profile, again, rig.Context());
+    REQUIRE(retuned.ok());
+    for (const ShapeResult& shape : retuned->shapes) {
+      CHECK(shape.best == shape.incumbent);
+    }
+    // What `submit --check` compares.
+    CHECK(retuned->profile.ToJson() == tuned->profile.ToJson());
+    // No change: the model gain against the submitted profile is 0; the
+    // per-recording figure still says what the profile gains.
+    CHECK(retuned->diff.model_gain_us() == 0);
+    CHECK(retuned->diff.has_recording_gain());
+    CHECK(retuned->diff.recording_gain_us() > 0);
+  }
+}
+
+TEST_CASE("Autotune: a gain below min_gain keeps the incumbent") {
+  const v1::Calls calls =
+      MakeCalls({SearchGemm(256, 256, 256, 64, 64, 1)}, {0});
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing = Quick();
+  options.min_gain = 0;
+  Rig rig;  // noise-free: every noise is 0
+  auto taken = Autotune(calls, Profile(), options, rig.Context());
+  REQUIRE(taken.ok());
+  const ShapeResult& shape = taken->shapes[0];
+  REQUIRE(shape.best != 0);
+  REQUIRE(shape.recorded_us > 0);
+  const double share =
+      -shape.against_incumbent.trial.delta_us / shape.recorded_us;
+  REQUIRE(share > 0);
+  // Asking for a little more than that gain keeps the recorded setting, and
+  // nothing is confirmed.
+  options.min_gain = share * 1.01;
+  Rig again;
+  auto kept = Autotune(calls, Profile(), options, again.Context());
+  REQUIRE(kept.ok());
+  CHECK(kept->shapes[0].best == 0);
+  CHECK(kept->stats.confirmations == 0);
+  // A little less: taken.
+  options.min_gain = share * 0.99;
+  Rig third;
+  auto moved = Autotune(calls, Profile(), options, third.Context());
+  REQUIRE(moved.ok());
+  CHECK(moved->shapes[0].best != 0);
 }
 
 }  // namespace

@@ -107,5 +107,37 @@ TEST_CASE("queue: Remove, Wake and Close") {
   CHECK(absl::IsUnavailable(queue.Push(MakeJob("a3", "ann")).status()));
 }
 
+TEST_CASE("queue: a client past its quota is refused, others are not") {
+  JobQueue queue(10, /*client_quota=*/2);
+  REQUIRE(queue.Push(MakeJob("a1", "ann")).ok());
+  REQUIRE(queue.Push(MakeJob("a2", "ann", v1::PRIORITY_BATCH)).ok());
+  const auto third = queue.Push(MakeJob("a3", "ann"));
+  CHECK(absl::IsResourceExhausted(third.status()));
+  CHECK(third.status().message().find(
+            "client \"ann\" has 2 jobs waiting, its quota "
+            "(--client-queue-quota 2)") == 0);
+  CHECK(queue.Push(MakeJob("b1", "bob")).ok());
+  CHECK(queue.TryPop()->id() == "a1");
+  CHECK(queue.Push(MakeJob("a3", "ann")).ok());
+}
+
+TEST_CASE("queue: TakeMeasure skips the Measure jobs not eligible") {
+  JobQueue queue(10);
+  REQUIRE(queue
+              .Push(MakeJob("m1", "ann", v1::PRIORITY_INTERACTIVE,
+                            v1::JOB_KIND_MEASURE))
+              .ok());
+  REQUIRE(queue
+              .Push(MakeJob("m2", "bob", v1::PRIORITY_INTERACTIVE,
+                            v1::JOB_KIND_MEASURE))
+              .ok());
+  JobPtr taken =
+      queue.TakeMeasure([](const Job& job) { return job.id() == "m2"; });
+  REQUIRE(taken != nullptr);
+  CHECK(taken->id() == "m2");
+  CHECK(queue.TakeMeasure([](const Job&) { return false; }) == nullptr);
+  CHECK(queue.size() == 1);
+}
+
 }  // namespace
 }  // namespace irontune

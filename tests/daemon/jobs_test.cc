@@ -2,7 +2,13 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <string>
 #include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "daemon/store/sqlite.h"
 
 namespace irontune {
 namespace {
@@ -122,6 +128,133 @@ TEST_CASE("job store: finished jobs survive a reopen") {
   auto list = (*store)->List(10);
   REQUIRE(list.ok());
   CHECK(list->size() == 2);
+}
+
+}  // namespace
+}  // namespace irontune
+
+namespace irontune {
+namespace {
+
+// An Autotune whose profile holds `bytes` of entries.
+v1::AutotuneRequest WithProfileOf(size_t bytes) {
+  v1::AutotuneRequest request;
+  v1::ProfileEntry* e = request.mutable_profile()->add_entries();
+  e->set_operator_class("GEMM");
+  v1::Field* f = e->add_dims();
+  f->set_name("blob");
+  f->mutable_value()->set_string_value(std::string(bytes, 'x'));
+  return request;
+}
+
+TEST_CASE("job: an ended job no longer holds its request") {
+  auto job = std::make_shared<Job>("j-big", WithProfileOf(10 << 20), "ann",
+                                   v1::PRIORITY_UNSPECIFIED, false);
+  CHECK(job->RetainedBytes() > (10u << 20));
+  // The worker's own pointer keeps the request for as long as it runs.
+  std::shared_ptr<const Job::Request> running = job->request();
+  REQUIRE(running != nullptr);
+  job->MarkStarted();
+  job->Finish(absl::OkStatus(), v1::AutotuneResult());
+  CHECK(job->request() == nullptr);
+  CHECK(std::get<v1::AutotuneRequest>(*running).profile().entries_size() == 1);
+  running.reset();
+  // What is left: the summary, a small result and two events.
+  CHECK(job->RetainedBytes() < 64 * 1024);
+  CHECK(job->Summary().state() == v1::JOB_STATE_SUCCEEDED);
+}
+
+TEST_CASE("job: how a stopped job ends depends on why it was stopped") {
+  JobPtr deadline = MeasureJob("j-d");
+  deadline->MarkStarted();
+  deadline->Cancel("the client's deadline passed",
+                   absl::StatusCode::kDeadlineExceeded);
+  deadline->Finish(deadline->cancel_status());
+  CHECK(deadline->state() == v1::JOB_STATE_CANCELLED);
+  CHECK(absl::IsDeadlineExceeded(deadline->status()));
+
+  JobPtr limit = MeasureJob("j-l");
+  limit->MarkStarted();
+  limit->Cancel("over its device time", absl::StatusCode::kResourceExhausted);
+  limit->Finish(limit->cancel_status());
+  CHECK(limit->state() == v1::JOB_STATE_FAILED);
+  CHECK(absl::IsResourceExhausted(limit->status()));
+  CHECK(limit->Summary().error().find("over its device time") !=
+        std::string::npos);
+}
+
+TEST_CASE("job store: a job running at a crash reads INTERRUPTED after") {
+  const std::string path = TempDir("interrupted") + "/jobs.db";
+  auto job = std::make_shared<Job>("j-run", v1::AutotuneRequest(), "ci",
+                                   v1::PRIORITY_BATCH, false);
+  job->MarkStarted();
+  job->SetShapes(3, 10);
+  {
+    auto store = JobStore::Open(path);
+    REQUIRE(store.ok());
+    REQUIRE((*store)->Save(job->Record()).ok());
+  }  // no end saved: the daemon died
+  auto store = JobStore::Open(path);
+  REQUIRE(store.ok());
+  auto lost = (*store)->MarkInterrupted();
+  REQUIRE(lost.ok());
+  REQUIRE(*lost == std::vector<std::string>{"j-run"});
+  auto loaded = (*store)->Load("j-run");
+  REQUIRE(loaded.ok());
+  REQUIRE(loaded->has_value());
+  const v1::JobSummary& s = (*loaded)->summary();
+  CHECK(s.state() == v1::JOB_STATE_INTERRUPTED);
+  CHECK(s.shapes_done() == 3);
+  CHECK(s.shapes_total() == 10);
+  CHECK(s.error().find("after 3 of 10 shapes") != std::string::npos);
+  CHECK(s.error().find("submit it again") != std::string::npos);
+  // Only once.
+  CHECK((*store)->MarkInterrupted()->empty());
+}
+
+JobRecord Ended(const std::string& id, size_t bytes, int64_t ended_ms) {
+  v1::JobResult result;
+  v1::JobSummary* s = result.mutable_summary();
+  s->set_job_id(id);
+  s->set_state(v1::JOB_STATE_SUCCEEDED);
+  s->set_submitted_unix_ms(ended_ms);
+  s->set_ended_unix_ms(ended_ms);
+  s->set_error(std::string(bytes, 'e'));
+  return JobRecord{id, "ann", result, ""};
+}
+
+TEST_CASE("job store: old jobs, and the oldest past the size, are pruned") {
+  const std::string path = TempDir("prune") + "/jobs.db";
+  JobStoreLimits limits;
+  limits.max_age = absl::Hours(24);
+  limits.max_bytes = 100 * 1024;
+  auto store = JobStore::Open(path, limits);
+  REQUIRE(store.ok());
+  const int64_t now = absl::ToUnixMillis(absl::Now());
+  REQUIRE((*store)->Save(Ended("j-old", 10, now - 48 * 3600 * 1000)).ok());
+  CHECK(!(*store)->Load("j-old")->has_value());
+  for (int i = 0; i < 5; ++i) {
+    REQUIRE(
+        (*store)->Save(Ended(absl::StrCat("j-", i), 40 * 1024, now + i)).ok());
+  }
+  // 40 KiB each within 100 KiB: the newest two stay.
+  auto list = (*store)->List(100);
+  REQUIRE(list.ok());
+  REQUIRE(list->size() == 2);
+  CHECK((*list)[0].job_id() == "j-4");
+  CHECK((*list)[1].job_id() == "j-3");
+}
+
+TEST_CASE("job store: a full disk is ResourceExhausted naming the dir") {
+  const std::string dir = TempDir("full");
+  { REQUIRE(JobStore::Open(dir + "/jobs.db").ok()); }
+  sqlite::SetMaxPageCountForTesting(1);  // no page more than it has
+  auto store = JobStore::Open(dir + "/jobs.db");
+  sqlite::SetMaxPageCountForTesting(0);
+  REQUIRE(store.ok());
+  const absl::Status s = (*store)->Save(Ended("j-big", 64 * 1024, 1));
+  CHECK(absl::IsResourceExhausted(s));
+  CHECK(s.message().find("no space left in " + dir) == 0);
 }
 
 }  // namespace

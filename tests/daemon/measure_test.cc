@@ -351,3 +351,64 @@ TEST_CASE("npu1 has no full-ELF dispatch") {
 
 }  // namespace
 }  // namespace irontune
+
+namespace irontune {
+namespace {
+
+// Seeded pairs on the virtual clock with the sim's default noise (jitter,
+// outliers, drift) and scripted interference: how often |figure - truth|
+// <= 2 reported noises, for the delta (AgainstDefault) and for the step
+// time (t_step_us +- t_step_noise_us). docs/statistics.md quotes the
+// estimator_bench figures this pins.
+TEST_CASE("+-2 noises cover the true delta and the true step time") {
+  const std::vector<std::pair<v1::Operator, v1::Operator>> pairs = {
+      {Gemm(256, 512, 512, 64, 64, 64, 8), Gemm(256, 512, 512, 64, 64, 64, 4)},
+      {Gemm(256, 512, 512, 64, 64, 64, 8), Gemm(256, 512, 512, 32, 64, 64, 8)},
+  };
+  v1::Timing timing;
+  timing.set_rounds(8);
+  timing.set_calls(20);
+  int n = 0, delta_in = 0, step_in = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    Rig rig("sim:npu2", seed);
+    rig.device->ScriptInterference({20e6, 2e6, 4242});
+    auto context = rig.Context();
+    for (const auto& [a, b] : pairs) {
+      const double ta = TrueStep(rig, a);
+      const double tb = TrueStep(rig, b);
+      for (int k = 0; k < 6; ++k) {
+        // Idle a seeded while (100 ms a query), so batches see the drift at
+        // many phases.
+        for (uint64_t q = (seed * 7 + k * 13) % 50; q > 0; --q) {
+          REQUIRE(rig.device->OtherHolders().ok());
+        }
+        MeasurePlan plan = Request({a, b});
+        plan.timing = timing;
+        plan.remeasure = true;
+        auto outcome = Measure(plan, *context);
+        REQUIRE(outcome.ok());
+        REQUIRE(outcome->measurements.size() == 2);
+        const v1::Measurement& ma = outcome->measurements.at(0);
+        const Delta d = AgainstDefault(outcome->measurements.at(1));
+        REQUIRE(d.noise_us.has_value());
+        REQUIRE(ma.has_t_step_noise_us());
+        ++n;
+        if (std::abs(d.delta_us - (tb - ta)) <= 2 * *d.noise_us) ++delta_in;
+        if (std::abs(ma.t_step_us() - ta) <= 2 * ma.t_step_noise_us()) {
+          ++step_in;
+        }
+      }
+    }
+  }
+  const double delta_coverage = static_cast<double>(delta_in) / n;
+  const double step_coverage = static_cast<double>(step_in) / n;
+  INFO("delta coverage " << delta_coverage << ", step coverage "
+                         << step_coverage << " over " << n);
+  CHECK(delta_coverage >= 0.88);
+  CHECK(delta_coverage <= 0.995);
+  CHECK(step_coverage >= 0.90);
+  CHECK(step_coverage <= 0.99);
+}
+
+}  // namespace
+}  // namespace irontune

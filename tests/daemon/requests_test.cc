@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "common/defaults.h"
+#include "common/recording.h"
 #include "tests/testing/recording_fixtures.h"
 
 namespace irontune {
@@ -168,6 +169,108 @@ TEST_CASE("requests: a job id must be there and printable") {
   CHECK(absl::IsInvalidArgument(ValidateJobId(std::string(65, 'a'))));
   CHECK(absl::IsInvalidArgument(ValidateJobId(std::string("j-\0x", 4))));
   CHECK(absl::IsInvalidArgument(ValidateJobId("j 1")));
+}
+
+}  // namespace
+}  // namespace irontune
+
+namespace irontune {
+namespace {
+
+v1::AutotuneRequest Tune(v1::Calls calls) {
+  v1::AutotuneRequest request;
+  *request.mutable_calls() = std::move(calls);
+  return request;
+}
+
+TEST_CASE("requests: an Autotune refuses a negative dimension, as Measure") {
+  v1::Calls calls = testing::AddCalls();
+  calls.mutable_operators(0)->mutable_params(0)->mutable_value()->set_int_value(
+      -2048);
+  const absl::Status s = ValidateAutotuneRequest(Tune(calls));
+  CHECK(absl::IsInvalidArgument(s));
+  CHECK(s.message() ==
+        "operators[0].params[0].value: -2048; ElementwiseAdd's size is a "
+        "dimension, at least 1");
+  v1::MeasureRequest measure;
+  *measure.mutable_operator_() = calls.operators(0);
+  CHECK(absl::IsInvalidArgument(ValidateMeasureRequest(measure)));
+}
+
+TEST_CASE("requests: a recorded value of the wrong kind for its class") {
+  v1::Calls calls = testing::AddCalls();
+  calls.mutable_operators(0)
+      ->mutable_tunables(0)
+      ->mutable_value()
+      ->set_string_value("512");
+  calls.mutable_operators(0)->mutable_tunables(0)->clear_domain();
+  const absl::Status s = ValidateAutotuneRequest(Tune(calls));
+  CHECK(absl::IsInvalidArgument(s));
+  CHECK(s.message() ==
+        "operators[0].tunables[0].value: \"512\" is not an int, as "
+        "ElementwiseAdd's tile_size is");
+}
+
+TEST_CASE("requests: a profile entry without its class is refused") {
+  v1::AutotuneRequest request = Tune(testing::AddCalls());
+  v1::ProfileEntry* e = request.mutable_profile()->add_entries();
+  e->set_operator_class("GEMM");
+  REQUIRE(ValidateAutotuneRequest(request).ok());
+  request.mutable_profile()->add_entries();
+  CHECK(ValidateAutotuneRequest(request).message() ==
+        "profile.entries[1].operator_class: empty");
+}
+
+TEST_CASE("requests: a recording with no operators and no calls is refused") {
+  v1::Calls calls;
+  calls.set_format_version(v1::FORMAT_VERSION_1);
+  const absl::Status s = ValidateRecording(calls);
+  CHECK(absl::IsInvalidArgument(s));
+  CHECK(absl::StartsWith(s.message(), "operators: none, and no calls"));
+}
+
+// An expression `depth` levels deep (a leaf is 1).
+v1::Expression Deep(int depth) {
+  v1::Expression e = testing::Const(1);
+  for (int i = 1; i < depth; ++i) {
+    e = testing::Bin(v1::Expression::OP_ADD, e, testing::Const(1));
+  }
+  return e;
+}
+
+TEST_CASE("requests: expressions are taken to the one depth limit") {
+  v1::Calls calls = testing::SmallCalls();
+  v1::Binding* b =
+      calls.mutable_calls(0)->mutable_recording()->mutable_bindings(0);
+  *b->mutable_expression() = Deep(32);
+  CHECK(ValidateAutotuneRequest(Tune(calls)).ok());
+  // What gRPC's parser (100 levels) makes of the deepest request.
+  v1::AutotuneRequest parsed;
+  REQUIRE(parsed.ParseFromString(Tune(calls).SerializeAsString()));
+  *b->mutable_expression() = Deep(33);
+  const absl::Status s = ValidateAutotuneRequest(Tune(calls));
+  CHECK(absl::IsInvalidArgument(s));
+  CHECK_THAT(std::string(s.message()),
+             Catch::Contains("deeper than the limit of 32"));
+}
+
+TEST_CASE("requests: min_gain is a share of the step, at least 0 and below 1") {
+  v1::AutotuneRequest request;
+  *request.mutable_calls() = testing::AddSiluCalls();
+  REQUIRE(ValidateAutotuneRequest(request).ok());
+  CHECK(AutotuneOptionsOf(request, "").min_gain == kMinGain);
+  for (double bad : {-0.001, 1.0, 2.5, std::nan(""), HUGE_VAL}) {
+    request.set_min_gain(bad);
+    const absl::Status s = ValidateAutotuneRequest(request);
+    INFO(bad << ": " << s.ToString());
+    CHECK(absl::IsInvalidArgument(s));
+    CHECK(absl::StartsWith(s.message(), "min_gain"));
+  }
+  for (double good : {0.0, 0.005, 0.2}) {
+    request.set_min_gain(good);
+    CHECK(ValidateAutotuneRequest(request).ok());
+    CHECK(AutotuneOptionsOf(request, "").min_gain == good);
+  }
 }
 
 }  // namespace

@@ -420,3 +420,97 @@ TEST_CASE("NamedDims names dims off their default or covered", "[search]") {
 
 }  // namespace
 }  // namespace irontune
+
+namespace irontune {
+namespace {
+
+// A trial of tile_m = m, tile_n = n: delta against the recorded setting
+// (tile_m 64, tile_n 64), noise.
+Comparison Trial(int64_t m, int64_t n, double delta, double noise) {
+  Comparison t;
+  for (const auto& [name, v] :
+       {std::pair<const char*, int64_t>{"tile_m", m}, {"tile_n", n}}) {
+    v1::Field f;
+    f.set_name(name);
+    f.mutable_value()->set_int_value(v);
+    t.tunables.push_back(f);
+  }
+  t.delta_us = delta;
+  t.noise_us = noise;
+  return t;
+}
+
+TEST_CASE("Beats: both margins, the incumbent's noise in quadrature",
+          "[search]") {
+  const Comparison recorded = Trial(64, 64, 0, 0);
+  // 3 faster, noise 1: beyond 2 noises; the practical margin decides.
+  CHECK(Beats(Trial(32, 64, -3, 1), recorded, true, 2.0, 0));
+  CHECK(Beats(Trial(32, 64, -3, 1), recorded, true, 2.0, 2.9));
+  CHECK_FALSE(Beats(Trial(32, 64, -3, 1), recorded, true, 2.0, 3.0));
+  // Within two noises: not beyond the statistical margin.
+  CHECK_FALSE(Beats(Trial(32, 64, -2, 1), recorded, true, 2.0, 0));
+  // A refused or noiseless challenger never beats.
+  Comparison refused = Trial(32, 64, -30, 1);
+  refused.refused = "output differs";
+  CHECK_FALSE(Beats(refused, recorded, true, 2.0, 0));
+  Comparison unknown = Trial(32, 64, -30, 1);
+  unknown.noise_us.reset();
+  CHECK_FALSE(Beats(unknown, recorded, true, 2.0, 0));
+  // An incumbent other than the recorded setting: the gain is the
+  // difference of the deltas and the noises add in quadrature.
+  const Comparison incumbent = Trial(32, 32, -5, 1);
+  CHECK_FALSE(Beats(Trial(32, 64, -7, 1), incumbent, false, 2.0, 0));
+  CHECK(Beats(Trial(32, 64, -7.9, 1), incumbent, false, 2.0, 0));
+  Comparison unsure = incumbent;
+  unsure.noise_us.reset();
+  CHECK_FALSE(Beats(Trial(32, 64, -70, 1), unsure, false, 2.0, 0));
+}
+
+TEST_CASE("Pick: the incumbent keeps ties", "[search]") {
+  // tile_m 32 measured a little faster than the incumbent (tile_m 64,
+  // tile_n 32), within the noise: the incumbent stays.
+  std::vector<Comparison> trials = {
+      Trial(64, 64, 0, 0), Trial(64, 32, -10, 0.5), Trial(32, 32, -10.8, 0.5)};
+  CHECK(Pick(trials, 1, 2.0, 0) == 1);
+  // Beyond the noise but not beyond the practical margin: it stays too.
+  trials[2].delta_us = -12;
+  CHECK(Pick(trials, 1, 2.0, 0) == 2);
+  CHECK(Pick(trials, 1, 2.0, 2.5) == 1);
+  // The recorded setting as the incumbent: the fastest, 2, is clearly
+  // faster than 1; with a practical margin of 2.5 they are equals, and 1
+  // changes fewer tunables.
+  CHECK(Pick(trials, 0, 2.0, 0) == 2);
+  CHECK(Pick(trials, 0, 2.0, 2.5) == 1);
+}
+
+TEST_CASE("Pick: among equals the fewest changes, then the first", "[search]") {
+  // Three challengers beat the recorded setting; the fastest (index 3) is
+  // not distinguishable from the other two.
+  std::vector<Comparison> trials = {
+      Trial(64, 64, 0, 0), Trial(32, 32, -10.0, 0.4), Trial(32, 64, -10.2, 0.4),
+      Trial(64, 32, -10.5, 0.4)};
+  // Indices 2 and 3 change one tunable, index 1 two: the first of 2 and 3.
+  CHECK(Pick(trials, 0, 2.0, 0) == 2);
+  // Noise does not reorder equals: swapping the measured deltas of 2 and 3
+  // picks the same.
+  std::swap(trials[2].delta_us, trials[3].delta_us);
+  CHECK(Pick(trials, 0, 2.0, 0) == 2);
+  // A challenger clearly faster than the rest is not an equal of theirs.
+  trials[1].delta_us = -20;
+  CHECK(Pick(trials, 0, 2.0, 0) == 1);
+  // The practical margin widens who counts as equal.
+  trials[1].delta_us = -11.8;
+  CHECK(Pick(trials, 0, 2.0, 0) == 1);
+  CHECK(Pick(trials, 0, 2.0, 1.5) == 2);
+}
+
+TEST_CASE("ChangedTunables counts differing and missing names", "[search]") {
+  CHECK(ChangedTunables(Trial(64, 64, 0, 0).tunables,
+                        Trial(64, 64, 0, 0).tunables) == 0);
+  CHECK(ChangedTunables(Trial(32, 64, 0, 0).tunables,
+                        Trial(64, 64, 0, 0).tunables) == 1);
+  CHECK(ChangedTunables(Trial(32, 32, 0, 0).tunables, {}) == 2);
+}
+
+}  // namespace
+}  // namespace irontune

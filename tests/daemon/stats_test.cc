@@ -202,3 +202,22 @@ TEST_CASE("The unpaired noise combines both in quadrature", "[stats]") {
 
 }  // namespace
 }  // namespace irontune
+
+namespace irontune {
+namespace {
+
+TEST_CASE("BatchNoise is the sample standard deviation of the batches",
+          "[stats]") {
+  CHECK_FALSE(BatchNoise(std::vector<double>{}).has_value());
+  CHECK_FALSE(BatchNoise(std::vector<double>{5}).has_value());
+  CHECK(*BatchNoise(std::vector<double>{4, 4, 4}) == 0);
+  // {1, 2, 3, 4}: mean 2.5, squares 2.25 + 0.25 + 0.25 + 2.25 = 5 over 3.
+  CHECK(*BatchNoise(std::vector<double>{1, 2, 3, 4}) ==
+        Approx(std::sqrt(5.0 / 3)));
+  // A shift of every batch moves no spread.
+  CHECK(*BatchNoise(std::vector<double>{1001, 1002, 1003, 1004}) ==
+        Approx(std::sqrt(5.0 / 3)));
+}
+
+}  // namespace
+}  // namespace irontune

@@ -44,9 +44,11 @@ class FakeRunner : public JobRunner {
       const v1::AutotuneRequest&, JobContext& context) override {
     return std::make_unique<Steps>(*this, context);
   }
-  absl::StatusOr<v1::MeasureResult> RunMeasure(const v1::MeasureRequest&,
-                                               JobContext& context) override {
-    order.push_back("measure");
+  absl::StatusOr<v1::MeasureResult> RunMeasure(
+      const v1::MeasureRequest& request, JobContext& context) override {
+    order.push_back(request.client().empty()
+                        ? std::string("measure")
+                        : absl::StrCat("measure ", request.client()));
     context.Log("measured");
     return v1::MeasureResult();
   }
@@ -129,6 +131,72 @@ TEST_CASE("worker: tasks run on the worker between jobs") {
   worker.Stop();
   CHECK(absl::IsUnavailable(
       worker.RunOnWorker([](Cache*) { return absl::OkStatus(); })));
+}
+
+// A job of `kind` whose memory estimate is `gib` GiB.
+JobPtr Costing(const std::string& id, double gib, bool autotune) {
+  Job::Request request = v1::AutotuneRequest();
+  if (!autotune) {
+    v1::MeasureRequest m;
+    m.set_client(id);
+    request = m;
+  }
+  auto job = std::make_shared<Job>(id, request, "ann", v1::PRIORITY_INTERACTIVE,
+                                   false);
+  job->set_cost(static_cast<uint64_t>(gib * (1ull << 30)), 0);
+  return job;
+}
+
+void WaitEnded(const JobPtr& job) {
+  bool done = false;
+  while (!done) job->EventsFrom(1 << 20, absl::Seconds(1), &done);
+}
+
+TEST_CASE("worker: a Measure that does not fit beside an Autotune waits") {
+  auto runner = std::make_unique<FakeRunner>();
+  FakeRunner* fake = runner.get();
+  JobQueue queue(10);
+  WorkerParts parts = Parts(std::move(runner));
+  parts.memory_limit_bytes = 10ull << 30;
+  DeviceWorker worker(std::move(parts), &queue, nullptr);
+  REQUIRE(worker.Start().ok());
+  JobPtr tune = Costing("t", 6, true);
+  REQUIRE(queue.Push(tune).ok());
+  fake->started.WaitForNotification();
+  CHECK(worker.Status().reserved_bytes == 6ull << 30);
+  JobPtr big = Costing("big", 6, false);
+  JobPtr small = Costing("small", 1, false);
+  REQUIRE(queue.Push(big).ok());
+  REQUIRE(queue.Push(small).ok());
+  fake->proceed.Notify();
+  for (const JobPtr& job : {tune, big, small}) WaitEnded(job);
+  worker.Stop();
+  // 6 + 6 GiB would pass the 10 GiB budget: the big one ran after.
+  CHECK(fake->order ==
+        std::vector<std::string>{"autotune shape 0", "measure small",
+                                 "autotune shape 1", "measure big"});
+  CHECK(worker.Status().reserved_bytes == 0);
+}
+
+TEST_CASE("worker: a job past its deadline stops at its next round") {
+  auto runner = std::make_unique<FakeRunner>();
+  FakeRunner* fake = runner.get();
+  JobQueue queue(10);
+  DeviceWorker worker(Parts(std::move(runner)), &queue, nullptr);
+  REQUIRE(worker.Start().ok());
+  JobPtr tune = Costing("t", 0, true);
+  Job::Bounds bounds;
+  bounds.deadline = absl::Now() - absl::Seconds(1);
+  tune->set_bounds(bounds);
+  fake->proceed.Notify();
+  REQUIRE(queue.Push(tune).ok());
+  WaitEnded(tune);
+  worker.Stop();
+  CHECK(tune->state() == v1::JOB_STATE_CANCELLED);
+  CHECK(absl::IsDeadlineExceeded(tune->status()));
+  CHECK(tune->status().message() == "the client's deadline passed");
+  CHECK(fake->order ==
+        std::vector<std::string>{"autotune shape 0", "autotune shape 1"});
 }
 
 }  // namespace

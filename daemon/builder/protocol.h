@@ -1,0 +1,76 @@
+// The builder protocol (docs/builder-protocol.md, irontune-builder/1): the
+// request irontuned writes to a build command, the reply it reads back, and
+// the recipe hash a build is stored under.
+//
+// Thread-safe (pure functions).
+#ifndef IRONTUNE_DAEMON_BUILDER_PROTOCOL_H_
+#define IRONTUNE_DAEMON_BUILDER_PROTOCOL_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "daemon/npu/builder.h"
+
+namespace irontune {
+
+inline constexpr int kBuilderProtocol = 1;
+
+// A per-call value of a built image and where it is written: the word of
+// the instruction stream (xclbin chain), or the kernel argument or the
+// word of the ctrl scratchpad (IRON's parameter table; full ELF). Exactly
+// one of insts_word, arg and scratchpad_word is >= 0.
+struct BuiltSymbol {
+  std::string name;
+  int64_t insts_word = -1;
+  int64_t arg = -1;
+  int64_t scratchpad_word = -1;
+};
+
+// The files of a built design, as paths relative to the build's directory.
+struct BuiltFiles {
+  std::string xclbin, kernel, insts;  // xclbin chain
+  std::string elf;                    // full ELF
+};
+
+enum class ReplyStatus { kBuilt, kRefused, kFailed };
+
+struct BuilderReply {
+  ReplyStatus status = ReplyStatus::kFailed;
+  std::string reason;
+  std::string builder_artifact_hash;  // the builder's own, for diagnosis
+  BuiltFiles files;
+  std::vector<ArtifactBuffer> buffers;
+  std::vector<BuiltSymbol> symbols;
+};
+
+// The recipe hash of `request` built by a builder whose Environment() is
+// `environment`: sha256 hex over the protocol's tag, the environment, the
+// platform's name and generation, packaging, steps, distinct and
+// DesignBytes(request.op). Known before building; the artifact store's key.
+std::string BuildRecipeHash(const BuildRequest& request,
+                            std::string_view environment);
+
+// "full_elf", "xclbin_chain" ("unspecified" otherwise).
+std::string PackagingWord(v1::Packaging packaging);
+
+// The request's JSON text (one line). `output_dir` is absolute.
+std::string RequestJson(const BuildRequest& request,
+                        std::string_view recipe_hash,
+                        std::string_view output_dir);
+
+// Parses and checks a reply to `request` (recipe `recipe_hash`). For a built
+// design, also checks that its files are regular, non-empty files inside
+// `output_dir`, and that each insts_word lies within the instruction
+// stream. InvalidArgument naming the field ("reply.buffers[2].nbytes: ...")
+// for anything malformed.
+absl::StatusOr<BuilderReply> ParseReply(std::string_view text,
+                                        const BuildRequest& request,
+                                        std::string_view recipe_hash,
+                                        std::string_view output_dir);
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_DAEMON_BUILDER_PROTOCOL_H_

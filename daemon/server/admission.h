@@ -1,0 +1,93 @@
+// Admission: what a job will cost, estimated before it is queued, and the
+// limits it must keep to. A request that passed validation (requests.h) is
+// admitted only when its estimated peak memory and device time, and its
+// sizes, are within AdmissionLimits; otherwise it is refused naming the
+// figure and the limit (and the flag that sets it), and nothing is
+// allocated for it.
+//
+// The estimates (docs/operations.md, "Admission and limits"):
+//   - peak memory: per timed operator, its inputs once (every image shares
+//     them); a batch of settings loaded at once, each as a 1-step and a
+//     `repeats`-step image holding its outputs per distinct step (every
+//     step when the buffers are at most kDistinctBytes, else one), so
+//       batch × output bytes × (1 + distinct steps);
+//     plus each setting's inputs and outputs as read back for judging,
+//     plus the request itself. An Autotune's figure is its largest shape's.
+//   - device time, a lower bound: every setting runs its two images
+//     `calls` times a round for `rounds` rounds, each run costing at least
+//     a dispatch and a step floor per step (docs/npu-facts.md, "Call costs").
+//     An Autotune counts every setting of every shape (its settings, as
+//     tune/settings.h enumerates them).
+//
+// Thread-safe (pure functions).
+#ifndef IRONTUNE_DAEMON_SERVER_ADMISSION_H_
+#define IRONTUNE_DAEMON_SERVER_ADMISSION_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "daemon/npu/device.h"
+#include "irontune/v1/tuner.pb.h"
+
+namespace irontune {
+
+// Limits a request and the jobs it makes must keep to. The defaults suit a
+// box with 32 GB of memory serving one NPU (docs/operations.md). Each is a
+// flag and config key of irontuned (daemon/server/cli.cc).
+struct AdmissionLimits {
+  // One gRPC message (--max-message-bytes): what gRPC itself refuses.
+  uint64_t message_bytes = uint64_t{544} << 20;
+  // An Autotune's profile, encoded (--max-profile-bytes).
+  uint64_t profile_bytes = uint64_t{16} << 20;
+  // An Autotune's recording: operators, steps over every call, and its
+  // encoded bytes (--max-recording-operators, -steps, -bytes).
+  uint64_t recording_operators = 16384;
+  uint64_t recording_steps = uint64_t{1} << 20;
+  uint64_t recording_bytes = uint64_t{512} << 20;
+  // One job's estimated peak memory (--job-memory) and device time
+  // (--job-device-seconds); a running job is also stopped when its device
+  // time passes the latter.
+  uint64_t job_memory_bytes = uint64_t{8} << 30;
+  double job_device_seconds = 6 * 3600;
+  // Jobs one client may have waiting (--client-queue-quota).
+  size_t client_queue_quota = 16;
+  // Autotune, Measure and Watch streams open at once (--max-streams).
+  size_t concurrent_streams = 256;
+  // What every running job's estimates may add up to (--memory-limit);
+  // a job whose estimate exceeds it is refused.
+  uint64_t memory_limit_bytes = uint64_t{16} << 30;
+};
+
+// A job's estimates.
+struct JobCost {
+  uint64_t memory_bytes = 0;
+  double device_seconds = 0;
+};
+
+// The floor a run of N steps costs: a dispatch plus N step floors
+// (docs/npu-facts.md, "Call costs": 49-56 us a call; about 1 us a step in a
+// runlist).
+inline constexpr double kDispatchFloorUs = 49;
+inline constexpr double kStepFloorUs = 1;
+
+// The estimates of a Measure on `platform`, or ResourceExhausted naming the
+// figure and the limit it exceeds. REQUIRES: ValidateMeasureRequest passed.
+absl::StatusOr<JobCost> AdmitMeasure(const v1::MeasureRequest& request,
+                                     const Platform& platform,
+                                     const AdmissionLimits& limits);
+
+// The estimates of an Autotune on `platform`; ResourceExhausted as above,
+// also for a profile or recording over its limits. REQUIRES:
+// ValidateAutotuneRequest passed.
+absl::StatusOr<JobCost> AdmitAutotune(const v1::AutotuneRequest& request,
+                                      const Platform& platform,
+                                      const AdmissionLimits& limits);
+
+// "1.5 GiB", "512 B": a byte count for messages.
+std::string FormatBytes(uint64_t bytes);
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_DAEMON_SERVER_ADMISSION_H_

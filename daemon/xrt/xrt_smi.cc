@@ -1,0 +1,265 @@
+#include "daemon/xrt/xrt_smi.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+#include "daemon/xrt/subprocess.h"
+#include "nlohmann/json.hpp"
+
+namespace irontune {
+namespace {
+
+// A "Key : value" line's key, lowercased with single spaces, and its
+// trimmed value; false for other lines and the device banner.
+bool SplitField(absl::string_view line, std::string& key, std::string& value) {
+  const absl::string_view trimmed = absl::StripAsciiWhitespace(line);
+  if (trimmed.empty() || trimmed.front() == '[') return false;
+  const size_t colon = trimmed.find(':');
+  if (colon == absl::string_view::npos) return false;
+  std::vector<absl::string_view> words =
+      absl::StrSplit(trimmed.substr(0, colon), ' ', absl::SkipEmpty());
+  key = absl::AsciiStrToLower(absl::StrJoin(words, " "));
+  value = std::string(absl::StripAsciiWhitespace(trimmed.substr(colon + 1)));
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<SmiPlatform> ParsePlatformReport(absl::string_view text) {
+  bool have_name = false;
+  bool have_mode = false;
+  SmiPlatform p;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    std::string key, value;
+    if (!SplitField(line, key, value)) continue;
+    if (key == "name" && !have_name) {
+      if (value.empty()) {
+        return absl::InvalidArgumentError(
+            "xrt-smi platform report: \"Name\" is empty");
+      }
+      p.name = value;
+      have_name = true;
+    } else if (key == "power mode" && !have_mode) {
+      absl::StatusOr<PowerMode> mode = ParsePowerMode(value);
+      if (!mode.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("xrt-smi platform report: \"Power Mode\": ",
+                         mode.status().message()));
+      }
+      p.power_mode = *mode;
+      have_mode = true;
+    }
+  }
+  std::vector<std::string> missing;
+  if (!have_name) missing.push_back("\"Name\"");
+  if (!have_mode) missing.push_back("\"Power Mode\"");
+  if (!missing.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "xrt-smi platform report has no ", absl::StrJoin(missing, " and "),
+        " field (is the amdxdna driver loaded and XRT >= 2.18?)"));
+  }
+  return p;
+}
+
+namespace {
+
+using nlohmann::json;
+
+absl::Status BadJson(const std::string& where, absl::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("xrt-smi aie-partitions report: ", where, ": ", what));
+}
+
+absl::StatusOr<int> PidOf(const json& pid, const std::string& where) {
+  int64_t v = -1;
+  if (pid.is_number_integer()) {
+    v = pid.get<int64_t>();
+  } else if (!pid.is_string() ||
+             !absl::SimpleAtoi(pid.get<std::string>(), &v)) {
+    return BadJson(where, "not a pid");
+  }
+  if (v <= 0 || v > (1 << 30)) return BadJson(where, "not a pid");
+  return static_cast<int>(v);
+}
+
+// `j[key]` as an array, or empty when absent.
+absl::StatusOr<json> ArrayAt(const json& j, const char* key,
+                             const std::string& where) {
+  if (!j.is_object()) return BadJson(where, "not an object");
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return json::array();
+  if (!it->is_array())
+    return BadJson(absl::StrCat(where, ".", key), "not an array");
+  return *it;
+}
+
+absl::Status PartitionPids(const json& part, const std::string& where,
+                           int own_pid, std::vector<int>& pids) {
+  ASSIGN_OR_RETURN(const json ctxs, ArrayAt(part, "hw_contexts", where));
+  for (size_t k = 0; k < ctxs.size(); ++k) {
+    const std::string w = absl::StrCat(where, ".hw_contexts[", k, "]");
+    if (!ctxs[k].is_object() || !ctxs[k].contains("pid")) {
+      return BadJson(w, "has no pid");
+    }
+    ASSIGN_OR_RETURN(const int pid, PidOf(ctxs[k]["pid"], w + ".pid"));
+    if (pid != own_pid) pids.push_back(pid);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<int>> ParseAiePartitions(absl::string_view text,
+                                                    int own_pid) {
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return BadJson("file", "not JSON");
+  std::vector<int> pids;
+  ASSIGN_OR_RETURN(const json devices, ArrayAt(j, "devices", "report"));
+  for (size_t d = 0; d < devices.size(); ++d) {
+    const std::string dw = absl::StrCat("devices[", d, "]");
+    if (!devices[d].is_object()) return BadJson(dw, "not an object");
+    const auto aie = devices[d].find("aie_partitions");
+    if (aie == devices[d].end()) continue;
+    ASSIGN_OR_RETURN(const json parts,
+                     ArrayAt(*aie, "partitions", dw + ".aie_partitions"));
+    for (size_t i = 0; i < parts.size(); ++i) {
+      RETURN_IF_ERROR(PartitionPids(
+          parts[i], absl::StrCat(dw, ".aie_partitions.partitions[", i, "]"),
+          own_pid, pids));
+    }
+  }
+  std::sort(pids.begin(), pids.end());
+  pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+  return pids;
+}
+
+absl::StatusOr<Platform> PlatformOf(const SmiPlatform& smi) {
+  // docs/npu-facts.md: the xrt-smi names of each generation, its array,
+  // hwctx_limit, packaging and DPM H-clock table (lowest, level 3, top).
+  struct Row {
+    const char* generation;
+    int columns, contexts;
+    bool full_elf;
+    int low_mhz, balanced_mhz, top_mhz;
+  };
+  static constexpr Row kNpu1 = {"npu1", 4, 6, false, 800, 1024, 1600};
+  static constexpr Row kNpu2 = {"npu2", 8, 16, true, 792, 1267, 1800};
+  const Row* row = nullptr;
+  const std::string name = absl::AsciiStrToLower(smi.name);
+  for (const char* n : {"phoenix", "hawk point"})
+    if (absl::StrContains(name, n)) row = &kNpu1;
+  for (const char* n : {"strix", "krackan", "gorgon"})
+    if (absl::StrContains(name, n)) row = &kNpu2;
+  if (row == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown NPU \"", smi.name,
+        "\" (known: NPU Phoenix, NPU Strix, NPU Strix Halo, NPU Krackan, "
+        "NPU Gorgon Point)"));
+  }
+  Platform p;
+  p.name = smi.name;
+  p.generation = row->generation;
+  p.power_mode = smi.power_mode;
+  p.columns = row->columns;
+  p.hw_contexts = row->contexts;
+  p.full_elf = row->full_elf;
+  p.core_mhz = smi.power_mode == PowerMode::kPowersaver ? row->low_mhz
+               : smi.power_mode == PowerMode::kBalanced ? row->balanced_mhz
+                                                        : row->top_mhz;
+  return p;
+}
+
+XrtSmi::XrtSmi(XrtSmiOptions options) : options_(std::move(options)) {
+  if (options_.path.empty()) {
+    const char* xrt = std::getenv("XILINX_XRT");
+    for (std::string dir : {std::string(xrt != nullptr ? xrt : ""),
+                            std::string("/opt/xilinx/xrt")}) {
+      const std::string p = dir + "/bin/xrt-smi";
+      if (!dir.empty() && ::access(p.c_str(), X_OK) == 0) {
+        options_.path = p;
+        break;
+      }
+    }
+    if (options_.path.empty()) options_.path = "xrt-smi";
+  }
+  if (options_.scratch_file.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    options_.scratch_file =
+        absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp",
+                     "/irontuned-aie-partitions-", ::getpid(), ".json");
+  }
+}
+
+absl::StatusOr<std::string> XrtSmi::Run(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {options_.path};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const std::string shown = absl::StrJoin(argv, " ");
+  absl::StatusOr<CommandResult> r = RunCommand(argv, options_.timeout);
+  if (!r.ok()) {
+    return absl::Status(r.status().code(),
+                        absl::StrCat("`", shown, "`: ", r.status().message(),
+                                     " (--xrt-smi names the program)"));
+  }
+  if (r->exit_code != 0) {
+    const std::string said(
+        absl::StripAsciiWhitespace(r->err.empty() ? r->out : r->err));
+    return absl::UnavailableError(
+        absl::StrCat("`", shown, "` failed (",
+                     r->signal ? absl::StrCat("signal ", r->signal)
+                               : absl::StrCat("exit ", r->exit_code),
+                     ")", said.empty() ? "" : ": ", said.substr(0, 2000)));
+  }
+  return r->out;
+}
+
+absl::StatusOr<SmiPlatform> XrtSmi::ExaminePlatform() {
+  ASSIGN_OR_RETURN(const std::string out, Run({"examine", "-r", "platform"}));
+  return ParsePlatformReport(out);
+}
+
+absl::StatusOr<std::vector<int>> XrtSmi::HolderPids(int own_pid) {
+  const std::string& file = options_.scratch_file;
+  std::remove(file.c_str());
+  RETURN_IF_ERROR(
+      Run({"examine", "-r", "aie-partitions", "-f", "JSON", "-o", file})
+          .status());
+  std::ifstream in(file);
+  if (!in) {
+    return absl::UnavailableError(absl::StrCat(
+        "`", options_.path, " examine -r aie-partitions` wrote no ", file));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  in.close();
+  std::remove(file.c_str());
+  return ParseAiePartitions(text.str(), own_pid);
+}
+
+absl::Status XrtSmi::SetPowerMode(PowerMode mode) {
+  if (mode == PowerMode::kTurbo) {
+    ASSIGN_OR_RETURN(const std::vector<int> holders, HolderPids(0));
+    if (!holders.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "power mode turbo is refused while hardware contexts are active "
+          "(held by pid ",
+          absl::StrJoin(holders, ", "),
+          "); stop those processes or use --power-mode performance"));
+    }
+  }
+  return Run({"configure", "--pmode", std::string(PowerModeName(mode))})
+      .status();
+}
+
+}  // namespace irontune

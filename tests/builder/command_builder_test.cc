@@ -1,0 +1,261 @@
+#include "daemon/builder/command_builder.h"
+
+#include <signal.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "catch2/catch.hpp"
+#include "nlohmann/json.hpp"
+#include "tests/builder/builder_fixtures.h"
+
+namespace irontune {
+namespace {
+
+using testing::FakeBuilderPath;
+using testing::FakeScript;
+using testing::GemmRequest;
+using testing::ScriptFake;
+namespace fs = std::filesystem;
+
+struct Fixture {
+  FakeScript script;
+  std::string dir = e2e::TempDir("command-builder");
+  std::unique_ptr<ArtifactStore> store;
+  std::unique_ptr<CommandBuilder> builder;
+
+  explicit Fixture(int jobs = 1, absl::Duration timeout = absl::Seconds(60)) {
+    store = *ArtifactStore::Open(dir + "/artifacts", 0);
+    CommandBuilderOptions options;
+    options.command = FakeBuilderPath();
+    options.jobs = jobs;
+    options.timeout = timeout;
+    absl::StatusOr<std::unique_ptr<CommandBuilder>> made =
+        CommandBuilder::Create(options, store.get());
+    REQUIRE(made.ok());
+    builder = *std::move(made);
+  }
+  // The recipe hashes the fake was run for, one per build.
+  std::vector<std::string> Builds() const {
+    return absl::StrSplit(e2e::ReadFile(dir + "/builds.log"), '\n',
+                          absl::SkipEmpty());
+  }
+  std::vector<std::string> TmpLeft() const {
+    std::vector<std::string> left;
+    for (const auto& e : fs::directory_iterator(dir + "/artifacts/.tmp"))
+      left.push_back(e.path().string());
+    return left;
+  }
+};
+
+TEST_CASE("CommandBuilder's environment names the command and its version") {
+  Fixture f;
+  CHECK(f.builder->Environment() ==
+        "command-builder/1 " + FakeBuilderPath() + "; fake-builder 1");
+  ScriptFake("VERSION", "fail");
+  CommandBuilderOptions options;
+  options.command = FakeBuilderPath();
+  auto failing = CommandBuilder::Create(options, f.store.get());
+  REQUIRE(failing.ok());
+  CHECK((*failing)->Environment().find("unknown (--version exited with "
+                                       "status 3)") != std::string::npos);
+}
+
+TEST_CASE("CommandBuilder refuses a command that cannot be run") {
+  FakeScript script;
+  auto store = *ArtifactStore::Open(e2e::TempDir("cb-missing"), 0);
+  CommandBuilderOptions options;
+  options.command = "/nonexistent/iron-builder --flag";
+  auto made = CommandBuilder::Create(options, store.get());
+  REQUIRE_FALSE(made.ok());
+  CHECK(made.status().code() == absl::StatusCode::kNotFound);
+  CHECK(made.status().message().find("/nonexistent/iron-builder") !=
+        std::string::npos);
+  options.command = "  ";
+  CHECK(CommandBuilder::Create(options, store.get()).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("CommandBuilder builds an xclbin chain into the store, once") {
+  Fixture f;
+  ScriptFake("LOG", f.dir);
+  const BuildRequest request = GemmRequest(64, v1::PACKAGING_XCLBIN_CHAIN, 2);
+  absl::StatusOr<BuildOutcome> built = f.builder->Build(request);
+  REQUIRE(built.ok());
+  REQUIRE(built->artifact);
+  const Artifact& a = *built->artifact;
+  CHECK(a.steps == 2);
+  CHECK(a.buffers.size() == 6);  // 3 buffers x 2 distinct steps
+  CHECK(a.buffers[4].name == "s1.B");
+  CHECK(a.buffers[4].nbytes == 64 * 128 * 2);
+  CHECK(a.symbols == std::vector<std::string>{"seq_len"});
+  const auto manifest = nlohmann::json::parse(a.payload);
+  CHECK(manifest["format"] == "irontune-xrt-artifact/1");
+  CHECK(manifest["packaging"] == "xclbin_chain");
+  CHECK(manifest["kernel"] == "MLIR_AIE");
+  const std::string xclbin = manifest["xclbin"];
+  CHECK(xclbin == f.dir + "/artifacts/" + a.recipe_hash + "/design.xclbin");
+  const auto design = nlohmann::json::parse(e2e::ReadFile(xclbin));
+  CHECK(design["fake_xrt"] == 1);
+  CHECK(design["run_us"].get<double>() > 0);
+  CHECK(manifest["symbols"][0]["insts_word"] == 16);
+  CHECK(fs::file_size(manifest["insts"].get<std::string>()) % 4 == 0);
+
+  // The second build of the same setting comes from the store.
+  absl::StatusOr<BuildOutcome> again = f.builder->Build(request);
+  REQUIRE(again.ok());
+  REQUIRE(again->artifact);
+  CHECK(again->artifact->artifact_hash == a.artifact_hash);
+  CHECK(again->artifact->payload == a.payload);
+  CHECK(f.Builds().size() == 1);
+  CHECK(f.TmpLeft().empty());
+}
+
+TEST_CASE("CommandBuilder builds a full ELF with argument symbols") {
+  Fixture f;
+  auto built = f.builder->Build(GemmRequest(64, v1::PACKAGING_FULL_ELF));
+  REQUIRE(built.ok());
+  REQUIRE(built->artifact);
+  const auto manifest = nlohmann::json::parse(built->artifact->payload);
+  CHECK(manifest["packaging"] == "full_elf");
+  const auto design =
+      nlohmann::json::parse(e2e::ReadFile(manifest["elf"].get<std::string>()));
+  CHECK(design["kernel"] == "main:sequence");
+  CHECK_FALSE(manifest.contains("xclbin"));
+  CHECK(manifest["symbols"][0]["arg"] == 3);
+}
+
+TEST_CASE("Settings of one operator get distinct recipes and fake times") {
+  Fixture f;
+  auto a = f.builder->Build(GemmRequest(64));
+  auto b = f.builder->Build(GemmRequest(16));
+  REQUIRE((a.ok() && b.ok() && a->artifact && b->artifact));
+  CHECK(a->artifact->recipe_hash != b->artifact->recipe_hash);
+  CHECK(a->artifact->artifact_hash != b->artifact->artifact_hash);
+  auto run_us = [](const Artifact& x) {
+    const auto m = nlohmann::json::parse(x.payload);
+    return nlohmann::json::parse(e2e::ReadFile(m["xclbin"]))["run_us"]
+        .get<double>();
+  };
+  CHECK(run_us(*a->artifact) < run_us(*b->artifact));  // 64 is the sweet spot
+}
+
+TEST_CASE("A refusal is an outcome, not an error, and is not stored") {
+  Fixture f;
+  ScriptFake("REFUSE", "tile_m=16");
+  auto refused = f.builder->Build(GemmRequest(16));
+  REQUIRE(refused.ok());
+  CHECK_FALSE(refused->artifact);
+  CHECK(refused->refusal == "fake: tile_m=16 does not fit in L1");
+  auto fits = f.builder->Build(GemmRequest(32));
+  REQUIRE(fits.ok());
+  CHECK(fits->artifact);
+  CHECK(f.TmpLeft().empty());
+  CHECK(f.store->TotalBytes() > 0);
+}
+
+// The error of one build in `mode`.
+absl::Status FailedBuild(Fixture& f, const std::string& mode) {
+  ScriptFake("MODE", mode);
+  absl::StatusOr<BuildOutcome> outcome = f.builder->Build(GemmRequest(64));
+  ScriptFake("MODE", "");
+  CHECK(f.TmpLeft().empty());
+  return outcome.status();
+}
+
+TEST_CASE("Builder failures are errors naming the command and the setting") {
+  Fixture f;
+  const absl::Status failing = FailedBuild(f, "failing");
+  CHECK(failing.code() == absl::StatusCode::kInternal);
+  const std::string text(failing.message());
+  CHECK(text.find(FakeBuilderPath()) != std::string::npos);
+  CHECK(text.find("GEMM {tile_m=64, tile_k=32, tile_n=32, num_aie_columns=4}"
+                  " x1 xclbin_chain") != std::string::npos);
+  CHECK(text.find("exited with status 1") != std::string::npos);
+  CHECK(text.find("aiecc: error: cannot place the design") !=
+        std::string::npos);
+
+  const absl::Status failed = FailedBuild(f, "failed");
+  CHECK(failed.code() == absl::StatusCode::kInternal);
+  CHECK(failed.message().find("the build failed: fake: aiecc died") !=
+        std::string::npos);
+
+  const absl::Status crash = FailedBuild(f, "crash");
+  CHECK(crash.code() == absl::StatusCode::kInternal);
+  CHECK(crash.message().find("killed by signal 11") != std::string::npos);
+  CHECK(crash.message().find("fake-builder: crash build") != std::string::npos);
+
+  // After all that, the builder still builds.
+  auto good = f.builder->Build(GemmRequest(64));
+  REQUIRE(good.ok());
+  CHECK(good->artifact);
+}
+
+TEST_CASE("Malformed replies are clear errors for the setting") {
+  Fixture f;
+  const absl::Status garbage = FailedBuild(f, "garbage");
+  CHECK(garbage.code() == absl::StatusCode::kInternal);
+  CHECK(garbage.message().find("malformed reply: the reply is not one JSON "
+                               "object") != std::string::npos);
+  const absl::Status missing = FailedBuild(f, "missing-file");
+  CHECK(missing.message().find("reply.files.xclbin \"design.xclbin\" is not "
+                               "a regular file") != std::string::npos);
+  const absl::Status wrong = FailedBuild(f, "wrong-recipe");
+  CHECK(wrong.message().find("reply.recipe_hash is \"0000") !=
+        std::string::npos);
+  const absl::Status flood = FailedBuild(f, "flood");
+  CHECK(flood.code() == absl::StatusCode::kResourceExhausted);
+}
+
+TEST_CASE("A hanging build is killed, its grandchildren with it") {
+  Fixture f(1, absl::Milliseconds(1500));
+  ScriptFake("LOG", f.dir);
+  const absl::Status hang = FailedBuild(f, "hanging");
+  CHECK(hang.code() == absl::StatusCode::kDeadlineExceeded);
+  CHECK(hang.message().find("its process group was killed") !=
+        std::string::npos);
+  const std::string pid = e2e::ReadFile(f.dir + "/hanging.pid");
+  if (!pid.empty()) CHECK(testing::Gone(std::stoi(pid)));
+}
+
+TEST_CASE("CommandBuilder rejects a bad request before running anything") {
+  Fixture f;
+  BuildRequest r = GemmRequest(64);
+  r.steps = 0;
+  CHECK(f.builder->Build(r).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+  r = GemmRequest(64);
+  r.packaging = v1::PACKAGING_UNSPECIFIED;
+  CHECK(f.builder->Build(r).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("Builds running at once are bounded by jobs") {
+  Fixture f(2);
+  ScriptFake("LOG", f.dir);
+  ScriptFake("SLEEP", "0.3");
+  std::vector<std::thread> threads;
+  std::vector<absl::Status> results(6);
+  for (int i = 0; i < 6; ++i) {
+    threads.emplace_back([&, i] {
+      results[i] = f.builder->Build(GemmRequest(8 << i)).status();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const absl::Status& s : results) CHECK(s.ok());
+  CHECK(f.Builds().size() == 6);
+  CHECK(f.builder->peak_running() <= 2);
+  CHECK(f.builder->peak_running() >= 1);
+  // The fakes themselves never saw more than two of them running.
+  const std::vector<std::string> running = absl::StrSplit(
+      e2e::ReadFile(f.dir + "/running.log"), '\n', absl::SkipEmpty());
+  CHECK(running.size() == 6);
+  for (const std::string& n : running) CHECK(std::stoi(n) <= 2);
+}
+
+}  // namespace
+}  // namespace irontune

@@ -1,0 +1,364 @@
+// End to end, the way a careless or unfriendly client and a bad day on the
+// box would try irontuned: requests over the limits, a kill -9 mid-job, a
+// damaged database, a full disk, and a second daemon on the same NPU or
+// socket. The real irontuned and irontune-client run as subprocesses on the
+// simulated NPU. Assertions are on outcomes, never on wall-clock time; the
+// waits are bounds that keep a broken build from hanging the suite.
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "google/protobuf/text_format.h"
+#include "grpcpp/grpcpp.h"
+#include "irontune/v1/tuner.grpc.pb.h"
+#include "tests/testing/operator_fixtures.h"
+#include "tests/testing/process.h"
+#include "tests/testing/recording_fixtures.h"
+
+namespace irontune::e2e {
+namespace {
+
+const std::string kDaemon = IRONTUNE_IRONTUNED;
+const std::string kClient = IRONTUNE_CLIENT;
+const std::string kExample =
+    std::string(IRONTUNE_SOURCE_DIR) + "/examples/llama-3.2-1b.rec";
+
+// testing::AddSiluCalls as dir/small.txtpb; returns the path.
+std::string WriteSmall(const std::string& dir) {
+  const std::string path = dir + "/small.txtpb";
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(testing::AddSiluCalls(), &text);
+  std::ofstream(path) << text;
+  return path;
+}
+
+// An irontuned on `dir` (its state dir) serving unix:SOCKET (default
+// dir/sock), with `extra` flags. Check started() or wait with Up().
+class Irontuned {
+ public:
+  Irontuned(const std::string& dir, std::vector<std::string> extra = {},
+            const std::string& socket = "",
+            const std::string& clock = "virtual")
+      : dir_(dir),
+        socket_("unix:" + (socket.empty() ? dir + "/sock" : socket)) {
+    std::vector<std::string> argv = {kDaemon,    "--state-dir", dir,
+                                     "--listen", socket_,       "--sim-clock",
+                                     clock,      "--log-level", "info"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    process_ = std::make_unique<Process>("irontuned", argv, dir);
+    REQUIRE(process_->started());
+  }
+
+  // Waits (bounded) until it answers status; false if it exits first.
+  bool Up() {
+    for (int i = 0; i < 300; ++i) {
+      if (Client({"--timeout", "1", "status"}).code == 0) return true;
+      if (process_->Wait(0)) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+  Result Client(std::vector<std::string> args, double seconds = 300) const {
+    args.insert(args.begin(), {kClient, "--server", socket_});
+    return Run(args, dir_, seconds);
+  }
+  std::unique_ptr<Process> StartClient(std::vector<std::string> args) const {
+    args.insert(args.begin(), {kClient, "--server", socket_});
+    return std::make_unique<Process>("client", args, dir_);
+  }
+  nlohmann::json Jobs() const {
+    Result r = Client({"jobs", "--json"}, 30);
+    REQUIRE(r.code == 0);
+    nlohmann::json doc = nlohmann::json::parse(r.out);
+    return doc.contains("jobs") ? doc["jobs"] : nlohmann::json::array();
+  }
+  bool WaitForJob(const std::string& state, double seconds = 60) {
+    const auto end = std::chrono::steady_clock::now() +
+                     std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < end) {
+      for (const auto& job : Jobs()) {
+        if (job["state"] == state) return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+  // Waits (bounded) until a running job has done `shapes` shapes; its id,
+  // or "".
+  std::string WaitForShapes(int shapes, double seconds = 120) {
+    const auto end = std::chrono::steady_clock::now() +
+                     std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < end) {
+      for (const auto& job : Jobs()) {
+        if (job["state"] == "JOB_STATE_RUNNING" &&
+            job["shapes_done"].get<int>() >= shapes) {
+          return job["job_id"].get<std::string>();
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return "";
+  }
+  std::unique_ptr<v1::Tuner::Stub> Stub() const {
+    grpc::ChannelArguments args;
+    args.SetMaxSendMessageSize(-1);
+    return v1::Tuner::NewStub(grpc::CreateCustomChannel(
+        socket_, grpc::InsecureChannelCredentials(), args));
+  }
+  int Stop(double seconds = 15) {
+    process_->Signal(SIGTERM);
+    REQUIRE(process_->Wait(seconds));
+    return process_->exit_code();
+  }
+  Process& process() { return *process_; }
+  const std::string& socket() const { return socket_; }
+
+ private:
+  std::string dir_;
+  std::string socket_;
+  std::unique_ptr<Process> process_;
+};
+
+// Sends `request` as an Autotune and returns how it ended.
+grpc::Status Autotune(v1::Tuner::Stub& stub,
+                      const v1::AutotuneRequest& request) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(120));
+  auto reader = stub.Autotune(&context, request);
+  v1::AutotuneEvent event;
+  while (reader->Read(&event)) {
+  }
+  return reader->Finish();
+}
+
+grpc::Status Measure(v1::Tuner::Stub& stub, const v1::MeasureRequest& request) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(120));
+  auto reader = stub.Measure(&context, request);
+  v1::MeasureEvent event;
+  while (reader->Read(&event)) {
+  }
+  return reader->Finish();
+}
+
+TEST_CASE(
+    "robustness: requests over the limits are refused, the daemon stays") {
+  const std::string dir = TempDir("limits");
+  Irontuned daemon(dir);
+  REQUIRE(daemon.Up());
+  auto stub = daemon.Stub();
+
+  v1::MeasureRequest calls;
+  *calls.mutable_operator_() = testing::Silu8192();
+  calls.mutable_timing()->set_calls(4294967295u);
+  grpc::Status s = Measure(*stub, calls);
+  CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK_THAT(s.error_message(), Catch::StartsWith("timing.calls: 4294967295"));
+
+  v1::MeasureRequest repeats;
+  *repeats.mutable_operator_() = testing::Silu8192();
+  v1::Operator* op = repeats.mutable_operator_();
+  op->mutable_params(0)->mutable_value()->set_int_value(262144);
+  for (v1::Buffer& b : *op->mutable_buffers()) b.set_shape(0, 262144);
+  repeats.set_repeats(65536);
+  s = Measure(*stub, repeats);
+  CHECK(s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK_THAT(s.error_message(), Catch::Contains("(--job-memory)"));
+
+  v1::AutotuneRequest profile;
+  *profile.mutable_calls() = testing::AddSiluCalls();
+  v1::ProfileEntry* e = profile.mutable_profile()->add_entries();
+  e->set_operator_class("GEMM");
+  v1::Field* f = e->add_dims();
+  f->set_name("M");
+  f->mutable_value()->set_string_value(std::string(100 << 20, 'x'));
+  s = Autotune(*stub, profile);
+  CHECK(s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK_THAT(s.error_message(), Catch::Contains("(--max-profile-bytes)"));
+
+  // 32 GiB of SiLU buffers, a setting to search: refused, never loaded.
+  v1::Operator big = testing::Silu8192();
+  big.mutable_params(0)->mutable_value()->set_int_value(int64_t{1} << 33);
+  for (v1::Buffer& b : *big.mutable_buffers())
+    b.set_shape(0, uint64_t{1} << 33);
+  *big.mutable_tunables(0)->add_domain() = testing::Int(2048);
+  v1::AutotuneRequest recording;
+  *recording.mutable_calls() = testing::OneCall("big", {big}, {{"x", "y"}});
+  s = Autotune(*stub, recording);
+  CHECK(s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK_THAT(s.error_message(), Catch::Contains("peak memory"));
+
+  // Still serving, and a fair request still runs.
+  Result ok = daemon.Client(
+      {"submit", WriteSmall(dir), "--rounds", "3", "--calls", "5"});
+  INFO(ok.err);
+  CHECK(ok.code == 0);
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("robustness: a job over its device time stops, failing") {
+  const std::string dir = TempDir("device-time");
+  // A 2048^3 GEMM step takes far longer than the admission's floor, so the
+  // job is admitted under 0.1 s and stopped once it has used more.
+  Irontuned daemon(dir, {"--job-device-seconds", "0.1"});
+  REQUIRE(daemon.Up());
+  auto stub = daemon.Stub();
+  v1::MeasureRequest request;
+  *request.mutable_operator_() =
+      testing::IronGemm(2048, 2048, 2048, 64, 64, 64, 4);
+  request.mutable_timing()->set_rounds(50);
+  request.mutable_timing()->set_calls(10);
+  const grpc::Status s = Measure(*stub, request);
+  CHECK(s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK_THAT(s.error_message(), Catch::Contains("of device time"));
+  CHECK_THAT(s.error_message(), Catch::Contains("(--job-device-seconds)"));
+  REQUIRE(daemon.WaitForJob("JOB_STATE_FAILED"));
+  CHECK(daemon.Client({"status"}, 30).code == 0);
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("robustness: after kill -9 the job reads interrupted") {
+  const std::string dir = TempDir("kill9");
+  std::string job;
+  {
+    Irontuned daemon(dir, {}, "", "realtime");
+    REQUIRE(daemon.Up());
+    auto client = daemon.StartClient({"submit", kExample});
+    // Two shapes begun: the first one's end is on record.
+    job = daemon.WaitForShapes(2);
+    REQUIRE(!job.empty());
+    daemon.process().Signal(SIGKILL);
+    REQUIRE(daemon.process().Wait(30));
+    REQUIRE(client->Wait(60));
+    CHECK(client->exit_code() != 0);
+    // The client names the job it lost and what to do.
+    CHECK_THAT(client->Stderr(), Catch::Contains("went away while job " + job));
+    CHECK_THAT(client->Stderr(), Catch::Contains("resumes from the cache"));
+  }
+  Irontuned again(dir);
+  REQUIRE(again.Up());
+  nlohmann::json jobs = again.Jobs();
+  REQUIRE(jobs.size() == 1);
+  CHECK(jobs[0]["job_id"] == job);
+  CHECK(jobs[0]["state"] == "JOB_STATE_INTERRUPTED");
+  CHECK(jobs[0]["shapes_done"].get<int>() >= 1);
+  CHECK(jobs[0]["shapes_total"].get<int>() > 1);
+  Result result = again.Client({"result", job}, 30);
+  CHECK(result.code != 0);
+  CHECK_THAT(result.out + result.err, Catch::Contains("interrupted"));
+  CHECK(again.Stop() == 0);
+}
+
+// Overwrites the middle half of `path` with a pattern.
+void Damage(const std::string& path) {
+  const auto size = std::filesystem::file_size(path);
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(static_cast<std::streamoff>(size / 4));
+  const std::string junk(size / 2, '\x5a');
+  f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+}
+
+TEST_CASE("robustness: a damaged cache is refused, or moved aside on request") {
+  const std::string dir = TempDir("corrupt");
+  {
+    Irontuned daemon(dir);
+    REQUIRE(daemon.Up());
+    REQUIRE(daemon
+                .Client({"submit", WriteSmall(dir), "--rounds", "3", "--calls",
+                         "5"})
+                .code == 0);
+    CHECK(daemon.Stop() == 0);
+  }
+  const std::string db = dir + "/irontune.db";
+  REQUIRE(std::filesystem::file_size(db) >= 4 * 4096);
+  Damage(db);
+  {
+    Irontuned refused(dir);
+    REQUIRE(refused.process().Wait(30));
+    CHECK(refused.process().exit_code() == 1);
+    CHECK_THAT(refused.process().Stderr(), Catch::Contains(db + " is damaged"));
+    CHECK_THAT(refused.process().Stderr(),
+               Catch::Contains("--move-corrupt-aside"));
+  }
+  Irontuned fresh(dir, {"--move-corrupt-aside"});
+  REQUIRE(fresh.Up());
+  bool aside = false;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    aside = aside || entry.path().filename().string().rfind(
+                         "irontune.db.corrupt-", 0) == 0;
+  }
+  CHECK(aside);
+  CHECK(
+      fresh.Client({"submit", WriteSmall(dir), "--rounds", "3", "--calls", "5"})
+          .code == 0);
+  CHECK(fresh.Stop() == 0);
+}
+
+TEST_CASE("robustness: a full disk fails the job, the daemon stays up") {
+  const std::string dir = TempDir("full");
+  {
+    Irontuned daemon(dir);
+    REQUIRE(daemon.Up());
+    CHECK(daemon.Stop() == 0);
+  }
+  // The databases may no longer grow, as on a disk that filled meanwhile.
+  Irontuned daemon(dir, {"--test-max-database-pages", "1"});
+  REQUIRE(daemon.Up());
+  Result r =
+      daemon.Client({"submit", kExample, "--rounds", "2", "--calls", "2"});
+  CHECK(r.code != 0);
+  CHECK_THAT(r.err, Catch::Contains("no space left in " + dir));
+  CHECK_THAT(r.err, !Catch::Contains("queue is full"));
+  CHECK(daemon.Client({"status"}, 30).code == 0);
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("robustness: one irontuned per NPU, whatever the state dir") {
+  const std::string a = TempDir("npu-a");
+  const std::string b = TempDir("npu-b");
+  const std::string run = TempDir("npu-run");
+  Irontuned first(a, {"--runtime-dir", run});
+  REQUIRE(first.Up());
+  Irontuned second(b, {"--runtime-dir", run});
+  REQUIRE(second.process().Wait(30));
+  CHECK(second.process().exit_code() == 1);
+  CHECK_THAT(second.process().Stderr(),
+             Catch::Contains("another irontuned (pid " +
+                             std::to_string(first.process().pid()) + ")"));
+  // Deleting the state dir's lock file lets no second daemon in either.
+  std::filesystem::remove(a + "/irontuned.lock");
+  Irontuned third(a, {}, a + "/sock3");
+  REQUIRE(third.process().Wait(30));
+  CHECK(third.process().exit_code() == 1);
+  CHECK_THAT(third.process().Stderr(), Catch::Contains("holds the state dir"));
+  CHECK(first.Client({"status"}, 30).code == 0);
+  CHECK(first.Stop() == 0);
+}
+
+TEST_CASE("robustness: a live daemon's socket is never taken over") {
+  const std::string a = TempDir("sock-a");
+  const std::string b = TempDir("sock-b");
+  const std::string socket = a + "/shared.sock";
+  Irontuned first(a, {}, socket);
+  REQUIRE(first.Up());
+  Irontuned second(b, {}, socket);
+  REQUIRE(second.process().Wait(30));
+  CHECK(second.process().exit_code() == 1);
+  CHECK_THAT(second.process().Stderr(),
+             Catch::Contains("another irontuned answers on unix:" + socket));
+  CHECK(first.Client({"status"}, 30).code == 0);
+  CHECK(first.Stop() == 0);
+}
+
+}  // namespace
+}  // namespace irontune::e2e

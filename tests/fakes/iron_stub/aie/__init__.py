@@ -1,0 +1,1 @@
+"""Stub of mlir-aie's python package: only aie.iron.device."""

@@ -1,0 +1,1 @@
+"""Stub of IRON for deploy/iron-builder's test (see ../README.md)."""

@@ -1,0 +1,533 @@
+// The test double of XRT: tests/fakes/xrt/README.md.
+#include "tests/fakes/xrt/fake_xrt.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <new>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+#include <variant>
+
+#include "nlohmann/json.hpp"
+#include "xrt/experimental/xrt_elf.h"
+#include "xrt/experimental/xrt_ext.h"
+#include "xrt/experimental/xrt_xclbin.h"
+#include "xrt/xrt_bo.h"
+#include "xrt/xrt_device.h"
+#include "xrt/xrt_hw_context.h"
+#include "xrt/xrt_kernel.h"
+
+namespace fake_xrt {
+
+struct Script {
+  bool no_device = false;
+  int devices = 1;
+  int context_limit = 16;
+  std::map<int64_t, ert_cmd_state> run_failures;  // by 1-based run number
+  int64_t bo_alloc_fail = 0;  // the 1-based allocation that fails; 0: none
+  uint64_t seed = 1;
+  double jitter = 0.02;  // relative standard deviation of a run's time
+};
+
+struct DeviceState {
+  unsigned int index = 0;
+  std::map<std::string, std::shared_ptr<const Design>> registered;
+};
+
+struct ContextState {
+  ~ContextState();
+  std::shared_ptr<DeviceState> device;
+  std::shared_ptr<const Design> design;
+  bool elf = false;
+};
+
+struct BoState {
+  int id = 0;
+  std::vector<char> bytes;
+  uint32_t flags = 0;
+  uint32_t group = 0;
+};
+
+struct KernelState {
+  std::shared_ptr<ContextState> context;
+  std::string name;
+};
+
+struct RunState {
+  std::shared_ptr<KernelState> kernel;
+  std::map<int, std::variant<std::shared_ptr<BoState>, int64_t>> args;
+  std::chrono::steady_clock::time_point done;
+  ert_cmd_state final_state = ERT_CMD_STATE_NEW;
+  bool started = false;
+};
+
+namespace {
+
+constexpr size_t kMaxEvents = 10000;
+
+struct World {
+  std::mutex mu;
+  bool loaded = false;
+  Script script;
+  std::mt19937_64 rng{1};
+  int live_contexts = 0;
+  int64_t runs = 0;
+  int64_t bo_allocs = 0;
+  std::deque<std::string> events;
+  StartedRun last;
+};
+
+World& TheWorld() {
+  static World* world = new World;
+  return *world;
+}
+
+ert_cmd_state StateNamed(const std::string& name) {
+  if (name == "ERROR") return ERT_CMD_STATE_ERROR;
+  if (name == "TIMEOUT") return ERT_CMD_STATE_TIMEOUT;
+  if (name == "ABORT") return ERT_CMD_STATE_ABORT;
+  if (name == "NORESPONSE") return ERT_CMD_STATE_NORESPONSE;
+  throw std::runtime_error("fake xrt script: unknown run state \"" + name +
+                           "\" (ERROR, TIMEOUT, ABORT, NORESPONSE)");
+}
+
+Script ParseScript(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("fake xrt script: cannot read " + path);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  Script s;
+  for (const auto& [key, value] : j.items()) {
+    if (key == "no_device") {
+      s.no_device = value.get<bool>();
+    } else if (key == "devices") {
+      s.devices = value.get<int>();
+    } else if (key == "context_limit") {
+      s.context_limit = value.get<int>();
+    } else if (key == "run_failures") {
+      for (const auto& f : value) {
+        s.run_failures[f.at("call").get<int64_t>()] =
+            StateNamed(f.at("state").get<std::string>());
+      }
+    } else if (key == "bo_alloc_fail") {
+      s.bo_alloc_fail = value.get<int64_t>();
+    } else if (key == "seed") {
+      s.seed = value.get<uint64_t>();
+    } else if (key == "jitter") {
+      s.jitter = value.get<double>();
+    } else {
+      throw std::runtime_error("fake xrt script " + path + ": unknown key \"" +
+                               key + "\"");
+    }
+  }
+  return s;
+}
+
+void LoadLocked(World& w) {
+  const char* path = std::getenv("IRONTUNE_FAKE_XRT_SCRIPT");
+  w.script = path != nullptr && *path != '\0' ? ParseScript(path) : Script{};
+  w.rng.seed(w.script.seed);
+  w.loaded = true;
+}
+
+// The world, with its script loaded on first use.
+std::unique_lock<std::mutex> Lock(World*& out) {
+  World& w = TheWorld();
+  std::unique_lock<std::mutex> lock(w.mu);
+  if (!w.loaded) LoadLocked(w);
+  out = &w;
+  return lock;
+}
+
+void EventLocked(World& w, std::string event) {
+  w.events.push_back(std::move(event));
+  if (w.events.size() > kMaxEvents) w.events.pop_front();
+}
+
+std::shared_ptr<const Design> ReadDesign(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path + ": not a fake xrt design: " + e.what());
+  }
+  if (!j.is_object() || j.value("fake_xrt", 0) != 1) {
+    throw std::runtime_error(path +
+                             ": not a fake xrt design (no \"fake_xrt\": 1)");
+  }
+  auto d = std::make_shared<Design>();
+  d->path = path;
+  d->uuid = j.at("uuid").get<std::string>();
+  d->kernel = j.at("kernel").get<std::string>();
+  d->run_us = j.at("run_us").get<double>();
+  if (d->uuid.size() != 32 || d->run_us < 0) {
+    throw std::runtime_error(path +
+                             ": uuid must be 32 hex digits, run_us >= 0");
+  }
+  return d;
+}
+
+std::shared_ptr<BoState> AllocateBo(size_t size, uint32_t flags,
+                                    uint32_t group) {
+  World* w;
+  auto lock = Lock(w);
+  ++w->bo_allocs;
+  if (w->script.bo_alloc_fail == w->bo_allocs) throw std::bad_alloc();
+  auto bo = std::make_shared<BoState>();
+  bo->id = static_cast<int>(w->bo_allocs);
+  bo->bytes.assign(size, 0);
+  bo->flags = flags;
+  bo->group = group;
+  EventLocked(*w, "bo " + std::to_string(bo->id));
+  return bo;
+}
+
+bool HasFlag(const BoState& bo, xrt::bo::flags f) {
+  return (bo.flags & static_cast<uint32_t>(f)) != 0;
+}
+
+}  // namespace
+
+ContextState::~ContextState() {
+  World& w = TheWorld();
+  std::lock_guard<std::mutex> lock(w.mu);
+  --w.live_contexts;
+}
+
+void Reset() {
+  World& w = TheWorld();
+  std::lock_guard<std::mutex> lock(w.mu);
+  LoadLocked(w);
+  w.runs = 0;
+  w.bo_allocs = 0;
+  w.events.clear();
+  w.last = StartedRun{};
+}
+
+int LiveContexts() {
+  World* w;
+  auto lock = Lock(w);
+  return w->live_contexts;
+}
+
+int64_t Runs() {
+  World* w;
+  auto lock = Lock(w);
+  return w->runs;
+}
+
+int64_t BoAllocations() {
+  World* w;
+  auto lock = Lock(w);
+  return w->bo_allocs;
+}
+
+std::vector<std::string> Events() {
+  World* w;
+  auto lock = Lock(w);
+  return {w->events.begin(), w->events.end()};
+}
+
+StartedRun LastStarted() {
+  World* w;
+  auto lock = Lock(w);
+  return w->last;
+}
+
+}  // namespace fake_xrt
+
+// ---- The XRT API ----------------------------------------------------------
+
+namespace xrt {
+
+using fake_xrt::Lock;
+using fake_xrt::World;
+
+xclbin::xclbin(const std::string& filename)
+    : design_(fake_xrt::ReadDesign(filename)) {}
+
+uuid xclbin::get_uuid() const { return design_ ? uuid(design_->uuid) : uuid(); }
+
+elf::elf(const std::string& fnm) : design_(fake_xrt::ReadDesign(fnm)) {}
+
+device::device(unsigned int didx) {
+  World* w;
+  auto lock = Lock(w);
+  if (w->script.no_device || didx >= static_cast<unsigned>(w->script.devices)) {
+    throw std::runtime_error("Could not open device with index '" +
+                             std::to_string(didx) + "'");
+  }
+  state_ = std::make_shared<fake_xrt::DeviceState>();
+  state_->index = didx;
+}
+
+uuid device::register_xclbin(const xrt::xclbin& xclbin) {
+  if (!state_ || !xclbin.design()) {
+    throw std::runtime_error("register_xclbin: empty device or xclbin");
+  }
+  state_->registered[xclbin.design()->uuid] = xclbin.design();
+  return xclbin.get_uuid();
+}
+
+namespace {
+
+std::shared_ptr<fake_xrt::ContextState> NewContext(
+    const xrt::device& device, std::shared_ptr<const fake_xrt::Design> design,
+    bool is_elf) {
+  World* w;
+  auto lock = Lock(w);
+  if (w->live_contexts >= w->script.context_limit) {
+    throw std::system_error(EBUSY, std::generic_category(),
+                            "DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed");
+  }
+  ++w->live_contexts;
+  auto c = std::make_shared<fake_xrt::ContextState>();
+  c->device = device.state();
+  c->design = std::move(design);
+  c->elf = is_elf;
+  return c;
+}
+
+}  // namespace
+
+hw_context::hw_context(const xrt::device& device, const xrt::uuid& xclbin_id) {
+  if (!device.state()) throw std::runtime_error("hw_context: empty device");
+  const auto& reg = device.state()->registered;
+  const auto it = reg.find(xclbin_id.to_string());
+  if (it == reg.end()) {
+    throw std::runtime_error("hw_context: xclbin " + xclbin_id.to_string() +
+                             " is not registered");
+  }
+  state_ = NewContext(device, it->second, false);
+}
+
+hw_context::hw_context(const xrt::device& device, const xrt::elf& elf,
+                       const cfg_param_type&, access_mode) {
+  if (!device.state() || !elf.design()) {
+    throw std::runtime_error("hw_context: empty device or elf");
+  }
+  state_ = NewContext(device, elf.design(), true);
+}
+
+bo::bo(const xrt::device& device, size_t sz, bo::flags flags,
+       xrt::memory_group grp) {
+  if (!device.state()) throw std::runtime_error("bo: empty device");
+  state_ = fake_xrt::AllocateBo(sz, static_cast<uint32_t>(flags), grp);
+}
+
+void bo::sync(xclBOSyncDirection dir) {
+  World* w;
+  auto lock = Lock(w);
+  fake_xrt::EventLocked(
+      *w, (dir == XCL_BO_SYNC_BO_TO_DEVICE ? "sync_to_device "
+                                           : "sync_from_device ") +
+              std::to_string(state_->id));
+}
+
+void* bo::map() { return state_->bytes.data(); }
+
+size_t bo::size() const { return state_ ? state_->bytes.size() : 0; }
+
+ext::bo::bo(const xrt::device& device, size_t sz) {
+  if (!device.state()) throw std::runtime_error("bo: empty device");
+  state_ = fake_xrt::AllocateBo(
+      sz, static_cast<uint32_t>(xrt::bo::flags::host_only), 0);
+}
+
+kernel::kernel(const xrt::hw_context& ctx, const std::string& name) {
+  if (!ctx.state() || ctx.state()->elf) {
+    throw std::runtime_error("kernel: needs a context made from an xclbin");
+  }
+  if (ctx.state()->design->kernel != name) {
+    throw std::runtime_error("kernel: no kernel \"" + name + "\" in " +
+                             ctx.state()->design->path);
+  }
+  state_ = std::make_shared<fake_xrt::KernelState>();
+  state_->context = ctx.state();
+  state_->name = name;
+}
+
+// Memory groups: arg n's buffers live in group 100 + n, so a buffer in the
+// wrong group is seen at start.
+int kernel::group_id(int argno) const { return 100 + argno; }
+
+ext::kernel::kernel(const xrt::hw_context& ctx, const std::string& name) {
+  if (!ctx.state() || !ctx.state()->elf) {
+    throw std::runtime_error("ext::kernel: needs a context made from an elf");
+  }
+  if (ctx.state()->design->kernel != name) {
+    throw std::runtime_error("ext::kernel: no kernel \"" + name + "\" in " +
+                             ctx.state()->design->path);
+  }
+  state_ = std::make_shared<fake_xrt::KernelState>();
+  state_->context = ctx.state();
+  state_->name = name;
+}
+
+run::command_error::command_error(ert_cmd_state state, const std::string& what)
+    : state_(state), what_(what) {}
+
+run::run(const kernel& krnl) {
+  if (!krnl.state()) throw std::runtime_error("run: empty kernel");
+  state_ = std::make_shared<fake_xrt::RunState>();
+  state_->kernel = krnl.state();
+}
+
+void run::set_bo_arg(int index, const xrt::bo& bo) {
+  if (!bo.state()) throw std::invalid_argument("set_arg: empty bo");
+  state_->args[index] = bo.state();
+}
+
+void run::set_bytes_arg(int index, const void* bytes, size_t size) {
+  int64_t v = 0;
+  if (size == 4) {
+    int32_t i;
+    std::memcpy(&i, bytes, 4);
+    v = i;
+  } else if (size == 8) {
+    std::memcpy(&v, bytes, 8);
+  } else {
+    throw std::invalid_argument("set_arg: scalar of " + std::to_string(size) +
+                                " bytes");
+  }
+  state_->args[index] = v;
+}
+
+namespace {
+
+using Args =
+    std::map<int, std::variant<std::shared_ptr<fake_xrt::BoState>, int64_t>>;
+
+void Fail(const std::string& what) {
+  throw std::invalid_argument("run::start: " + what);
+}
+
+// Checks an xclbin-chain call: opcode 3, the instruction buffer (cacheable,
+// group_id(1)) and its word count, host-only data buffers in group_id(n).
+void CheckChainArgs(const Args& args, fake_xrt::StartedRun& seen) {
+  if (args.size() < 3) Fail("fewer than 3 arguments");
+  for (const auto& [i, a] : args) {
+    if (i < 3) continue;
+    const auto* b = std::get_if<std::shared_ptr<fake_xrt::BoState>>(&a);
+    if (b == nullptr) Fail("arg " + std::to_string(i) + " is not a buffer");
+    if ((*b)->group != static_cast<uint32_t>(100 + i) ||
+        !fake_xrt::HasFlag(**b, xrt::bo::flags::host_only)) {
+      Fail("arg " + std::to_string(i) + " not host_only in group_id(" +
+           std::to_string(i) + ")");
+    }
+    seen.buffers[i] = (*b)->id;
+  }
+  const auto* op = std::get_if<int64_t>(&args.at(0));
+  if (op == nullptr || *op != 3) Fail("arg 0 (opcode) is not 3");
+  const auto* insts =
+      std::get_if<std::shared_ptr<fake_xrt::BoState>>(&args.at(1));
+  if (insts == nullptr || (*insts)->group != 101 ||
+      !fake_xrt::HasFlag(**insts, xrt::bo::flags::cacheable)) {
+    Fail("arg 1 is not a cacheable buffer in group_id(1)");
+  }
+  const auto* words = std::get_if<int64_t>(&args.at(2));
+  const size_t n = (*insts)->bytes.size() / 4;
+  if (words == nullptr || *words != static_cast<int64_t>(n)) {
+    Fail("arg 2 is not the instruction word count " + std::to_string(n));
+  }
+  seen.insts.resize(n);
+  std::memcpy(seen.insts.data(), (*insts)->bytes.data(), n * 4);
+  seen.scalars[0] = *op;
+  seen.scalars[2] = *words;
+}
+
+void CheckElfArgs(const Args& args, fake_xrt::StartedRun& seen) {
+  for (const auto& [i, a] : args) {
+    if (const auto* v = std::get_if<int64_t>(&a)) {
+      seen.scalars[i] = *v;
+      continue;
+    }
+    const auto& b = std::get<std::shared_ptr<fake_xrt::BoState>>(a);
+    if (!fake_xrt::HasFlag(*b, xrt::bo::flags::host_only)) {
+      Fail("arg " + std::to_string(i) + " is not host_only");
+    }
+    seen.buffers[i] = b->id;
+  }
+}
+
+}  // namespace
+
+void run::start() {
+  if (!state_) throw std::runtime_error("run::start: empty run");
+  const auto& ctx = *state_->kernel->context;
+  fake_xrt::StartedRun seen;
+  seen.kernel = state_->kernel->name;
+  if (ctx.elf) {
+    CheckElfArgs(state_->args, seen);
+  } else {
+    CheckChainArgs(state_->args, seen);
+  }
+  World* w;
+  auto lock = Lock(w);
+  ++w->runs;
+  std::normal_distribution<double> noise(0.0, w->script.jitter);
+  const double us = std::max(0.0, ctx.design->run_us * (1.0 + noise(w->rng)));
+  const auto fail = w->script.run_failures.find(w->runs);
+  state_->final_state = fail == w->script.run_failures.end()
+                            ? ERT_CMD_STATE_COMPLETED
+                            : fail->second;
+  state_->done = std::chrono::steady_clock::now() +
+                 std::chrono::nanoseconds(static_cast<int64_t>(us * 1000));
+  state_->started = true;
+  w->last = std::move(seen);
+  fake_xrt::EventLocked(*w, "start");
+}
+
+namespace {
+
+// Waits until the run's device time has passed: sleeps, then spins the last
+// 200 us.
+void WaitUntil(std::chrono::steady_clock::time_point done) {
+  const auto spin = std::chrono::microseconds(200);
+  if (done - std::chrono::steady_clock::now() > spin) {
+    std::this_thread::sleep_until(done - spin);
+  }
+  while (std::chrono::steady_clock::now() < done) {
+  }
+}
+
+}  // namespace
+
+ert_cmd_state run::wait(const std::chrono::milliseconds&) const {
+  if (!state_ || !state_->started) return ERT_CMD_STATE_NEW;
+  WaitUntil(state_->done);
+  World* w;
+  auto lock = Lock(w);
+  fake_xrt::EventLocked(*w, "wait");
+  return state_->final_state;
+}
+
+std::cv_status run::wait2(const std::chrono::milliseconds&) const {
+  if (!state_ || !state_->started) {
+    throw std::runtime_error("run::wait2: not started");
+  }
+  WaitUntil(state_->done);
+  {
+    World* w;
+    auto lock = Lock(w);
+    fake_xrt::EventLocked(*w, "wait2");
+  }
+  if (state_->final_state != ERT_CMD_STATE_COMPLETED) {
+    throw command_error(state_->final_state, "fake xrt: command failed");
+  }
+  return std::cv_status::no_timeout;
+}
+
+ert_cmd_state run::state() const {
+  return state_ ? state_->final_state : ERT_CMD_STATE_NEW;
+}
+
+}  // namespace xrt

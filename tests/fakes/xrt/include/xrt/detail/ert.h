@@ -1,0 +1,21 @@
+// Test double of XRT's xrt/detail/ert.h: the command states a run ends in,
+// with XRT's values.
+#ifndef IRONTUNE_FAKE_XRT_DETAIL_ERT_H_
+#define IRONTUNE_FAKE_XRT_DETAIL_ERT_H_
+
+enum ert_cmd_state {
+  ERT_CMD_STATE_NEW = 1,
+  ERT_CMD_STATE_QUEUED = 2,
+  ERT_CMD_STATE_RUNNING = 3,
+  ERT_CMD_STATE_COMPLETED = 4,
+  ERT_CMD_STATE_ERROR = 5,
+  ERT_CMD_STATE_ABORT = 6,
+  ERT_CMD_STATE_SUBMITTED = 7,
+  ERT_CMD_STATE_TIMEOUT = 8,
+  ERT_CMD_STATE_NORESPONSE = 9,
+  ERT_CMD_STATE_SKERROR = 10,
+  ERT_CMD_STATE_SKCRASHED = 11,
+  ERT_CMD_STATE_MAX
+};
+
+#endif  // IRONTUNE_FAKE_XRT_DETAIL_ERT_H_

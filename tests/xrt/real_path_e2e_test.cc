@@ -1,0 +1,124 @@
+// The real NPU's path end to end, on test doubles: irontuned built against
+// the XRT double (irontuned-fake-xrt) serving --device xrt:0, designs built
+// by the fake build command (tests/fakes/fake-builder) as a real
+// subprocess, irontune-client submitting a recording over a unix socket and
+// writing the tuned profile. Bounded waits; no assertion on time.
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "google/protobuf/text_format.h"
+#include "tests/testing/process.h"
+#include "tests/testing/recording_fixtures.h"
+
+namespace irontune {
+namespace {
+
+const std::string kSource = IRONTUNE_SOURCE_DIR;
+
+// A /proc holding only a quiet thread-self/schedstat: a loaded test machine
+// must not make the daemon refuse every figure for CPU wait. The completion
+// IRQs are missing from it, which the daemon logs and carries on.
+std::string QuietProc(const std::string& dir) {
+  const std::string root = dir + "/proc";
+  std::filesystem::create_directories(root + "/thread-self");
+  std::ofstream(root + "/thread-self/schedstat") << "1000 0 1\n";
+  return root;
+}
+
+class FakeNpuDaemon {
+ public:
+  explicit FakeNpuDaemon(const std::string& dir)
+      : dir_(dir), socket_("unix:" + dir + "/sock") {
+    process_ = std::make_unique<e2e::Process>(
+        "irontuned-fake-xrt",
+        std::vector<std::string>{
+            IRONTUNE_IRONTUNED_FAKE_XRT, "--device", "xrt:0", "--xrt-smi",
+            IRONTUNE_FAKE_XRT_SMI, "--builder-command",
+            kSource + "/tests/fakes/fake-builder", "--test-proc-root",
+            QuietProc(dir), "--state-dir", dir + "/state", "--listen", socket_},
+        dir);
+    REQUIRE(process_->started());
+    for (int i = 0; i < 300; ++i) {
+      if (Client({"--timeout", "1", "status"}, 10).code == 0) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    FAIL("irontuned-fake-xrt did not come up: " << process_->Stderr());
+  }
+  ~FakeNpuDaemon() {
+    if (process_ != nullptr && process_->started()) {
+      process_->Signal(SIGTERM);
+      process_->Wait(15);
+    }
+  }
+
+  e2e::Result Client(std::vector<std::string> args,
+                     double seconds = 300) const {
+    args.insert(args.begin(), {IRONTUNE_CLIENT, "--server", socket_});
+    return e2e::Run(args, dir_, seconds);
+  }
+
+ private:
+  std::string dir_;
+  std::string socket_;
+  std::unique_ptr<e2e::Process> process_;
+};
+
+std::string WriteModel(const std::string& dir) {
+  const std::string path = dir + "/model.txtpb";
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(testing::AddSiluCalls(), &text);
+  std::ofstream(path) << text;
+  return path;
+}
+
+size_t ArtifactCount(const std::string& state_dir) {
+  size_t n = 0;
+  std::error_code ec;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(state_dir + "/artifacts", ec)) {
+    if (entry.is_directory() && entry.path().filename() != ".tmp") ++n;
+  }
+  return n;
+}
+
+TEST_CASE("xrt e2e: submit on xrt:0 with the fake XRT and fake builder",
+          "[xrt][e2e]") {
+  const std::string dir = e2e::TempDir("xrt-real-path");
+  const std::string model = WriteModel(dir);
+  const std::string profile = dir + "/profile.json";
+  FakeNpuDaemon daemon(dir);
+
+  const e2e::Result status = daemon.Client({"status"});
+  INFO(status.out << status.err);
+  CHECK_THAT(status.out, Catch::Contains("NPU Strix"));
+
+  const e2e::Result tuned =
+      daemon.Client({"submit", model, "--profile", profile, "--write",
+                     "--rounds", "3", "--calls", "5"});
+  INFO(tuned.out << tuned.err);
+  REQUIRE(tuned.code == 0);
+  CHECK_THAT(tuned.out, Catch::Contains("model:"));
+  CHECK_THAT(tuned.err, Catch::Contains("wrote " + profile));
+  CHECK(!e2e::ReadFile(profile).empty());
+  // Every design came from the build command, kept once in the store.
+  const size_t built = ArtifactCount(dir + "/state");
+  CHECK(built > 0);
+
+  // Submitted again, the store answers: no design is built twice.
+  const e2e::Result again = daemon.Client(
+      {"submit", model, "--profile", profile, "--rounds", "3", "--calls", "5"});
+  INFO(again.out << again.err);
+  CHECK(again.code == 0);
+  CHECK(ArtifactCount(dir + "/state") == built);
+}
+
+}  // namespace
+}  // namespace irontune

@@ -1,0 +1,371 @@
+// XrtDevice against the test double of XRT (tests/fakes/xrt/).
+#include "daemon/xrt/xrt_device.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "catch2/catch.hpp"
+#include "daemon/xrt/artifact_manifest.h"
+#include "tests/fakes/xrt/fake_xrt.h"
+#include "tests/testing/process.h"
+
+namespace irontune {
+namespace {
+
+const std::string kData = IRONTUNE_SOURCE_DIR "/tests/xrt/testdata/";
+
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+// A fake NPU for one test: its script, design files and xrt-smi.
+struct FakeNpu {
+  explicit FakeNpu(const std::string& tag, const std::string& script = "")
+      : dir(e2e::TempDir(tag)) {
+    if (script.empty()) {
+      unsetenv("IRONTUNE_FAKE_XRT_SCRIPT");
+    } else {
+      WriteText(dir + "/script.json", script);
+      setenv("IRONTUNE_FAKE_XRT_SCRIPT", (dir + "/script.json").c_str(), 1);
+    }
+    setenv("IRONTUNE_FAKE_XRT_SMI_PMODE", (dir + "/pmode").c_str(), 1);
+    fake_xrt::Reset();
+  }
+  ~FakeNpu() {
+    for (const char* v :
+         {"IRONTUNE_FAKE_XRT_SCRIPT", "IRONTUNE_FAKE_XRT_SMI_PMODE",
+          "IRONTUNE_FAKE_XRT_SMI_PARTITIONS", "IRONTUNE_FAKE_XRT_SMI_PLATFORM"})
+      unsetenv(v);
+    fake_xrt::Reset();
+  }
+  XrtDeviceOptions Options() const {
+    XrtDeviceOptions o;
+    o.smi.path = IRONTUNE_FAKE_XRT_SMI;
+    o.smi.scratch_file = dir + "/partitions.json";
+    o.hygiene.enabled = false;
+    return o;
+  }
+  std::unique_ptr<XrtDevice> Open() const {
+    absl::StatusOr<std::unique_ptr<XrtDevice>> d = XrtDevice::Open(Options());
+    REQUIRE(d.ok());
+    return *std::move(d);
+  }
+  // A fake design file (the xclbin or ELF) taking `run_us` per run.
+  std::string Design(const std::string& name, const std::string& kernel,
+                     double run_us = 20) const {
+    const std::string path = dir + "/" + name;
+    WriteText(path,
+              "{\"fake_xrt\": 1, \"uuid\": "
+              "\"0123456789abcdef0123456789abcdef\", \"kernel\": \"" +
+                  kernel + "\", \"run_us\": " + std::to_string(run_us) + "}");
+    return path;
+  }
+  std::string Insts(int words) const {
+    const std::string path = dir + "/insts.bin";
+    std::string bytes(words * 4, '\0');
+    for (int i = 0; i < words; ++i) bytes[i * 4] = static_cast<char>(i);
+    WriteText(path, bytes);
+    return path;
+  }
+  // One step (or `steps` distinct ones) of two 64-byte buffers, a and c.
+  static void AddBuffers(Artifact& a, int steps) {
+    a.steps = steps;
+    for (int s = 0; s < steps; ++s) {
+      a.buffers.push_back(
+          {"s" + std::to_string(s) + ".a", s, 0, 64, true, false});
+      a.buffers.push_back(
+          {"s" + std::to_string(s) + ".c", s, 1, 64, false, true});
+    }
+  }
+  Artifact Chain(int steps = 1, int insts_words = 100) const {
+    XrtManifest m;
+    m.packaging = v1::PACKAGING_XCLBIN_CHAIN;
+    m.xclbin = Design("design.xclbin", "MLIR_AIE");
+    m.kernel = "MLIR_AIE";
+    m.insts = Insts(insts_words);
+    m.symbols = {{"seq_len", 57, -1}};
+    Artifact a;
+    a.packaging = v1::PACKAGING_XCLBIN_CHAIN;
+    a.symbols = {"seq_len"};
+    a.payload = XrtManifestJson(m);
+    AddBuffers(a, steps);
+    return a;
+  }
+  Artifact Elf() const {
+    XrtManifest m;
+    m.packaging = v1::PACKAGING_FULL_ELF;
+    m.elf = Design("design.elf", "main:sequence");
+    m.symbols = {{"seq_len", -1, 5}};
+    Artifact a;
+    a.packaging = v1::PACKAGING_FULL_ELF;
+    a.symbols = {"seq_len"};
+    a.payload = XrtManifestJson(m);
+    AddBuffers(a, 1);
+    return a;
+  }
+  std::string dir;
+};
+
+std::string Message(const absl::Status& s) { return std::string(s.message()); }
+
+TEST_CASE("an XrtDevice opens NPU 0 and reads its platform", "[xrt][device]") {
+  FakeNpu npu("xrt-open");
+  std::unique_ptr<XrtDevice> device = npu.Open();
+  absl::StatusOr<Platform> p = device->GetPlatform();
+  REQUIRE(p.ok());
+  CHECK(p->name == "NPU Strix");
+  CHECK(p->generation == "npu2");
+  CHECK(p->full_elf);
+  CHECK(device->contexts_held() == 0);
+}
+
+TEST_CASE("no NPU is a clear error", "[xrt][device]") {
+  FakeNpu npu("xrt-nodev", R"({"no_device": true})");
+  absl::StatusOr<std::unique_ptr<XrtDevice>> d = XrtDevice::Open(npu.Options());
+  REQUIRE_FALSE(d.ok());
+  CHECK(d.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK_THAT(Message(d.status()), Catch::Contains("cannot open NPU 0"));
+  CHECK_THAT(Message(d.status()), Catch::Contains("amdxdna"));
+}
+
+TEST_CASE("an xclbin chain runs opcode 3 with its patched instructions",
+          "[xrt][device]") {
+  FakeNpu npu("xrt-chain");
+  std::unique_ptr<XrtDevice> device = npu.Open();
+  absl::StatusOr<std::unique_ptr<Image>> image = device->Load(npu.Chain());
+  REQUIRE(image.ok());
+  CHECK(device->contexts_held() == 1);
+  CHECK(fake_xrt::LiveContexts() == 1);
+  REQUIRE((*image)->WriteValues({{"seq_len", 4096}}).ok());
+  absl::StatusOr<RunResult> r = (*image)->Run();
+  REQUIRE(r.ok());
+  CHECK(r->elapsed_us > 0);
+  CHECK(r->cpu_wait_us >= 0);
+  const fake_xrt::StartedRun run = fake_xrt::LastStarted();
+  CHECK(run.kernel == "MLIR_AIE");
+  CHECK(run.scalars.at(0) == 3);
+  CHECK(run.scalars.at(2) == 100);
+  REQUIRE(run.insts.size() == 100);
+  CHECK(run.insts[57] == 4096);
+  CHECK(run.insts[56] == 56);  // the other words as built
+  CHECK(run.buffers.size() == 2);
+  CHECK(run.buffers.count(3) == 1);
+  CHECK(run.buffers.count(4) == 1);
+  image->reset();
+  CHECK(device->contexts_held() == 0);
+  CHECK(fake_xrt::LiveContexts() == 0);
+}
+
+TEST_CASE("buffers are synced outside the timed span", "[xrt][device]") {
+  FakeNpu npu("xrt-sync");
+  std::unique_ptr<XrtDevice> device = npu.Open();
+  std::unique_ptr<Image> image = *device->Load(npu.Chain());
+  const std::string in(64, 'x');
+  REQUIRE(image->WriteBuffer("s0.a", in).ok());
+  REQUIRE(image->WriteValues({{"seq_len", 7}}).ok());
+  REQUIRE(image->Run().ok());
+  REQUIRE(image->Run().ok());
+  absl::StatusOr<std::string> out = image->ReadBuffer("s0.a");
+  REQUIRE(out.ok());
+  CHECK(*out == in);
+  const std::vector<std::string> events = fake_xrt::Events();
+  int starts = 0;
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (events[i] != "start") continue;
+    ++starts;
+    REQUIRE(i + 1 < events.size());
+    CHECK(events[i + 1] == "wait");  // nothing between start and wait
+  }
+  CHECK(starts == 2);
+  CHECK(events.back().rfind("sync_from_device", 0) == 0);
+  const auto first_start = std::find(events.begin(), events.end(), "start");
+  CHECK(std::count_if(events.begin(), first_start, [](const std::string& e) {
+          return e.rfind("sync_to_device", 0) == 0;
+        }) == 3);  // instructions at load, s0.a, instructions patched
+}
+
+TEST_CASE("bad buffer and value writes are refused", "[xrt][device]") {
+  FakeNpu npu("xrt-badwrite");
+  std::unique_ptr<XrtDevice> device = npu.Open();
+  std::unique_ptr<Image> image = *device->Load(npu.Chain());
+  absl::Status s = image->WriteBuffer("s0.a", "short");
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(Message(s), Catch::Contains("holds 64 bytes, not 5"));
+  CHECK(image->WriteBuffer("nope", std::string(64, 0)).code() ==
+        absl::StatusCode::kInvalidArgument);
+  CHECK(image->ReadBuffer("nope").status().code() ==
+        absl::StatusCode::kInvalidArgument);
+  s = image->WriteValues({{"heads", 2}});
+  CHECK_THAT(Message(s), Catch::Contains("no per-call value \"heads\""));
+  s = image->WriteValues({{"seq_len", int64_t{1} << 40}});
+  CHECK_THAT(Message(s), Catch::Contains("does not fit 32 bits"));
+}
+
+TEST_CASE("artifacts the device cannot take are refused", "[xrt][device]") {
+  FakeNpu npu("xrt-badartifact");
+  std::unique_ptr<XrtDevice> device = npu.Open();
+  Artifact a = npu.Chain();
+  a.payload = "{}";
+  CHECK(device->Load(a).status().code() == absl::StatusCode::kInvalidArgument);
+  a = npu.Chain(1, 40);  // word 57 is past the instructions
+  absl::Status s = device->Load(a).status();
+  CHECK_THAT(Message(s), Catch::Contains("patches word 57"));
+  a = npu.Chain();
+  a.symbols.push_back("heads");
+  s = device->Load(a).status();
+  CHECK_THAT(Message(s), Catch::Contains("\"heads\" has no place"));
+  XrtManifest m = *ParseXrtManifest(npu.Chain().payload);
+  m.xclbin = npu.dir + "/missing.xclbin";
+  a = npu.Chain();
+  a.payload = XrtManifestJson(m);
+  s = device->Load(a).status();
+  CHECK_THAT(Message(s), Catch::Contains("missing.xclbin"));
+  CHECK(device->contexts_held() == 0);
+  CHECK(fake_xrt::LiveContexts() == 0);
+}
+
+TEST_CASE("a full ELF runs main:sequence with its values as arguments",
+          "[xrt][device]") {
+  FakeNpu npu("xrt-elf");
+  std::unique_ptr<XrtDevice> device = npu.Open();
+  absl::StatusOr<std::unique_ptr<Image>> image = device->Load(npu.Elf());
+  REQUIRE(image.ok());
+  REQUIRE((*image)->WriteValues({{"seq_len", 300}}).ok());
+  REQUIRE((*image)->Run().ok());
+  const fake_xrt::StartedRun run = fake_xrt::LastStarted();
+  CHECK(run.kernel == "main:sequence");
+  CHECK(run.scalars.at(5) == 300);
+  CHECK(run.buffers.count(0) == 1);
+  CHECK(run.buffers.count(1) == 1);
+  CHECK(fake_xrt::Events().back() == "wait2");
+}
+
+TEST_CASE("npu1 has no full ELF", "[xrt][device]") {
+  FakeNpu npu("xrt-npu1");
+  setenv("IRONTUNE_FAKE_XRT_SMI_PLATFORM",
+         (kData + "platform_phoenix_crlf.txt").c_str(), 1);
+  std::unique_ptr<XrtDevice> device = npu.Open();
+  absl::Status s = device->Load(npu.Elf()).status();
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(Message(s), Catch::Contains("NPU Phoenix (npu1) has no full-ELF"));
+  CHECK(device->Load(npu.Chain()).ok());
+}
+
+TEST_CASE("past the context limit Load says how many are held",
+          "[xrt][device]") {
+  FakeNpu npu("xrt-ctxlimit", R"({"context_limit": 2})");
+  std::unique_ptr<XrtDevice> device = npu.Open();
+  std::unique_ptr<Image> a = *device->Load(npu.Chain());
+  std::unique_ptr<Image> b = *device->Load(npu.Elf());
+  absl::StatusOr<std::unique_ptr<Image>> c = device->Load(npu.Chain());
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.status().code() == absl::StatusCode::kResourceExhausted);
+  CHECK_THAT(Message(c.status()),
+             Catch::Contains("irontuned holds 2 hardware contexts"));
+  a.reset();
+  CHECK(device->Load(npu.Chain()).ok());
+}
+
+TEST_CASE("a run ending ERROR or TIMEOUT fails that call only",
+          "[xrt][device]") {
+  FakeNpu npu("xrt-runfail", R"({"run_failures": [
+      {"call": 2, "state": "ERROR"}, {"call": 3, "state": "TIMEOUT"}]})");
+  std::unique_ptr<XrtDevice> device = npu.Open();
+  std::unique_ptr<Image> image = *device->Load(npu.Chain());
+  CHECK(image->Run().ok());
+  absl::StatusOr<RunResult> r = image->Run();
+  CHECK(r.status().code() == absl::StatusCode::kInternal);
+  CHECK_THAT(Message(r.status()), Catch::Contains("ERT_CMD_STATE_ERROR"));
+  r = image->Run();
+  CHECK(r.status().code() == absl::StatusCode::kUnavailable);
+  CHECK_THAT(Message(r.status()), Catch::Contains("ERT_CMD_STATE_TIMEOUT"));
+  CHECK(image->Run().ok());
+}
+
+TEST_CASE("a full-ELF run ending ERROR names the state", "[xrt][device]") {
+  FakeNpu npu("xrt-elffail",
+              R"({"run_failures": [{"call": 1, "state": "ERROR"}]})");
+  std::unique_ptr<XrtDevice> device = npu.Open();
+  std::unique_ptr<Image> image = *device->Load(npu.Elf());
+  absl::StatusOr<RunResult> r = image->Run();
+  CHECK(r.status().code() == absl::StatusCode::kInternal);
+  CHECK_THAT(Message(r.status()), Catch::Contains("ERT_CMD_STATE_ERROR"));
+}
+
+TEST_CASE(
+    "a buffer that cannot be allocated fails the load and frees its "
+    "context",
+    "[xrt][device]") {
+  // Allocation 1 is the instruction buffer, 2 the first data buffer.
+  FakeNpu npu("xrt-bofail", R"({"bo_alloc_fail": 2})");
+  std::unique_ptr<XrtDevice> device = npu.Open();
+  absl::StatusOr<std::unique_ptr<Image>> image = device->Load(npu.Chain());
+  REQUIRE_FALSE(image.ok());
+  CHECK(image.status().code() == absl::StatusCode::kResourceExhausted);
+  CHECK_THAT(Message(image.status()),
+             Catch::Contains("cannot allocate buffer s0.a (64 bytes)"));
+  CHECK(device->contexts_held() == 0);
+  CHECK(fake_xrt::LiveContexts() == 0);
+}
+
+TEST_CASE("distinct steps run each on its own buffers", "[xrt][device]") {
+  FakeNpu npu("xrt-steps");
+  std::unique_ptr<XrtDevice> device = npu.Open();
+  std::unique_ptr<Image> image = *device->Load(npu.Chain(3));
+  REQUIRE(image->Run().ok());
+  CHECK(fake_xrt::Runs() == 3);
+  // Allocation 1 is the instructions; step 2's buffers are allocations 6, 7.
+  const fake_xrt::StartedRun last = fake_xrt::LastStarted();
+  CHECK(last.buffers.at(3) == 6);
+  CHECK(last.buffers.at(4) == 7);
+  REQUIRE(image->WriteBuffer("s2.c", std::string(64, 'z')).ok());
+  CHECK(*image->ReadBuffer("s2.c") == std::string(64, 'z'));
+  CHECK(*image->ReadBuffer("s1.c") == std::string(64, '\0'));
+}
+
+TEST_CASE("other holders come from xrt-smi, our pid left out",
+          "[xrt][device]") {
+  FakeNpu npu("xrt-holders");
+  setenv("IRONTUNE_FAKE_XRT_SMI_PARTITIONS",
+         (kData + "aie_partitions_two_holders.json").c_str(), 1);
+  XrtDeviceOptions o = npu.Options();
+  o.own_pid = 4242;
+  std::unique_ptr<XrtDevice> device = *XrtDevice::Open(o);
+  CHECK(*device->OtherHolders() == std::vector<int>{777, 5151});
+}
+
+TEST_CASE(
+    "the power mode is set at open; turbo is refused while contexts "
+    "are held",
+    "[xrt][device]") {
+  FakeNpu npu("xrt-pmode");
+  XrtDeviceOptions o = npu.Options();
+  o.power_mode = PowerMode::kPerformance;
+  std::unique_ptr<XrtDevice> device = *XrtDevice::Open(o);
+  CHECK(device->GetPlatform()->power_mode == PowerMode::kPerformance);
+  CHECK(device->GetPlatform()->core_mhz == 1800);
+
+  setenv("IRONTUNE_FAKE_XRT_SMI_PARTITIONS",
+         (kData + "aie_partitions_two_holders.json").c_str(), 1);
+  o.power_mode = PowerMode::kTurbo;
+  absl::StatusOr<std::unique_ptr<XrtDevice>> turbo = XrtDevice::Open(o);
+  REQUIRE_FALSE(turbo.ok());
+  CHECK(turbo.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK_THAT(Message(turbo.status()),
+             Catch::Contains("--power-mode turbo: power mode turbo is refused "
+                             "while hardware contexts are active"));
+}
+
+TEST_CASE("device specs", "[xrt][device]") {
+  CHECK(*ParseXrtSpec("xrt:0") == 0);
+  CHECK(*ParseXrtSpec("xrt:3") == 3);
+  for (const char* bad : {"xrt:", "xrt:-1", "xrt:a", "sim:npu2", "xrt:0x1"}) {
+    INFO(bad);
+    CHECK(ParseXrtSpec(bad).status().code() ==
+          absl::StatusCode::kInvalidArgument);
+  }
+}
+
+}  // namespace
+}  // namespace irontune
