@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "common/families_table.h"
 #include "common/op_access.h"
@@ -184,17 +186,22 @@ std::string Gemv(const v1::Operator& op, std::string_view generation,
     return absl::StrCat("tile_size_output ", tso,
                         " is not a multiple of tile_size_input ", tsi);
   }
-  int64_t v = 0;
+  std::vector<int64_t> legal;
   for (int64_t w : kGemvVectorSizes) {
-    if (k % w == 0 && k >= 2 * w) {
-      v = w;
-      break;
-    }
+    if (k % w == 0 && k >= 2 * w) legal.push_back(w);
   }
-  if (v == 0) {
+  if (legal.empty()) {
     return absl::StrCat("K ", k,
                         " has no kernel vector width in {64, 32, 16} with K a "
                         "multiple of it and K >= 2 * width");
+  }
+  // IRON derives the width (the widest legal one); one given is checked.
+  if (const int64_t v = Tunable(op, "kernel_vector_size", legal[0]);
+      std::find(legal.begin(), legal.end(), v) == legal.end()) {
+    return absl::StrCat("kernel_vector_size ", v, " is not legal for K ", k,
+                        ": K must be a multiple of it and at least twice it "
+                        "(legal here: ",
+                        absl::StrJoin(legal, ", "), ")");
   }
   if (m % (tso * cols) != 0) {
     return absl::StrCat(

@@ -156,8 +156,17 @@ bool Gemv(const OpView& op, const std::vector<StepBuffer>& ins,
     batches = 1;
   const bool a_per_batch =
       static_cast<__int128>(a.size()) >= static_cast<__int128>(batches) * m * k;
+  // IRON's width when none is given: the widest of 64, 32, 16 that K is a
+  // multiple of at least twice over.
+  int64_t widest = 16;
+  for (int64_t w : {64, 32}) {
+    if (k % w == 0 && k >= 2 * w) {
+      widest = w;
+      break;
+    }
+  }
   const int64_t v =
-      std::clamp<int64_t>(op.Tunable("kernel_vector_size", 64), 1, k);
+      std::clamp<int64_t>(op.Tunable("kernel_vector_size", widest), 1, k);
   const int64_t used = op.Extent("M", m);
   Out y(bufs[r.out[0]]);
   const int64_t rows = SampledRows(used, k * batches, used);
