@@ -146,8 +146,11 @@ TEST_CASE("GEMV constraints, rule by rule", "[families]") {
   CHECK(ConstraintViolation(Gemv(2048, 2048, 2, 3, 64, 8), "npu2", 8) ==
         "tile_size_output 3 is not a multiple of tile_size_input 2");
   // The kernel's vector width is IRON's to pick: some width in {64, 32, 16}
-  // must divide K with K at least twice it.
-  CHECK(ConstraintViolation(Gemv(2048, 96, 1, 256, 64, 8), "npu2", 8) == "");
+  // must divide K with K at least twice it; a width given must be one.
+  CHECK(ConstraintViolation(Gemv(2048, 96, 1, 256, 32, 8), "npu2", 8) == "");
+  CHECK(ConstraintViolation(Gemv(2048, 96, 1, 256, 64, 8), "npu2", 8) ==
+        "kernel_vector_size 64 is not legal for K 96: K must be a multiple of "
+        "it and at least twice it (legal here: 32, 16)");
   CHECK(ConstraintViolation(Gemv(2048, 24, 1, 256, 64, 8), "npu2", 8) ==
         "K 24 has no kernel vector width in {64, 32, 16} with K a multiple of "
         "it and K >= 2 * width");
