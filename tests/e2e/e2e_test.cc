@@ -355,6 +355,12 @@ TEST_CASE("e2e: the health service answers SERVING over loopback TCP") {
   Daemon daemon(dir, {"--listen", "127.0.0.1:0"});
   const std::string tcp = daemon.TcpAddress();
   CHECK(HealthStatus(tcp) == 1);
+  // Per-service probes: irontune.v1.Tuner has its own status.
+  Result tuner = Run(
+      {kClient, "--server", tcp, "health", "--service", "irontune.v1.Tuner"},
+      dir, 30);
+  CHECK(tuner.code == 0);
+  CHECK(tuner.out == "SERVING\n");
   Result status = Run({kClient, "--server", tcp, "status"}, dir, 30);
   CHECK(status.code == 0);
   CHECK_THAT(status.out, Catch::Contains("NPU Strix"));
