@@ -512,5 +512,44 @@ TEST_CASE("robustness: a client's deadline stops its job between rounds") {
   CHECK(daemon.Stop() == 0);
 }
 
+// VmRSS of `pid` in KiB (-1 when unreadable).
+long RssKib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
+  }
+  return -1;
+}
+
+TEST_CASE("robustness: an ended job's big profile is not kept in memory") {
+  const std::string dir = TempDir("kept");
+  // Ended jobs keep their summary and result, within 1 MiB of history.
+  Irontuned daemon(dir, {"--job-history-bytes", "1048576"});
+  REQUIRE(daemon.Up());
+  auto stub = daemon.Stub();
+  // The small recording with a 10 MB profile (one entry no shape matches).
+  v1::AutotuneRequest request;
+  *request.mutable_calls() = testing::AddSiluCalls();
+  request.mutable_timing()->set_rounds(2);
+  request.mutable_timing()->set_calls(2);
+  v1::ProfileEntry* e = request.mutable_profile()->add_entries();
+  e->set_operator_class("GEMM");
+  v1::Field* f = e->add_dims();
+  f->set_name("M");
+  f->mutable_value()->set_string_value(std::string(10 << 20, 'x'));
+  // One job to warm gRPC's and the allocator's pools, then the figure.
+  REQUIRE(Autotune(*stub, request).ok());
+  const long before = RssKib(daemon.process().pid());
+  for (int i = 0; i < 4; ++i) REQUIRE(Autotune(*stub, request).ok());
+  const long after = RssKib(daemon.process().pid());
+  INFO("VmRSS " << before << " KiB, after four more jobs " << after << " KiB");
+  REQUIRE(before > 0);
+  // Kept, four requests would be 40 MB at least (668 MB for one job when
+  // it was found); what the allocator holds on to stays well below.
+  CHECK(after - before < 32 * 1024);
+  CHECK(daemon.Stop() == 0);
+}
+
 }  // namespace
 }  // namespace irontune::e2e
