@@ -20,6 +20,7 @@
 #include "google/protobuf/text_format.h"
 #include "grpcpp/grpcpp.h"
 #include "irontune/v1/tuner.grpc.pb.h"
+#include "tests/testing/daemon_process.h"
 #include "tests/testing/operator_fixtures.h"
 #include "tests/testing/process.h"
 #include "tests/testing/recording_fixtures.h"
@@ -42,39 +43,20 @@ std::string WriteSmall(const std::string& dir) {
 }
 
 // An irontuned on `dir` (its state dir) serving unix:SOCKET (default
-// dir/sock), with `extra` flags. Check started() or wait with Up().
-class Irontuned {
+// dir/sock), with `extra` flags. Check process().started() or wait with
+// Up().
+class Irontuned : public DaemonProcess {
  public:
   Irontuned(const std::string& dir, std::vector<std::string> extra = {},
             const std::string& socket = "",
             const std::string& clock = "virtual")
-      : dir_(dir),
-        socket_("unix:" + (socket.empty() ? dir + "/sock" : socket)) {
-    std::vector<std::string> argv = {kDaemon,    "--state-dir", dir,
-                                     "--listen", socket_,       "--sim-clock",
-                                     clock,      "--log-level", "info"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    process_ = std::make_unique<Process>("irontuned", argv, dir);
-    REQUIRE(process_->started());
+      : DaemonProcess(
+            "irontuned",
+            SimDaemonArgv(kDaemon, dir, SocketOf(dir, socket), clock, extra),
+            dir, kClient, SocketOf(dir, socket)) {
+    REQUIRE(process().started());
   }
 
-  // Waits (bounded) until it answers status; false if it exits first.
-  bool Up() {
-    for (int i = 0; i < 300; ++i) {
-      if (Client({"--timeout", "1", "status"}).code == 0) return true;
-      if (process_->Wait(0)) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
-  }
-  Result Client(std::vector<std::string> args, double seconds = 300) const {
-    args.insert(args.begin(), {kClient, "--server", socket_});
-    return Run(args, dir_, seconds);
-  }
-  std::unique_ptr<Process> StartClient(std::vector<std::string> args) const {
-    args.insert(args.begin(), {kClient, "--server", socket_});
-    return std::make_unique<Process>("client", args, dir_);
-  }
   nlohmann::json Jobs() const {
     Result r = Client({"jobs", "--json"}, 30);
     REQUIRE(r.code == 0);
@@ -112,20 +94,14 @@ class Irontuned {
     grpc::ChannelArguments args;
     args.SetMaxSendMessageSize(-1);
     return v1::Tuner::NewStub(grpc::CreateCustomChannel(
-        socket_, grpc::InsecureChannelCredentials(), args));
+        server(), grpc::InsecureChannelCredentials(), args));
   }
-  int Stop(double seconds = 15) {
-    process_->Signal(SIGTERM);
-    REQUIRE(process_->Wait(seconds));
-    return process_->exit_code();
-  }
-  Process& process() { return *process_; }
-  const std::string& socket() const { return socket_; }
 
  private:
-  std::string dir_;
-  std::string socket_;
-  std::unique_ptr<Process> process_;
+  static std::string SocketOf(const std::string& dir,
+                              const std::string& socket) {
+    return "unix:" + (socket.empty() ? dir + "/sock" : socket);
+  }
 };
 
 // Sends `request` as an Autotune and returns how it ended.

@@ -22,6 +22,7 @@
 #include "google/protobuf/text_format.h"
 #include "grpcpp/grpcpp.h"
 #include "irontune/v1/tuner.grpc.pb.h"
+#include "tests/testing/daemon_process.h"
 #include "tests/testing/process.h"
 #include "tests/testing/recording_fixtures.h"
 
@@ -118,11 +119,10 @@ class TcpDaemon {
  public:
   TcpDaemon(const std::string& dir, std::vector<std::string> flags)
       : dir_(dir) {
-    std::vector<std::string> argv = {kDaemon,    "--state-dir", dir + "/state",
-                                     "--listen", "127.0.0.1:0", "--sim-clock",
-                                     "virtual",  "--log-level", "info"};
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    process_ = std::make_unique<Process>("irontuned", argv, dir);
+    process_ = std::make_unique<Process>(
+        "irontuned",
+        SimDaemonArgv(kDaemon, dir + "/state", "127.0.0.1:0", "virtual", flags),
+        dir);
     REQUIRE(process_->started());
     address_ = WaitForServingAddress(*process_, "127.0.0.1:");
     INFO(process_->Stderr());
