@@ -645,6 +645,19 @@ v1::AutotuneRequest SmallAutotune() {
   return request;
 }
 
+// One GetStatus of the mixed load, timed into `t`.
+void TimedStatus(v1::Tuner::Stub& stub, MixedTally& t) {
+  ++t.sent["status"];
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(30));
+  v1::StatusResponse response;
+  const auto sent = Clock::now();
+  grpc::Status s = stub.GetStatus(&context, v1::GetStatusRequest(), &response);
+  t.status_s.push_back(Since(sent));
+  if (!s.ok()) ++t.errors["status " + CodeName(s.error_code())];
+}
+
 // One client thread of the mixed load: picks an action at random (seeded by
 // `index`) until `stop`.
 MixedTally MixedClient(const Daemon& daemon, int index,
@@ -668,17 +681,8 @@ MixedTally MixedClient(const Daemon& daemon, int index,
   MixedTally t;
   while (!stop.load()) {
     const int pick = static_cast<int>(random() % 100);
-    if (pick < 35) {  // status
-      ++t.sent["status"];
-      grpc::ClientContext context;
-      context.set_deadline(std::chrono::system_clock::now() +
-                           std::chrono::seconds(30));
-      v1::StatusResponse response;
-      const auto sent = Clock::now();
-      grpc::Status s =
-          stub->GetStatus(&context, v1::GetStatusRequest(), &response);
-      t.status_s.push_back(Since(sent));
-      if (!s.ok()) ++t.errors["status " + CodeName(s.error_code())];
+    if (pick < 35) {
+      TimedStatus(*stub, t);
       continue;
     }
     // Measure 30, Autotune 15, cancel 10, drop 10: the last two on
@@ -745,6 +749,44 @@ int64_t UnendedJobs(const Daemon& daemon, const std::vector<std::string>& ids,
   return lost;
 }
 
+// The mixed load's figures.
+void PrintMixed(const MixedTally& all, double elapsed, size_t jobs,
+                const std::map<std::string, int64_t>& states, int64_t unended,
+                int64_t reused, const long rss[4], long rss_max) {
+  int64_t sent = 0;
+  std::printf("  requests in %.1f s:", elapsed);
+  for (auto& [k, v] : all.sent) {
+    std::printf(" %s %lld,", k.c_str(), static_cast<long long>(v));
+    sent += v;
+  }
+  std::printf(" all %lld\n", static_cast<long long>(sent));
+  std::printf("  streams ended with their result: %lld; errors:",
+              static_cast<long long>(all.results));
+  if (all.errors.empty()) std::printf(" none");
+  for (auto& [k, v] : all.errors) {
+    std::printf(" %s %lld,", k.c_str(), static_cast<long long>(v));
+  }
+  std::printf("\n  jobs named: %zu; their states afterwards:", jobs);
+  for (auto& [k, v] : states) {
+    std::printf(" %s %lld", k.c_str(), static_cast<long long>(v));
+  }
+  std::printf(
+      "\n  lost requests: %lld (streams unanswered %lld, jobs without an "
+      "ended record %lld)\n",
+      static_cast<long long>(all.lost + unended),
+      static_cast<long long>(all.lost), static_cast<long long>(unended));
+  std::printf(
+      "  requests answered twice: %lld (streams with two results or two "
+      "jobs %lld, job ids given twice %lld)\n",
+      static_cast<long long>(all.twice + reused),
+      static_cast<long long>(all.twice), static_cast<long long>(reused));
+  PrintLatencies("GetStatus under load", all.status_s);
+  std::printf(
+      "  daemon VmRSS: start %ld KiB, middle %ld KiB, end %ld KiB (max %ld "
+      "KiB); after the clients left and every job ended %ld KiB\n",
+      rss[0], rss[1], rss[2], rss_max, rss[3]);
+}
+
 int MixedLoad(double seconds) {
   constexpr int kThreads = 64;
   std::printf(
@@ -786,38 +828,8 @@ int MixedLoad(double seconds) {
                          static_cast<int64_t>(unique.size());
   rss[3] = RssKib(daemon.pid());
 
-  int64_t sent = 0;
-  std::printf("  requests in %.1f s:", elapsed);
-  for (auto& [k, v] : all.sent) {
-    std::printf(" %s %lld,", k.c_str(), static_cast<long long>(v));
-    sent += v;
-  }
-  std::printf(" all %lld\n", static_cast<long long>(sent));
-  std::printf("  streams ended with their result: %lld; errors:",
-              static_cast<long long>(all.results));
-  if (all.errors.empty()) std::printf(" none");
-  for (auto& [k, v] : all.errors) {
-    std::printf(" %s %lld,", k.c_str(), static_cast<long long>(v));
-  }
-  std::printf("\n  jobs named: %zu; their states afterwards:", unique.size());
-  for (auto& [k, v] : states) {
-    std::printf(" %s %lld", k.c_str(), static_cast<long long>(v));
-  }
-  std::printf(
-      "\n  lost requests: %lld (streams unanswered %lld, jobs without an "
-      "ended record %lld)\n",
-      static_cast<long long>(all.lost + unended),
-      static_cast<long long>(all.lost), static_cast<long long>(unended));
-  std::printf(
-      "  requests answered twice: %lld (streams with two results or two "
-      "jobs %lld, job ids given twice %lld)\n",
-      static_cast<long long>(all.twice + reused),
-      static_cast<long long>(all.twice), static_cast<long long>(reused));
-  PrintLatencies("GetStatus under load", all.status_s);
-  std::printf(
-      "  daemon VmRSS: start %ld KiB, middle %ld KiB, end %ld KiB (max %ld "
-      "KiB); after the clients left and every job ended %ld KiB\n",
-      rss[0], rss[1], rss[2], rss_max, rss[3]);
+  PrintMixed(all, elapsed, unique.size(), states, unended, reused, rss,
+             rss_max);
   return 0;
 }
 
