@@ -70,8 +70,9 @@ TunerService::TunerService(ServiceDeps deps)
 
 absl::StatusOr<Caller> TunerService::Admit(grpc::ServerContext* context,
                                            Rpc rpc) {
-  if (shutting_down_)
+  if (shutting_down_) {
     return absl::UnavailableError("irontuned is shutting down");
+  }
   std::optional<absl::string_view> authorization;
   const auto& metadata = context->client_metadata();
   if (auto it = metadata.find("authorization"); it != metadata.end()) {
