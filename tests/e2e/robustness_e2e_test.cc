@@ -396,6 +396,10 @@ TEST_CASE("robustness: each validation hole is refused over the wire") {
       ->mutable_value()
       ->set_int_value(-2048);
   ExpectRefused(Autotune(*stub, negative), "operators[0].params[0].value");
+  v1::AutotuneRequest calls;
+  *calls.mutable_calls() = testing::AddCalls();
+  calls.mutable_timing()->set_calls(4294967295u);
+  ExpectRefused(Autotune(*stub, calls), "timing.calls");
   v1::AutotuneRequest repeats;
   *repeats.mutable_calls() = testing::AddCalls();
   repeats.set_repeats(4294967295u);
