@@ -20,8 +20,8 @@
 //                              requests answered twice, GetStatus p99,
 //                              daemon RSS at start, middle and end
 //   service_bench --big-job    one big Measure's peak RSS (VmHWM) against
-//                              admission's memory estimate, at three
-//                              repeats
+//                              admission's memory estimate, at repeats
+//                              0 (the default, 9), 64 and 256
 //   service_bench all          cached, concurrent, utilisation
 #include <fcntl.h>
 #include <signal.h>
@@ -593,11 +593,12 @@ StreamOutcome Drain(grpc::ClientReaderInterface<Event>& reader,
 }
 
 struct MixedTally {
-  std::map<std::string, int64_t> sent;    // by action
-  std::map<std::string, int64_t> errors;  // "action CODE"
-  int64_t results = 0;                    // streams that ended with a result
-  int64_t lost = 0;                       // requests never answered
-  int64_t twice = 0;                      // requests answered twice
+  std::map<std::string, int64_t> sent;     // by action
+  std::map<std::string, int64_t> errors;   // "action CODE"
+  std::map<std::string, std::string> why;  // the first message of each code
+  int64_t results = 0;                     // streams that ended with a result
+  int64_t lost = 0;                        // requests never answered
+  int64_t twice = 0;                       // requests answered twice
   std::vector<double> status_s;
   std::vector<std::string> job_ids;  // every job a stream named
   std::vector<std::string> dropped;  // jobs whose stream was dropped
@@ -605,6 +606,7 @@ struct MixedTally {
   void Add(const MixedTally& o) {
     for (auto& [k, v] : o.sent) sent[k] += v;
     for (auto& [k, v] : o.errors) errors[k] += v;
+    why.insert(o.why.begin(), o.why.end());
     results += o.results;
     lost += o.lost;
     twice += o.twice;
@@ -633,6 +635,7 @@ void Tally(const std::string& action, StreamEnd end, const StreamOutcome& o,
   } else if (!(end == StreamEnd::kCancel &&
                o.status.error_code() == grpc::CANCELLED)) {
     ++t.errors[action + " " + CodeName(o.status.error_code())];
+    t.why.emplace(CodeName(o.status.error_code()), o.status.error_message());
   }
 }
 
@@ -655,7 +658,10 @@ void TimedStatus(v1::Tuner::Stub& stub, MixedTally& t) {
   const auto sent = Clock::now();
   grpc::Status s = stub.GetStatus(&context, v1::GetStatusRequest(), &response);
   t.status_s.push_back(Since(sent));
-  if (!s.ok()) ++t.errors["status " + CodeName(s.error_code())];
+  if (!s.ok()) {
+    ++t.errors["status " + CodeName(s.error_code())];
+    t.why.emplace(CodeName(s.error_code()), s.error_message());
+  }
 }
 
 // One client thread of the mixed load: picks an action at random (seeded by
@@ -765,6 +771,9 @@ void PrintMixed(const MixedTally& all, double elapsed, size_t jobs,
   if (all.errors.empty()) std::printf(" none");
   for (auto& [k, v] : all.errors) {
     std::printf(" %s %lld,", k.c_str(), static_cast<long long>(v));
+  }
+  for (auto& [code, message] : all.why) {
+    std::printf("\n    e.g. %s: %s", code.c_str(), message.c_str());
   }
   std::printf("\n  jobs named: %zu; their states afterwards:", jobs);
   for (auto& [k, v] : states) {
@@ -890,6 +899,17 @@ std::pair<v1::MeasureRequest, JobCost> BiggestMeasure(const Platform& p,
   return best;
 }
 
+// "GEMM M=256 K=2048 N=2048": the class and its integer params.
+std::string ShapeText(const v1::Operator& op) {
+  std::string out = op.class_name();
+  for (const v1::Param& p : op.params()) {
+    if (p.value().has_int_value()) {
+      out += " " + p.name() + "=" + std::to_string(p.value().int_value());
+    }
+  }
+  return out;
+}
+
 // One big Measure's real peak RSS (VmHWM over the job, less the RSS before
 // it) against admission's estimate.
 int BigJob() {
@@ -897,7 +917,7 @@ int BigJob() {
       "big job: a Measure (remeasure) of the example's operator that "
       "admission estimates largest, alone on a fresh irontuned --sim-clock "
       "virtual; peak RSS is VmHWM reset just before the job\n");
-  for (uint32_t repeats : {0u, 256u, 4096u}) {
+  for (uint32_t repeats : {0u, 64u, 256u}) {
     Daemon daemon("bigjob", "virtual");
     if (!daemon.up()) return 1;
     auto stub = v1::Tuner::NewStub(daemon.Channel());
@@ -926,7 +946,7 @@ int BigJob() {
     std::printf(
         "  %s, repeats %u: %s; estimate %s; VmRSS before %ld KiB, VmHWM "
         "during %ld KiB%s: the job's peak %.1f MiB = %.3f of the estimate\n",
-        request.operator_().class_name().c_str(), request.repeats(),
+        ShapeText(request.operator_()).c_str(), request.repeats(),
         s.ok() && result ? "timed" : s.error_message().c_str(),
         FormatBytes(cost.memory_bytes).c_str(), before, peak,
         reset ? "" : " (VmHWM not reset: since start)", extra / (1 << 20),
