@@ -189,9 +189,6 @@ TEST_CASE("A version 1 cache file is migrated and keeps its rows", "[cache]") {
             "SELECT count(*) FROM measurements WHERE import_id IS NULL") == 1);
 }
 
-}  // namespace
-}  // namespace irontune
-
 TEST_CASE("Clear empties every row, keeps the schema and the import records",
           "[cache]") {
   ScratchDir dir;
@@ -230,3 +227,6 @@ TEST_CASE("Clear empties every row, keeps the schema and the import records",
   REQUIRE(cleared.ok());
   CHECK(cleared->measurements == 0);
 }
+
+}  // namespace
+}  // namespace irontune
