@@ -421,7 +421,7 @@ TEST_CASE("a run writes its outputs from its inputs", "[xrt][device][output]") {
   REQUIRE(image->Run().ok());
   absl::StatusOr<std::string> out = image->ReadBuffer("s0.c");
   REQUIRE(out.ok());
-  CHECK(*out == fake_xrt::Output({&in}, 64, 1, false));
+  CHECK(*out == fake_xrt::Output({in}, 64, 1, false));
   CHECK(*out != std::string(64, '\0'));
   CHECK(*image->ReadBuffer("s0.a") == in);  // an input stays as written
 
@@ -432,7 +432,7 @@ TEST_CASE("a run writes its outputs from its inputs", "[xrt][device][output]") {
   REQUIRE(wrong->WriteBuffer("s0.a", in).ok());
   REQUIRE(wrong->Run().ok());
   const std::string bad = *wrong->ReadBuffer("s0.c");
-  CHECK(bad == fake_xrt::Output({&in}, 64, 1, true));
+  CHECK(bad == fake_xrt::Output({in}, 64, 1, true));
   CHECK(bad != *out);
 }
 

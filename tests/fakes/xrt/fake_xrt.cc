@@ -55,6 +55,7 @@ struct BoState {
   std::vector<char> bytes;
   uint32_t flags = 0;
   uint32_t group = 0;
+  uint64_t version = 0;      // how many times the host synced it over
   bool scratchpad = false;   // a run's ctrl scratchpad
   std::vector<char> synced;  // scratchpad: its bytes as last synced
 };
@@ -71,6 +72,8 @@ struct RunState {
   ert_cmd_state final_state = ERT_CMD_STATE_NEW;
   bool started = false;
   std::shared_ptr<BoState> scratchpad;  // made on first ask
+  // The versions of the data buffers the outputs were last written from.
+  std::vector<uint64_t> outputs_from;
 };
 
 namespace {
@@ -225,15 +228,15 @@ ContextState::~ContextState() {
   --w.live_contexts;
 }
 
-std::string Output(const std::vector<const std::string*>& inputs, size_t nbytes,
+std::string Output(const std::vector<std::string_view>& inputs, size_t nbytes,
                    int position, bool wrong) {
   std::string out(nbytes, '\0');
   const uint32_t seed = 2166136261u ^ (static_cast<uint32_t>(position) << 8);
   for (size_t i = 0; i < nbytes; ++i) {
     uint32_t x = seed + static_cast<uint32_t>(i) * 2654435761u;
-    for (const std::string* in : inputs) {
-      if (in->empty()) continue;
-      x = (x ^ static_cast<unsigned char>((*in)[i % in->size()])) * 16777619u;
+    for (std::string_view in : inputs) {
+      if (in.empty()) continue;
+      x = (x ^ static_cast<unsigned char>(in[i % in.size()])) * 16777619u;
     }
     out[i] = static_cast<char>((x >> 24) ^ (wrong ? 0x5a : 0));
   }
@@ -382,6 +385,7 @@ bo::bo(const xrt::device& device, size_t sz, bo::flags flags,
 void bo::sync(xclBOSyncDirection dir) {
   World* w;
   auto lock = Lock(w);
+  if (dir == XCL_BO_SYNC_BO_TO_DEVICE) ++state_->version;
   if (state_->scratchpad && dir == XCL_BO_SYNC_BO_TO_DEVICE) {
     state_->synced = state_->bytes;
   }
@@ -530,22 +534,24 @@ std::vector<std::shared_ptr<fake_xrt::BoState>> DataBuffers(const Args& args,
 }
 
 // Writes what the design's run writes: each "out" and "inout" buffer gets
-// fake_xrt::Output of the "in" buffers.
-void WriteOutputs(const Args& args, bool chain,
-                  const fake_xrt::Design& design) {
+// fake_xrt::Output of the "in" buffers. Not again while no buffer was
+// synced to the device since (`from`: their versions when last written).
+void WriteOutputs(const Args& args, bool chain, const fake_xrt::Design& design,
+                  std::vector<uint64_t>& from) {
   const auto buffers = DataBuffers(args, chain);
   if (design.io.empty()) return;
   if (design.io.size() != buffers.size()) {
     Fail(std::to_string(buffers.size()) + " data buffers, the design has " +
          std::to_string(design.io.size()));
   }
-  std::vector<std::string> copies;
-  copies.reserve(buffers.size());
-  std::vector<const std::string*> inputs;
+  std::vector<uint64_t> versions;
+  for (const auto& b : buffers) versions.push_back(b->version);
+  if (versions == from) return;
+  from = std::move(versions);
+  std::vector<std::string_view> inputs;
   for (size_t k = 0; k < buffers.size(); ++k) {
     if (design.io[k] != "in") continue;
-    copies.emplace_back(buffers[k]->bytes.begin(), buffers[k]->bytes.end());
-    inputs.push_back(&copies.back());
+    inputs.emplace_back(buffers[k]->bytes.data(), buffers[k]->bytes.size());
   }
   for (size_t k = 0; k < buffers.size(); ++k) {
     if (design.io[k] != "out" && design.io[k] != "inout") continue;
@@ -574,7 +580,7 @@ void run::start() {
   } else {
     CheckChainArgs(state_->args, seen);
   }
-  WriteOutputs(state_->args, !ctx.elf, *ctx.design);
+  WriteOutputs(state_->args, !ctx.elf, *ctx.design, state_->outputs_from);
   World* w;
   auto lock = Lock(w);
   if (state_->scratchpad) seen.scratchpad = Words(state_->scratchpad->synced);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fake_xrt {
@@ -34,7 +35,7 @@ struct Design {
 // buffers (those marked "in", in argument order): a deterministic mix of
 // them, so equal inputs give equal outputs whatever the setting, and a
 // wrong-output design something else.
-std::string Output(const std::vector<const std::string*>& inputs, size_t nbytes,
+std::string Output(const std::vector<std::string_view>& inputs, size_t nbytes,
                    int position, bool wrong);
 
 // The double's clock. A run's device time passes on it: in the "virtual"
