@@ -1,3 +1,5 @@
+// daemon/base/subprocess, tested here beside its first user, the build
+// command.
 #include "daemon/base/subprocess.h"
 
 #include <signal.h>
