@@ -1,10 +1,12 @@
 // The real NPU's path end to end, on test doubles: irontuned built against
 // the XRT double (irontuned-fake-xrt) serving --device xrt:0, designs built
-// by the fake build command (tests/fakes/fake-builder) as a real
-// subprocess, irontune-client submitting a recording over a unix socket and
-// writing the tuned profile. The double's runs take their scripted time on
-// its virtual clock (tests/fakes/xrt/README.md), so the example recording
-// is tuned in well under the bound. Bounded waits; no assertion on time.
+// by the fake build command (fake-builder-native, the compiled twin of
+// tests/fakes/fake-builder: the same designs without a python3 start per
+// build) as a real subprocess, irontune-client submitting a recording over a
+// unix socket and writing the tuned profile. The double's runs take their
+// scripted time on its virtual clock (tests/fakes/xrt/README.md), so the
+// example recording is tuned in well under the bound. Bounded waits; no
+// assertion on time.
 #include <signal.h>
 
 #include <chrono>
@@ -43,7 +45,7 @@ class FakeNpuDaemon {
   explicit FakeNpuDaemon(
       const std::string& dir, const std::vector<std::string>& env = {},
       const std::vector<std::string>& flags = {},
-      const std::string& builder = kSource + "/tests/fakes/fake-builder")
+      const std::string& builder = IRONTUNE_FAKE_BUILDER_NATIVE)
       : dir_(dir), socket_("unix:" + dir + "/sock") {
     std::vector<std::string> argv = {IRONTUNE_IRONTUNED_FAKE_XRT,
                                      "--device",
@@ -158,8 +160,7 @@ size_t Entries(const nlohmann::json& diff, const char* kind) {
 TEST_CASE("xrt e2e: the example recording tuned on xrt:0, with its diff",
           "[xrt][e2e][.example]") {
   const std::string dir = e2e::TempDir("xrt-example");
-  FakeNpuDaemon daemon(dir, {}, {"--build-jobs", "2"},
-                       IRONTUNE_FAKE_BUILDER_NATIVE);
+  FakeNpuDaemon daemon(dir, {}, {"--build-jobs", "2"});
   const e2e::Result tuned =
       daemon.Client({"submit", kExample, "--profile", kExampleProfile,
                      "--rounds", "2", "--calls", "3", "--json"},
