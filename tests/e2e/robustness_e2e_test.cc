@@ -506,16 +506,6 @@ TEST_CASE("robustness: a client's deadline stops its job between rounds") {
   CHECK(daemon.Stop() == 0);
 }
 
-// VmRSS of `pid` in KiB (-1 when unreadable).
-long RssKib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
-  }
-  return -1;
-}
-
 TEST_CASE("robustness: an ended job's big profile is not kept in memory") {
   const std::string dir = TempDir("kept");
   // Ended jobs keep their summary and result, within 1 MiB of history.
@@ -540,9 +530,9 @@ TEST_CASE("robustness: an ended job's big profile is not kept in memory") {
     INFO(warm.error_message());
     REQUIRE(warm.ok());
   }
-  const long before = RssKib(daemon.process().pid());
+  const long before = ProcStatusKib(daemon.process().pid(), "VmRSS");
   for (int i = 0; i < 8; ++i) REQUIRE(Autotune(*stub, request).ok());
-  const long after = RssKib(daemon.process().pid());
+  const long after = ProcStatusKib(daemon.process().pid(), "VmRSS");
   INFO("VmRSS " << before << " KiB, after eight more jobs " << after << " KiB");
   REQUIRE(before > 0);
   // Each job holds 30 MB while it runs (the 10 MB request, and a result
