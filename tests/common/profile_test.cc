@@ -392,7 +392,7 @@ TEST_CASE("Values survive a round trip", "[profile]") {
   CHECK(back->ToJson() == profile.ToJson());
 }
 
-TEST_CASE("Entries keep their order; Put replaces in place", "[profile]") {
+TEST_CASE("Entries keep their order, Put replaces in place", "[profile]") {
   auto profile = Profile::FromJson(kNpu2);
   REQUIRE(profile.ok());
   const std::vector<std::string> before = Lines(profile->ToJson());

@@ -93,7 +93,7 @@ TEST_CASE("IRON records that are not a design's step are skipped, saying so",
              Catch::Contains("another power mode"));
 }
 
-TEST_CASE("a CostTable's steps are figures; calibrations and packs skipped",
+TEST_CASE("a CostTable's steps are figures, calibrations and packs skipped",
           "[store][iron]") {
   const std::string table = R"({"device": "npu2", "dispatch": "separate",
 "steps": {
