@@ -36,16 +36,6 @@ std::string Snake(const std::string& cls) {
   return absl::AsciiStrToLower(cls);
 }
 
-Dim P(std::string name) { return Dim{std::move(name), v1::Value(), ""}; }
-Dim P(std::string name, v1::Value v) {
-  return Dim{std::move(name), std::move(v), ""};
-}
-TunableSpec T(std::string name, std::string note = "") {
-  return TunableSpec{std::move(name), v1::Value(), std::move(note)};
-}
-TunableSpec T(std::string name, int64_t v, std::string note = "") {
-  return TunableSpec{std::move(name), IntValue(v), std::move(note)};
-}
 BufferSpec In(std::string name, std::string shape, std::string dtype = "bf16",
               std::string layout = "row-major") {
   return {std::move(name), v1::BUFFER_ROLE_IN, std::move(shape),
@@ -55,17 +45,6 @@ BufferSpec Out(std::string name, std::string shape, std::string dtype = "bf16",
                std::string layout = "row-major") {
   return {std::move(name), v1::BUFFER_ROLE_OUT, std::move(shape),
           std::move(dtype), std::move(layout)};
-}
-v1::Tolerance Exact() {
-  v1::Tolerance t;
-  t.mutable_exact();
-  return t;
-}
-v1::Tolerance Close(double atol, double rtol) {
-  v1::Tolerance t;
-  t.mutable_close()->set_atol(atol);
-  t.mutable_close()->set_rtol(rtol);
-  return t;
 }
 v1::Tolerance Ulps(int ulps) { return Close(ulps * kBf16Ulp, ulps * kBf16Ulp); }
 

@@ -8,25 +8,6 @@
 namespace irontune::catalogue {
 namespace {
 
-Dim P(std::string name) { return Dim{std::move(name), v1::Value(), ""}; }
-Dim P(std::string name, v1::Value v) {
-  return Dim{std::move(name), std::move(v), ""};
-}
-Dim Pf(std::string name, std::string note) {
-  return Dim{std::move(name), v1::Value(), std::move(note)};
-}
-TunableSpec T(std::string name, std::string note = "") {
-  return TunableSpec{std::move(name), v1::Value(), std::move(note)};
-}
-TunableSpec T(std::string name, int64_t v, std::string note = "") {
-  return TunableSpec{std::move(name), IntValue(v), std::move(note)};
-}
-v1::Tolerance Exact() {
-  v1::Tolerance t;
-  t.mutable_exact();
-  return t;
-}
-
 Family Copy() {
   Family f;
   f.class_name = "Copy";

@@ -77,11 +77,16 @@ double TrueStep(Rig& rig, const v1::Operator& op) {
   return *us;
 }
 
+// One GEMM design at its default and two other settings.
+std::vector<v1::Operator> ThreeSettings() {
+  return {Gemm(256, 512, 512, 64, 64, 64, 8),
+          Gemm(256, 512, 512, 32, 64, 64, 8),
+          Gemm(256, 512, 512, 64, 32, 64, 4)};
+}
+
 TEST_CASE("every setting pairs with the default, round by round") {
   Rig rig;
-  std::vector<v1::Operator> settings = {Gemm(256, 512, 512, 64, 64, 64, 8),
-                                        Gemm(256, 512, 512, 32, 64, 64, 8),
-                                        Gemm(256, 512, 512, 64, 32, 64, 4)};
+  std::vector<v1::Operator> settings = ThreeSettings();
   auto result = Measure(Request(settings), *rig.Context());
   REQUIRE(result.ok());
   for (auto& [i, why] : result->refused) UNSCOPED_INFO(i << ": " << why);
@@ -113,9 +118,7 @@ TEST_CASE("every setting pairs with the default, round by round") {
 
 TEST_CASE("only the default's inputs are kept for judging") {
   Rig rig;
-  std::vector<v1::Operator> settings = {Gemm(256, 512, 512, 64, 64, 64, 8),
-                                        Gemm(256, 512, 512, 32, 64, 64, 8),
-                                        Gemm(256, 512, 512, 64, 32, 64, 4)};
+  std::vector<v1::Operator> settings = ThreeSettings();
   auto result = Measure(Request(settings), *rig.Context());
   REQUIRE(result.ok());
   REQUIRE(result->outputs.size() == 3);

@@ -4,19 +4,17 @@
 // (a costs/ tree and a CostTable, IRON-shaped fixtures under
 // tests/e2e/testdata/iron-costs) import with counts the client prints.
 // Waits are bounds, never assertions on time.
-#include <signal.h>
 
 #include <catch2/catch.hpp>
-#include <chrono>
 #include <fstream>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/families.h"
 #include "common/profile.h"
 #include "google/protobuf/text_format.h"
+#include "tests/testing/daemon_process.h"
 #include "tests/testing/process.h"
 #include "tests/testing/recording_fixtures.h"
 
@@ -27,38 +25,16 @@ const std::string kIronDaemon = IRONTUNE_IRONTUNED;
 const std::string kIronClient = IRONTUNE_CLIENT;
 const std::string kIronSource = IRONTUNE_SOURCE_DIR;
 
-// irontuned on a fresh state directory over a unix socket, on the sim.
-class IronDaemon {
- public:
-  explicit IronDaemon(const std::string& dir)
-      : dir_(dir), socket_("unix:" + dir + "/sock") {
-    process_ = std::make_unique<Process>(
-        "irontuned",
-        std::vector<std::string>{kIronDaemon, "--state-dir", dir, "--listen",
-                                 socket_, "--sim-clock", "virtual",
-                                 "--log-level", "info"},
-        dir);
-    REQUIRE(process_->started());
-    for (int i = 0; i < 200; ++i) {
-      if (Client({"--timeout", "1", "status"}, 10).code == 0) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    FAIL("irontuned did not come up: " << process_->Stderr());
-  }
-  ~IronDaemon() {
-    process_->Signal(SIGTERM);
-    process_->Wait(15);
-  }
-  Result Client(std::vector<std::string> args, double seconds = 300) const {
-    args.insert(args.begin(), {kIronClient, "--server", socket_});
-    return Run(args, dir_, seconds);
-  }
-
- private:
-  std::string dir_;
-  std::string socket_;
-  std::unique_ptr<Process> process_;
-};
+// irontuned on a fresh state directory `dir` over a unix socket, on the
+// sim, up.
+std::unique_ptr<DaemonProcess> StartDaemon(const std::string& dir) {
+  const std::string socket = "unix:" + dir + "/sock";
+  auto daemon = std::make_unique<DaemonProcess>(
+      "irontuned", SimDaemonArgv(kIronDaemon, dir, socket), dir, kIronClient,
+      socket);
+  REQUIRE(daemon->Up());
+  return daemon;
+}
 
 // A profile in IRON's format, written from IRON's class definitions: a
 // GEMM, a GEMV and an RMSNorm the recording does not call (kept as they
@@ -106,9 +82,9 @@ TEST_CASE("e2e: a submit with an IRON profile writes one IRON loads, in order",
           {{"p", "q", "r"}, {"s", "t"}}),
       &text);
   std::ofstream(recording) << text;
-  IronDaemon daemon(dir);
-  Result r = daemon.Client({"submit", recording, "--profile", path, "--write",
-                            "--rounds", "3", "--calls", "5"});
+  auto daemon = StartDaemon(dir);
+  Result r = daemon->Client({"submit", recording, "--profile", path, "--write",
+                             "--rounds", "3", "--calls", "5"});
   INFO(r.out << r.err);
   REQUIRE(r.code == 0);
   const std::string written = ReadFile(path);
@@ -145,8 +121,8 @@ TEST_CASE("e2e: IRON's cost files import, with counts and reasons",
           "[e2e][iron]") {
   const std::string dir = TempDir("iron-costs");
   const std::string fixtures = kIronSource + "/tests/e2e/testdata/iron-costs";
-  IronDaemon daemon(dir);
-  Result tree = daemon.Client({"cache", "import", fixtures + "/costs"}, 60);
+  auto daemon = StartDaemon(dir);
+  Result tree = daemon->Client({"cache", "import", fixtures + "/costs"}, 60);
   INFO(tree.out << tree.err);
   REQUIRE(tree.code == 0);
   CHECK_THAT(tree.out, Catch::StartsWith("imported 2 IRON figures from 8 "
@@ -160,7 +136,7 @@ TEST_CASE("e2e: IRON's cost files import, with counts and reasons",
   CHECK_THAT(tree.out, Catch::Contains("power mode \"Turbo\""));
 
   const std::string table = fixtures + "/tables/llama-decode-npu2.json";
-  Result one = daemon.Client({"cache", "import", table}, 60);
+  Result one = daemon->Client({"cache", "import", table}, 60);
   INFO(one.out << one.err);
   REQUIRE(one.code == 0);
   CHECK_THAT(one.out, Catch::StartsWith("imported 3 IRON figures from 1 file"));
@@ -170,11 +146,11 @@ TEST_CASE("e2e: IRON's cost files import, with counts and reasons",
   CHECK_THAT(one.out, Catch::Contains("packs[RMSNorm_rows1"));
 
   // The figures are in the cache: stats count them, an export lists them.
-  Result again = daemon.Client({"cache", "import", table}, 60);
+  Result again = daemon->Client({"cache", "import", table}, 60);
   REQUIRE(again.code == 0);
   CHECK_THAT(again.out, Catch::StartsWith("imported 0 IRON figures"));
   CHECK_THAT(again.out, Catch::Contains("already present, kept"));
-  Result exported = daemon.Client({"cache", "export"}, 60);
+  Result exported = daemon->Client({"cache", "export"}, 60);
   REQUIRE(exported.code == 0);
   CHECK_THAT(exported.out,
              Catch::Contains("fused/GEMV_M2048_K8192_num_aie_columns8"));
