@@ -124,15 +124,6 @@ int RunBlocking(const std::vector<std::string>& argv,
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-long RssKib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
-  }
-  return -1;
-}
-
 // irontuned on loopback TCP with a fresh state dir; SIGTERM on destruction.
 class Daemon {
  public:
@@ -395,7 +386,7 @@ ConcurrentRun RunConcurrent(int threads, double seconds, int queue_limit,
   const v1::MeasureRequest base = AddMeasureRequest(remeasure);
   std::mutex mu;
   std::atomic<bool> stop{false};
-  run.rss_kib[0] = RssKib(daemon.pid());
+  run.rss_kib[0] = e2e::ProcStatusKib(daemon.pid(), "VmRSS");
   std::vector<std::thread> workers;
   const auto start = Clock::now();
   for (int t = 0; t < threads; ++t) {
@@ -452,7 +443,7 @@ ConcurrentRun RunConcurrent(int threads, double seconds, int queue_limit,
   bool early_done = false, mid_done = false;
   while (Since(start) < seconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    long rss = RssKib(daemon.pid());
+    long rss = e2e::ProcStatusKib(daemon.pid(), "VmRSS");
     run.rss_max_kib = std::max(run.rss_max_kib, rss);
     if (!early_done && Since(start) >= 1) {
       run.rss_kib[1] = rss;
@@ -468,7 +459,7 @@ ConcurrentRun RunConcurrent(int threads, double seconds, int queue_limit,
   for (std::thread& w : workers) w.join();
   run.seconds = Since(start);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  run.rss_kib[4] = RssKib(daemon.pid());
+  run.rss_kib[4] = e2e::ProcStatusKib(daemon.pid(), "VmRSS");
   return run;
 }
 
@@ -836,7 +827,8 @@ int MixedLoad(double seconds) {
       kThreads, seconds);
   Daemon daemon("mixed", "virtual");
   if (!daemon.up()) return 1;
-  long rss[4] = {RssKib(daemon.pid()), -1, -1, -1};  // start, mid, end, after
+  long rss[4] = {e2e::ProcStatusKib(daemon.pid(), "VmRSS"), -1, -1,
+                 -1};  // start, mid, end, after
   long rss_max = rss[0];
   std::atomic<bool> stop{false};
   std::vector<MixedTally> tallies(kThreads);
@@ -847,7 +839,7 @@ int MixedLoad(double seconds) {
   }
   while (Since(start) < seconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    const long now = RssKib(daemon.pid());
+    const long now = e2e::ProcStatusKib(daemon.pid(), "VmRSS");
     rss_max = std::max(rss_max, now);
     if (rss[1] < 0 && Since(start) >= seconds / 2) rss[1] = now;
     rss[2] = now;
@@ -862,7 +854,7 @@ int MixedLoad(double seconds) {
   std::set<std::string> unique(all.job_ids.begin(), all.job_ids.end());
   const int64_t reused = static_cast<int64_t>(all.job_ids.size()) -
                          static_cast<int64_t>(unique.size());
-  rss[3] = RssKib(daemon.pid());
+  rss[3] = e2e::ProcStatusKib(daemon.pid(), "VmRSS");
 
   PrintMixed(all, elapsed, unique.size(), states, unended, reused, rss,
              rss_max);
@@ -870,16 +862,6 @@ int MixedLoad(double seconds) {
 }
 
 // ------------------------------------------------------------- big job
-
-// VmHWM of `pid` (the peak resident set since start or the last reset).
-long PeakRssKib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::atol(line.c_str() + 6);
-  }
-  return -1;
-}
 
 // Resets `pid`'s VmHWM to its present RSS (proc(5), clear_refs "5").
 bool ResetPeakRss(pid_t pid) {
@@ -960,7 +942,7 @@ int BigJob() {
       std::printf("  repeats %u: no operator admitted\n", repeats);
       continue;
     }
-    const long before = RssKib(daemon.pid());
+    const long before = e2e::ProcStatusKib(daemon.pid(), "VmRSS");
     const bool reset = ResetPeakRss(daemon.pid());
     grpc::ClientContext context;
     auto reader = stub->Measure(&context, request);
@@ -968,7 +950,7 @@ int BigJob() {
     bool result = false;
     while (reader->Read(&event)) result |= event.has_result();
     grpc::Status s = reader->Finish();
-    const long peak = PeakRssKib(daemon.pid());
+    const long peak = e2e::ProcStatusKib(daemon.pid(), "VmHWM");
     const double extra = static_cast<double>(peak - before) * 1024;
     std::printf(
         "  %s, repeats %u: %s; estimate %s; VmRSS before %ld KiB, VmHWM "

@@ -381,10 +381,12 @@ absl::Status XrtImage::WriteScratchpads(
 absl::Status XrtImage::WriteValues(
     const std::map<std::string, int64_t>& values) {
   std::vector<std::pair<const XrtManifestSymbol*, int32_t>> writes;
-  for (const auto& [name, value] : values) {
+  for (const auto& entry : values) {
+    const std::string& name = entry.first;
+    const int64_t value = entry.second;
     const auto it = std::find_if(
         manifest_.symbols.begin(), manifest_.symbols.end(),
-        [&](const XrtManifestSymbol& s) { return s.name == name; });
+        [&name](const XrtManifestSymbol& s) { return s.name == name; });
     if (it == manifest_.symbols.end()) {
       return absl::InvalidArgumentError(
           absl::StrCat("the image takes no per-call value \"", name, "\""));

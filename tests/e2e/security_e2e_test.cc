@@ -442,7 +442,7 @@ nlohmann::json SubmitStats(const Result& r) {
   return nlohmann::json::parse(r.out)["stats"];
 }
 
-TEST_CASE("security: clearing the cache needs admin; the next job re-times") {
+TEST_CASE("security: clearing the cache needs admin, the next job re-times") {
   const std::string dir = TempDir("sec-clear");
   MakeCertificates(dir);
   const std::string tokens = MakeTokens(dir);
