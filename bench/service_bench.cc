@@ -517,10 +517,10 @@ void Utilisation(const char* title, const v1::AutotuneRequest& request,
   std::fflush(stdout);
   // The daemon's peak RSS, sampled every 100 ms while the job runs.
   std::atomic<bool> done{false};
-  std::atomic<long> peak_kib{RssKib(daemon.pid())};
+  std::atomic<long> peak_kib{e2e::ProcStatusKib(daemon.pid(), "VmRSS")};
   std::thread sampler([&] {
     while (!done) {
-      peak_kib = std::max(peak_kib.load(), RssKib(daemon.pid()));
+      peak_kib = std::max(peak_kib.load(), e2e::ProcStatusKib(daemon.pid(), "VmRSS"));
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
