@@ -520,7 +520,8 @@ void Utilisation(const char* title, const v1::AutotuneRequest& request,
   std::atomic<long> peak_kib{e2e::ProcStatusKib(daemon.pid(), "VmRSS")};
   std::thread sampler([&] {
     while (!done) {
-      peak_kib = std::max(peak_kib.load(), e2e::ProcStatusKib(daemon.pid(), "VmRSS"));
+      peak_kib =
+          std::max(peak_kib.load(), e2e::ProcStatusKib(daemon.pid(), "VmRSS"));
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });

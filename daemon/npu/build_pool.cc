@@ -39,13 +39,20 @@ BuildPool::BuildPool(Builder* inner, BuildPoolOptions options)
 }
 
 BuildPool::~BuildPool() {
-  {
-    absl::MutexLock lock(&mu_);
-    stopping_ = true;
-    for (const std::string& key : queue_) entries_[key].queued = false;
-    queue_.clear();
-  }
+  DropQueue();
   for (std::thread& t : threads_) t.join();
+}
+
+void BuildPool::DropQueue() {
+  absl::MutexLock lock(&mu_);
+  stopping_ = true;
+  for (const std::string& key : queue_) entries_[key].queued = false;
+  queue_.clear();
+}
+
+void BuildPool::Stop() {
+  DropQueue();
+  inner_->Stop();
 }
 
 BuildPoolStats BuildPool::stats() const {

@@ -85,6 +85,10 @@ class BuildPool : public Builder {
       const BuildRequest& request,
       const std::function<bool()>& cancelled) override;
   void Prefetch(const BuildRequest& request) override;
+  // Drops the queued builds, stops prefetching and stops the inner builder
+  // (so running builds end with Cancelled); later builds run on the
+  // caller's thread and meet the stopped inner builder.
+  void Stop() override;
   std::string Environment() const override { return inner_->Environment(); }
 
   BuildPoolStats stats() const;
@@ -103,6 +107,8 @@ class BuildPool : public Builder {
     std::list<std::string>::iterator lru;  // valid once done and kept
   };
 
+  // Stops the pool's threads taking builds, and forgets the queue.
+  void DropQueue() ABSL_LOCKS_EXCLUDED(mu_);
   // Runs queued builds until the pool stops.
   void Loop();
   // Builds `key`'s request with the inner builder (without the lock) and

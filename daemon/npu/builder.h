@@ -69,6 +69,12 @@ class Builder {
   // (BuildPool) starts on it. The default does nothing.
   virtual void Prefetch(const BuildRequest& request) { (void)request; }
 
+  // Irontuned is shutting down: builds running now end soon and later ones
+  // do not start; both return Cancelled, never a refusal. Called from any
+  // thread, once or more; the builder stays stopped. The default does
+  // nothing (builds run to their end).
+  virtual void Stop() {}
+
   // Identifies the build environment (tools and their versions), so a cached
   // verdict is not reused across a builder fix.
   virtual std::string Environment() const = 0;

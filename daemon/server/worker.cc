@@ -67,6 +67,7 @@ class HeartbeatBuilder : public Builder {
   void Prefetch(const BuildRequest& request) override {
     target_->Prefetch(request);
   }
+  void Stop() override { target_->Stop(); }
   std::string Environment() const override { return target_->Environment(); }
 
  private:
@@ -128,6 +129,7 @@ void DeviceWorker::Stop() {
     if (running_) running_->Cancel(kShuttingDown);
     if (autotune_job_) autotune_job_->Cancel(kShuttingDown);
   }
+  parts_.builder->Stop();  // builds in flight end now, not at their end
   if (thread_.joinable()) thread_.join();
   // Tasks posted too late are refused.
   absl::MutexLock lock(&mu_);

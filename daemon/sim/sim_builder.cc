@@ -123,11 +123,22 @@ absl::Duration ThreadCpu() {
 }
 
 // Keeps the calling thread's CPU busy for `d` of its own CPU time.
-void SpinFor(absl::Duration d) {
+// Spends `d` of this thread's CPU time, or less once `stop` is true.
+void SpinFor(absl::Duration d, const std::atomic<bool>& stop) {
   const absl::Duration end = ThreadCpu() + d;
   volatile uint64_t sink = 0;
-  while (ThreadCpu() < end) {
+  while (ThreadCpu() < end && !stop.load()) {
     for (int i = 0; i < 10000; ++i) sink = sink + i;
+  }
+}
+
+// Sleeps `d`, or less once `stop` is true.
+void SleepFor(absl::Duration d, const std::atomic<bool>& stop) {
+  const absl::Time end = absl::Now() + d;
+  while (!stop.load()) {
+    const absl::Duration left = end - absl::Now();
+    if (left <= absl::ZeroDuration()) return;
+    absl::SleepFor(std::min(left, absl::Milliseconds(20)));
   }
 }
 
@@ -191,13 +202,14 @@ absl::StatusOr<BuildOutcome> SimBuilder::Build(const BuildRequest& request) {
     if (symbols.insert(v.symbol()).second)
       artifact.symbols.push_back(v.symbol());
   }
-  Spend(artifact.recipe_hash);
+  RETURN_IF_ERROR(Spend(artifact.recipe_hash));
   outcome.artifact = std::move(artifact);
   return outcome;
 }
 
-void SimBuilder::Spend(const std::string& recipe_hash) {
-  if (cost_.per_design <= absl::ZeroDuration()) return;
+absl::Status SimBuilder::Spend(const std::string& recipe_hash) {
+  if (stopped_) return absl::CancelledError("irontuned is shutting down");
+  if (cost_.per_design <= absl::ZeroDuration()) return absl::OkStatus();
   bool first = false;
   {
     absl::MutexLock lock(&mu_);
@@ -210,12 +222,14 @@ void SimBuilder::Spend(const std::string& recipe_hash) {
     case SimBuildCost::Spend::kCount:
       break;
     case SimBuildCost::Spend::kSleep:
-      absl::SleepFor(d);
+      SleepFor(d, stopped_);
       break;
     case SimBuildCost::Spend::kCpu:
-      SpinFor(d);
+      SpinFor(d, stopped_);
       break;
   }
+  if (stopped_) return absl::CancelledError("irontuned is shutting down");
+  return absl::OkStatus();
 }
 
 std::string SimBuilder::Environment() const { return kEnvironment; }

@@ -65,18 +65,22 @@ class SimBuilder : public Builder {
   // unspecified packaging, a buffer of unknown dtype or of absurd size.
   absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override;
   std::string Environment() const override;
+  // Builds spending their cost end within a few ms, with Cancelled.
+  void Stop() override { stopped_ = true; }
 
   // The build cost counted so far, in seconds.
   double spent_seconds() const { return spent_us_.load() / 1e6; }
 
  private:
-  // Counts (and spends) the cost of building `recipe_hash`.
-  void Spend(const std::string& recipe_hash);
+  // Counts (and spends) the cost of building `recipe_hash`; Cancelled once
+  // stopped.
+  absl::Status Spend(const std::string& recipe_hash);
 
   const SimBuildCost cost_;
   absl::Mutex mu_;
   std::set<std::string> built_ ABSL_GUARDED_BY(mu_);  // recipe hashes
   std::atomic<int64_t> spent_us_{0};
+  std::atomic<bool> stopped_{false};
 };
 
 // The recipe hash SimBuilder gives `op` on `generation`.

@@ -203,5 +203,24 @@ TEST_CASE("the sim's build cost is counted per recipe and runlist") {
   CHECK(free_builder.spent_seconds() == 0);
 }
 
+TEST_CASE("a stopped pool drops its queue and its running build ends") {
+  SimBuildCost cost;
+  cost.per_design = absl::Seconds(600);
+  cost.spend = SimBuildCost::Spend::kSleep;
+  BuildPool pool(std::make_unique<SimBuilder>(cost), BuildPoolOptions{1});
+  pool.Prefetch(Request(64));     // runs on the pool's thread
+  pool.Prefetch(Request(64, 2));  // queued behind it
+  absl::StatusOr<BuildOutcome> waited;
+  std::thread caller([&] { waited = pool.Build(Request(64)); });
+  absl::SleepFor(absl::Milliseconds(100));
+  pool.Stop();
+  caller.join();
+  CHECK(waited.status().code() == absl::StatusCode::kCancelled);
+  CHECK(pool.Build(Request(64, 2)).status().code() ==
+        absl::StatusCode::kCancelled);
+  // The cancelled build was not remembered as built.
+  CHECK(pool.stats().remembered == 0);
+}
+
 }  // namespace
 }  // namespace irontune

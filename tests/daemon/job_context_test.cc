@@ -8,7 +8,7 @@
 namespace irontune {
 namespace {
 
-TEST_CASE("progress is coalesced within a shape; every trial is an event") {
+TEST_CASE("progress is coalesced within a shape, every trial is an event") {
   auto job = std::make_shared<Job>("j1", Job::Request(v1::AutotuneRequest()),
                                    "ann", v1::PRIORITY_INTERACTIVE,
                                    /*detach=*/false);
