@@ -480,7 +480,7 @@ TEST_CASE("robustness: each validation hole is refused over the wire") {
 
 TEST_CASE("robustness: a client's deadline stops its job between rounds") {
   const std::string dir = TempDir("deadline");
-  Irontuned daemon(dir, {}, "", "realtime");
+  Irontuned daemon(dir, {"--sim-build-seconds", "0.02"}, "", "realtime");
   REQUIRE(daemon.Up());
   auto stub = daemon.Stub();
   v1::MeasureRequest request;
