@@ -1,0 +1,16 @@
+"""irontune_record: writes the calls an IRON application tunes as irontune's `.rec`.
+
+Runs beside IRON (`python3 -m irontune_record APP --out model.rec`). It asks
+IRON for an application's model the way `python -m iron.lm.tune APP` does
+(`iron.lm.tune.application_model`), lets the model add its own flags and plan
+its calls (`tune_arguments`, `tune_calls`), and writes those calls -- their
+graphs, operators, per-call values, points and contents -- as one
+`irontune.v1.Calls` message. docs/recording-format.md ("Recording from
+IRON") describes what is recorded and the IRON surface it reads.
+"""
+
+# The amd/IRON commit whose tune surface this package follows: the newest
+# one irontune's operator catalogue is built from (docs/operators.md).
+IRON_COMMIT = "0274eac8f0716c5a4cda92f80b22df8323720455"
+
+__all__ = ["IRON_COMMIT"]
