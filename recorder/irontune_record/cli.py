@@ -98,7 +98,10 @@ def _device(no_device: bool):
 
 def record(model, parser, args):
     """Returns the `Calls` message of the calls `model` plans for `args`."""
-    calls = list(model.tune_calls(parser, args))
+    try:
+        calls = list(model.tune_calls(parser, args))
+    except (ValueError, OSError) as e:
+        raise RecordError(f"{args.app}: IRON could not plan its calls: {e}") from e
     if not calls:
         raise RecordError(f"{args.app}: its model's tune_calls planned no calls")
     pb = recording_pb2()
@@ -107,7 +110,13 @@ def record(model, parser, args):
     for i, call in enumerate(calls):
         if not list(call.recording.steps):
             raise RecordError(f"{args.app}: calls[{i}] runs no operator")
-        recorder.add_call(call, f"calls[{i}]")
+        try:
+            recorder.add_call(call, f"calls[{i}]")
+        except AttributeError as e:
+            raise RecordError(
+                f"calls[{i}]: {e}: this IRON's tune surface differs from the one "
+                f"irontune_record follows (amd/IRON {IRON_COMMIT[:12]})"
+            ) from e
     return recorder.calls
 
 
