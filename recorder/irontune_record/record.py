@@ -245,8 +245,9 @@ class Recorder:
             rec.buffers.add(name=name, nbytes=nbytes)
         rec.inputs.extend(_name(h) for h in getattr(recording, "inputs", ()))
         rec.outputs.extend(_name(h) for h in getattr(recording, "outputs", ()))
+        running = {s.op for s in rec.steps}
         for i, b in enumerate(getattr(recording, "bindings", ())):
-            self._binding(rec, b, f"{where}.recording.bindings[{i}]")
+            self._binding(rec, b, running, f"{where}.recording.bindings[{i}]")
         zero = dict.fromkeys(addresses, 0)
         for k, v in {**zero, **dict(call.values)}.items():
             timed.values[k] = int(v)
@@ -275,17 +276,24 @@ class Recorder:
                     f"{type(step.op).__name__}'s {len(op_buffers)} buffers"
                 )
             s = rec.steps.add(op=index)
-            for ref, buf in zip(refs, op_buffers):
+            for j, (ref, buf) in enumerate(zip(refs, op_buffers)):
                 offset = int(getattr(ref, "offset", 0) or 0)
                 own = _nbytes(self.pb, buf)
-                length = own if ref.nbytes is None else int(ref.nbytes)
-                s.refs.add(buffer=ref.root, offset=offset, length=0 if ref.nbytes is None else length)
-                sizes[ref.root] = max(sizes.get(ref.root, 0), offset + length)
+                if ref.nbytes is not None and int(ref.nbytes) != own:
+                    raise RecordError(
+                        f"{where}.steps[{i}].refs[{j}]: {ref.nbytes} bytes of "
+                        f"{ref.root} for {type(step.op).__name__}.{buf.name}, "
+                        f"which is {own} bytes"
+                    )
+                length = 0 if ref.nbytes is None else own
+                s.refs.add(buffer=ref.root, offset=offset, length=length)
+                sizes[ref.root] = max(sizes.get(ref.root, 0), offset + own)
         return sizes
 
-    def _binding(self, rec, b, where: str) -> None:
-        if id(b.op) not in self._index:
-            raise RecordError(f"{where}: binds {type(b.op).__name__}, which no step runs")
+    def _binding(self, rec, b, running: set[int], where: str) -> None:
+        if self._index.get(id(b.op)) not in running:
+            cls = type(b.op).__name__
+            raise RecordError(f"{where}: binds {cls}, which no step of its recording runs")
         index = self._index[id(b.op)]
         self.call_value(index, b)
         out = rec.bindings.add(op=index, member=_name(b.member))
@@ -293,8 +301,10 @@ class Recorder:
 
 
 # Bytes per element of each irontune DType.
-_SIZES = {"DTYPE_BF16": 2, "DTYPE_F16": 2, "DTYPE_F32": 4, "DTYPE_I8": 1, "DTYPE_U8": 1,
-          "DTYPE_I16": 2, "DTYPE_U16": 2, "DTYPE_I32": 4, "DTYPE_U32": 4, "DTYPE_I64": 8}
+_SIZES = {
+    "DTYPE_BF16": 2, "DTYPE_F16": 2, "DTYPE_F32": 4, "DTYPE_I8": 1, "DTYPE_U8": 1,
+    "DTYPE_I16": 2, "DTYPE_U16": 2, "DTYPE_I32": 4, "DTYPE_U32": 4, "DTYPE_I64": 8,
+}
 
 
 def _nbytes(pb, buf) -> int:

@@ -106,6 +106,16 @@ class RecordTiny(unittest.TestCase):
         [content] = decode.contents
         self.assertEqual((content.buffer, len(content.data)), ("x", 4096))
 
+    def test_without_a_device_no_domains_are_recorded(self):
+        path = self.path.with_name("nodev.rec")
+        run = record("tiny", "--out", str(path), "--no-device", cwd=self.dir.name)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        calls = recording_pb2.Calls.FromString(path.read_bytes())
+        gemm = calls.operators[3]
+        # num_aie_columns is the device's to fill: left out, as is every domain.
+        self.assertEqual([t.name for t in gemm.tunables], ["tile_m", "tile_k", "tile_n"])
+        self.assertTrue(all(not t.domain for t in gemm.tunables))
+
     def test_client_loads_and_validates_it(self):
         for suffix in (".rec", ".json", ".txtpb"):
             path = self.path.with_suffix(suffix)
