@@ -41,11 +41,11 @@ class TinyModel:
 
     @staticmethod
     def _prompt():
-        gemm = GEMM(M=64, K=256, N=256)
+        gemm = GEMM(M=256, K=256, N=256)
         chunk = Value("chunk")
         rows = BoundValue("rows", gemm._members[0])
         steps = [Step(gemm, [Ref("x"), Ref("w1"), Ref("out")])]
-        bindings = [Binding(gemm, rows, Affine(chunk, 32, 32))]
+        bindings = [Binding(gemm, rows, Affine(chunk, 128, 128))]
         rec = Recording("prompt", [chunk], steps, bindings, ["x"], ["out"],
                         addresses=("table",))
         points = [Point(0.25, {"chunk": 0}), Point(0.75, {"chunk": 1})]
