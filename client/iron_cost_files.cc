@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -52,8 +53,8 @@ std::string Line(const fs::path& path, const std::string& text) {
 
 // Why a figure is not written (IronExportCounts::skipped's keys).
 constexpr char kSkipOwn[] =
-    "irontune's own measurements: kept under irontune's digest, which IRON "
-    "never looks up (its key's parts are not kept with a figure)";
+    "irontune's own measurements: kept under irontune's digest, not IRON's "
+    "key (which hashes IRON's recipe hash, unknown to irontune)";
 constexpr char kSkipTable[] =
     "CostTable steps: keyed by IRON's cost_key, not a cost cache key";
 constexpr char kSkipVerdict[] =
@@ -212,9 +213,9 @@ absl::Status WriteWhole(const fs::path& path, const std::string& text) {
 
 std::string PythonFloat(double v) {
   char buf[64];
-  auto [end, ec] =
+  const std::to_chars_result r =
       std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
-  const std::string sci(buf, end);  // "-1.2345e+02", shortest round trip
+  const std::string sci(buf, r.ptr);  // "-1.2345e+02", shortest round trip
   const size_t e_at = sci.find('e');
   const bool negative = sci[0] == '-';
   std::string digits;

@@ -19,10 +19,10 @@
 //
 // Only a figure under one of IRON's keys (32 hex digits) can be looked up
 // by IRON: the figures irontuned imported from IRON's cost cache. A
-// measurement irontune timed is kept under irontune's own digest (its key
-// holds parts IRON's does not, and the parts are not kept), a CostTable
-// step under IRON's cost_key, and a builder verdict is no cost at all:
-// these are skipped and counted, each with its reason.
+// measurement irontune timed is kept under irontune's own digest (IRON's
+// key hashes IRON's recipe hash, which irontune's builder protocol does not
+// carry), a CostTable step under IRON's cost_key, and a builder verdict is
+// no cost at all: these are skipped and counted, each with its reason.
 //
 // Thread-compatible; reads and writes the file system only.
 #ifndef IRONTUNE_CLIENT_IRON_COST_FILES_H_

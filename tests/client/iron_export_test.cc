@@ -16,6 +16,7 @@ namespace irontune {
 namespace {
 
 namespace fs = std::filesystem;
+using e2e::TempDir;
 
 std::string Slurp(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
