@@ -116,6 +116,11 @@ TEST_CASE("e2e: cache export --iron writes IRON's layout; it imports back",
                                   "\"default_round_us\": [], \"measured\": "
                                   "\"2026-06-02\"}\n"));
 
+  // A file in this format comes out as IRON wrote it, byte for byte.
+  const std::string name = "11111111111111111111111111111111.json";
+  CHECK(ReadFile((leaf / name).string()) ==
+        ReadFile(fixtures + "/costs/npu-strix/Default/" + name));
+
   // Round trip: a fresh irontuned imports the tree, the same two figures.
   auto fresh = StartExportDaemon(dir + "/b");
   Result back = fresh->Client({"cache", "import", out}, 60);
