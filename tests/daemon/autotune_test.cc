@@ -437,8 +437,8 @@ TEST_CASE("TimeShape: a cycles file prunes; a recipe it lacks is timed") {
   v1::Calls calls = MakeCalls({op}, {0});
   // The fixture: 32x64x32 far too slow to win, 32x64x64 at one cycle, and
   // 64x64x32 a case the nightly did not time (no cycles): missing.
-  const std::string path =
-      std::string(IRONTUNE_SOURCE_DIR) + "/tests/data/kernel-cycles/npu2.json";
+  const std::string path = std::string(IRONTUNE_SOURCE_DIR) +
+                           "/tests/daemon/testdata/kernel-cycles-npu2.json";
   KernelCycles cycles = LoadKernelCycles(path, nullptr);
   REQUIRE(cycles.size() == 3);
   CHECK(cycles.count("matmul_bf16_64x64x32_npu2") == 0);
