@@ -1,5 +1,5 @@
-// client/iron_cost_files.h: `cache export --iron`'s writer: irontuned's export lines as IRON's cost
-// cache files (client/iron_cost_files.h), checked against the names,
+// `cache export --iron`'s writer (client/iron_cost_files.h): irontuned's
+// export lines as IRON's cost cache files, checked against the names,
 // fields and spelling IRON's iron/tune/measure.py writes.
 #include <catch2/catch.hpp>
 #include <filesystem>
