@@ -29,6 +29,7 @@ const std::string kExportClient = IRONTUNE_CLIENT;
 const std::string kExportSource = IRONTUNE_SOURCE_DIR;
 
 std::unique_ptr<DaemonProcess> StartExportDaemon(const std::string& dir) {
+  fs::create_directories(dir);
   const std::string socket = "unix:" + dir + "/sock";
   auto daemon = std::make_unique<DaemonProcess>(
       "irontuned", SimDaemonArgv(kExportDaemon, dir, socket), dir,
