@@ -1,6 +1,8 @@
 // `cache export --iron`'s writer (client/iron_cost_files.h): irontuned's
 // export lines as IRON's cost cache files, checked against the names,
 // fields and spelling IRON's iron/tune/measure.py writes.
+#include "client/iron_cost_files.h"
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -9,7 +11,6 @@
 #include <string>
 
 #include "absl/strings/match.h"
-#include "client/iron_cost_files.h"
 #include "tests/testing/process.h"
 
 namespace irontune {

@@ -431,7 +431,7 @@ TEST_CASE("TimeShape: settings a kernel bound rules out are not timed") {
   CHECK(result->shapes[0].trials.size() == 12 - 3);
 }
 
-TEST_CASE("TimeShape: a cycles file prunes; a recipe it lacks is timed") {
+TEST_CASE("TimeShape: a cycles file prunes, a recipe it lacks is timed") {
   v1::Operator op = SearchGemm(256, 256, 256, 64, 64, 1);
   AddTunable(op, "tile_k", 64);
   v1::Calls calls = MakeCalls({op}, {0});

@@ -52,7 +52,7 @@ std::vector<std::string> IronKeyLines(const std::string& exported) {
   return out;
 }
 
-TEST_CASE("e2e: cache export --iron writes IRON's layout; it imports back",
+TEST_CASE("e2e: cache export --iron writes IRON's layout, it imports back",
           "[e2e][iron]") {
   const std::string dir = TempDir("iron-export");
   const std::string fixtures = kExportSource + "/tests/e2e/testdata/iron-costs";
