@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
@@ -65,9 +66,57 @@ struct StatsCommand {
 struct ExportCommand {
   static constexpr char kName[] = "export";
   std::string file;
+  std::string iron;
+  std::string pmode;
 
   void Bind(CLI::App& cmd) {
-    cmd.add_option("FILE", file, "where to write (default: stdout)");
+    CLI::Option* to_file =
+        cmd.add_option("FILE", file, "where to write (default: stdout)");
+    cmd.add_option("--iron", iron,
+                   "write IRON's cost cache layout under DIR instead: "
+                   "DIR/<platform>/<pmode>/<key>.json, one file per figure "
+                   "IRON can look up (docs/iron-costs.md)")
+        ->type_name("DIR")
+        ->excludes(to_file);
+    cmd.add_option("--pmode", pmode,
+                   "with --iron: xrt-smi's spelling of the power mode on the "
+                   "box that reads the files (default: the mode capitalized, "
+                   "e.g. Default)")
+        ->type_name("TEXT")
+        ->check(CLI::Validator(
+            [](std::string& text) -> std::string {
+              const std::string mode = absl::AsciiStrToLower(text);
+              for (const char* known : {"default", "powersaver", "balanced",
+                                        "performance", "turbo"}) {
+                if (mode == known) return "";
+              }
+              return "not a power mode (default, powersaver, balanced, "
+                     "performance or turbo, in any case)";
+            },
+            "PMODE"));
+  }
+
+  // Writes IRON's layout under `iron`; prints what was written and what
+  // was skipped, by reason.
+  int RunIron(const CommandContext& ctx) const {
+    const Daemon daemon(ctx, kCacheTimeoutS);
+    IronCostWriter writer(iron, pmode);
+    absl::Status failed;
+    absl::Status s = daemon.tuner().ExportCache(daemon.timeout_s(),
+                                                [&](const std::string& line) {
+                                                  failed = writer.Add(line);
+                                                  return failed.ok();
+                                                });
+    if (!failed.ok()) return Fail(ctx.io.err, failed);
+    if (!s.ok()) return daemon.Fail(s);
+    const IronExportCounts& counts = writer.counts();
+    ctx.io.out << "wrote " << counts.written << " IRON cost "
+               << (counts.written == 1 ? "file" : "files") << " under " << iron
+               << "; skipped " << counts.skipped_total() << "\n";
+    for (const auto& [why, n] : counts.skipped) {
+      ctx.io.out << "  skipped " << n << " " << why << "\n";
+    }
+    return kExitOk;
   }
 
   // Streams the export to `out`; returns the call's status and counts the
@@ -104,6 +153,10 @@ struct ExportCommand {
   }
 
   int Run(const CommandContext& ctx) const {
+    if (!iron.empty()) return RunIron(ctx);
+    if (!pmode.empty()) {
+      return UsageError(ctx.io.err, "--pmode is for --iron only");
+    }
     const Daemon daemon(ctx, kCacheTimeoutS);
     uint64_t lines = 0;
     if (file.empty()) {

@@ -11,6 +11,7 @@
 #include "CLI/CLI.hpp"
 #include "daemon/server/auth.h"
 #include "daemon/server/daemon.h"
+#include "daemon/tune/kernel_cycles.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
@@ -311,6 +312,16 @@ int IrontunedMain(int argc, char** argv) {
   if (!power_mode.empty()) options.power_mode = *ParsePowerMode(power_mode);
   options.stall_limit = absl::Seconds(stall_limit_s);
   options.notify = NotifyConfig::FromEnvironment();
+  if (!options.kernel_cycles.empty()) {
+    // Read once at start too, so a file that does not parse is logged now
+    // (LoadKernelCycles names where), not only when an Autotune reads it.
+    const size_t kernels =
+        LoadKernelCycles(options.kernel_cycles, nullptr).size();
+    if (kernels > 0) {
+      spdlog::info("kernel cycles: {} kernels in {}", kernels,
+                   options.kernel_cycles);
+    }
+  }
   return Serve(std::move(options));
 }
 

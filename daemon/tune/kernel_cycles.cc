@@ -1,5 +1,7 @@
 #include "daemon/tune/kernel_cycles.h"
 
+#include <spdlog/spdlog.h>
+
 #include <cstdint>
 #include <fstream>
 #include <sstream>
@@ -33,11 +35,37 @@ std::optional<int64_t> IntTunable(const v1::Operator& op,
 // REQUIRES: a > 0, b > 0 (no overflow).
 int64_t CeilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
+// "line L, column C" of byte offset `byte` (from 1, as nlohmann counts) of
+// `text`.
+std::string Where(std::string_view text, size_t byte) {
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return absl::StrCat("line ", line, ", column ", column);
+}
+
+// `text` as JSON; InvalidArgument naming where it stops being JSON.
+absl::StatusOr<nlohmann::json> ParseJson(std::string_view text) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not JSON at ", Where(text, e.byte)));
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<KernelCycles> ParseKernelCycles(std::string_view text) {
-  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
-  if (doc.is_discarded()) return absl::InvalidArgumentError("not JSON");
+  absl::StatusOr<nlohmann::json> parsed = ParseJson(text);
+  if (!parsed.ok()) return parsed.status();
+  const nlohmann::json& doc = *parsed;
   if (!doc.is_object()) {
     return absl::InvalidArgumentError("the top level is not an object");
   }
@@ -45,7 +73,7 @@ absl::StatusOr<KernelCycles> ParseKernelCycles(std::string_view text) {
   if (schema == doc.end() || !schema->is_number_integer() ||
       schema->get<int64_t>() != 1) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "schema ", schema == doc.end() ? "missing" : schema->dump(),
+        "schema: ", schema == doc.end() ? "missing" : schema->dump(),
         ", not 1"));
   }
   const nlohmann::json empty = nlohmann::json::object();
@@ -54,7 +82,8 @@ absl::StatusOr<KernelCycles> ParseKernelCycles(std::string_view text) {
   const nlohmann::json& builds = builds_it == doc.end() ? empty : *builds_it;
   const nlohmann::json& rows = rows_it == doc.end() ? empty : *rows_it;
   if (!builds.is_object() || !rows.is_object()) {
-    return absl::InvalidArgumentError("builds and rows must be objects");
+    return absl::InvalidArgumentError(absl::StrCat(
+        builds.is_object() ? "rows" : "builds", ": not an object of cases"));
   }
   KernelCycles out;
   for (const auto& [name, key] : builds.items()) {
@@ -83,7 +112,11 @@ KernelCycles LoadKernelCycles(
     const std::string& path,
     const std::function<void(const std::string&)>& log) {
   auto fail = [&](const std::string& why) {
-    if (log) log(absl::StrCat("no kernel cycles from ", path, ": ", why));
+    const std::string line = absl::StrCat(
+        "no kernel cycles from ", path, ": ", why,
+        "; every setting is timed (docs/search.md, \"Bound skipping\")");
+    spdlog::warn("tune: {}", line);
+    if (log) log(line);
     return KernelCycles();
   };
   std::ifstream in(path, std::ios::binary);

@@ -1,20 +1,30 @@
 // Kernel cycle counts, as mlir-aie's nightly kernel checks last timed them,
-// and the step time a GEMM cannot beat given them (IRON's kernel_cycles and
-// least_us). The tuner uses the bound to skip settings that cannot beat the
-// fastest found so far.
+// and the step time a GEMM cannot beat given them (amd/IRON
+// iron/tune/autotune.py: kernel_cycles, least_us, CLOCK_HEADROOM). The
+// tuner uses the bound to skip settings that cannot beat the fastest found
+// so far.
 //
 // The file is read from a path the operator of irontuned gives
-// (--kernel-cycles); it is never fetched from the network. Its format is
-// mlir-aie's nightly one, schema 1:
+// (--kernel-cycles, or `kernel-cycles = FILE` in the config file); it is
+// never fetched from the network, where IRON downloads the nightly's
+// latest. Its format is the nightly's, schema 1, read as IRON reads it:
 //   {"schema": 1,
 //    "builds": {"<case>": "<recipe key>", ...},
 //    "rows": {"<case>": {"cycles": {"value": N}, ...}, ...}}
-// A case whose row lacks "cycles" is left out.
+// giving cycles per call by recipe key; a case whose row lacks "cycles" is
+// left out. Where IRON would raise on a malformed value, irontune refuses
+// the whole file and times every setting.
 //
-// Recipe keys irontune looks up (GemmRecipeKey):
+// Recipe keys. IRON looks a GEMM's kernel up by
+// `op.layout().matmul().recipe_key`, the identity mlir-aie gives the built
+// matmul ExternalFunction (its name, source, argument types and flags).
+// irontune sees a recording, not the kernel build, and cannot derive that
+// identity, so it looks up a key of its own (GemmRecipeKey):
 //   matmul_bf16_<tile_m>x<tile_k>x<tile_n>_<generation>
 // e.g. "matmul_bf16_64x64x64_npu2": the bf16 matmul kernel one core calls
-// per (tile_m x tile_k) by (tile_k x tile_n) block, on that generation.
+// per (tile_m x tile_k) by (tile_k x tile_n) block, on that generation. A
+// file whose builds name IRON's recipe keys matches no GEMM here: nothing is
+// skipped, every setting is timed.
 //
 // Pure functions; thread-safe.
 #ifndef IRONTUNE_DAEMON_TUNE_KERNEL_CYCLES_H_
@@ -47,14 +57,17 @@ inline constexpr int64_t kGemmCoreRows = 4;
 // looser, so fewer settings are skipped wrongly.
 inline constexpr double kClockHeadroom = 1.25;
 
-// Parses the nightly's JSON. InvalidArgument when it is not JSON, not an
-// object, its schema is not 1, or a build's key is not a string or a
-// present cycles value is not a positive integer.
+// Parses the nightly's JSON. InvalidArgument, naming where: when it is not
+// JSON ("not JSON at line L, column C"), not an object, its schema is not 1
+// ("schema: ..."), builds or rows is not an object, a build's key is not a
+// string ("builds.<case>: ...") or a present cycles value is not a positive
+// integer ("rows.<case>.cycles.value: ...").
 absl::StatusOr<KernelCycles> ParseKernelCycles(std::string_view text);
 
-// Reads and parses `path`; on any failure (a missing file is NotFound) logs
-// one line through `log` (may be null) and returns an empty map: the tuner
-// then times every setting.
+// Reads and parses `path`; on any failure logs one line naming `path` and
+// what is wrong (ParseKernelCycles' message, or that it cannot be read) to
+// the daemon's log and through `log` (may be null), and returns an empty
+// map: the tuner then times every setting.
 KernelCycles LoadKernelCycles(
     const std::string& path,
     const std::function<void(const std::string&)>& log);

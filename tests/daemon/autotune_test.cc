@@ -431,6 +431,58 @@ TEST_CASE("TimeShape: settings a kernel bound rules out are not timed") {
   CHECK(result->shapes[0].trials.size() == 12 - 3);
 }
 
+TEST_CASE("TimeShape: a cycles file prunes, a recipe it lacks is timed") {
+  v1::Operator op = SearchGemm(256, 256, 256, 64, 64, 1);
+  AddTunable(op, "tile_k", 64);
+  v1::Calls calls = MakeCalls({op}, {0});
+  // The fixture: 32x64x32 far too slow to win, 32x64x64 at one cycle, and
+  // 64x64x32 a case the nightly did not time (no cycles): missing.
+  const std::string path = std::string(IRONTUNE_SOURCE_DIR) +
+                           "/tests/daemon/testdata/kernel-cycles-npu2.json";
+  KernelCycles cycles = LoadKernelCycles(path, nullptr);
+  REQUIRE(cycles.size() == 3);
+  CHECK(cycles.count("matmul_bf16_64x64x32_npu2") == 0);
+  Rig rig;
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing = Quick();
+  options.cycles_path = path;
+  auto result = Autotune(calls, Profile(), options, rig.Context());
+  REQUIRE(result.ok());
+  CHECK(result->stats.skipped_by_bound == 3);
+  int missing_timed = 0, bounded_low_timed = 0;
+  for (const ShapeTrial& t : result->shapes[0].trials) {
+    const int64_t m = IntOf(t.trial.tunables, "tile_m");
+    const int64_t n = IntOf(t.trial.tunables, "tile_n");
+    CHECK_FALSE((m == 32 && n == 32));  // bound above any time: not timed
+    if (m == 64 && n == 32 && t.trial.refused.empty()) ++missing_timed;
+    if (m == 32 && n == 64 && t.trial.refused.empty()) ++bounded_low_timed;
+  }
+  // Not in the file: timed at every column count, as without a file.
+  CHECK(missing_timed == 3);
+  // A bound below the times prunes nothing.
+  CHECK(bounded_low_timed == 3);
+}
+
+TEST_CASE("Kernel cycles: a bad file is named, with where it is bad") {
+  auto s = ParseKernelCycles("{\n  \"schema\": 1,\n  \"builds\": {,}\n}");
+  REQUIRE_FALSE(s.ok());
+  CHECK(absl::StrContains(s.status().message(), "not JSON at line 3"));
+  s = ParseKernelCycles(R"({"schema": 1, "builds": {"a": 7}})");
+  REQUIRE_FALSE(s.ok());
+  CHECK(absl::StrContains(s.status().message(), "builds.a: not a string"));
+  const std::string path = TempPath("bad-cycles.json");
+  std::ofstream(path) << "{\"schema\": 1,\n\"rows\": [1]}\n";
+  std::vector<std::string> lines;
+  KernelCycles cycles =
+      LoadKernelCycles(path, [&](const std::string& l) { lines.push_back(l); });
+  CHECK(cycles.empty());
+  REQUIRE(lines.size() == 1);
+  CHECK(absl::StrContains(lines[0], path));
+  CHECK(absl::StrContains(lines[0], "rows: not an object"));
+  CHECK(absl::StrContains(lines[0], "every setting is timed"));
+}
+
 TEST_CASE("Autotune: entries replaced, held, kept, diff, a cached rerun") {
   v1::Operator gemm = SearchGemm(256, 256, 256, 64, 64, 1);
   v1::Operator gemv = SearchGemv(512, 256);
