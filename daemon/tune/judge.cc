@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "common/families.h"
 #include "common/op_access.h"
@@ -24,7 +25,7 @@ namespace {
 // Why `op` (the `which` setting) has no gate to judge by; nullopt when it
 // has one.
 std::optional<std::string> NoGate(const v1::Operator& op,
-                                  std::string_view which) {
+                                  absl::string_view which) {
   if (op.tolerance().gate_case() != v1::Tolerance::GATE_NOT_SET) {
     return std::nullopt;
   }
@@ -154,10 +155,10 @@ std::optional<std::string> Compare(const v1::Buffer& buffer,
 }
 
 // The names of a catalogue shape "[rows, tile_size]", outermost first.
-std::vector<std::string> ShapeNames(std::string_view shape) {
+std::vector<std::string> ShapeNames(absl::string_view shape) {
   shape = absl::StripPrefix(absl::StripSuffix(shape, "]"), "[");
   std::vector<std::string> out;
-  for (std::string_view part : absl::StrSplit(shape, ',')) {
+  for (absl::string_view part : absl::StrSplit(shape, ',')) {
     out.emplace_back(absl::StripAsciiWhitespace(part));
   }
   return out;

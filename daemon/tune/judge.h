@@ -1,7 +1,9 @@
-// Judging a setting's output (IRON's autotune judge, amd/IRON at
-// kIronCommit, iron/tune/measure.py `judge` and `Standalone.digest`): whether
-// what a setting wrote may replace what the default (recorded) setting
-// writes, and the digest two settings' outputs are compared by first.
+// Judging a setting's output (IRON's tuner, iron/tune/measure.py `judge`
+// and `Standalone.digest`): whether what a setting wrote may replace what
+// the default (recorded) setting writes, and the digest two settings'
+// outputs are compared by first. The gates are those IRON's operators
+// return from tolerance() at kIronCommit (iron/common/declare/operator.py):
+// mlir-aie's aie.utils.verify.Tolerance and its compare().
 //
 // Gates: the default operator's tolerance and the setting's own; a setting
 // must pass both. An exact gate on either admits only a bit-identical
