@@ -146,17 +146,19 @@ TEST_CASE("the sim's GEMM passes its gate, a faulty image does not",
   const auto written = RunOnSim(**device, def, inputs);
   CHECK(Judge(def, def, inputs, written, {}) == std::nullopt);
 
-  // Elements 3 and 700 corrupted by +1.0: refused, naming the buffer.
+  // Elements 3 and 700 corrupted by +1.0 (700 may lie outside the sampled
+  // rows): refused, naming the buffer.
   CorruptingDevice faulty(device->get());
   const auto bad = RunOnSim(faulty, def, inputs);
   REQUIRE(bad.at("c") != written.at("c"));
   const std::optional<std::string> why = Judge(def, def, inputs, bad, {});
   REQUIRE(why.has_value());
-  CHECK_THAT(*why, Catch::StartsWith("c under the default's gate: 2 of "));
-  CHECK_THAT(*why, Catch::Matches(
-                       "c under the default's gate: 2 of [0-9]+ elements miss "
-                       "\\(0 allowed\\); worst element (3|700) off by "
-                       "[0-9.]+ > [0-9.]+"));
+  CHECK_THAT(*why, Catch::StartsWith("c under the default's gate: "));
+  CHECK_THAT(
+      *why,
+      Catch::Matches("c under the default's gate: [12] of [0-9]+ elements miss "
+                     "\\(0 allowed\\); worst element (3|700) off by "
+                     "[0-9.]+ > [0-9.]+"));
 
   // A tighter own gate fails under "its own".
   const v1::Operator tight = GemmOp(64, Close(0, 0));
