@@ -7,6 +7,7 @@
 #define IRONTUNE_COMMON_DESIGN_H_
 
 #include <string>
+#include <string_view>
 
 #include "google/protobuf/message.h"
 #include "irontune/v1/recording.pb.h"
@@ -24,6 +25,23 @@ std::string DeterministicBytes(const google::protobuf::Message& message);
 // The identity of `op`'s design: DeterministicBytes(DesignOf(op)). Two
 // operators have equal DesignBytes exactly when they are one design.
 std::string DesignBytes(const v1::Operator& op);
+
+// `op` resolved as IRON's `Operator.resolved(dev)` fills what a setting
+// leaves open, so that two settings describing one design have one identity
+// (IRON's design_key is taken after resolve): on a known class (common/
+// families.h), each unset tunable takes the catalogue's default, and an
+// unset column count (num_aie_columns, columns) the most of `columns`
+// (the device's usable columns; none when 0) at which the operator builds
+// (ConstraintViolation), else 1, as IRON's resolve_columns does; params the
+// class derives (Family::derived) are dropped, since IRON recomputes them
+// from the other fields. Then DesignOf. An unknown class is DesignOf(op).
+v1::Operator ResolvedDesign(const v1::Operator& op, std::string_view generation,
+                            int columns);
+
+// DeterministicBytes(ResolvedDesign(op, generation, columns)): equal exactly
+// when two operators resolve to one design.
+std::string ResolvedDesignBytes(const v1::Operator& op,
+                                std::string_view generation, int columns);
 
 }  // namespace irontune
 

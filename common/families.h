@@ -144,6 +144,11 @@ std::vector<v1::Value> FamilyDomain(const Family& family,
 std::string ConstraintViolation(const v1::Operator& op,
                                 std::string_view generation, int columns);
 
+// A gate as a `.rec` writes it (Operator.tolerance): "exact", "close atol
+// 0.15 rtol 0.04", "bf16_ulps 1", "bf16_ulps 2 atol 1.17549e-38", then
+// " max_mismatch_frac 0.005" when that is set; "none" when no gate is set.
+std::string GateText(const v1::Tolerance& gate);
+
 // docs/operators.md: the catalogue as Markdown, one section per class.
 std::string CatalogueMarkdown();
 

@@ -96,6 +96,31 @@ void Buffers(const Family& f, std::string* md) {
 
 }  // namespace
 
+std::string GateText(const v1::Tolerance& gate) {
+  std::string out;
+  switch (gate.gate_case()) {
+    case v1::Tolerance::kExact:
+      out = "exact";
+      break;
+    case v1::Tolerance::kClose:
+      out = absl::StrCat("close atol ", gate.close().atol(), " rtol ",
+                         gate.close().rtol());
+      break;
+    case v1::Tolerance::kBf16Ulps:
+      out = absl::StrCat("bf16_ulps ", gate.bf16_ulps().ulps());
+      if (gate.bf16_ulps().atol() > 0) {
+        absl::StrAppend(&out, " atol ", gate.bf16_ulps().atol());
+      }
+      break;
+    default:
+      return "none";
+  }
+  if (gate.max_mismatch_frac() > 0) {
+    absl::StrAppend(&out, " max_mismatch_frac ", gate.max_mismatch_frac());
+  }
+  return out;
+}
+
 std::string CatalogueMarkdown() {
   std::string md = absl::StrCat(
       "# Operator catalogue\n\n"
@@ -115,7 +140,8 @@ std::string CatalogueMarkdown() {
     Tunables(f, &md);
     Buffers(f, &md);
     absl::StrAppend(
-        &md, "\nTolerance: ", f.tolerance, ".\n\n",
+        &md, "\nTolerance: ", f.tolerance, ". Gate (`Operator.tolerance`): `",
+        GateText(f.gate), "`.\n\n",
         "Refused builds: ", f.refusals.empty() ? "none" : f.refusals, ".\n\n");
   }
   return md;

@@ -13,8 +13,6 @@
 namespace irontune::catalogue {
 namespace {
 
-constexpr double kBf16Ulp = 1.0 / 128;
-
 // IRON's module of a class (iron/operators/__init__.py).
 std::string Snake(const std::string& cls) {
   static const std::pair<const char*, const char*> kModules[] = {
@@ -46,7 +44,7 @@ BufferSpec Out(std::string name, std::string shape, std::string dtype = "bf16",
   return {std::move(name), v1::BUFFER_ROLE_OUT, std::move(shape),
           std::move(dtype), std::move(layout)};
 }
-v1::Tolerance Ulps(int ulps) { return Close(ulps * kBf16Ulp, ulps * kBf16Ulp); }
+v1::Tolerance Ulps(int ulps) { return Bf16Ulps(ulps); }
 
 // The elementwise template's tunables (iron/common/elementwise.py).
 std::vector<TunableSpec> LineTunables() {
@@ -148,7 +146,9 @@ void Norms(std::vector<Family>& out) {
                         "one row, shared by every row; present when weighted"));
   rms.tolerance =
       "the kernel's contract (1 bf16 ulp); weighted: bf16_ulps 2, atol 2^-126";
-  rms.gate = Ulps(2);
+  // The weighted kernel's gate; atol is the smallest normal bf16, for the
+  // device's flush of subnormals to zero.
+  rms.gate = Bf16Ulps(2, 0x1p-126);
   rms.refusals += "; weighted with tile_size above 4096";
   out.push_back(std::move(rms));
   Family sm;

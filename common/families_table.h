@@ -37,6 +37,14 @@ inline v1::Tolerance Close(double atol, double rtol) {
   t.mutable_close()->set_rtol(rtol);
   return t;
 }
+// IRON's Tolerance.bf16_ulps(n, atol=...): within n bf16 ulps of the
+// reference, or off by less than atol when atol > 0.
+inline v1::Tolerance Bf16Ulps(int ulps, double atol = 0) {
+  v1::Tolerance t;
+  t.mutable_bf16_ulps()->set_ulps(ulps);
+  t.mutable_bf16_ulps()->set_atol(atol);
+  return t;
+}
 inline v1::Tolerance Exact() {
   v1::Tolerance t;
   t.mutable_exact();

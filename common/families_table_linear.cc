@@ -111,6 +111,7 @@ Family Mha() {
               {"s_kv", "keys attended over; bounds seq_pad", "seq_pad"}};
   f.tolerance = "rtol 0.04, atol 0.15, max_mismatch_frac 0.005";
   f.gate = Close(0.15, 0.04);
+  f.gate.set_max_mismatch_frac(0.005);
   f.refusals =
       "npu2 with 8 columns only; d other than 64; num_pipelines above 6 and "
       "odd; B_q, B_kv not multiples of the micro-tile; num_heads not a "

@@ -94,4 +94,11 @@ BufferRoles FindRoles(const v1::Operator& op) {
   return roles;
 }
 
+CallValues WithAddresses(const v1::Recording& rec, CallValues values) {
+  for (const std::string& address : rec.addresses()) {
+    values.emplace(address, 0);  // a value the call gives wins
+  }
+  return values;
+}
+
 }  // namespace irontune

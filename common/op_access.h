@@ -45,6 +45,11 @@ int64_t BoundExtentBySymbol(const v1::Operator& op,
                             const std::map<std::string, int64_t>& values,
                             std::string_view name, int64_t fallback);
 
+// The graph's values a recording's bindings are evaluated at (IRON's
+// Timed.op_values): `values`, and 0 for each of rec.addresses() it does not
+// give (a table's address the graph fills in at run time).
+CallValues WithAddresses(const v1::Recording& rec, CallValues values);
+
 // The indices of an operator's buffers that it reads (in) and writes (out),
 // in buffer order. IN and OUT buffers are one, INOUT both; an unspecified
 // role follows the buffer's fills (in) and drains (out).

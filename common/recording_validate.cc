@@ -17,6 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "common/expression.h"
 #include "common/families.h"
+#include "common/op_access.h"
 #include "common/recording.h"
 #include "common/status_macros.h"
 #include "common/value.h"
@@ -118,6 +119,7 @@ absl::Status CheckValueKeys(
   for (const auto& [key, value] : values) {
     if (!name_set.contains(key)) unknown.push_back(key);
   }
+  if (unknown.empty()) return absl::OkStatus();  // addresses left out
   std::sort(unknown.begin(), unknown.end());
   return Invalid(path, ": unknown ", Quote(unknown.front()));
 }
@@ -412,6 +414,24 @@ class Validator {
 
   static absl::Status CheckTolerance(const v1::Tolerance& tolerance,
                                      const std::string& p) {
+    const double frac = tolerance.max_mismatch_frac();
+    if (!(frac >= 0 && frac < 1)) {
+      return Invalid(p, ".tolerance.max_mismatch_frac: must be in [0, 1), not ",
+                     frac);
+    }
+    if (tolerance.has_bf16_ulps()) {
+      const v1::Tolerance::Bf16Ulps& ulps = tolerance.bf16_ulps();
+      if (ulps.ulps() < 0) {
+        return Invalid(p, ".tolerance.bf16_ulps.ulps: must be >= 0, not ",
+                       ulps.ulps());
+      }
+      if (!std::isfinite(ulps.atol()) || ulps.atol() < 0) {
+        return Invalid(p,
+                       ".tolerance.bf16_ulps.atol: must be finite and >= 0, "
+                       "not ",
+                       ulps.atol());
+      }
+    }
     if (!tolerance.has_close()) return absl::OkStatus();
     const v1::Tolerance::Close& close = tolerance.close();
     for (auto [name, x] : {std::pair<const char*, double>{"atol", close.atol()},
@@ -538,6 +558,13 @@ class Validator {
         rec.values_size(),
         [&](int k) -> const std::string& { return rec.values(k); },
         [&](int k) { return absl::StrCat(p, ".values[", k, "]"); }, &values));
+    // Table addresses the graph fills in: bindings may read them, and a call
+    // may give them; one not given reads 0 (IRON's op_values).
+    RETURN_IF_ERROR(CollectNames(
+        rec.addresses_size(),
+        [&](int k) -> const std::string& { return rec.addresses(k); },
+        [&](int k) { return absl::StrCat(p, ".addresses[", k, "]"); },
+        &values));
     Graph graph;
     RETURN_IF_ERROR(CheckGraphBuffers(rec, p, &graph));
     std::vector<bool> runs(calls_.operators_size(), false);
@@ -753,10 +780,11 @@ class Validator {
     if (rec.bindings_size() == 0) return absl::OkStatus();
     std::vector<std::pair<CallValues, std::string>> sets;
     sets.reserve(1 + call.points_size());
-    sets.emplace_back(ToCallValues(call.values()), "");
+    sets.emplace_back(WithAddresses(rec, ToCallValues(call.values())), "");
     for (int k = 0; k < call.points_size(); ++k) {
-      sets.emplace_back(ToCallValues(call.points(k).values()),
-                        absl::StrCat(" of points[", k, "]"));
+      sets.emplace_back(
+          WithAddresses(rec, ToCallValues(call.points(k).values())),
+          absl::StrCat(" of points[", k, "]"));
     }
     for (int b = 0; b < rec.bindings_size(); ++b) {
       for (const auto& [values, where] : sets) {

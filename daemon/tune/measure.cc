@@ -21,6 +21,7 @@
 #include "daemon/store/cache.h"
 #include "daemon/store/cache_key.h"
 #include "daemon/tune/inputs.h"
+#include "daemon/tune/judge.h"
 #include "daemon/tune/settings.h"
 
 namespace irontune {
@@ -112,12 +113,6 @@ absl::StatusOr<SettingOutput> RunOnce(const v1::Operator& op,
     }
   }
   return out;
-}
-
-std::string Digest(const SettingOutput& out) {
-  Sha256 hash;
-  for (const auto& [name, bytes] : out.written) hash.Update(bytes);
-  return hash.HexDigest();
 }
 
 std::string Today() {
@@ -352,7 +347,9 @@ class Measurer {
         std::async(std::launch::async, [this, &probes] {
           std::vector<std::string> out;
           for (const Probe& p : probes) {
-            out.push_back(Digest(outcome_.outputs.at(p.index)));
+            out.push_back(OutputDigest(plan_.settings[p.index],
+                                       outcome_.outputs.at(p.index).written,
+                                       plan_.values));
           }
           return out;
         });

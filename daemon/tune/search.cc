@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/families.h"
+#include "common/op_access.h"
 #include "common/profile.h"
 #include "common/recording.h"
 #include "common/shape.h"
@@ -46,13 +47,12 @@ const v1::Value* Find(const TunableValues& setting, const std::string& name) {
 
 absl::StatusOr<CallValues> OpValues(const v1::Timed& call, uint32_t op,
                                     const CallValues* at) {
-  CallValues own;
-  if (at == nullptr) {
-    own = ToCallValues(call.values());
-    at = &own;
-  }
-  CallValues out;
   const v1::Recording& rec = call.recording();
+  // Addresses the call does not give read 0 (IRON's op_values).
+  const CallValues graph =
+      WithAddresses(rec, at == nullptr ? ToCallValues(call.values()) : *at);
+  at = &graph;
+  CallValues out;
   for (int b = 0; b < rec.bindings_size(); ++b) {
     const v1::Binding& binding = rec.bindings(b);
     if (binding.op() != op) continue;

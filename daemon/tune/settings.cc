@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/design.h"
 #include "common/families.h"
 #include "common/profile.h"
 #include "common/status_macros.h"
@@ -83,8 +84,8 @@ SearchSpace DefaultSearchSpace() {
   space.violation = [](const v1::Operator& op, const Platform& platform) {
     return ConstraintViolation(op, platform.generation, platform.columns);
   };
-  space.identity = [](const v1::Operator&, const TunableValues& setting) {
-    return SettingIdentity(setting);
+  space.identity = [](const v1::Operator& op, const TunableValues& setting) {
+    return ResolvedDesignBytes(WithSetting(op, setting), "", 0);
   };
   return space;
 }
@@ -197,8 +198,15 @@ absl::StatusOr<std::vector<TunableValues>> Settings(
   for (const auto& values : domains) {
     combinations *= static_cast<int64_t>(values.size());
   }
+  // A setting's identity is taken after IRON's resolve on this platform
+  // (ResolvedDesign), so two that resolve to one design are timed once.
+  auto identity = [&](const v1::Operator& moved) {
+    const v1::Operator resolved =
+        ResolvedDesign(moved, platform.generation, platform.columns);
+    return space.identity(resolved, RecordedSetting(resolved));
+  };
   std::vector<TunableValues> out = {recorded};
-  std::unordered_set<std::string> designs = {space.identity(op, recorded)};
+  std::unordered_set<std::string> designs = {identity(op)};
   int64_t dropped = 0;
   std::string first_reason;
   // Odometer over the domains, index 0 everywhere being the recorded setting.
@@ -217,7 +225,7 @@ absl::StatusOr<std::vector<TunableValues>> Settings(
       if (dropped++ == 0) first_reason = std::move(why);
       continue;
     }
-    if (designs.insert(space.identity(moved, setting)).second) {
+    if (designs.insert(identity(moved)).second) {
       out.push_back(std::move(setting));
     }
   }

@@ -39,8 +39,10 @@ struct SearchSpace {
   std::function<std::string(const v1::Operator& op, const Platform& platform)>
       violation;
   // The design a setting of `op` resolves to: two settings of one identity
-  // are one design and timed once. The default: the setting's tunables
-  // sorted by name with their typed values (SettingIdentity).
+  // are one design and timed once. The default: the resolved design's
+  // bytes (ResolvedDesignBytes, common/design.h) of `op` at `setting`.
+  // Settings passes the operator already resolved on its platform and
+  // that operator's own setting.
   std::function<std::string(const v1::Operator& op,
                             const TunableValues& setting)>
       identity;
@@ -48,7 +50,8 @@ struct SearchSpace {
 
 // A known class's domain on the generation from the families registry
 // (else the recording's own), its violations from ConstraintViolation, and a
-// design's identity from its tunables' values.
+// design's identity from the resolved design (IRON's design_key after
+// resolve).
 SearchSpace DefaultSearchSpace();
 
 // `space` with each member it leaves unset taken from DefaultSearchSpace().
@@ -85,7 +88,8 @@ std::string SettingIdentity(const TunableValues& setting);
 // recorded one first, then every other combination of its tunables' domains
 // (space.domain, each tunable's recorded value counting as in its domain),
 // in odometer order with the last tunable varying fastest, each kept where
-// it resolves (space.violation empty) and its design (space.identity) is
+// it resolves (space.violation empty) and its design (space.identity of
+// the setting resolved on `platform`, common/design.h ResolvedDesign) is
 // not already kept. Tunables in `pinned` or in op.pinned() are held at
 // their recorded value. Dropped combinations are counted and, where any,
 // one line is logged through `log` (may be null): "<class>: D of N settings
