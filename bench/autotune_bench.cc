@@ -4,7 +4,7 @@
 //
 //   autotune_bench [quality|cost|false-gains|stability|ci|coverage|all]...
 //                  [--shapes N] [--seeds S] [--ci-runs N] [--rounds R]
-//                  [--calls C] [--example PATH]
+//                  [--calls C] [--example PATH] [--only TEXT]
 //
 // Shapes: the example recording's GEMM and GEMV shapes (each alone, with
 // its points), then decode GEMVs (K -> M) and 256-row prompt GEMMs of real
@@ -33,7 +33,8 @@
 //                absolute step time in every run
 //
 // For development, --shapes N takes the first N shapes, --seeds S the
-// stability seeds and --ci-runs N the re-tunes.
+// stability seeds and --ci-runs N the re-tunes; --only TEXT keeps the
+// shapes whose name holds TEXT (before --shapes).
 #include <malloc.h>
 
 #include <algorithm>
@@ -942,7 +943,8 @@ void PrintCoverage(const std::vector<Row>& rows) {
 }
 
 int Main(const Parts& parts, int max_shapes, uint64_t max_mib,
-         const Config& config, const std::string& example) {
+         const Config& config, const std::string& example,
+         const std::string& only) {
   const auto start = std::chrono::steady_clock::now();
   auto sim = MakeSimDevice("sim:npu2");
   const Platform platform = *(*sim)->GetPlatform();
@@ -960,6 +962,11 @@ int Main(const Parts& parts, int max_shapes, uint64_t max_mib,
     too_big += big;
     return big;
   });
+  if (!only.empty()) {
+    std::erase_if(cases, [&](const Case& c) {
+      return c.name.find(only) == std::string::npos;
+    });
+  }
   if (max_shapes >= 0 && static_cast<int>(cases.size()) > max_shapes) {
     cases.resize(max_shapes);
   }
@@ -1013,6 +1020,7 @@ int main(int argc, char** argv) {
   irontune::Config config;
   config.timing.set_rounds(8);
   config.timing.set_calls(50);
+  std::string only;
   std::string example =
       (std::filesystem::path(__FILE__).parent_path().parent_path() /
        "examples" / "llama-3.2-1b.rec")
@@ -1050,15 +1058,17 @@ int main(int argc, char** argv) {
       config.timing.set_calls(std::atoi(next().c_str()));
     } else if (a == "--example") {
       example = next();
+    } else if (a == "--only") {
+      only = next();
     } else {
       std::fprintf(stderr,
                    "usage: autotune_bench [quality|cost|false-gains|"
                    "stability|ci|coverage|all]... [--shapes N] [--seeds S] "
                    "[--ci-runs N] [--max-mib M] [--rounds R] [--calls C] "
-                   "[--example PATH]\n");
+                   "[--example PATH] [--only TEXT]\n");
       return 2;
     }
   }
   if (!any) parts = {true, true, true, true, true, true};
-  return irontune::Main(parts, max_shapes, max_mib, config, example);
+  return irontune::Main(parts, max_shapes, max_mib, config, example, only);
 }

@@ -211,6 +211,70 @@ int Pick(const std::vector<Comparison>& trials, int incumbent, double z,
   return pick;
 }
 
+bool Contends(const Comparison& challenger, const Comparison& incumbent,
+              bool incumbent_recorded, double z, double practical_us) {
+  if (!challenger.refused.empty() || !challenger.noise_us) return false;
+  const std::optional<double> incumbent_noise =
+      incumbent_recorded ? std::optional<double>(0) : incumbent.noise_us;
+  if (!incumbent_noise) return false;
+  const double base = incumbent_recorded ? 0 : incumbent.delta_us;
+  const double gain = base - challenger.delta_us;
+  return gain > 0 &&
+         gain + z * std::hypot(*challenger.noise_us, *incumbent_noise) >
+             practical_us;
+}
+
+std::vector<int> Contenders(const std::vector<Comparison>& trials,
+                            int incumbent, double z, double practical_us,
+                            int most) {
+  std::vector<int> out;
+  for (int i = 0; i < static_cast<int>(trials.size()); ++i) {
+    if (i != incumbent && Contends(trials[i], trials[incumbent], incumbent == 0,
+                                   z, practical_us)) {
+      out.push_back(i);
+    }
+  }
+  if (static_cast<int>(out.size()) > most) {
+    std::stable_sort(out.begin(), out.end(), [&](int a, int b) {
+      return trials[a].delta_us < trials[b].delta_us;
+    });
+    out.resize(std::max(most, 0));
+    std::sort(out.begin(), out.end());
+  }
+  return out;
+}
+
+Comparison Pooled(const std::vector<Comparison>& figures) {
+  Comparison out;
+  out.tunables = figures.front().tunables;
+  double sum = 0;
+  double squares = 0;
+  bool known = true;
+  for (const Comparison& f : figures) {
+    sum += f.delta_us;
+    if (f.noise_us) {
+      squares += *f.noise_us * *f.noise_us;
+    } else {
+      known = false;
+    }
+    if (out.refused.empty()) out.refused = f.refused;
+  }
+  const double n = static_cast<double>(figures.size());
+  out.delta_us = sum / n;
+  if (known) out.noise_us = std::sqrt(squares) / n;
+  return out;
+}
+
+Evidence Weigh(const Comparison& against_incumbent, double z,
+               double practical_us) {
+  const Comparison& c = against_incumbent;
+  if (!c.refused.empty() || !c.noise_us) return Evidence::kFallsShort;
+  const double gain = -c.delta_us;
+  if (gain - z * *c.noise_us > practical_us) return Evidence::kClears;
+  if (gain + z * *c.noise_us <= practical_us) return Evidence::kFallsShort;
+  return Evidence::kOpen;
+}
+
 std::vector<TunableValues> Line(const std::vector<TunableValues>& found,
                                 const TunableValues& through,
                                 const std::string& name) {

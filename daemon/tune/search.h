@@ -122,6 +122,39 @@ bool Beats(const Comparison& challenger, const Comparison& incumbent,
 int Pick(const std::vector<Comparison>& trials, int incumbent, double z,
          double practical_us);
 
+// Whether `challenger` is worth confirming against `incumbent` (as Beats
+// takes them): admitted, both noises known, faster by its point estimate,
+// and its interval reaching past the practical margin (gain + z noises >
+// practical_us). Looser than Beats on purpose: a challenger whose true gain
+// is close to a margin passes Beats on some seeds and not others, so the
+// decision is left to the confirmation, which measures it until it is
+// clear (docs/statistics.md, "Close calls").
+bool Contends(const Comparison& challenger, const Comparison& incumbent,
+              bool incumbent_recorded, double z, double practical_us);
+
+// The indices of the trials that Contend against `trials[incumbent]`: at
+// most `most` of them, the fastest by delta_us, returned in trials' order.
+// REQUIRES: 0 <= incumbent < trials.size().
+std::vector<int> Contenders(const std::vector<Comparison>& trials,
+                            int incumbent, double z, double practical_us,
+                            int most);
+
+// Independent figures of one comparison (e.g. one per confirmation batch)
+// as one: the mean delta, with noise the square root of the sum of the
+// squared noises over their count; refused (the first reason) where any
+// was, noise unknown where any was. Tunables are the first's.
+// REQUIRES: !figures.empty().
+Comparison Pooled(const std::vector<Comparison>& figures);
+
+// Where a challenger's figure against the incumbent (delta_us its time
+// minus the incumbent's) leaves the decision, for sequential testing:
+// the gain's interval, gain +- z noises, lies wholly above the practical
+// margin (kClears), reaches no higher than it or the figure is refused or
+// noiseless (kFallsShort), or holds it (kOpen: measure again).
+enum class Evidence { kClears, kFallsShort, kOpen };
+Evidence Weigh(const Comparison& against_incumbent, double z,
+               double practical_us);
+
 // The settings of `found` a coordinate descent tries for tunable `name`
 // from `through`: for each distinct value of `name` among `found`
 // (ValuesEqual; in first-seen order), the setting with that value that

@@ -6,6 +6,7 @@
 #include <map>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
@@ -328,13 +329,26 @@ class ShapeSearch {
     recorded_us_ = timed.recorded_us;
     recorded_batches_.push_back(timed.recorded_us);
     recorded_within_.push_back(timed.recorded_noise_us);
-    for (ShapeTrial& t : timed.trials) {
+    for (const ShapeTrial& t : timed.trials) {
       const std::string key = Id(t.trial.tunables);
       if (!tried_.contains(key)) ++stats_.settings_timed;
+      tried_.insert_or_assign(key, t);
+    }
+    ReportPick();
+    for (const ShapeTrial& t : timed.trials) {
       context_.OnTrial(shape_index_, t.trial);
-      tried_.insert_or_assign(key, std::move(t));
     }
     return absl::OkStatus();
+  }
+
+  // Tells the context which tried setting Pick() takes so far.
+  void ReportPick() {
+    std::vector<ShapeTrial> trials;
+    const int incumbent = TriedInOrder(trials);
+    const int pick = PickAmong(incumbent, trials);
+    context_.OnPick(shape_index_, pick >= 0 && pick != incumbent
+                                      ? &trials[pick].trial
+                                      : nullptr);
   }
 
   // Times `todo` (the recorded setting first) at every member's every
@@ -458,60 +472,148 @@ class ShapeSearch {
                                     shape_.members.size());
     if (!recorded_batches_.empty()) {
       out.recorded_us = Median(recorded_batches_);
-      const std::optional<double> within = Quadrature(recorded_within_);
-      const std::optional<double> between = BatchNoise(recorded_batches_);
-      if (within && between)
-        out.recorded_noise_us = std::hypot(*within, *between);
+      // One batch's error: its own noise (rounds and drift floor, as a
+      // root mean square over the batches) or the spread seen between the
+      // batches, whichever is larger. Not divided by the batches' count:
+      // drift slower than the search moves every batch alike.
+      const std::optional<double> each = Quadrature(recorded_within_);
+      if (each) {
+        const double typical =
+            *each / std::sqrt(static_cast<double>(recorded_within_.size()));
+        out.recorded_noise_us =
+            std::max(typical, BatchNoise(recorded_batches_).value_or(0));
+      }
     }
   }
 
-  // The setting Pick() takes against the incumbent, once it wins again in
-  // a confirmation; else the incumbent.
+  // The setting taken against the incumbent: the challengers that Contend
+  // in the search are timed again against it (Confirm) and Pick() chooses
+  // among their confirmation figures alone; else the incumbent.
   absl::Status Choose(ShapeResult& out) {
-    const int pick = PickAmong(out.incumbent, out.trials);
-    if (pick == out.incumbent) return absl::OkStatus();
+    std::vector<Comparison> screened;
+    for (const ShapeTrial& t : out.trials) screened.push_back(t.trial);
     const ShapeTrial& incumbent = out.trials[out.incumbent];
-    const ShapeTrial& challenger = out.trials[pick];
-    ++stats_.confirmations;
-    ASSIGN_OR_RETURN(ShapeTrial again,
-                     Confirm(challenger.trial.tunables,
-                             incumbent.trial.tunables, out.incumbent == 0));
     const double practical = PracticalUs(incumbent);
-    const double gain = -again.trial.delta_us;
-    const bool won = again.trial.refused.empty() && again.trial.noise_us &&
-                     gain > kGainZ * *again.trial.noise_us && gain > practical;
-    context_.Log(absl::StrFormat(
-        "    confirming %s against %s: %+.2f ± %.2f us, %s",
-        SettingText(challenger.trial.tunables),
-        out.incumbent == 0 ? "the recorded setting"
-                           : SettingText(incumbent.trial.tunables),
-        again.trial.delta_us, again.trial.noise_us.value_or(0),
-        won ? "taken" : "not taken: the incumbent stays"));
-    if (!won) {
-      out.unconfirmed = pick;
+    const int screen_pick = Pick(screened, out.incumbent, kGainZ, practical);
+    const std::vector<int> contenders =
+        ContendersOf(out, screened, screen_pick, practical);
+    if (contenders.empty()) return absl::OkStatus();
+    stats_.confirmations += static_cast<int64_t>(contenders.size());
+    ASSIGN_OR_RETURN(std::vector<ShapeTrial> again,
+                     Confirm(out, contenders, practical));
+    // Pick over the confirmation figures, the incumbent first (delta 0).
+    std::vector<Comparison> confirmed = {
+        Untimed(incumbent.trial.tunables, 1).trial};
+    for (const ShapeTrial& t : again) confirmed.push_back(t.trial);
+    const int pick = Pick(confirmed, 0, kGainZ, practical);
+    if (pick == 0) {
+      if (screen_pick != out.incumbent) out.unconfirmed = screen_pick;
+      context_.Log(absl::StrFormat("    the incumbent %s stays",
+                                   SettingText(incumbent.trial.tunables)));
+      context_.OnPick(shape_index_, nullptr);
       return absl::OkStatus();
     }
     ++stats_.confirmed;
-    out.best = pick;
-    out.against_incumbent = std::move(again);
+    out.best = contenders[pick - 1];
+    out.against_incumbent = std::move(again[pick - 1]);
+    context_.OnPick(shape_index_, &out.trials[out.best].trial);
     return absl::OkStatus();
   }
 
-  // `challenger` against `incumbent` in a fresh batch (remeasured, so not
-  // from the cache), interleaved and paired round by round: its trial's
-  // delta is the challenger's minus the incumbent's.
-  absl::StatusOr<ShapeTrial> Confirm(const TunableValues& challenger,
-                                     const TunableValues& incumbent,
-                                     bool incumbent_recorded) {
-    std::vector<TunableValues> todo = {found_[0]};
-    if (!incumbent_recorded) todo.push_back(incumbent);
-    todo.push_back(challenger);
-    const int before = static_cast<int>(stats_.device_timed);
-    ASSIGN_OR_RETURN(
-        TimedBatch timed,
-        TimeSettings(todo, true, static_cast<int>(todo.size()) - 2));
+  // Contenders() of `screened` against the incumbent, as many as one batch
+  // holds beside the recorded setting and the incumbent (at most
+  // kMostContenders); the search's own Pick(), `screen_pick`, is always
+  // among them.
+  std::vector<int> ContendersOf(const ShapeResult& out,
+                                const std::vector<Comparison>& screened,
+                                int screen_pick, double practical) const {
+    const int room = std::max(1, platform_.hw_contexts / 2 - 1) -
+                     (out.incumbent == 0 ? 0 : 1);
+    const int most = std::max(1, std::min(room, kMostContenders));
+    std::vector<int> contenders =
+        Contenders(screened, out.incumbent, kGainZ, practical, most);
+    if (screen_pick == out.incumbent ||
+        absl::c_linear_search(contenders, screen_pick)) {
+      return contenders;
+    }
+    std::stable_sort(contenders.begin(), contenders.end(), [&](int a, int b) {
+      return screened[a].delta_us < screened[b].delta_us;
+    });
+    if (static_cast<int>(contenders.size()) >= most) {
+      contenders.resize(most - 1);
+    }
+    contenders.push_back(screen_pick);
+    std::sort(contenders.begin(), contenders.end());
+    return contenders;
+  }
+
+  // The `contenders` (indices into out.trials) timed against the
+  // incumbent in fresh batches (remeasured, not from the cache),
+  // interleaved and paired round by round: each trial's delta is the
+  // contender's minus the incumbent's, pooled over the batches. A batch is
+  // timed again while some contender's figure is kOpen (Weigh), at most
+  // kMostConfirmBatches; contenders no longer kOpen are not timed again.
+  absl::StatusOr<std::vector<ShapeTrial>> Confirm(
+      const ShapeResult& out, const std::vector<int>& contenders,
+      double practical) {
+    const bool recorded = out.incumbent == 0;
+    std::vector<std::vector<ShapeTrial>> figures(contenders.size());
+    std::vector<ShapeTrial> pooled(contenders.size());
+    std::vector<size_t> open(contenders.size());
+    for (size_t c = 0; c < open.size(); ++c) open[c] = c;
+    const int64_t before = stats_.device_timed;
+    for (int batch = 0; batch < kMostConfirmBatches && !open.empty(); ++batch) {
+      std::vector<TunableValues> todo = {found_[0]};
+      if (!recorded) todo.push_back(out.trials[out.incumbent].trial.tunables);
+      const int base = static_cast<int>(todo.size()) - 1;
+      for (size_t c : open) {
+        todo.push_back(out.trials[contenders[c]].trial.tunables);
+      }
+      ASSIGN_OR_RETURN(TimedBatch timed, TimeSettings(todo, true, base));
+      std::vector<size_t> still;
+      for (size_t k = 0; k < open.size(); ++k) {
+        const size_t c = open[k];
+        figures[c].push_back(std::move(timed.trials[base + 1 + k]));
+        pooled[c] = PooledTrial(figures[c]);
+        if (Weigh(pooled[c].trial, kGainZ, practical) == Evidence::kOpen) {
+          still.push_back(c);
+        }
+      }
+      open = std::move(still);
+    }
     stats_.confirm_timed += stats_.device_timed - before;
-    return std::move(timed.trials.back());
+    for (size_t c = 0; c < contenders.size(); ++c) {
+      context_.Log(absl::StrFormat(
+          "    confirming %s against %s: %+.2f ± %.2f us over %d batches",
+          SettingText(pooled[c].trial.tunables),
+          recorded ? "the recorded setting"
+                   : SettingText(out.trials[out.incumbent].trial.tunables),
+          pooled[c].trial.delta_us, pooled[c].trial.noise_us.value_or(0),
+          static_cast<int>(figures[c].size())));
+    }
+    return pooled;
+  }
+
+  // A trial's figures from several batches as one (Pooled), member by
+  // member.
+  static ShapeTrial PooledTrial(const std::vector<ShapeTrial>& figures) {
+    ShapeTrial out = figures.front();
+    std::vector<Comparison> whole;
+    for (const ShapeTrial& f : figures) whole.push_back(f.trial);
+    out.trial = Pooled(whole);
+    for (size_t m = 0; m < out.member_delta_us.size(); ++m) {
+      std::vector<Comparison> member;
+      for (const ShapeTrial& f : figures) {
+        Comparison one;
+        one.delta_us = f.member_delta_us[m];
+        one.noise_us = f.member_noise_us[m];
+        member.push_back(one);
+      }
+      const Comparison p = Pooled(member);
+      out.member_delta_us[m] = p.delta_us;
+      out.member_noise_us[m] = p.noise_us;
+    }
+    return out;
   }
 
   const Shape& shape_;

@@ -34,6 +34,14 @@
 
 namespace irontune {
 
+// At most this many challengers are confirmed for a shape (fewer where one
+// batch cannot hold them beside the recorded setting and the incumbent),
+// and a confirmation times at most this many batches: a close call is
+// measured again until its interval clears the margin or falls short of
+// it, or these are spent (docs/statistics.md, "Close calls").
+inline constexpr int kMostContenders = 4;
+inline constexpr int kMostConfirmBatches = 6;
+
 // One setting's comparison, with each member's share (per step, weighted
 // over its points) so the model-level gain can weight members by their
 // steps.
@@ -58,8 +66,9 @@ struct ShapeResult {
   int unconfirmed = -1;
   // The recorded setting's step time (summed over members, weighted over
   // points): the median of its batches' figures, and the standard error of
-  // one batch's figure, which holds the spread between batches (drift);
-  // nullopt from fewer than two batches.
+  // one batch's figure: the larger of the batches' own noises (root mean
+  // square; each with its drift floor) and their spread (BatchNoise);
+  // nullopt where a batch's noise is unknown (one round).
   double recorded_us = 0;
   std::optional<double> recorded_noise_us;
 };

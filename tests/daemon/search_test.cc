@@ -505,6 +505,84 @@ TEST_CASE("Pick: among equals the fewest changes, then the first", "[search]") {
   CHECK(Pick(trials, 0, 2.0, 1.5) == 2);
 }
 
+TEST_CASE("Contends: faster, and its interval reaching past the margin",
+          "[search]") {
+  const Comparison recorded = Trial(64, 64, 0, 0);
+  // 1 faster with noise 1: not beyond two noises, so it does not Beat, but
+  // it may: it contends.
+  CHECK_FALSE(Beats(Trial(32, 64, -1, 1), recorded, true, 2.0, 0.5));
+  CHECK(Contends(Trial(32, 64, -1, 1), recorded, true, 2.0, 0.5));
+  // Slower by its point estimate: never.
+  CHECK_FALSE(Contends(Trial(32, 64, 0.1, 1), recorded, true, 2.0, 0.5));
+  // Its interval does not reach the practical margin: 1 + 2 * 0.2 <= 1.4.
+  CHECK_FALSE(Contends(Trial(32, 64, -1, 0.2), recorded, true, 2.0, 1.4));
+  CHECK(Contends(Trial(32, 64, -1, 0.2), recorded, true, 2.0, 1.39));
+  // Refused, or its noise unknown: never.
+  Comparison refused = Trial(32, 64, -30, 1);
+  refused.refused = "output differs";
+  CHECK_FALSE(Contends(refused, recorded, true, 2.0, 0));
+  Comparison unknown = Trial(32, 64, -30, 1);
+  unknown.noise_us.reset();
+  CHECK_FALSE(Contends(unknown, recorded, true, 2.0, 0));
+  // Against another incumbent: the difference of the deltas.
+  const Comparison incumbent = Trial(32, 32, -5, 1);
+  CHECK_FALSE(Contends(Trial(64, 32, -5, 1), incumbent, false, 2.0, 0));
+  CHECK(Contends(Trial(64, 32, -5.5, 1), incumbent, false, 2.0, 0));
+  // Whatever Beats also Contends.
+  CHECK(Beats(Trial(32, 64, -3, 1), recorded, true, 2.0, 0.5));
+  CHECK(Contends(Trial(32, 64, -3, 1), recorded, true, 2.0, 0.5));
+}
+
+TEST_CASE("Contenders: the fastest few, in the trials' order", "[search]") {
+  const std::vector<Comparison> trials = {
+      Trial(64, 64, 0, 0),   Trial(32, 32, -1, 1),  Trial(32, 64, -3, 1),
+      Trial(64, 32, 0.5, 1), Trial(128, 64, -2, 1), Trial(64, 128, -0.2, 1)};
+  CHECK(Contenders(trials, 0, 2.0, 0.5, 8) == std::vector<int>{1, 2, 4, 5});
+  CHECK(Contenders(trials, 0, 2.0, 0.5, 2) == std::vector<int>{2, 4});
+  CHECK(Contenders(trials, 0, 2.0, 0.5, 0).empty());
+  // Against index 4 (delta -2) only index 2 is faster.
+  CHECK(Contenders(trials, 4, 2.0, 0.5, 8) == std::vector<int>{2});
+}
+
+TEST_CASE("Pooled: the mean, its noise, refusals and unknowns kept",
+          "[search]") {
+  const Comparison p = Pooled({Trial(32, 64, -1, 0.3), Trial(64, 64, -2, 0.4)});
+  CHECK(p.delta_us == Approx(-1.5));
+  REQUIRE(p.noise_us.has_value());
+  CHECK(*p.noise_us == Approx(0.25));  // sqrt(0.09 + 0.16) / 2
+  CHECK(p.refused.empty());
+  CHECK(ChangedTunables(p.tunables, Trial(32, 64, 0, 0).tunables) == 0);
+  // Four alike: the noise halves.
+  const Comparison four =
+      Pooled(std::vector<Comparison>(4, Trial(32, 64, -1, 0.4)));
+  CHECK(*four.noise_us == Approx(0.2));
+  Comparison refused = Trial(32, 64, -1, 0.4);
+  refused.refused = "output differs";
+  CHECK(Pooled({Trial(32, 64, -1, 0.4), refused}).refused == "output differs");
+  Comparison unknown = Trial(32, 64, -1, 0.4);
+  unknown.noise_us.reset();
+  CHECK_FALSE(Pooled({unknown, Trial(32, 64, -1, 0.4)}).noise_us.has_value());
+}
+
+TEST_CASE("Weigh: clears, falls short, or stays open", "[search]") {
+  // Gain 3, noise 1, margin 0.5: 3 - 2 > 0.5.
+  CHECK(Weigh(Trial(32, 64, -3, 1), 2.0, 0.5) == Evidence::kClears);
+  // Gain 1: 1 - 2 < 0.5 < 1 + 2: open.
+  CHECK(Weigh(Trial(32, 64, -1, 1), 2.0, 0.5) == Evidence::kOpen);
+  // The same gain measured four times as well: 1 - 0.5 is not above 0.5.
+  CHECK(Weigh(Trial(32, 64, -1, 0.25), 2.0, 0.5) == Evidence::kOpen);
+  CHECK(Weigh(Trial(32, 64, -1, 0.2), 2.0, 0.5) == Evidence::kClears);
+  // A tie measured well: 0 + 2 * 0.2 <= 0.5.
+  CHECK(Weigh(Trial(32, 64, 0, 0.2), 2.0, 0.5) == Evidence::kFallsShort);
+  CHECK(Weigh(Trial(32, 64, 0, 0.3), 2.0, 0.5) == Evidence::kOpen);
+  Comparison refused = Trial(32, 64, -30, 1);
+  refused.refused = "output differs";
+  CHECK(Weigh(refused, 2.0, 0.5) == Evidence::kFallsShort);
+  Comparison unknown = Trial(32, 64, -30, 1);
+  unknown.noise_us.reset();
+  CHECK(Weigh(unknown, 2.0, 0.5) == Evidence::kFallsShort);
+}
+
 TEST_CASE("ChangedTunables counts differing and missing names", "[search]") {
   CHECK(ChangedTunables(Trial(64, 64, 0, 0).tunables,
                         Trial(64, 64, 0, 0).tunables) == 0);
