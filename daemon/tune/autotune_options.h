@@ -55,6 +55,7 @@ struct TuneStats {
   int64_t confirmations = 0;     // challengers re-timed against the incumbent
   int64_t confirmed = 0;         // shapes where one of them was taken
   int64_t confirm_timed = 0;     // figures timed on the device to confirm
+  int64_t confirm_batches = 0;   // batches timed to confirm
 };
 
 }  // namespace irontune

@@ -570,6 +570,7 @@ class ShapeSearch {
         todo.push_back(out.trials[contenders[c]].trial.tunables);
       }
       ASSIGN_OR_RETURN(TimedBatch timed, TimeSettings(todo, true, base));
+      ++stats_.confirm_batches;
       std::vector<size_t> still;
       for (size_t k = 0; k < open.size(); ++k) {
         const size_t c = open[k];

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "daemon/store/cache.h"
 #include "daemon/tune/kernel_cycles.h"
 #include "daemon/tune/settings.h"
+#include "daemon/tune/time_shape.h"
 #include "daemon/tune/verdicts.h"
 #include "tests/testing/sim_fixtures.h"
 #include "tests/testing/tune_context.h"
@@ -728,6 +730,82 @@ TEST_CASE("Autotune: a gain below min_gain keeps the incumbent") {
   auto moved = Autotune(calls, Profile(), options, third.Context());
   REQUIRE(moved.ok());
   CHECK(moved->shapes[0].best != 0);
+}
+
+TEST_CASE("Autotune: a close call is measured until it is clear") {
+  const v1::Calls calls =
+      MakeCalls({SearchGemm(256, 256, 256, 64, 64, 1)}, {0});
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing.set_rounds(8);
+  options.timing.set_calls(20);
+  options.min_gain = 0;
+  Rig truth;  // noise-free: the true gain of the best setting
+  auto clear = Autotune(calls, Profile(), options, truth.Context());
+  REQUIRE(clear.ok());
+  const ShapeResult& best = clear->shapes[0];
+  REQUIRE(best.best != 0);
+  const double share =
+      -best.against_incumbent.trial.delta_us / best.recorded_us;
+  // A gain far beyond both margins clears in one confirmation batch.
+  Rig noisy(/*noise=*/true, 3);
+  options.seed = 3;
+  auto far = Autotune(calls, Profile(), options, noisy.Context());
+  REQUIRE(far.ok());
+  CHECK(far->shapes[0].best != 0);
+  CHECK(far->stats.confirm_batches == 1);
+  // A practical margin just under the true gain: one batch leaves the
+  // interval holding the margin, so the confirmation times more, and every
+  // seed takes the same setting.
+  options.min_gain = share * 0.995;
+  std::set<std::string> taken;
+  for (uint64_t seed : {1, 2, 3, 4}) {
+    Rig rig(/*noise=*/true, seed);
+    options.seed = seed;
+    auto close = Autotune(calls, Profile(), options, rig.Context());
+    REQUIRE(close.ok());
+    CHECK(close->stats.confirm_batches > 1);
+    CHECK(close->stats.confirm_batches <= kMostConfirmBatches);
+    const ShapeResult& shape = close->shapes[0];
+    taken.insert(SettingText(shape.trials[shape.best].trial.tunables));
+  }
+  CHECK(taken.size() == 1);
+}
+
+// Whole searches on the sim's default noise: the recorded setting's step
+// time over a search's batches, +- 2 reported noises, against the sim's
+// noise-free time. docs/statistics.md quotes the autotune_bench figures.
+TEST_CASE("Autotune: +-2 noises cover a search's recorded step time") {
+  const v1::Operator gemm = SearchGemm(256, 256, 256, 64, 64, 4);
+  const v1::Calls calls = MakeCalls({gemm}, {0});
+  Rig truth;
+  const double true_us = TrueUs(truth, gemm);
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing.set_rounds(8);
+  options.timing.set_calls(20);
+  int n = 0, in = 0;
+  double z2 = 0;
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    Rig rig(/*noise=*/true, seed);
+    options.seed = seed;
+    auto result = Autotune(calls, Profile(), options, rig.Context());
+    REQUIRE(result.ok());
+    const ShapeResult& shape = result->shapes[0];
+    REQUIRE(shape.recorded_noise_us.has_value());
+    ++n;
+    const double z = (shape.recorded_us - true_us) / *shape.recorded_noise_us;
+    z2 += z * z;
+    if (std::abs(z) <= 2) ++in;
+  }
+  const double coverage = static_cast<double>(in) / n;
+  const double rms_z = std::sqrt(z2 / n);
+  INFO("coverage " << coverage << ", rms z " << rms_z << " over " << n);
+  CHECK(coverage >= 0.85);
+  // Not wider than it need be: a noise that counted the drift floor once
+  // per batch gave rms z far below this.
+  CHECK(rms_z >= 0.4);
+  CHECK(rms_z <= 1.2);
 }
 
 }  // namespace
