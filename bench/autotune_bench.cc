@@ -1121,6 +1121,8 @@ int main(int argc, char** argv) {
       config.timing.set_calls(std::atoi(next().c_str()));
     } else if (a == "--example") {
       example = next();
+    } else if (a == "--verbose") {
+      spdlog::set_level(spdlog::level::info);  // the searches' log lines
     } else if (a == "--only") {
       only = next();
     } else if (a == "--part") {
@@ -1133,7 +1135,7 @@ int main(int argc, char** argv) {
                    "usage: autotune_bench [quality|cost|false-gains|"
                    "stability|ci|coverage|all]... [--shapes N] [--seeds S] "
                    "[--ci-runs N] [--max-mib M] [--rounds R] [--calls C] "
-                   "[--example PATH] [--only TEXT] [--part I/N]\n");
+                   "[--example PATH] [--only TEXT] [--part I/N] [--verbose]\n");
       return 2;
     }
   }

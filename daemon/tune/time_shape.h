@@ -40,7 +40,7 @@ namespace irontune {
 // measured again until its interval clears the margin or falls short of
 // it, or these are spent (docs/statistics.md, "Close calls").
 inline constexpr int kMostContenders = 4;
-inline constexpr int kMostConfirmBatches = 6;
+inline constexpr int kMostConfirmBatches = 16;
 
 // One setting's comparison, with each member's share (per step, weighted
 // over its points) so the model-level gain can weight members by their
