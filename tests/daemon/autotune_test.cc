@@ -803,7 +803,7 @@ TEST_CASE("Autotune: +-2 noises cover a search's recorded step time") {
   INFO("coverage " << coverage << ", rms z " << rms_z << " over " << n);
   CHECK(coverage >= 0.85);
   // Not wider than it need be: a noise that counted the drift floor once
-  // per batch gave rms z far below this.
+  // per batch is wider by about the square root of the batch count.
   CHECK(rms_z >= 0.4);
   CHECK(rms_z <= 1.2);
 }
