@@ -12,6 +12,16 @@
 //                              an Autotune on the real-time clock, --rounds 3
 //                              --calls 5 (`utilisation decode`: the default
 //                              Timing on the decode call only, instead)
+//   service_bench --mixed-load 60s
+//                              64 client threads for 60 s, each request at
+//                              random: GetStatus, Measure, a small
+//                              Autotune, a job cancelled by Cancel, a job
+//                              whose stream is dropped: lost requests,
+//                              requests answered twice, GetStatus p99,
+//                              daemon RSS at start, middle and end
+//   service_bench --big-job    one big Measure's peak RSS (VmHWM) against
+//                              admission's memory estimate, at repeats
+//                              0 (the default, 9), 64 and 256
 //   service_bench all          cached, concurrent, utilisation
 #include <fcntl.h>
 #include <signal.h>
@@ -26,9 +36,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,9 +50,13 @@
 #include "common/profile.h"
 #include "common/recording.h"
 #include "common/value.h"
+#include "daemon/npu/device.h"
+#include "daemon/server/admission.h"
+#include "daemon/server/requests.h"
 #include "grpcpp/grpcpp.h"
 #include "irontune/v1/tuner.grpc.pb.h"
 #include "tests/testing/process.h"
+#include "tests/testing/recording_fixtures.h"
 
 extern char** environ;
 
@@ -101,15 +118,6 @@ int RunBlocking(const std::vector<std::string>& argv,
   int status = 0;
   waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-long RssKib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
-  }
-  return -1;
 }
 
 // irontuned on loopback TCP with a fresh state dir; SIGTERM on destruction.
@@ -372,7 +380,7 @@ ConcurrentRun RunConcurrent(int threads, double seconds, int queue_limit,
   const v1::MeasureRequest base = AddMeasureRequest(remeasure);
   std::mutex mu;
   std::atomic<bool> stop{false};
-  run.rss_kib[0] = RssKib(daemon.pid());
+  run.rss_kib[0] = e2e::ProcStatusKib(daemon.pid(), "VmRSS");
   std::vector<std::thread> workers;
   const auto start = Clock::now();
   for (int t = 0; t < threads; ++t) {
@@ -429,7 +437,7 @@ ConcurrentRun RunConcurrent(int threads, double seconds, int queue_limit,
   bool early_done = false, mid_done = false;
   while (Since(start) < seconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    long rss = RssKib(daemon.pid());
+    long rss = e2e::ProcStatusKib(daemon.pid(), "VmRSS");
     run.rss_max_kib = std::max(run.rss_max_kib, rss);
     if (!early_done && Since(start) >= 1) {
       run.rss_kib[1] = rss;
@@ -445,7 +453,7 @@ ConcurrentRun RunConcurrent(int threads, double seconds, int queue_limit,
   for (std::thread& w : workers) w.join();
   run.seconds = Since(start);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  run.rss_kib[4] = RssKib(daemon.pid());
+  run.rss_kib[4] = e2e::ProcStatusKib(daemon.pid(), "VmRSS");
   return run;
 }
 
@@ -535,6 +543,400 @@ int Utilisation(bool decode) {
   return 0;
 }
 
+// ------------------------------------------------------------ mixed load
+
+// What one Autotune or Measure stream answered.
+struct StreamOutcome {
+  grpc::Status status;
+  std::string job_id;
+  int results = 0;
+  bool mixed_ids = false;  // events of more than one job on one stream
+};
+
+// How a client treats its stream once the job has an id: reads it to the
+// end, cancels the job by RPC and reads on, or drops the stream.
+enum class StreamEnd { kRead, kCancel, kDrop };
+
+// Reads `reader` (of `context`) as `end` says; `cancel` cancels a job by id.
+template <typename Event>
+StreamOutcome Drain(grpc::ClientReaderInterface<Event>& reader,
+                    grpc::ClientContext& context, StreamEnd end,
+                    const std::function<void(const std::string&)>& cancel) {
+  StreamOutcome out;
+  Event event;
+  bool acted = false;
+  while (reader.Read(&event)) {
+    if (!event.job_id().empty()) {
+      if (out.job_id.empty()) out.job_id = event.job_id();
+      if (event.job_id() != out.job_id) out.mixed_ids = true;
+    }
+    if (event.has_result()) ++out.results;
+    if (acted || out.job_id.empty()) continue;
+    acted = true;
+    if (end == StreamEnd::kCancel) cancel(out.job_id);
+    if (end == StreamEnd::kDrop) {
+      context.TryCancel();
+      break;
+    }
+  }
+  out.status = reader.Finish();
+  return out;
+}
+
+struct MixedTally {
+  std::map<std::string, int64_t> sent;     // by action
+  std::map<std::string, int64_t> errors;   // "action CODE"
+  std::map<std::string, std::string> why;  // the first message of each code
+  int64_t results = 0;                     // streams that ended with a result
+  int64_t lost = 0;                        // requests never answered
+  int64_t twice = 0;                       // requests answered twice
+  std::vector<double> status_s;
+  std::vector<std::string> job_ids;  // every job a stream named
+  std::vector<std::string> dropped;  // jobs whose stream was dropped
+
+  void Add(const MixedTally& o) {
+    for (auto& [k, v] : o.sent) sent[k] += v;
+    for (auto& [k, v] : o.errors) errors[k] += v;
+    why.insert(o.why.begin(), o.why.end());
+    results += o.results;
+    lost += o.lost;
+    twice += o.twice;
+    status_s.insert(status_s.end(), o.status_s.begin(), o.status_s.end());
+    job_ids.insert(job_ids.end(), o.job_ids.begin(), o.job_ids.end());
+    dropped.insert(dropped.end(), o.dropped.begin(), o.dropped.end());
+  }
+};
+
+// Counts what a stream of `action` answered: one result (or, when cancelled
+// or dropped, none) or an error code; OK without a result, more than one
+// result, or events of two jobs are lost or twice.
+void Tally(const std::string& action, StreamEnd end, const StreamOutcome& o,
+           MixedTally& t) {
+  if (!o.job_id.empty()) t.job_ids.push_back(o.job_id);
+  if (end == StreamEnd::kDrop && !o.job_id.empty()) {
+    t.dropped.push_back(o.job_id);  // judged by the daemon's record, later
+    return;
+  }
+  if (o.results > 1 || o.mixed_ids) ++t.twice;
+  if (o.status.ok() && o.results == 1) {
+    ++t.results;
+  } else if (o.status.ok() ||
+             o.status.error_code() == grpc::DEADLINE_EXCEEDED) {
+    ++t.lost;
+  } else if (!(end == StreamEnd::kCancel &&
+               o.status.error_code() == grpc::CANCELLED)) {
+    ++t.errors[action + " " + CodeName(o.status.error_code())];
+    t.why.emplace(CodeName(o.status.error_code()), o.status.error_message());
+  }
+}
+
+// A small Autotune: testing::AddSiluCalls, --rounds 2 --calls 3.
+v1::AutotuneRequest SmallAutotune() {
+  v1::AutotuneRequest request;
+  *request.mutable_calls() = testing::AddSiluCalls();
+  request.mutable_timing()->set_rounds(2);
+  request.mutable_timing()->set_calls(3);
+  return request;
+}
+
+// One GetStatus of the mixed load, timed into `t`.
+void TimedStatus(v1::Tuner::Stub& stub, MixedTally& t) {
+  ++t.sent["status"];
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(30));
+  v1::StatusResponse response;
+  const auto sent = Clock::now();
+  grpc::Status s = stub.GetStatus(&context, v1::GetStatusRequest(), &response);
+  t.status_s.push_back(Since(sent));
+  if (!s.ok()) {
+    ++t.errors["status " + CodeName(s.error_code())];
+    t.why.emplace(CodeName(s.error_code()), s.error_message());
+  }
+}
+
+// One client thread of the mixed load: picks an action at random (seeded by
+// `index`) until `stop`.
+MixedTally MixedClient(const Daemon& daemon, int index,
+                       const std::atomic<bool>& stop) {
+  auto stub = v1::Tuner::NewStub(daemon.Channel());
+  v1::MeasureRequest measure = AddMeasureRequest(false);
+  v1::AutotuneRequest autotune = SmallAutotune();
+  const std::string client = "mixed-" + std::to_string(index);
+  measure.set_client(client);
+  autotune.set_client(client);
+  auto cancel = [&](const std::string& id) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(30));
+    v1::CancelRequest request;
+    request.set_job_id(id);
+    v1::CancelResponse response;
+    stub->Cancel(&context, request, &response);
+  };
+  std::mt19937 random(static_cast<uint32_t>(index) * 7919u + 1);
+  MixedTally t;
+  while (!stop.load()) {
+    const int pick = static_cast<int>(random() % 100);
+    if (pick < 35) {
+      TimedStatus(*stub, t);
+      continue;
+    }
+    // Measure 30, Autotune 15, cancel 10, drop 10: the last two on
+    // either kind.
+    const bool is_measure = pick < 65 || (pick >= 80 && pick % 2 == 0);
+    const StreamEnd end = pick < 80   ? StreamEnd::kRead
+                          : pick < 90 ? StreamEnd::kCancel
+                                      : StreamEnd::kDrop;
+    const std::string action =
+        std::string(end == StreamEnd::kRead     ? ""
+                    : end == StreamEnd::kCancel ? "cancel "
+                                                : "drop ") +
+        (is_measure ? "measure" : "autotune");
+    ++t.sent[action];
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(120));
+    StreamOutcome o;
+    if (is_measure) {
+      measure.set_remeasure(random() % 4 == 0);
+      auto reader = stub->Measure(&context, measure);
+      o = Drain<v1::MeasureEvent>(*reader, context, end, cancel);
+    } else {
+      auto reader = stub->Autotune(&context, autotune);
+      o = Drain<v1::AutotuneEvent>(*reader, context, end, cancel);
+    }
+    Tally(action, end, o, t);
+    if (o.status.error_code() == grpc::RESOURCE_EXHAUSTED) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  return t;
+}
+
+// The daemon's record of every job the load named: a job it has no record
+// of, or that has not ended within `grace_s`, is lost.
+int64_t UnendedJobs(const Daemon& daemon, const std::vector<std::string>& ids,
+                    double grace_s, std::map<std::string, int64_t>* states) {
+  auto stub = v1::Tuner::NewStub(daemon.Channel());
+  int64_t lost = 0;
+  const auto start = Clock::now();
+  for (const std::string& id : ids) {
+    while (true) {
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() +
+                           std::chrono::seconds(10));
+      v1::GetResultRequest request;
+      request.set_job_id(id);
+      v1::JobResult result;
+      grpc::Status s = stub->GetResult(&context, request, &result);
+      if (s.ok()) {
+        ++(*states)[v1::JobState_Name(result.summary().state())];
+        break;
+      }
+      if (s.error_code() != grpc::FAILED_PRECONDITION ||
+          Since(start) > grace_s) {
+        ++lost;  // no record, or still not ended
+        std::printf("    job %s: %s\n", id.c_str(), s.error_message().c_str());
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  return lost;
+}
+
+// The mixed load's figures.
+void PrintMixed(const MixedTally& all, double elapsed, size_t jobs,
+                const std::map<std::string, int64_t>& states, int64_t unended,
+                int64_t reused, const long rss[4], long rss_max) {
+  int64_t sent = 0;
+  std::printf("  requests in %.1f s:", elapsed);
+  for (auto& [k, v] : all.sent) {
+    std::printf(" %s %lld,", k.c_str(), static_cast<long long>(v));
+    sent += v;
+  }
+  std::printf(" all %lld\n", static_cast<long long>(sent));
+  std::printf("  streams ended with their result: %lld; errors:",
+              static_cast<long long>(all.results));
+  if (all.errors.empty()) std::printf(" none");
+  for (auto& [k, v] : all.errors) {
+    std::printf(" %s %lld,", k.c_str(), static_cast<long long>(v));
+  }
+  for (auto& [code, message] : all.why) {
+    std::printf("\n    e.g. %s: %s", code.c_str(), message.c_str());
+  }
+  std::printf("\n  jobs named: %zu; their states afterwards:", jobs);
+  for (auto& [k, v] : states) {
+    std::printf(" %s %lld", k.c_str(), static_cast<long long>(v));
+  }
+  std::printf(
+      "\n  lost requests: %lld (streams unanswered %lld, jobs without an "
+      "ended record %lld)\n",
+      static_cast<long long>(all.lost + unended),
+      static_cast<long long>(all.lost), static_cast<long long>(unended));
+  std::printf(
+      "  requests answered twice: %lld (streams with two results or two "
+      "jobs %lld, job ids given twice %lld)\n",
+      static_cast<long long>(all.twice + reused),
+      static_cast<long long>(all.twice), static_cast<long long>(reused));
+  PrintLatencies("GetStatus under load", all.status_s);
+  std::printf(
+      "  daemon VmRSS: start %ld KiB, middle %ld KiB, end %ld KiB (max %ld "
+      "KiB); after the clients left and every job ended %ld KiB\n",
+      rss[0], rss[1], rss[2], rss_max, rss[3]);
+}
+
+int MixedLoad(double seconds) {
+  constexpr int kThreads = 64;
+  std::printf(
+      "mixed load: %d client threads for %.0f s, each its own channel "
+      "(loopback TCP), irontuned --sim-clock virtual, default limits. Each "
+      "request at random: 35%% GetStatus, 30%% Measure (ElementwiseAdd, 2 "
+      "settings, a quarter remeasured), 15%% Autotune (AddSiluCalls, "
+      "--rounds 2 --calls 3), 10%% a job cancelled by Cancel once it has an "
+      "id, 10%% a job whose stream is dropped (ClientContext::TryCancel) "
+      "once it has an id\n",
+      kThreads, seconds);
+  Daemon daemon("mixed", "virtual");
+  if (!daemon.up()) return 1;
+  long rss[4] = {e2e::ProcStatusKib(daemon.pid(), "VmRSS"), -1, -1,
+                 -1};  // start, mid, end, after
+  long rss_max = rss[0];
+  std::atomic<bool> stop{false};
+  std::vector<MixedTally> tallies(kThreads);
+  std::vector<std::thread> workers;
+  const auto start = Clock::now();
+  for (int t = 0; t < kThreads; ++t) {
+    workers.emplace_back([&, t] { tallies[t] = MixedClient(daemon, t, stop); });
+  }
+  while (Since(start) < seconds) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    const long now = e2e::ProcStatusKib(daemon.pid(), "VmRSS");
+    rss_max = std::max(rss_max, now);
+    if (rss[1] < 0 && Since(start) >= seconds / 2) rss[1] = now;
+    rss[2] = now;
+  }
+  stop = true;
+  for (std::thread& w : workers) w.join();
+  const double elapsed = Since(start);
+  MixedTally all;
+  for (const MixedTally& t : tallies) all.Add(t);
+  std::map<std::string, int64_t> states;
+  const int64_t unended = UnendedJobs(daemon, all.job_ids, 30, &states);
+  std::set<std::string> unique(all.job_ids.begin(), all.job_ids.end());
+  const int64_t reused = static_cast<int64_t>(all.job_ids.size()) -
+                         static_cast<int64_t>(unique.size());
+  rss[3] = e2e::ProcStatusKib(daemon.pid(), "VmRSS");
+
+  PrintMixed(all, elapsed, unique.size(), states, unended, reused, rss,
+             rss_max);
+  return 0;
+}
+
+// ------------------------------------------------------------- big job
+
+// Resets `pid`'s VmHWM to its present RSS (proc(5), clear_refs "5").
+bool ResetPeakRss(pid_t pid) {
+  std::ofstream out("/proc/" + std::to_string(pid) + "/clear_refs");
+  out << "5\n";
+  out.flush();
+  return static_cast<bool>(out);
+}
+
+Platform PlatformOf(const v1::StatusResponse& s) {
+  Platform p;
+  p.name = s.platform();
+  p.generation = s.generation();
+  p.columns = static_cast<int>(s.columns());
+  p.core_mhz = static_cast<int>(s.core_mhz());
+  p.hw_contexts = static_cast<int>(s.hw_contexts());
+  p.full_elf = true;
+  return p;
+}
+
+// The example's operator whose Measure at `repeats` admission estimates
+// largest (up to 2 GiB), with that estimate.
+std::pair<v1::MeasureRequest, JobCost> BiggestMeasure(const Platform& p,
+                                                      uint32_t repeats) {
+  auto recording = LoadRecording(kExample);
+  if (!recording.ok()) std::exit(1);
+  std::pair<v1::MeasureRequest, JobCost> best;
+  for (const v1::Operator& op : recording->operators()) {
+    v1::MeasureRequest request;
+    *request.mutable_operator_() = op;
+    request.set_repeats(repeats);
+    request.set_remeasure(true);
+    request.mutable_timing()->set_rounds(2);
+    request.mutable_timing()->set_calls(3);
+    if (!ValidateMeasureRequest(request).ok()) continue;
+    // At most 2 GiB, so the run fits beside others on a shared box.
+    AdmissionLimits limits;
+    limits.job_memory_bytes = uint64_t{2} << 30;
+    absl::StatusOr<JobCost> cost = AdmitMeasure(request, p, limits);
+    if (cost.ok() && cost->memory_bytes > best.second.memory_bytes) {
+      best = {request, *cost};
+    }
+  }
+  return best;
+}
+
+// "GEMM M=256 K=2048 N=2048": the class and its integer params.
+std::string ShapeText(const v1::Operator& op) {
+  std::string out = op.class_name();
+  for (const v1::Param& p : op.params()) {
+    if (p.value().has_int_value()) {
+      out += " " + p.name() + "=" + std::to_string(p.value().int_value());
+    }
+  }
+  return out;
+}
+
+// One big Measure's real peak RSS (VmHWM over the job, less the RSS before
+// it) against admission's estimate.
+int BigJob() {
+  std::printf(
+      "big job: a Measure (remeasure) of the example's operator that "
+      "admission estimates largest, alone on a fresh irontuned --sim-clock "
+      "virtual; peak RSS is VmHWM reset just before the job\n");
+  for (uint32_t repeats : {0u, 64u, 256u}) {
+    Daemon daemon("bigjob", "virtual");
+    if (!daemon.up()) return 1;
+    auto stub = v1::Tuner::NewStub(daemon.Channel());
+    v1::StatusResponse status;
+    {
+      grpc::ClientContext context;
+      if (!stub->GetStatus(&context, v1::GetStatusRequest(), &status).ok()) {
+        return 1;
+      }
+    }
+    auto [request, cost] = BiggestMeasure(PlatformOf(status), repeats);
+    if (cost.memory_bytes == 0) {
+      std::printf("  repeats %u: no operator admitted\n", repeats);
+      continue;
+    }
+    const long before = e2e::ProcStatusKib(daemon.pid(), "VmRSS");
+    const bool reset = ResetPeakRss(daemon.pid());
+    grpc::ClientContext context;
+    auto reader = stub->Measure(&context, request);
+    v1::MeasureEvent event;
+    bool result = false;
+    while (reader->Read(&event)) result |= event.has_result();
+    grpc::Status s = reader->Finish();
+    const long peak = e2e::ProcStatusKib(daemon.pid(), "VmHWM");
+    const double extra = static_cast<double>(peak - before) * 1024;
+    std::printf(
+        "  %s, repeats %u: %s; estimate %s; VmRSS before %ld KiB, VmHWM "
+        "during %ld KiB%s: the job's peak %.1f MiB = %.3f of the estimate\n",
+        ShapeText(request.operator_()).c_str(), request.repeats(),
+        s.ok() && result ? "timed" : s.error_message().c_str(),
+        FormatBytes(cost.memory_bytes).c_str(), before, peak,
+        reset ? "" : " (VmHWM not reset: since start)", extra / (1 << 20),
+        extra / static_cast<double>(cost.memory_bytes));
+  }
+  return 0;
+}
+
 }  // namespace
 }  // namespace irontune
 
@@ -545,6 +947,16 @@ int main(int argc, char** argv) {
   if (what == "cached") return irontune::Cached();
   if (what == "concurrent") return irontune::Concurrent();
   if (what == "utilisation") return irontune::Utilisation(decode);
+  if (what == "--mixed-load" || what == "mixed") {
+    // A duration: "60s" or "60".
+    const double seconds = argc > 2 ? std::atof(argv[2]) : 60;
+    if (seconds <= 0) {
+      std::fprintf(stderr, "service_bench --mixed-load SECONDS[s]\n");
+      return 2;
+    }
+    return irontune::MixedLoad(seconds);
+  }
+  if (what == "--big-job" || what == "big-job") return irontune::BigJob();
   if (what == "all") {
     int rc = irontune::Cached();
     rc |= irontune::Concurrent();
@@ -553,6 +965,6 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "usage: service_bench cached|concurrent|utilisation "
-               "[decode]|all\n");
+               "[decode]|all|--mixed-load 60s|--big-job\n");
   return 2;
 }

@@ -185,16 +185,44 @@ struct DropImportCommand {
   }
 };
 
+struct ClearCommand {
+  static constexpr char kName[] = "clear";
+  bool yes = false;
+
+  void Bind(CLI::App& cmd) {
+    cmd.add_flag("--yes", yes,
+                 "confirm: the daemon's cache is emptied, which cannot be "
+                 "undone");
+  }
+
+  int Run(const CommandContext& ctx) const {
+    if (!yes) {
+      return UsageError(ctx.io.err,
+                        "cache clear removes every measurement and verdict "
+                        "the daemon's cache holds, so every design is timed "
+                        "again; pass --yes to confirm");
+    }
+    return CallAndPrint(
+        ctx, &TunerConnection::ClearCache, v1::ClearCacheRequest(),
+        [](const v1::ClearCacheResponse& r) {
+          return absl::StrCat("cleared the cache: ", r.measurements(),
+                              " measurements, ", r.iron_costs(),
+                              " IRON figures, ", r.verdicts(),
+                              " builder verdicts removed\n");
+        });
+  }
+};
+
 }  // namespace
 
 void AddCacheCommands(CLI::App& app, const CommandContext& ctx) {
   auto* cache = app.add_subcommand(
       "cache",
       "The daemon's measurement cache: stats, export, import, imports, "
-      "drop-import.");
+      "drop-import, clear.");
   cache->require_subcommand(1);
   AddCommands<StatsCommand, ExportCommand, ImportCommand, ImportsCommand,
-              DropImportCommand>(*cache, ctx);
+              DropImportCommand, ClearCommand>(*cache, ctx);
 }
 
 }  // namespace irontune

@@ -1,5 +1,5 @@
-// `cache stats|export|import`: irontuned's measurement cache. See
-// docs/client.md.
+// `cache stats|export|import|imports|drop-import|clear`: irontuned's
+// measurement cache. See docs/client.md.
 #ifndef IRONTUNE_CLIENT_CACHE_COMMANDS_H_
 #define IRONTUNE_CLIENT_CACHE_COMMANDS_H_
 
@@ -7,7 +7,7 @@
 
 namespace irontune {
 
-// Registers `cache` and its three subcommands on `app`. `ctx` outlives the
+// Registers `cache` and its subcommands on `app`. `ctx` outlives the
 // parse and run.
 void AddCacheCommands(CLI::App& app, const CommandContext& ctx);
 

@@ -67,6 +67,10 @@ constexpr std::pair<std::string_view, std::string_view> kCommandHelp[] = {
      "Remove from the daemon's cache every row import ID added (rows "
      "measured on the box since are kept) and mark it dropped. Needs the "
      "admin role."},
+    {"clear",
+     "Empty the daemon's cache: every measurement, imported IRON figure and "
+     "builder verdict goes (the imports are marked dropped), so the next "
+     "job times every design again. Asks for --yes. Needs the admin role."},
 };
 
 }  // namespace

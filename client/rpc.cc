@@ -133,6 +133,11 @@ class GrpcTunerConnection : public TunerConnection {
     return Unary(&v1::Tuner::Stub::DropImport, request, timeout_s);
   }
 
+  absl::StatusOr<v1::ClearCacheResponse> ClearCache(
+      const v1::ClearCacheRequest& request, double timeout_s) override {
+    return Unary(&v1::Tuner::Stub::ClearCache, request, timeout_s);
+  }
+
  private:
   // The call's deadline (timeout_s > 0) and token.
   void Prepare(grpc::ClientContext& context, double timeout_s) const {
@@ -260,6 +265,10 @@ class FailingTunerConnection : public TunerConnection {
   }
   absl::StatusOr<v1::DropImportResponse> DropImport(
       const v1::DropImportRequest&, double) override {
+    return status_;
+  }
+  absl::StatusOr<v1::ClearCacheResponse> ClearCache(
+      const v1::ClearCacheRequest&, double) override {
     return status_;
   }
 

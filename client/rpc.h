@@ -67,6 +67,9 @@ class TunerConnection {
       const v1::ListImportsRequest& request, double timeout_s) = 0;
   virtual absl::StatusOr<v1::DropImportResponse> DropImport(
       const v1::DropImportRequest& request, double timeout_s) = 0;
+  // Empties the daemon's cache (admin role): what went, by kind.
+  virtual absl::StatusOr<v1::ClearCacheResponse> ClearCache(
+      const v1::ClearCacheRequest& request, double timeout_s) = 0;
 };
 
 // How to reach the daemon securely (docs/security.md).

@@ -7,8 +7,8 @@
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "common/value.h"
+#include "daemon/base/subprocess.h"
 #include "daemon/builder/protocol.h"
-#include "daemon/builder/subprocess.h"
 
 namespace irontune {
 namespace {

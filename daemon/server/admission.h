@@ -6,8 +6,9 @@
 // allocated for it.
 //
 // The estimates (docs/operations.md, "Admission and limits"):
-//   - peak memory: per timed operator, its inputs once (every image shares
-//     them); a batch of settings loaded at once, each as a 1-step and a
+//   - peak memory: per timed operator, its inputs once per distinct step
+//     (each distinct step has its own seeded inputs, which every image
+//     shares); a batch of settings loaded at once, each as a 1-step and a
 //     `repeats`-step image holding its outputs per distinct step (every
 //     step when the buffers are at most kDistinctBytes, else one), so
 //       batch × output bytes × (1 + distinct steps);

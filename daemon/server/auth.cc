@@ -224,6 +224,8 @@ const char* RpcName(Rpc rpc) {
       return "ListImports";
     case Rpc::kDropImport:
       return "DropImport";
+    case Rpc::kClearCache:
+      return "ClearCache";
   }
   return "?";
 }
@@ -234,6 +236,7 @@ Role RequiredRole(Rpc rpc) {
     case Rpc::kImportCache:
     case Rpc::kListImports:
     case Rpc::kDropImport:
+    case Rpc::kClearCache:
       return Role::kAdmin;
     default:
       return Role::kSubmit;

@@ -92,6 +92,7 @@ enum class Rpc {
   kImportCache,
   kListImports,
   kDropImport,
+  kClearCache,
 };
 
 const char* RpcName(Rpc rpc);

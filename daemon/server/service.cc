@@ -25,15 +25,6 @@ constexpr uint32_t kMaxListLimit = 1000;
 // The most an ImportCache stream may send.
 constexpr size_t kMaxImportBytes = size_t{1} << 30;
 
-grpc::Status NoJob(const std::string& id) {
-  return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no job ", id));
-}
-
-grpc::Status ShuttingDown() {
-  return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                      "irontuned is shutting down");
-}
-
 v1::CacheSummary Summarize(const CacheStats& stats) {
   v1::CacheSummary s;
   s.set_rows(stats.rows);
@@ -79,6 +70,9 @@ TunerService::TunerService(ServiceDeps deps)
 
 absl::StatusOr<Caller> TunerService::Admit(grpc::ServerContext* context,
                                            Rpc rpc) {
+  if (shutting_down_) {
+    return absl::UnavailableError("irontuned is shutting down");
+  }
   std::optional<absl::string_view> authorization;
   const auto& metadata = context->client_metadata();
   if (auto it = metadata.find("authorization"); it != metadata.end()) {
@@ -255,7 +249,6 @@ absl::StatusOr<JobPtr> TunerService::RunJob(grpc::ServerContext* context,
 grpc::Status TunerService::Autotune(
     grpc::ServerContext* context, const v1::AutotuneRequest* request,
     grpc::ServerWriter<v1::AutotuneEvent>* writer) {
-  if (shutting_down_) return ShuttingDown();
   absl::StatusOr<Caller> caller = Admit(context, Rpc::kAutotune);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (absl::Status s = ValidateAutotuneRequest(*request); !s.ok()) {
@@ -275,7 +268,6 @@ grpc::Status TunerService::Autotune(
 grpc::Status TunerService::Measure(
     grpc::ServerContext* context, const v1::MeasureRequest* request,
     grpc::ServerWriter<v1::MeasureEvent>* writer) {
-  if (shutting_down_) return ShuttingDown();
   absl::StatusOr<Caller> caller = Admit(context, Rpc::kMeasure);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (absl::Status s = ValidateMeasureRequest(*request); !s.ok()) {
@@ -305,7 +297,6 @@ grpc::Status TunerService::Measure(
 grpc::Status TunerService::GetStatus(grpc::ServerContext* context,
                                      const v1::GetStatusRequest*,
                                      v1::StatusResponse* response) {
-  if (shutting_down_) return ShuttingDown();
   if (absl::StatusOr<Caller> c = Admit(context, Rpc::kGetStatus); !c.ok()) {
     return ToGrpcStatus(c.status());
   }
@@ -331,7 +322,6 @@ grpc::Status TunerService::GetStatus(grpc::ServerContext* context,
 grpc::Status TunerService::ListJobs(grpc::ServerContext* context,
                                     const v1::ListJobsRequest* request,
                                     v1::ListJobsResponse* response) {
-  if (shutting_down_) return ShuttingDown();
   if (absl::StatusOr<Caller> c = Admit(context, Rpc::kListJobs); !c.ok()) {
     return ToGrpcStatus(c.status());
   }
@@ -364,58 +354,49 @@ grpc::Status TunerService::ListJobs(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+absl::StatusOr<TunerService::OwnedJob> TunerService::AdmitJob(
+    grpc::ServerContext* context, Rpc rpc, const std::string& job_id) {
+  OwnedJob found;
+  ASSIGN_OR_RETURN(found.caller, Admit(context, rpc));
+  RETURN_IF_ERROR(ValidateJobId(job_id));
+  std::string owner;
+  if ((found.live = Find(job_id)) != nullptr) {
+    owner = found.live->client();
+  } else {
+    ASSIGN_OR_RETURN(found.stored, Stored(job_id));
+    if (!found.stored.has_value()) {
+      return absl::NotFoundError(absl::StrCat("no job ", job_id));
+    }
+    owner = found.stored->summary().client();
+  }
+  RETURN_IF_ERROR(CheckOwner(found.caller, rpc, job_id, owner));
+  return found;
+}
+
 grpc::Status TunerService::Cancel(grpc::ServerContext* context,
                                   const v1::CancelRequest* request,
                                   v1::CancelResponse* response) {
-  if (shutting_down_) return ShuttingDown();
-  absl::StatusOr<Caller> caller = Admit(context, Rpc::kCancel);
-  if (!caller.ok()) return ToGrpcStatus(caller.status());
-  if (absl::Status s = ValidateJobId(request->job_id()); !s.ok()) {
-    return ToGrpcStatus(s);
-  }
-  if (JobPtr job = Find(request->job_id())) {
-    if (absl::Status s =
-            CheckOwner(*caller, Rpc::kCancel, job->id(), job->client());
-        !s.ok()) {
-      return ToGrpcStatus(s);
-    }
-    spdlog::info("job {} cancelled by {}", job->id(), caller->ToString());
-    CancelJob(job, "cancelled by request");
-    response->set_state(job->state());
+  absl::StatusOr<OwnedJob> found =
+      AdmitJob(context, Rpc::kCancel, request->job_id());
+  if (!found.ok()) return ToGrpcStatus(found.status());
+  if (found->live == nullptr) {  // ended in an earlier run
+    response->set_state(found->stored->summary().state());
     return grpc::Status::OK;
   }
-  {
-    absl::StatusOr<std::optional<v1::JobResult>> stored =
-        Stored(request->job_id());
-    if (!stored.ok()) return ToGrpcStatus(stored.status());
-    if (stored->has_value()) {
-      if (absl::Status s = CheckOwner(*caller, Rpc::kCancel, request->job_id(),
-                                      (*stored)->summary().client());
-          !s.ok()) {
-        return ToGrpcStatus(s);
-      }
-      response->set_state((*stored)->summary().state());
-      return grpc::Status::OK;
-    }
-  }
-  return NoJob(request->job_id());
+  spdlog::info("job {} cancelled by {}", found->live->id(),
+               found->caller.ToString());
+  CancelJob(found->live, "cancelled by request");
+  response->set_state(found->live->state());
+  return grpc::Status::OK;
 }
 
 grpc::Status TunerService::Watch(
     grpc::ServerContext* context, const v1::WatchRequest* request,
     grpc::ServerWriter<v1::AutotuneEvent>* writer) {
-  if (shutting_down_) return ShuttingDown();
-  absl::StatusOr<Caller> caller = Admit(context, Rpc::kWatch);
-  if (!caller.ok()) return ToGrpcStatus(caller.status());
-  if (absl::Status s = ValidateJobId(request->job_id()); !s.ok()) {
-    return ToGrpcStatus(s);
-  }
-  if (JobPtr job = Find(request->job_id())) {
-    if (absl::Status s =
-            CheckOwner(*caller, Rpc::kWatch, job->id(), job->client());
-        !s.ok()) {
-      return ToGrpcStatus(s);
-    }
+  absl::StatusOr<OwnedJob> found =
+      AdmitJob(context, Rpc::kWatch, request->job_id());
+  if (!found.ok()) return ToGrpcStatus(found.status());
+  if (const JobPtr& job = found->live) {
     if (absl::Status s = BeginStream(); !s.ok()) return ToGrpcStatus(s);
     absl::Status followed = Follow(
         context, job, /*cancel_on_disconnect=*/false,
@@ -425,77 +406,41 @@ grpc::Status TunerService::Watch(
     return ToGrpcStatus(job->status());
   }
   // A job of an earlier run: only its result was kept.
-  {
-    absl::StatusOr<std::optional<v1::JobResult>> stored =
-        Stored(request->job_id());
-    if (!stored.ok()) return ToGrpcStatus(stored.status());
-    if (stored->has_value()) {
-      const v1::JobResult& r = **stored;
-      if (absl::Status s = CheckOwner(*caller, Rpc::kWatch, request->job_id(),
-                                      r.summary().client());
-          !s.ok()) {
-        return ToGrpcStatus(s);
-      }
-      if (r.has_autotune()) {
-        v1::AutotuneEvent e;
-        e.set_job_id(request->job_id());
-        *e.mutable_result() = r.autotune();
-        writer->Write(e);
-      }
-      if (!r.summary().error().empty()) {
-        return grpc::Status(grpc::StatusCode::UNKNOWN, r.summary().error());
-      }
-      return grpc::Status::OK;
-    }
+  const v1::JobResult& r = *found->stored;
+  if (r.has_autotune()) {
+    v1::AutotuneEvent e;
+    e.set_job_id(request->job_id());
+    *e.mutable_result() = r.autotune();
+    writer->Write(e);
   }
-  return NoJob(request->job_id());
+  if (!r.summary().error().empty()) {
+    return grpc::Status(grpc::StatusCode::UNKNOWN, r.summary().error());
+  }
+  return grpc::Status::OK;
 }
 
 grpc::Status TunerService::GetResult(grpc::ServerContext* context,
                                      const v1::GetResultRequest* request,
                                      v1::JobResult* response) {
-  if (shutting_down_) return ShuttingDown();
-  absl::StatusOr<Caller> caller = Admit(context, Rpc::kGetResult);
-  if (!caller.ok()) return ToGrpcStatus(caller.status());
-  if (absl::Status s = ValidateJobId(request->job_id()); !s.ok()) {
-    return ToGrpcStatus(s);
-  }
-  if (JobPtr job = Find(request->job_id())) {
-    if (absl::Status s =
-            CheckOwner(*caller, Rpc::kGetResult, job->id(), job->client());
-        !s.ok()) {
-      return ToGrpcStatus(s);
-    }
-    if (!IsTerminal(job->state())) {
-      return grpc::Status(
-          grpc::StatusCode::FAILED_PRECONDITION,
-          absl::StrCat("job ", job->id(), " has not ended; Watch it"));
-    }
-    *response = job->Result();
+  absl::StatusOr<OwnedJob> found =
+      AdmitJob(context, Rpc::kGetResult, request->job_id());
+  if (!found.ok()) return ToGrpcStatus(found.status());
+  if (found->live == nullptr) {
+    *response = std::move(*found->stored);
     return grpc::Status::OK;
   }
-  {
-    absl::StatusOr<std::optional<v1::JobResult>> stored =
-        Stored(request->job_id());
-    if (!stored.ok()) return ToGrpcStatus(stored.status());
-    if (stored->has_value()) {
-      if (absl::Status s =
-              CheckOwner(*caller, Rpc::kGetResult, request->job_id(),
-                         (*stored)->summary().client());
-          !s.ok()) {
-        return ToGrpcStatus(s);
-      }
-      *response = **stored;
-      return grpc::Status::OK;
-    }
+  if (!IsTerminal(found->live->state())) {
+    return grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        absl::StrCat("job ", found->live->id(), " has not ended; Watch it"));
   }
-  return NoJob(request->job_id());
+  *response = found->live->Result();
+  return grpc::Status::OK;
 }
 
 grpc::Status TunerService::ExportCache(
     grpc::ServerContext* context, const v1::ExportCacheRequest*,
     grpc::ServerWriter<v1::CacheLine>* writer) {
-  if (shutting_down_) return ShuttingDown();
   if (absl::StatusOr<Caller> c = Admit(context, Rpc::kExportCache); !c.ok()) {
     return ToGrpcStatus(c.status());
   }
@@ -525,7 +470,6 @@ grpc::Status TunerService::ExportCache(
 grpc::Status TunerService::ImportCache(
     grpc::ServerContext* context, grpc::ServerReader<v1::CacheLine>* reader,
     v1::ImportCacheResponse* response) {
-  if (shutting_down_) return ShuttingDown();
   absl::StatusOr<Caller> caller = Admit(context, Rpc::kImportCache);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
   std::string text;
@@ -565,7 +509,6 @@ grpc::Status TunerService::ImportCache(
 grpc::Status TunerService::ListImports(grpc::ServerContext* context,
                                        const v1::ListImportsRequest*,
                                        v1::ListImportsResponse* response) {
-  if (shutting_down_) return ShuttingDown();
   if (absl::StatusOr<Caller> c = Admit(context, Rpc::kListImports); !c.ok()) {
     return ToGrpcStatus(c.status());
   }
@@ -595,7 +538,6 @@ grpc::Status TunerService::ListImports(grpc::ServerContext* context,
 grpc::Status TunerService::DropImport(grpc::ServerContext* context,
                                       const v1::DropImportRequest* request,
                                       v1::DropImportResponse* response) {
-  if (shutting_down_) return ShuttingDown();
   absl::StatusOr<Caller> caller = Admit(context, Rpc::kDropImport);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (request->id() == 0 || request->id() > static_cast<uint64_t>(INT64_MAX)) {
@@ -617,6 +559,32 @@ grpc::Status TunerService::DropImport(grpc::ServerContext* context,
   spdlog::info("cache: import {} dropped by {} ({} rows)", request->id(),
                caller->ToString(), rows);
   response->set_rows(static_cast<uint64_t>(rows));
+  return grpc::Status::OK;
+}
+
+grpc::Status TunerService::ClearCache(grpc::ServerContext* context,
+                                      const v1::ClearCacheRequest*,
+                                      v1::ClearCacheResponse* response) {
+  absl::StatusOr<Caller> caller = Admit(context, Rpc::kClearCache);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  ClearCounts cleared;
+  // The worker is the cache's only writer: the clear runs there, between
+  // jobs, so no job sees half a cache.
+  absl::Status s = deps_.worker->RunOnWorker([&](Cache* cache) -> absl::Status {
+    if (cache == nullptr) {
+      return absl::FailedPreconditionError("irontuned runs without a cache");
+    }
+    ASSIGN_OR_RETURN(cleared, cache->Clear());
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return ToGrpcStatus(s);
+  spdlog::warn(
+      "cache: cleared by {}: {} measurements, {} IRON figures, {} verdicts",
+      caller->ToString(), cleared.measurements, cleared.iron_costs,
+      cleared.verdicts);
+  response->set_measurements(static_cast<uint64_t>(cleared.measurements));
+  response->set_iron_costs(static_cast<uint64_t>(cleared.iron_costs));
+  response->set_verdicts(static_cast<uint64_t>(cleared.verdicts));
   return grpc::Status::OK;
 }
 

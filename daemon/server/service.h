@@ -103,6 +103,9 @@ class TunerService final : public v1::Tuner::Service {
   grpc::Status DropImport(grpc::ServerContext* context,
                           const v1::DropImportRequest* request,
                           v1::DropImportResponse* response) override;
+  grpc::Status ClearCache(grpc::ServerContext* context,
+                          const v1::ClearCacheRequest* request,
+                          v1::ClearCacheResponse* response) override;
 
  private:
   // The stored result of job `id` (nullopt when none, or no store).
@@ -134,7 +137,8 @@ class TunerService final : public v1::Tuner::Service {
   void CancelJob(const JobPtr& job, const std::string& reason);
   JobPtr Find(const std::string& id);
   // The caller of `context` if it may call `rpc` (logged); else
-  // UNAUTHENTICATED or PERMISSION_DENIED (logged with the peer).
+  // UNAVAILABLE once shutting down, or UNAUTHENTICATED or
+  // PERMISSION_DENIED (logged with the peer).
   absl::StatusOr<Caller> Admit(grpc::ServerContext* context, Rpc rpc);
   // The client a job of `caller` is owned by: the token's name, else the
   // request's `given` name, else the peer.
@@ -143,6 +147,18 @@ class TunerService final : public v1::Tuner::Service {
   // OK when `caller` may touch the job of `owner` (MayTouchJob, logged).
   absl::Status CheckOwner(const Caller& caller, Rpc rpc,
                           const std::string& job_id, const std::string& owner);
+  // A job Cancel, Watch or GetResult names, found for its caller.
+  struct OwnedJob {
+    Caller caller;
+    JobPtr live;                          // this run's job, or null
+    std::optional<v1::JobResult> stored;  // else its stored result
+  };
+  // Admits the caller of `rpc`, checks `job_id`, finds the job (this run's,
+  // else its stored result) and checks the caller may touch it. The
+  // Status to answer otherwise: Admit's, InvalidArgument, NotFound "no job
+  // ID", or CheckOwner's PermissionDenied.
+  absl::StatusOr<OwnedJob> AdmitJob(grpc::ServerContext* context, Rpc rpc,
+                                    const std::string& job_id);
   std::string ClientOf(const grpc::ServerContext& context,
                        const std::string& given) const;
 

@@ -1,5 +1,9 @@
 #include "daemon/server/worker.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <utility>
 
@@ -167,10 +171,19 @@ void DeviceWorker::Loop() {
       // Idle: fold the WAL back into the file; failure loses nothing.
       absl::Status s = parts_.cache->Checkpoint();
       if (!s.ok()) spdlog::debug("cache checkpoint: {}", s.ToString());
+      ReturnFreedMemory();
     }
   }
   RunTasks();
   heartbeat_.Exited();
+}
+
+void DeviceWorker::ReturnFreedMemory() {
+#if defined(__GLIBC__)
+  // An ended job's request and result are freed into the allocator's
+  // per-thread arenas, which keep the pages; give them back to the system.
+  malloc_trim(0);
+#endif
 }
 
 JobPtr DeviceWorker::PopWaiting() {

@@ -113,6 +113,9 @@ class DeviceWorker {
   struct Running;
 
   void Loop();
+  // Idle: hands memory the allocator keeps from ended jobs back to the
+  // system (glibc's malloc_trim; nothing elsewhere).
+  static void ReturnFreedMemory();
   // queue_->Pop(), with the heartbeat waiting meanwhile.
   JobPtr PopWaiting();
   void RunTasks();

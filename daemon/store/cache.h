@@ -107,6 +107,13 @@ struct ImportRecord {
   std::optional<int64_t> dropped_unix_ms;  // set once DropImport ran
 };
 
+// What Clear removed.
+struct ClearCounts {
+  int64_t measurements = 0;
+  int64_t iron_costs = 0;
+  int64_t verdicts = 0;
+};
+
 // The outcome of Check.
 struct CacheCheck {
   std::string integrity;    // PRAGMA integrity_check: "ok" when sound
@@ -287,6 +294,13 @@ class Cache {
   // transaction; returns how many rows went. NotFound for an unknown id,
   // FailedPrecondition for one dropped already.
   absl::StatusOr<int64_t> DropImport(int64_t id);
+
+  // Deletes every measurement, IRON figure and verdict row of the file (all
+  // partitions, measured here or imported) in one transaction, and marks
+  // each import not yet dropped as dropped; the schema, the partitions and
+  // the import records stay. Returns how many rows of each kind went. On
+  // error nothing is deleted.
+  absl::StatusOr<ClearCounts> Clear();
 
   const std::string& platform() const { return reads_.platform(); }
   PowerMode power_mode() const { return reads_.power_mode(); }

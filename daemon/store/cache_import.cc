@@ -10,6 +10,7 @@
 #include <ostream>
 #include <sstream>
 #include <system_error>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -245,6 +246,28 @@ absl::StatusOr<int64_t> Cache::DropImport(int64_t id) {
   RETURN_IF_ERROR(txn.Commit());
   spdlog::info("cache: dropped import {} ({} rows)", id, rows);
   return rows;
+}
+
+absl::StatusOr<ClearCounts> Cache::Clear() {
+  ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(*db_));
+  ClearCounts counts;
+  const std::pair<const char*, int64_t*> tables[] = {
+      {"measurements", &counts.measurements},
+      {"iron_costs", &counts.iron_costs},
+      {"verdicts", &counts.verdicts}};
+  for (const auto& [table, count] : tables) {
+    RETURN_IF_ERROR(db_->Exec(absl::StrCat("DELETE FROM ", table)));
+    *count = db_->Changes();
+  }
+  ASSIGN_OR_RETURN(sqlite::Statement mark,
+                   db_->Prepare("UPDATE imports SET dropped = ?1 "
+                                "WHERE dropped IS NULL"));
+  RETURN_IF_ERROR(mark.BindInt(1, absl::ToUnixMillis(absl::Now())));
+  RETURN_IF_ERROR(mark.Run());
+  RETURN_IF_ERROR(txn.Commit());
+  spdlog::info("cache: cleared {} measurements, {} IRON figures, {} verdicts",
+               counts.measurements, counts.iron_costs, counts.verdicts);
+  return counts;
 }
 
 absl::StatusOr<std::vector<ImportRecord>> CacheReader::ListImports() {

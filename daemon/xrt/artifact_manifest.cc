@@ -1,8 +1,11 @@
 #include "daemon/xrt/artifact_manifest.h"
 
 #include <set>
+#include <string_view>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -40,22 +43,43 @@ absl::StatusOr<int> IndexField(const json& s, const char* key,
   return static_cast<int>(v.get<int64_t>());
 }
 
+// The places a symbol may name in a packaging.
+std::vector<const char*> PlacesOf(bool chain) {
+  if (chain) return {"insts_word"};
+  return {"arg", "scratchpad_word"};
+}
+
 absl::StatusOr<XrtManifestSymbol> ParseSymbol(const json& s, bool chain,
                                               const std::string& where) {
   if (!s.is_object()) return Bad(where, "not an object");
   XrtManifestSymbol sym;
   ASSIGN_OR_RETURN(sym.name, StringField(s, "name", false));
-  const char* want = chain ? "insts_word" : "arg";
-  const char* other = chain ? "arg" : "insts_word";
-  if (s.contains(other)) {
-    return Bad(
-        absl::StrCat(where, ".", other),
-        absl::StrCat("not taken by ", chain ? "xclbin_chain" : "full_elf",
-                     " packaging (use ", want, ")"));
+  const std::vector<const char*> places = PlacesOf(chain);
+  for (const char* other : PlacesOf(!chain)) {
+    if (s.contains(other)) {
+      return Bad(
+          absl::StrCat(where, ".", other),
+          absl::StrCat("not taken by ", chain ? "xclbin_chain" : "full_elf",
+                       " packaging (use ", absl::StrJoin(places, " or "), ")"));
+    }
   }
-  if (!s.contains(want)) return Bad(absl::StrCat(where, ".", want), "missing");
-  ASSIGN_OR_RETURN(const int index, IndexField(s, want, where));
-  (chain ? sym.insts_word : sym.arg) = index;
+  const char* place = nullptr;
+  for (const char* p : places) {
+    if (!s.contains(p)) continue;
+    if (place != nullptr) {
+      return Bad(where, absl::StrCat("both ", place, " and ", p,
+                                     "; a symbol has one place"));
+    }
+    place = p;
+  }
+  if (place == nullptr) {
+    return Bad(absl::StrCat(where, ".", absl::StrJoin(places, "|")), "missing");
+  }
+  ASSIGN_OR_RETURN(const int index, IndexField(s, place, where));
+  const std::string_view name = place;
+  (name == "insts_word" ? sym.insts_word
+   : name == "arg"      ? sym.arg
+                        : sym.scratchpad_word) = index;
   return sym;
 }
 
@@ -114,8 +138,14 @@ std::string XrtManifestJson(const XrtManifest& m) {
   if (m.packaging == v1::PACKAGING_FULL_ELF) {
     j["packaging"] = "full_elf";
     j["elf"] = m.elf;
-    for (const XrtManifestSymbol& s : m.symbols)
-      symbols.push_back({{"name", s.name}, {"arg", s.arg}});
+    for (const XrtManifestSymbol& s : m.symbols) {
+      if (s.scratchpad_word >= 0) {
+        symbols.push_back(
+            {{"name", s.name}, {"scratchpad_word", s.scratchpad_word}});
+      } else {
+        symbols.push_back({{"name", s.name}, {"arg", s.arg}});
+      }
+    }
   } else {
     j["packaging"] = "xclbin_chain";
     j["xclbin"] = m.xclbin;

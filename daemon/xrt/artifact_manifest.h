@@ -8,10 +8,13 @@
 //    "insts": "/abs/insts.bin",                 (xclbin_chain)
 //    "elf": "/abs/design.elf",                  (full_elf)
 //    "symbols": [{"name": "seq_len", "insts_word": 57},   (xclbin_chain)
-//                {"name": "seq_len", "arg": 5}]}          (full_elf)
+//                {"name": "seq_len", "arg": 5},           (full_elf)
+//                {"name": "pos", "scratchpad_word": 2}]}  (full_elf)
 //
 // A symbol of the xclbin chain is an int32 written into that word of the
-// instruction stream; one of a full ELF is that kernel argument.
+// instruction stream; one of a full ELF is either that kernel argument or
+// that 32-bit word of the run's ctrl scratchpad (IRON's parameter table:
+// docs/builder-protocol.md).
 //
 // Pure: no file is opened here. Threads: any.
 #ifndef IRONTUNE_DAEMON_XRT_ARTIFACT_MANIFEST_H_
@@ -30,8 +33,10 @@ inline constexpr char kXrtManifestFormat[] = "irontune-xrt-artifact/1";
 
 struct XrtManifestSymbol {
   std::string name;
-  int insts_word = -1;  // xclbin chain: the instruction word patched
-  int arg = -1;         // full ELF: the kernel argument index
+  // Exactly one is >= 0.
+  int insts_word = -1;       // xclbin chain: the instruction word patched
+  int arg = -1;              // full ELF: the kernel argument index
+  int scratchpad_word = -1;  // full ELF: the ctrl scratchpad word
 };
 
 struct XrtManifest {
@@ -46,7 +51,7 @@ struct XrtManifest {
 // Parses `payload`. InvalidArgument naming the field ("manifest.symbols[2]
 // .insts_word: ...") for anything else: not JSON, another format, a
 // missing or relative path, a symbol with the wrong index kind for the
-// packaging, a negative index, a symbol named twice.
+// packaging or with two places, a negative index, a symbol named twice.
 absl::StatusOr<XrtManifest> ParseXrtManifest(absl::string_view payload);
 
 // The manifest as JSON text (the inverse of ParseXrtManifest).

@@ -17,6 +17,7 @@
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "daemon/xrt/artifact_manifest.h"
+#include "daemon/xrt/span_clock.h"
 #include "spdlog/spdlog.h"
 #include "xrt/experimental/xrt_elf.h"
 #include "xrt/experimental/xrt_ext.h"
@@ -193,6 +194,9 @@ class XrtImage : public Image {
   absl::Status OpenElf();
   absl::Status MakeBuffers();
   absl::Status MakeRuns();
+  absl::Status MakeScratchpads();
+  absl::Status WriteScratchpads(
+      const std::vector<std::pair<const XrtManifestSymbol*, int32_t>>& writes);
   absl::StatusOr<DataBuffer*> Find(std::string_view name);
   absl::Status RunSteps();
 
@@ -208,12 +212,15 @@ class XrtImage : public Image {
   // Per step: the indexes into buffers_ of its kernel's buffer arguments.
   std::vector<std::vector<int>> step_args_;
   std::vector<::xrt::run> runs_;
+  // Full ELF with scratchpad symbols: each run's ctrl scratchpad.
+  std::vector<::xrt::bo> scratchpads_;
 };
 
 absl::Status XrtImage::Open() {
   RETURN_IF_ERROR(chain() ? OpenChain() : OpenElf());
   RETURN_IF_ERROR(MakeBuffers());
-  return MakeRuns();
+  RETURN_IF_ERROR(MakeRuns());
+  return MakeScratchpads();
 }
 
 absl::Status XrtImage::OpenChain() {
@@ -307,7 +314,7 @@ absl::Status XrtImage::MakeBuffers() {
 absl::Status XrtImage::MakeRuns() {
   const int first_value_arg = static_cast<int>(step_args_[0].size());
   for (const XrtManifestSymbol& s : manifest_.symbols) {
-    if (!chain() && s.arg < first_value_arg) {
+    if (s.arg >= 0 && s.arg < first_value_arg) {
       return absl::InvalidArgumentError(absl::StrCat(
           "artifact manifest: symbol \"", s.name, "\" is argument ", s.arg,
           ", which is buffer ", buffers_[step_args_[0][s.arg]].info.name));
@@ -326,9 +333,47 @@ absl::Status XrtImage::MakeRuns() {
         run.set_arg(base + static_cast<int>(k), buffers_[step_args_[s][k]].bo);
       }
       for (const XrtManifestSymbol& sym : manifest_.symbols) {
-        if (!chain()) run.set_arg(sym.arg, int32_t{0});
+        if (sym.arg >= 0) run.set_arg(sym.arg, int32_t{0});
       }
       runs_.push_back(std::move(run));
+    }
+  });
+}
+
+// Each run's ctrl scratchpad, when a symbol is written there, with the
+// symbols' words zeroed and synced to the device.
+absl::Status XrtImage::MakeScratchpads() {
+  std::vector<std::pair<const XrtManifestSymbol*, int32_t>> zeros;
+  for (const XrtManifestSymbol& s : manifest_.symbols) {
+    if (s.scratchpad_word >= 0) zeros.emplace_back(&s, 0);
+  }
+  if (zeros.empty()) return absl::OkStatus();
+  RETURN_IF_ERROR(Guard("ctrl scratchpad", [&] {
+    for (const ::xrt::run& run : runs_) {
+      scratchpads_.push_back(run.get_ctrl_scratchpad_bo());
+    }
+  }));
+  const size_t words = scratchpads_.front().size() / 4;
+  for (const auto& [s, zero] : zeros) {
+    if (static_cast<size_t>(s->scratchpad_word) >= words) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "artifact manifest: symbol \"", s->name, "\" is scratchpad word ",
+          s->scratchpad_word, ", but the ctrl scratchpad of ", manifest_.elf,
+          " has ", words, " words"));
+    }
+  }
+  return WriteScratchpads(zeros);
+}
+
+absl::Status XrtImage::WriteScratchpads(
+    const std::vector<std::pair<const XrtManifestSymbol*, int32_t>>& writes) {
+  return Guard("ctrl scratchpad", [&] {
+    for (::xrt::bo& bo : scratchpads_) {
+      auto* words = bo.map<int32_t*>();
+      for (const auto& [sym, v] : writes) {
+        if (sym->scratchpad_word >= 0) words[sym->scratchpad_word] = v;
+      }
+      bo.sync(XCL_BO_SYNC_BO_TO_DEVICE);
     }
   });
 }
@@ -336,10 +381,12 @@ absl::Status XrtImage::MakeRuns() {
 absl::Status XrtImage::WriteValues(
     const std::map<std::string, int64_t>& values) {
   std::vector<std::pair<const XrtManifestSymbol*, int32_t>> writes;
-  for (const auto& [name, value] : values) {
+  for (const auto& entry : values) {
+    const std::string& name = entry.first;
+    const int64_t value = entry.second;
     const auto it = std::find_if(
         manifest_.symbols.begin(), manifest_.symbols.end(),
-        [&](const XrtManifestSymbol& s) { return s.name == name; });
+        [&name](const XrtManifestSymbol& s) { return s.name == name; });
     if (it == manifest_.symbols.end()) {
       return absl::InvalidArgumentError(
           absl::StrCat("the image takes no per-call value \"", name, "\""));
@@ -351,11 +398,12 @@ absl::Status XrtImage::WriteValues(
     writes.emplace_back(&*it, static_cast<int32_t>(value));
   }
   if (writes.empty()) return absl::OkStatus();
+  if (!scratchpads_.empty()) RETURN_IF_ERROR(WriteScratchpads(writes));
   return Guard("per-call values", [&] {
     for (const auto& [sym, v] : writes) {
-      if (chain()) {
+      if (sym->insts_word >= 0) {
         insts_[sym->insts_word] = static_cast<uint32_t>(v);
-      } else {
+      } else if (sym->arg >= 0) {
         for (::xrt::run& run : runs_) run.set_arg(sym->arg, v);
       }
     }
@@ -425,9 +473,9 @@ absl::StatusOr<RunResult> XrtImage::Run() {
   TimingHygiene& hygiene = device_->hygiene;
   hygiene.Pin();
   const std::optional<int64_t> wait0 = hygiene.CpuWaitNs();
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = SpanClockNow();
   const absl::Status ran = RunSteps();
-  const auto t1 = std::chrono::steady_clock::now();
+  const auto t1 = SpanClockNow();
   const std::optional<int64_t> wait1 = hygiene.CpuWaitNs();
   hygiene.Unpin();
   RETURN_IF_ERROR(ran);

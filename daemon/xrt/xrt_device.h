@@ -11,11 +11,13 @@
 //     whose ert_cmd_state must be COMPLETED.
 //   full ELF: xrt::elf, hw_context(device, elf), xrt::ext::kernel(ctx,
 //     "main:sequence"), host-only xrt::ext::bo buffers as arguments 0..,
-//     per-call values as their symbols' arguments; start, then wait2().
+//     per-call values as their symbols' arguments or in each run's ctrl
+//     scratchpad (xrt::run::get_ctrl_scratchpad_bo); start, then wait2().
 // Per-call values are written where the manifest's symbols say (an int32
-// instruction word, or a kernel argument). Buffers are synced to the device
-// when written and from it when read: never inside the timed span, which is
-// steady_clock time around start + wait of every step.
+// instruction word, a kernel argument, or a ctrl scratchpad word). Buffers
+// and scratchpads are synced to the device when written and from it when
+// read: never inside the timed span, which is steady-clock time around
+// start + wait of every step (SpanClockNow, span_clock.h).
 //
 // The host around it: the platform and power mode from `xrt-smi examine -r
 // platform`, the other holders from `xrt-smi examine -r aie-partitions`,

@@ -15,7 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
-#include "daemon/xrt/subprocess.h"
+#include "daemon/base/subprocess.h"
 #include "nlohmann/json.hpp"
 
 namespace irontune {
@@ -206,19 +206,27 @@ absl::StatusOr<std::string> XrtSmi::Run(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {options_.path};
   argv.insert(argv.end(), args.begin(), args.end());
   const std::string shown = absl::StrJoin(argv, " ");
-  absl::StatusOr<CommandResult> r = RunCommand(argv, options_.timeout);
+  ProcessOptions process;
+  process.timeout = options_.timeout;
+  process.max_stdout = size_t{1} << 20;
+  process.stderr_keep = 2000;
+  absl::StatusOr<ProcessResult> r = RunProcess(argv, "", process);
   if (!r.ok()) {
     return absl::Status(r.status().code(),
                         absl::StrCat("`", shown, "`: ", r.status().message(),
                                      " (--xrt-smi names the program)"));
   }
-  if (r->exit_code != 0) {
+  if (r->timed_out) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("`", shown, "` ", DescribeEnd(*r, process)));
+  }
+  if (!r->exited || r->exit_code != 0) {
     const std::string said(
-        absl::StripAsciiWhitespace(r->err.empty() ? r->out : r->err));
+        absl::StripAsciiWhitespace(r->err_tail.empty() ? r->out : r->err_tail));
     return absl::UnavailableError(
         absl::StrCat("`", shown, "` failed (",
-                     r->signal ? absl::StrCat("signal ", r->signal)
-                               : absl::StrCat("exit ", r->exit_code),
+                     r->exited ? absl::StrCat("exit ", r->exit_code)
+                               : DescribeEnd(*r, process),
                      ")", said.empty() ? "" : ": ", said.substr(0, 2000)));
   }
   return r->out;

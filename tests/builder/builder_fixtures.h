@@ -74,7 +74,8 @@ struct FakeScript {
   FakeScript() { Clear(); }
   ~FakeScript() { Clear(); }
   static void Clear() {
-    for (const char* n : {"MODE", "REFUSE", "SLEEP", "LOG", "VERSION"})
+    for (const char* n :
+         {"MODE", "REFUSE", "SLEEP", "LOG", "VERSION", "WRONG", "ELF_VALUES"})
       ScriptFake(n, "");
   }
 };

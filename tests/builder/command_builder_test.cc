@@ -115,7 +115,7 @@ TEST_CASE("CommandBuilder builds an xclbin chain into the store, once") {
   CHECK(f.TmpLeft().empty());
 }
 
-TEST_CASE("CommandBuilder builds a full ELF with argument symbols") {
+TEST_CASE("CommandBuilder builds a full ELF with scratchpad symbols") {
   Fixture f;
   auto built = f.builder->Build(GemmRequest(64, v1::PACKAGING_FULL_ELF));
   REQUIRE(built.ok());
@@ -126,7 +126,36 @@ TEST_CASE("CommandBuilder builds a full ELF with argument symbols") {
       nlohmann::json::parse(e2e::ReadFile(manifest["elf"].get<std::string>()));
   CHECK(design["kernel"] == "main:sequence");
   CHECK_FALSE(manifest.contains("xclbin"));
+  // As IRON's: the value in a word of the ctrl scratchpad the ELF has.
+  CHECK(manifest["symbols"][0]["scratchpad_word"] == 1);
+  CHECK_FALSE(manifest["symbols"][0].contains("arg"));
+  CHECK(design["scratchpad_words"].get<int>() > 1);
+}
+
+TEST_CASE("CommandBuilder builds a full ELF with argument symbols") {
+  Fixture f;
+  ScriptFake("ELF_VALUES", "arg");
+  auto built = f.builder->Build(GemmRequest(64, v1::PACKAGING_FULL_ELF));
+  REQUIRE(built.ok());
+  REQUIRE(built->artifact);
+  const auto manifest = nlohmann::json::parse(built->artifact->payload);
   CHECK(manifest["symbols"][0]["arg"] == 3);
+}
+
+TEST_CASE("The fake's designs say which buffers a run reads and writes") {
+  Fixture f;
+  auto good = f.builder->Build(GemmRequest(64));
+  ScriptFake("WRONG", "tile_m=16");
+  auto wrong = f.builder->Build(GemmRequest(16));
+  REQUIRE((good.ok() && wrong.ok() && good->artifact && wrong->artifact));
+  auto design = [](const Artifact& a) {
+    const auto m = nlohmann::json::parse(a.payload);
+    return nlohmann::json::parse(e2e::ReadFile(m["xclbin"].get<std::string>()));
+  };
+  const auto g = design(*good->artifact);
+  CHECK(g["io"] == nlohmann::json({"in", "in", "out"}));
+  CHECK(g["wrong_output"] == false);
+  CHECK(design(*wrong->artifact)["wrong_output"] == true);
 }
 
 TEST_CASE("Settings of one operator get distinct recipes and fake times") {

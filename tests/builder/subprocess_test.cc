@@ -1,4 +1,6 @@
-#include "daemon/builder/subprocess.h"
+// daemon/base/subprocess, tested here beside its first user, the build
+// command.
+#include "daemon/base/subprocess.h"
 
 #include <signal.h>
 

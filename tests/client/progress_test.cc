@@ -29,7 +29,7 @@ v1::AutotuneEvent Result() {
   return e;
 }
 
-TEST_CASE("plain progress is a line per event; the result is kept") {
+TEST_CASE("plain progress is a line per event, the result is kept") {
   std::ostringstream err;
   AutotuneProgress p(err, ProgressStyle::kLines);
   v1::AutotuneEvent queued;

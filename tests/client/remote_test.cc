@@ -12,7 +12,7 @@ TEST_CASE("the server is --server, else IRONTUNE_SERVER, else the default") {
   CHECK(ResolveServer("", "") == "unix:/run/irontune/irontuned.sock");
 }
 
-TEST_CASE("a --timeout overrides the command's default; 0 is none") {
+TEST_CASE("a --timeout overrides the command's default, 0 is none") {
   CHECK(ResolveTimeout(-1, kUnaryTimeoutS) == kUnaryTimeoutS);
   CHECK(ResolveTimeout(0, kUnaryTimeoutS) == 0);
   CHECK(ResolveTimeout(5, kAutotuneTimeoutS) == 5);

@@ -46,7 +46,7 @@ TEST_CASE("admission: repeats 65536 is refused for its memory") {
   const auto cost = AdmitMeasure(request, Strix(), AdmissionLimits());
   REQUIRE(absl::IsResourceExhausted(cost.status()));
   CHECK_THAT(Message(cost.status()),
-             Catch::StartsWith("the job's estimated peak memory: 32.0 GiB"));
+             Catch::StartsWith("the job's estimated peak memory: 64.0 GiB"));
   CHECK_THAT(Message(cost.status()),
              Catch::Contains("exceeds the limit of 8.0 GiB (--job-memory)"));
   AdmissionLimits roomy;

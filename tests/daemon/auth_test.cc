@@ -103,7 +103,7 @@ TEST_CASE("auth: the role table") {
     CHECK(RequiredRole(rpc) == Role::kSubmit);
   }
   for (Rpc rpc : {Rpc::kExportCache, Rpc::kImportCache, Rpc::kListImports,
-                  Rpc::kDropImport}) {
+                  Rpc::kDropImport, Rpc::kClearCache}) {
     INFO(RpcName(rpc));
     CHECK(RequiredRole(rpc) == Role::kAdmin);
   }
@@ -117,6 +117,9 @@ TEST_CASE("auth: the role table") {
                  Catch::Contains("ImportCache") && Catch::Contains("admin"));
   CHECK(Authenticator::Authorize(admin, Rpc::kImportCache).ok());
   CHECK(Authenticator::Authorize(admin, Rpc::kDropImport).ok());
+  CHECK(Authenticator::Authorize(submit, Rpc::kClearCache).code() ==
+        absl::StatusCode::kPermissionDenied);
+  CHECK(Authenticator::Authorize(admin, Rpc::kClearCache).ok());
   // Jobs: one's own, or any as admin.
   CHECK(Authenticator::MayTouchJob(submit, Rpc::kCancel, "j1", "ci").ok());
   CHECK(

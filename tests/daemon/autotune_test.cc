@@ -433,7 +433,7 @@ TEST_CASE("TimeShape: settings a kernel bound rules out are not timed") {
   CHECK(result->shapes[0].trials.size() == 12 - 3);
 }
 
-TEST_CASE("Autotune: entries replaced, held, kept; diff; a cached rerun") {
+TEST_CASE("Autotune: entries replaced, held, kept, diff, a cached rerun") {
   v1::Operator gemm = SearchGemm(256, 256, 256, 64, 64, 1);
   v1::Operator gemv = SearchGemv(512, 256);
   v1::Calls calls = MakeCalls({gemm, gemv}, {0, 1, 0});

@@ -189,5 +189,44 @@ TEST_CASE("A version 1 cache file is migrated and keeps its rows", "[cache]") {
             "SELECT count(*) FROM measurements WHERE import_id IS NULL") == 1);
 }
 
+TEST_CASE("Clear empties every row, keeps the schema and the import records",
+          "[cache]") {
+  ScratchDir dir;
+  auto cache = Open(dir.File("cache.db"));
+  REQUIRE(cache->Put(Digest(1), Figure(10)).ok());
+  REQUIRE(cache->Put(Digest(2), Figure(11)).ok());
+  REQUIRE(cache->PutVerdict({"here", "env"}, "fits").ok());
+  std::istringstream in(ForeignExport(dir, 2));
+  REQUIRE(cache->Import(in, {"ops", "unix:", "f.jsonl"}).ok());
+
+  absl::StatusOr<ClearCounts> cleared = cache->Clear();
+  REQUIRE(cleared.ok());
+  CHECK(cleared->measurements == 4);  // two here, two imported
+  CHECK(cleared->verdicts == 2);
+  CHECK(cleared->iron_costs == 0);
+  CHECK_FALSE(cache->Get(Digest(1))->has_value());
+  CHECK_FALSE(cache->Get(Digest(100))->has_value());
+  CHECK_FALSE(cache->GetVerdict({"here", "env"})->has_value());
+  absl::StatusOr<CacheStats> stats = cache->Stats();
+  REQUIRE(stats.ok());
+  CHECK(stats->rows == 0);
+  absl::StatusOr<std::vector<ImportRecord>> imports = cache->ListImports();
+  REQUIRE(imports.ok());
+  REQUIRE(imports->size() == 1);
+  CHECK(imports->front().dropped_unix_ms.has_value());
+
+  // The schema stays: the cache takes rows again, also after reopening.
+  REQUIRE(cache->Put(Digest(1), Figure(12)).ok());
+  cache.reset();
+  cache = Open(dir.File("cache.db"));
+  REQUIRE(cache->Get(Digest(1))->has_value());
+  CHECK(cache->Get(Digest(1))->value().t_step_us() == 12);
+  // An empty cache clears to nothing.
+  REQUIRE(cache->Clear().ok());
+  cleared = cache->Clear();
+  REQUIRE(cleared.ok());
+  CHECK(cleared->measurements == 0);
+}
+
 }  // namespace
 }  // namespace irontune

@@ -127,7 +127,7 @@ TEST_CASE("a bound extent short of its param admits only bit-identical",
   CHECK(Judge(op, op, inputs, written, {}) == std::nullopt);
 }
 
-TEST_CASE("the sim's GEMM passes its gate; a faulty image does not",
+TEST_CASE("the sim's GEMM passes its gate, a faulty image does not",
           "[judge]") {
   auto device = MakeSimDevice("sim:npu2");
   REQUIRE(device.ok());

@@ -60,7 +60,7 @@ TEST_CASE("requests: a Measure's zero fields take the defaults") {
   CHECK(MeasurePlanOf(request, strix).packaging == v1::PACKAGING_XCLBIN_CHAIN);
 }
 
-TEST_CASE("requests: repeats must be 0 or in [2, the limit], in both kinds") {
+TEST_CASE("requests: repeats must be 0 or from 2 to the limit, in both kinds") {
   v1::MeasureRequest measure;
   *measure.mutable_operator_() = Add();
   measure.set_repeats(1);

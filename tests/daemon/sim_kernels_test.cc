@@ -150,7 +150,7 @@ TEST_CASE("RoPE rotates pairs by position", "[sim][kernels]") {
   CHECK(y[3] == Approx(std::sin(1.0)));
 }
 
-TEST_CASE("GEMV lanes follow kernel_vector_size; bounded rows stay zero",
+TEST_CASE("GEMV lanes follow kernel_vector_size, bounded rows stay zero",
           "[sim][kernels]") {
   v1::Operator op = testing::Gemv(8, 128, 1, 4, 16, 1);
   v1::CallValue* cv = op.add_values();

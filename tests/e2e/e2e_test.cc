@@ -19,6 +19,7 @@
 #include "grpcpp/impl/codegen/client_unary_call.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "irontune/v1/tuner.grpc.pb.h"
+#include "tests/testing/daemon_process.h"
 #include "tests/testing/process.h"
 #include "tests/testing/recording_fixtures.h"
 
@@ -50,33 +51,20 @@ std::vector<std::string> SubmitSmall(const std::string& dir,
   return args;
 }
 
-// A daemon on a fresh (or given) state directory, stopped with SIGTERM.
-class Daemon {
+// A daemon on a fresh (or given) state directory, serving unix:DIR/sock,
+// stopped with SIGTERM.
+class Daemon : public DaemonProcess {
  public:
   explicit Daemon(const std::string& dir, std::vector<std::string> extra = {},
                   const std::string& clock = "virtual")
-      : dir_(dir), socket_("unix:" + dir + "/sock") {
-    std::vector<std::string> argv = {kDaemon,    "--state-dir", dir,
-                                     "--listen", socket_,       "--sim-clock",
-                                     clock,      "--log-level", "info"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    process_ = std::make_unique<Process>("irontuned", argv, dir);
-    REQUIRE(process_->started());
-    for (int i = 0; i < 200; ++i) {
-      if (Client({"--timeout", "1", "status"}).code == 0) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    FAIL("irontuned did not come up: " << process_->Stderr());
+      : DaemonProcess(
+            "irontuned",
+            SimDaemonArgv(kDaemon, dir, "unix:" + dir + "/sock", clock, extra),
+            dir, kClient, "unix:" + dir + "/sock") {
+    REQUIRE(process().started());
+    if (!Up(30)) FAIL("irontuned did not come up: " << Log());
   }
 
-  Result Client(std::vector<std::string> args, double seconds = 300) const {
-    args.insert(args.begin(), {kClient, "--server", socket_});
-    return Run(args, dir_, seconds);
-  }
-  std::unique_ptr<Process> StartClient(std::vector<std::string> args) const {
-    args.insert(args.begin(), {kClient, "--server", socket_});
-    return std::make_unique<Process>("client", args, dir_);
-  }
   nlohmann::json Jobs() const {
     Result r = Client({"jobs", "--json"}, 30);
     REQUIRE(r.code == 0);
@@ -95,26 +83,13 @@ class Daemon {
     }
     return nullptr;
   }
-  int Stop(double seconds = 15) {
-    process_->Signal(SIGTERM);
-    REQUIRE(process_->Wait(seconds));
-    return process_->exit_code();
-  }
-  std::string Log() const { return process_->Stderr(); }
-  const std::string& socket() const { return socket_; }
   // The loopback TCP address it serves on, for --listen 127.0.0.1:0.
   std::string TcpAddress() {
-    const std::string address = WaitForServingAddress(*process_, "127.0.0.1:");
-    INFO(process_->Stderr());
+    const std::string address = WaitForServingAddress(process(), "127.0.0.1:");
+    INFO(Log());
     REQUIRE(!address.empty());
     return address;
   }
-  Process& process() { return *process_; }
-
- private:
-  std::string dir_;
-  std::string socket_;
-  std::unique_ptr<Process> process_;
 };
 
 TEST_CASE("e2e: submit tunes a recording and prints the diff") {
@@ -232,7 +207,7 @@ TEST_CASE("e2e: a bad recording gets INVALID_ARGUMENT with the field path") {
   Daemon daemon(dir);
   // Straight to the daemon: the client would refuse it before sending.
   auto channel =
-      grpc::CreateChannel(daemon.socket(), grpc::InsecureChannelCredentials());
+      grpc::CreateChannel(daemon.server(), grpc::InsecureChannelCredentials());
   auto stub = v1::Tuner::NewStub(channel);
   v1::AutotuneRequest request;
   request.mutable_calls()->set_format_version(1);
@@ -355,6 +330,12 @@ TEST_CASE("e2e: the health service answers SERVING over loopback TCP") {
   Daemon daemon(dir, {"--listen", "127.0.0.1:0"});
   const std::string tcp = daemon.TcpAddress();
   CHECK(HealthStatus(tcp) == 1);
+  // Per-service probes: irontune.v1.Tuner has its own status.
+  Result tuner = Run(
+      {kClient, "--server", tcp, "health", "--service", "irontune.v1.Tuner"},
+      dir, 30);
+  CHECK(tuner.code == 0);
+  CHECK(tuner.out == "SERVING\n");
   Result status = Run({kClient, "--server", tcp, "status"}, dir, 30);
   CHECK(status.code == 0);
   CHECK_THAT(status.out, Catch::Contains("NPU Strix"));

@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "google/protobuf/text_format.h"
 #include "grpcpp/grpcpp.h"
 #include "irontune/v1/tuner.grpc.pb.h"
+#include "tests/testing/daemon_process.h"
 #include "tests/testing/operator_fixtures.h"
 #include "tests/testing/process.h"
 #include "tests/testing/recording_fixtures.h"
@@ -41,39 +43,20 @@ std::string WriteSmall(const std::string& dir) {
 }
 
 // An irontuned on `dir` (its state dir) serving unix:SOCKET (default
-// dir/sock), with `extra` flags. Check started() or wait with Up().
-class Irontuned {
+// dir/sock), with `extra` flags. Check process().started() or wait with
+// Up().
+class Irontuned : public DaemonProcess {
  public:
   Irontuned(const std::string& dir, std::vector<std::string> extra = {},
             const std::string& socket = "",
             const std::string& clock = "virtual")
-      : dir_(dir),
-        socket_("unix:" + (socket.empty() ? dir + "/sock" : socket)) {
-    std::vector<std::string> argv = {kDaemon,    "--state-dir", dir,
-                                     "--listen", socket_,       "--sim-clock",
-                                     clock,      "--log-level", "info"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    process_ = std::make_unique<Process>("irontuned", argv, dir);
-    REQUIRE(process_->started());
+      : DaemonProcess(
+            "irontuned",
+            SimDaemonArgv(kDaemon, dir, SocketOf(dir, socket), clock, extra),
+            dir, kClient, SocketOf(dir, socket)) {
+    REQUIRE(process().started());
   }
 
-  // Waits (bounded) until it answers status; false if it exits first.
-  bool Up() {
-    for (int i = 0; i < 300; ++i) {
-      if (Client({"--timeout", "1", "status"}).code == 0) return true;
-      if (process_->Wait(0)) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
-  }
-  Result Client(std::vector<std::string> args, double seconds = 300) const {
-    args.insert(args.begin(), {kClient, "--server", socket_});
-    return Run(args, dir_, seconds);
-  }
-  std::unique_ptr<Process> StartClient(std::vector<std::string> args) const {
-    args.insert(args.begin(), {kClient, "--server", socket_});
-    return std::make_unique<Process>("client", args, dir_);
-  }
   nlohmann::json Jobs() const {
     Result r = Client({"jobs", "--json"}, 30);
     REQUIRE(r.code == 0);
@@ -110,21 +93,16 @@ class Irontuned {
   std::unique_ptr<v1::Tuner::Stub> Stub() const {
     grpc::ChannelArguments args;
     args.SetMaxSendMessageSize(-1);
+    args.SetMaxReceiveMessageSize(-1);
     return v1::Tuner::NewStub(grpc::CreateCustomChannel(
-        socket_, grpc::InsecureChannelCredentials(), args));
+        server(), grpc::InsecureChannelCredentials(), args));
   }
-  int Stop(double seconds = 15) {
-    process_->Signal(SIGTERM);
-    REQUIRE(process_->Wait(seconds));
-    return process_->exit_code();
-  }
-  Process& process() { return *process_; }
-  const std::string& socket() const { return socket_; }
 
  private:
-  std::string dir_;
-  std::string socket_;
-  std::unique_ptr<Process> process_;
+  static std::string SocketOf(const std::string& dir,
+                              const std::string& socket) {
+    return "unix:" + (socket.empty() ? dir + "/sock" : socket);
+  }
 };
 
 // Sends `request` as an Autotune and returns how it ended.
@@ -358,6 +336,211 @@ TEST_CASE("robustness: a live daemon's socket is never taken over") {
              Catch::Contains("another irontuned answers on unix:" + socket));
   CHECK(first.Client({"status"}, 30).code == 0);
   CHECK(first.Stop() == 0);
+}
+
+// An expression `depth` levels deep (a leaf is 1).
+v1::Expression Deep(int depth) {
+  v1::Expression e = testing::Const(1);
+  for (int i = 1; i < depth; ++i) {
+    e = testing::Bin(v1::Expression::OP_ADD, e, testing::Const(1));
+  }
+  return e;
+}
+
+// Expects `s` INVALID_ARGUMENT with a message starting with `field`.
+void ExpectRefused(const grpc::Status& s, const std::string& field) {
+  INFO(field << ": " << s.error_code() << " " << s.error_message());
+  CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK_THAT(s.error_message(), Catch::StartsWith(field));
+}
+
+TEST_CASE("robustness: each validation hole is refused over the wire") {
+  const std::string dir = TempDir("holes");
+  Irontuned daemon(dir);
+  REQUIRE(daemon.Up());
+  auto stub = daemon.Stub();
+
+  // Timing: cutoff NaN / -1 / 0.5, settle past the rounds. (rounds 0 is
+  // proto3's unset: the default rounds, requests_test.cc.)
+  struct TimingCase {
+    uint32_t rounds, settle;
+    double cutoff;
+    const char* field;
+  };
+  for (const TimingCase& c : {TimingCase{3, 0, std::nan(""), "timing.cutoff"},
+                              TimingCase{3, 0, -1, "timing.cutoff"},
+                              TimingCase{3, 0, 0.5, "timing.cutoff"},
+                              TimingCase{3, 4, 1, "timing.settle"}}) {
+    v1::MeasureRequest m;
+    *m.mutable_operator_() = testing::Silu8192();
+    m.mutable_timing()->set_rounds(c.rounds);
+    m.mutable_timing()->set_settle(c.settle);
+    m.mutable_timing()->set_cutoff(c.cutoff);
+    ExpectRefused(Measure(*stub, m), c.field);
+  }
+
+  // A tunable sent as the string "32" where the class takes an integer.
+  v1::MeasureRequest kind;
+  *kind.mutable_operator_() = testing::Silu8192();
+  v1::Field* f = kind.add_settings()->add_tunables();
+  f->set_name(kind.operator_().tunables(0).name());
+  f->mutable_value()->set_string_value("32");
+  ExpectRefused(Measure(*stub, kind), "settings[0].tunables[0].value");
+
+  // Autotune: a negative dimension, and repeats past the limit, both before
+  // any job starts.
+  v1::AutotuneRequest negative;
+  *negative.mutable_calls() = testing::AddCalls();
+  negative.mutable_calls()
+      ->mutable_operators(0)
+      ->mutable_params(0)
+      ->mutable_value()
+      ->set_int_value(-2048);
+  ExpectRefused(Autotune(*stub, negative), "operators[0].params[0].value");
+  v1::AutotuneRequest calls;
+  *calls.mutable_calls() = testing::AddCalls();
+  calls.mutable_timing()->set_calls(4294967295u);
+  ExpectRefused(Autotune(*stub, calls), "timing.calls");
+  v1::AutotuneRequest repeats;
+  *repeats.mutable_calls() = testing::AddCalls();
+  repeats.set_repeats(4294967295u);
+  ExpectRefused(Autotune(*stub, repeats), "repeats");
+
+  // An undefined priority, a profile entry without its class.
+  v1::AutotuneRequest priority;
+  *priority.mutable_calls() = testing::AddCalls();
+  priority.set_priority(static_cast<v1::Priority>(77));
+  ExpectRefused(Autotune(*stub, priority), "priority");
+  v1::AutotuneRequest profile;
+  *profile.mutable_calls() = testing::AddCalls();
+  profile.mutable_profile()->add_entries();
+  ExpectRefused(Autotune(*stub, profile), "profile.entries[0].operator_class");
+
+  // Expressions past the one limit, 32, and up to what gRPC's parser takes
+  // (48 levels, two messages each, under an AutotuneRequest): refused with
+  // a message, never gRPC's empty INTERNAL.
+  for (int depth : {33, 40, 48}) {
+    v1::AutotuneRequest deep;
+    *deep.mutable_calls() = testing::SmallCalls();
+    *deep.mutable_calls()
+         ->mutable_calls(0)
+         ->mutable_recording()
+         ->mutable_bindings(0)
+         ->mutable_expression() = Deep(depth);
+    const grpc::Status s = Autotune(*stub, deep);
+    INFO("depth " << depth);
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK_THAT(s.error_message(),
+               Catch::Contains("deeper than the limit of 32"));
+  }
+  // Deeper, gRPC's own parser refuses the message before irontuned sees it
+  // (irontune-client refuses it before sending); the daemon serves on.
+  {
+    v1::AutotuneRequest deep;
+    *deep.mutable_calls() = testing::SmallCalls();
+    *deep.mutable_calls()
+         ->mutable_calls(0)
+         ->mutable_recording()
+         ->mutable_bindings(0)
+         ->mutable_expression() = Deep(64);
+    CHECK_FALSE(Autotune(*stub, deep).ok());
+  }
+
+  // A recording with no operators and no calls.
+  v1::AutotuneRequest empty;
+  empty.mutable_calls()->set_format_version(v1::FORMAT_VERSION_1);
+  const grpc::Status none = Autotune(*stub, empty);
+  CHECK(none.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK_THAT(none.error_message(), Catch::Contains("operators: none"));
+
+  // An empty job id: INVALID_ARGUMENT that says so, for each RPC.
+  {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(30));
+    v1::CancelResponse response;
+    ExpectRefused(stub->Cancel(&context, v1::CancelRequest(), &response),
+                  "job_id: empty");
+  }
+  {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(30));
+    v1::JobResult response;
+    ExpectRefused(stub->GetResult(&context, v1::GetResultRequest(), &response),
+                  "job_id: empty");
+  }
+
+  // Nothing of it became a job, and the daemon serves on.
+  CHECK(daemon.Jobs().empty());
+  CHECK(daemon.Client({"status"}, 30).code == 0);
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("robustness: a client's deadline stops its job between rounds") {
+  const std::string dir = TempDir("deadline");
+  Irontuned daemon(dir, {}, "", "realtime");
+  REQUIRE(daemon.Up());
+  auto stub = daemon.Stub();
+  v1::MeasureRequest request;
+  *request.mutable_operator_() =
+      testing::IronGemm(2048, 2048, 2048, 64, 64, 64, 4);
+  request.mutable_timing()->set_rounds(50);
+  request.mutable_timing()->set_calls(10);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(2));
+  auto reader = stub->Measure(&context, request);
+  v1::MeasureEvent event;
+  bool result = false;
+  while (reader->Read(&event)) result |= event.has_result();
+  const grpc::Status s = reader->Finish();
+  CHECK(s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
+  CHECK_FALSE(result);
+  // The job does not run on for nobody: it ends, and the next one runs.
+  CHECK(daemon.WaitForJob("JOB_STATE_CANCELLED", 120));
+  Result next = daemon.Client(
+      {"submit", WriteSmall(dir), "--rounds", "2", "--calls", "2"}, 300);
+  INFO(next.err);
+  CHECK(next.code == 0);
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("robustness: an ended job's big profile is not kept in memory") {
+  const std::string dir = TempDir("kept");
+  // Ended jobs keep their summary and result, within 1 MiB of history.
+  Irontuned daemon(dir, {"--job-history-bytes", "1048576"});
+  REQUIRE(daemon.Up());
+  auto stub = daemon.Stub();
+  // The small recording with a 10 MB profile (one entry no shape matches).
+  v1::AutotuneRequest request;
+  *request.mutable_calls() = testing::AddSiluCalls();
+  request.mutable_timing()->set_rounds(2);
+  request.mutable_timing()->set_calls(2);
+  v1::ProfileEntry* e = request.mutable_profile()->add_entries();
+  e->set_operator_class("GEMM");
+  v1::Field* f = e->add_dims();
+  f->set_name("M");
+  f->mutable_value()->set_string_value(std::string(10 << 20, 'x'));
+  // Four jobs to bring gRPC's and the allocator's pools to their working
+  // size, then the figure over eight more: memory the allocator holds on to
+  // levels off, while ended jobs kept in memory would grow it by each job.
+  for (int i = 0; i < 4; ++i) {
+    const grpc::Status warm = Autotune(*stub, request);
+    INFO(warm.error_message());
+    REQUIRE(warm.ok());
+  }
+  const long before = ProcStatusKib(daemon.process().pid(), "VmRSS");
+  for (int i = 0; i < 8; ++i) REQUIRE(Autotune(*stub, request).ok());
+  const long after = ProcStatusKib(daemon.process().pid(), "VmRSS");
+  INFO("VmRSS " << before << " KiB, after eight more jobs " << after << " KiB");
+  REQUIRE(before > 0);
+  // Each job holds 30 MB while it runs (the 10 MB request, and a result
+  // whose tuned profile and diff carry the entry twice). Kept after they
+  // end, eight would add 240 MB (668 MB for one job when it was found);
+  // trimmed to the 1 MiB of history, the figure stays well below.
+  CHECK(after - before < 80 * 1024);
+  CHECK(daemon.Stop() == 0);
 }
 
 }  // namespace

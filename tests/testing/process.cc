@@ -120,6 +120,18 @@ Result Run(const std::vector<std::string>& argv, const std::string& dir,
   return {p.exit_code(), p.Stdout(), p.Stderr()};
 }
 
+long ProcStatusKib(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  const std::string prefix = field + ":";
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) == 0) {
+      return std::atol(line.c_str() + prefix.size());
+    }
+  }
+  return -1;
+}
+
 std::string TempDir(const std::string& tag) {
   static std::atomic<int> counter{0};
   std::filesystem::path dir =

@@ -63,6 +63,10 @@ std::string WaitForServingAddress(Process& irontuned, const std::string& prefix,
                                   double seconds = 30);
 
 // A fresh, empty directory under the system temp dir.
+// The figure in KiB of `field` ("VmRSS", "VmHWM", ...) in
+// /proc/PID/status, or -1 when it cannot be read.
+long ProcStatusKib(pid_t pid, const std::string& field);
+
 std::string TempDir(const std::string& tag);
 
 // Reads a whole file ("" if absent).

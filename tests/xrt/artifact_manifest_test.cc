@@ -40,6 +40,24 @@ TEST_CASE("a full-ELF manifest takes argument symbols", "[xrt][manifest]") {
   CHECK(ParseXrtManifest(XrtManifestJson(*m))->symbols[0].arg == 5);
 }
 
+TEST_CASE("a full-ELF manifest takes ctrl scratchpad words",
+          "[xrt][manifest]") {
+  absl::StatusOr<XrtManifest> m = ParseXrtManifest(
+      R"({"format": "irontune-xrt-artifact/1", "packaging": "full_elf",
+          "elf": "/a/d.elf", "symbols": [{"name": "pos", "scratchpad_word": 2},
+                                         {"name": "n", "arg": 5}]})");
+  REQUIRE(m.ok());
+  REQUIRE(m->symbols.size() == 2);
+  CHECK(m->symbols[0].scratchpad_word == 2);
+  CHECK(m->symbols[0].arg == -1);
+  CHECK(m->symbols[1].arg == 5);
+  CHECK(m->symbols[1].scratchpad_word == -1);
+  absl::StatusOr<XrtManifest> again = ParseXrtManifest(XrtManifestJson(*m));
+  REQUIRE(again.ok());
+  CHECK(again->symbols[0].scratchpad_word == 2);
+  CHECK(again->symbols[1].arg == 5);
+}
+
 TEST_CASE("bad manifests are refused naming the field", "[xrt][manifest]") {
   struct Case {
     const char* text;
@@ -67,6 +85,20 @@ TEST_CASE("bad manifests are refused naming the field", "[xrt][manifest]") {
            "elf": "/e", "symbols": [{"name": "n", "arg": 1},
                                     {"name": "n", "arg": 2}]})",
        "named twice"},
+      {R"({"format": "irontune-xrt-artifact/1", "packaging": "xclbin_chain",
+           "xclbin": "/x", "kernel": "K", "insts": "/i",
+           "symbols": [{"name": "n", "scratchpad_word": 2}]})",
+       "symbols[0].scratchpad_word: not taken by xclbin_chain"},
+      {R"({"format": "irontune-xrt-artifact/1", "packaging": "full_elf",
+           "elf": "/e", "symbols": [{"name": "n", "scratchpad_word": -3}]})",
+       "symbols[0].scratchpad_word"},
+      {R"({"format": "irontune-xrt-artifact/1", "packaging": "full_elf",
+           "elf": "/e", "symbols": [{"name": "n", "arg": 1,
+                                     "scratchpad_word": 2}]})",
+       "both arg and scratchpad_word"},
+      {R"({"format": "irontune-xrt-artifact/1", "packaging": "full_elf",
+           "elf": "/e", "symbols": [{"name": "n"}]})",
+       "symbols[0].arg|scratchpad_word: missing"},
   };
   for (const Case& c : cases) {
     INFO(c.text);

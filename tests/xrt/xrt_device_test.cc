@@ -51,14 +51,16 @@ struct FakeNpu {
     REQUIRE(d.ok());
     return *std::move(d);
   }
-  // A fake design file (the xclbin or ELF) taking `run_us` per run.
+  // A fake design file (the xclbin or ELF) taking `run_us` per run; `more`
+  // adds keys (", \"io\": [...]").
   std::string Design(const std::string& name, const std::string& kernel,
-                     double run_us = 20) const {
+                     double run_us = 20, const std::string& more = "") const {
     const std::string path = dir + "/" + name;
     WriteText(path,
               "{\"fake_xrt\": 1, \"uuid\": "
               "\"0123456789abcdef0123456789abcdef\", \"kernel\": \"" +
-                  kernel + "\", \"run_us\": " + std::to_string(run_us) + "}");
+                  kernel + "\", \"run_us\": " + std::to_string(run_us) + more +
+                  "}");
     return path;
   }
   std::string Insts(int words) const {
@@ -78,10 +80,11 @@ struct FakeNpu {
           {"s" + std::to_string(s) + ".c", s, 1, 64, false, true});
     }
   }
-  Artifact Chain(int steps = 1, int insts_words = 100) const {
+  Artifact Chain(int steps = 1, int insts_words = 100, double run_us = 20,
+                 const std::string& more = "") const {
     XrtManifest m;
     m.packaging = v1::PACKAGING_XCLBIN_CHAIN;
-    m.xclbin = Design("design.xclbin", "MLIR_AIE");
+    m.xclbin = Design("design.xclbin", "MLIR_AIE", run_us, more);
     m.kernel = "MLIR_AIE";
     m.insts = Insts(insts_words);
     m.symbols = {{"seq_len", 57, -1}};
@@ -92,11 +95,13 @@ struct FakeNpu {
     AddBuffers(a, steps);
     return a;
   }
-  Artifact Elf() const {
+  // `symbol` places seq_len (an argument by default); `more` as Design's.
+  Artifact Elf(XrtManifestSymbol symbol = {"seq_len", -1, 5},
+               const std::string& more = "") const {
     XrtManifest m;
     m.packaging = v1::PACKAGING_FULL_ELF;
-    m.elf = Design("design.elf", "main:sequence");
-    m.symbols = {{"seq_len", -1, 5}};
+    m.elf = Design("design.elf", "main:sequence", 20, more);
+    m.symbols = {symbol};
     Artifact a;
     a.packaging = v1::PACKAGING_FULL_ELF;
     a.symbols = {"seq_len"};
@@ -365,6 +370,108 @@ TEST_CASE("device specs", "[xrt][device]") {
     CHECK(ParseXrtSpec(bad).status().code() ==
           absl::StatusCode::kInvalidArgument);
   }
+}
+
+}  // namespace
+}  // namespace irontune
+
+namespace irontune {
+namespace {
+
+TEST_CASE("a run's device time passes on the double's virtual clock",
+          "[xrt][device][clock]") {
+  FakeNpu npu("xrt-virtual", R"({"jitter": 0})");
+  std::unique_ptr<XrtDevice> device = npu.Open();
+  // 0.25 s a step, 2 steps: the clock moves on by that, nobody sleeps.
+  std::unique_ptr<Image> image =
+      *device->Load(npu.Chain(/*steps=*/2, 100, /*run_us=*/250'000));
+  absl::StatusOr<RunResult> r = image->Run();
+  REQUIRE(r.ok());
+  CHECK(r->elapsed_us >= 500'000);
+  CHECK(fake_xrt::Skipped() > std::chrono::milliseconds(400));
+  CHECK(fake_xrt::Skipped() <= std::chrono::milliseconds(500));
+}
+
+TEST_CASE("in the real clock mode a run's time is waited, not skipped",
+          "[xrt][device][clock]") {
+  FakeNpu npu("xrt-real", R"({"jitter": 0, "clock": "real"})");
+  std::unique_ptr<XrtDevice> device = npu.Open();
+  std::unique_ptr<Image> image = *device->Load(npu.Chain(1, 100, 2000));
+  absl::StatusOr<RunResult> r = image->Run();
+  REQUIRE(r.ok());
+  CHECK(r->elapsed_us > 0);
+  CHECK(fake_xrt::Skipped() == std::chrono::nanoseconds(0));
+}
+
+TEST_CASE("a bad clock mode in the script is refused", "[xrt][device][clock]") {
+  CHECK_THROWS_WITH(FakeNpu("xrt-badclock", R"({"clock": "sundial"})"),
+                    Catch::Contains("clock must be"));
+  unsetenv("IRONTUNE_FAKE_XRT_SCRIPT");
+  unsetenv("IRONTUNE_FAKE_XRT_SMI_PMODE");
+}
+
+TEST_CASE("a run writes its outputs from its inputs", "[xrt][device][output]") {
+  FakeNpu npu("xrt-output");
+  std::unique_ptr<XrtDevice> device = npu.Open();
+  const std::string io = R"(, "io": ["in", "out"])";
+  std::unique_ptr<Image> image = *device->Load(npu.Chain(1, 100, 20, io));
+  std::string in(64, '\0');
+  for (int i = 0; i < 64; ++i) in[i] = static_cast<char>(i * 7);
+  REQUIRE(image->WriteBuffer("s0.a", in).ok());
+  REQUIRE(image->Run().ok());
+  absl::StatusOr<std::string> out = image->ReadBuffer("s0.c");
+  REQUIRE(out.ok());
+  CHECK(*out == fake_xrt::Output({in}, 64, 1, false));
+  CHECK(*out != std::string(64, '\0'));
+  CHECK(*image->ReadBuffer("s0.a") == in);  // an input stays as written
+
+  // A design scripted wrong writes something else from the same input.
+  image.reset();
+  std::unique_ptr<Image> wrong =
+      *device->Load(npu.Chain(1, 100, 20, io + R"(, "wrong_output": true)"));
+  REQUIRE(wrong->WriteBuffer("s0.a", in).ok());
+  REQUIRE(wrong->Run().ok());
+  const std::string bad = *wrong->ReadBuffer("s0.c");
+  CHECK(bad == fake_xrt::Output({in}, 64, 1, true));
+  CHECK(bad != *out);
+}
+
+TEST_CASE("a full ELF takes per-call values in its ctrl scratchpad",
+          "[xrt][device][scratchpad]") {
+  FakeNpu npu("xrt-scratchpad");
+  std::unique_ptr<XrtDevice> device = npu.Open();
+  absl::StatusOr<std::unique_ptr<Image>> image = device->Load(
+      npu.Elf({"seq_len", -1, -1, 2}, R"(, "scratchpad_words": 8)"));
+  REQUIRE(image.ok());
+  REQUIRE((*image)->WriteValues({{"seq_len", 4096}}).ok());
+  REQUIRE((*image)->Run().ok());
+  fake_xrt::StartedRun run = fake_xrt::LastStarted();
+  REQUIRE(run.scratchpad.size() == 8);
+  CHECK(run.scratchpad[2] == 4096);
+  CHECK(run.scratchpad[1] == 0);
+  CHECK(run.scalars.empty());  // not an argument
+  REQUIRE((*image)->WriteValues({{"seq_len", -5}}).ok());
+  REQUIRE((*image)->Run().ok());
+  run = fake_xrt::LastStarted();
+  CHECK(static_cast<int32_t>(run.scratchpad[2]) == -5);
+}
+
+TEST_CASE("scratchpad symbols the ELF cannot take are refused at load",
+          "[xrt][device][scratchpad]") {
+  FakeNpu npu("xrt-scratchpad-bad");
+  std::unique_ptr<XrtDevice> device = npu.Open();
+  absl::Status s =
+      device
+          ->Load(npu.Elf({"seq_len", -1, -1, 20}, R"(, "scratchpad_words": 8)"))
+          .status();
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(Message(s), Catch::Contains("scratchpad word 20"));
+  CHECK_THAT(Message(s), Catch::Contains("has 8 words"));
+  s = device->Load(npu.Elf({"seq_len", -1, -1, 2})).status();
+  CHECK_FALSE(s.ok());
+  CHECK_THAT(Message(s), Catch::Contains("no ctrl scratchpad"));
+  CHECK(device->contexts_held() == 0);
+  CHECK(fake_xrt::LiveContexts() == 0);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <thread>
 #include <variant>
 
+#include "daemon/xrt/span_clock.h"
 #include "nlohmann/json.hpp"
 #include "xrt/experimental/xrt_elf.h"
 #include "xrt/experimental/xrt_ext.h"
@@ -33,7 +34,8 @@ struct Script {
   std::map<int64_t, ert_cmd_state> run_failures;  // by 1-based run number
   int64_t bo_alloc_fail = 0;  // the 1-based allocation that fails; 0: none
   uint64_t seed = 1;
-  double jitter = 0.02;  // relative standard deviation of a run's time
+  double jitter = 0.02;     // relative standard deviation of a run's time
+  bool real_clock = false;  // wait() sleeps instead of moving the clock on
 };
 
 struct DeviceState {
@@ -53,6 +55,9 @@ struct BoState {
   std::vector<char> bytes;
   uint32_t flags = 0;
   uint32_t group = 0;
+  uint64_t version = 0;      // how many times the host synced it over
+  bool scratchpad = false;   // a run's ctrl scratchpad
+  std::vector<char> synced;  // scratchpad: its bytes as last synced
 };
 
 struct KernelState {
@@ -66,6 +71,9 @@ struct RunState {
   std::chrono::steady_clock::time_point done;
   ert_cmd_state final_state = ERT_CMD_STATE_NEW;
   bool started = false;
+  std::shared_ptr<BoState> scratchpad;  // made on first ask
+  // The versions of the data buffers the outputs were last written from.
+  std::vector<uint64_t> outputs_from;
 };
 
 namespace {
@@ -80,6 +88,7 @@ struct World {
   int live_contexts = 0;
   int64_t runs = 0;
   int64_t bo_allocs = 0;
+  std::chrono::nanoseconds skipped{0};  // the virtual clock's lead
   std::deque<std::string> events;
   StartedRun last;
 };
@@ -121,6 +130,13 @@ Script ParseScript(const std::string& path) {
       s.seed = value.get<uint64_t>();
     } else if (key == "jitter") {
       s.jitter = value.get<double>();
+    } else if (key == "clock") {
+      const std::string mode = value.get<std::string>();
+      if (mode != "virtual" && mode != "real") {
+        throw std::runtime_error("fake xrt script " + path +
+                                 ": clock must be \"virtual\" or \"real\"");
+      }
+      s.real_clock = mode == "real";
     } else {
       throw std::runtime_error("fake xrt script " + path + ": unknown key \"" +
                                key + "\"");
@@ -168,9 +184,19 @@ std::shared_ptr<const Design> ReadDesign(const std::string& path) {
   d->uuid = j.at("uuid").get<std::string>();
   d->kernel = j.at("kernel").get<std::string>();
   d->run_us = j.at("run_us").get<double>();
-  if (d->uuid.size() != 32 || d->run_us < 0) {
-    throw std::runtime_error(path +
-                             ": uuid must be 32 hex digits, run_us >= 0");
+  d->io = j.value("io", std::vector<std::string>{});
+  d->wrong_output = j.value("wrong_output", false);
+  d->scratchpad_words = j.value("scratchpad_words", 0);
+  if (d->uuid.size() != 32 || d->run_us < 0 || d->scratchpad_words < 0) {
+    throw std::runtime_error(
+        path +
+        ": uuid must be 32 hex digits, run_us and scratchpad_words >= 0");
+  }
+  for (const std::string& io : d->io) {
+    if (io != "in" && io != "out" && io != "inout" && io != "none") {
+      throw std::runtime_error(path + ": io \"" + io +
+                               "\" is not in, out, inout or none");
+    }
   }
   return d;
 }
@@ -202,12 +228,40 @@ ContextState::~ContextState() {
   --w.live_contexts;
 }
 
+std::string Output(const std::vector<std::string_view>& inputs, size_t nbytes,
+                   int position, bool wrong) {
+  std::string out(nbytes, '\0');
+  const uint32_t seed = 2166136261u ^ (static_cast<uint32_t>(position) << 8);
+  for (size_t i = 0; i < nbytes; ++i) {
+    uint32_t x = seed + static_cast<uint32_t>(i) * 2654435761u;
+    for (std::string_view in : inputs) {
+      if (in.empty()) continue;
+      x = (x ^ static_cast<unsigned char>(in[i % in.size()])) * 16777619u;
+    }
+    out[i] = static_cast<char>((x >> 24) ^ (wrong ? 0x5a : 0));
+  }
+  return out;
+}
+
+std::chrono::steady_clock::time_point Now() {
+  World* w;
+  auto lock = Lock(w);
+  return std::chrono::steady_clock::now() + w->skipped;
+}
+
+std::chrono::nanoseconds Skipped() {
+  World* w;
+  auto lock = Lock(w);
+  return w->skipped;
+}
+
 void Reset() {
   World& w = TheWorld();
   std::lock_guard<std::mutex> lock(w.mu);
   LoadLocked(w);
   w.runs = 0;
   w.bo_allocs = 0;
+  w.skipped = std::chrono::nanoseconds(0);
   w.events.clear();
   w.last = StartedRun{};
 }
@@ -243,6 +297,11 @@ StartedRun LastStarted() {
 }
 
 }  // namespace fake_xrt
+
+// The timed span of irontune's XRT backend runs on the double's clock.
+std::chrono::steady_clock::time_point irontune::SpanClockNow() {
+  return fake_xrt::Now();
+}
 
 // ---- The XRT API ----------------------------------------------------------
 
@@ -326,6 +385,10 @@ bo::bo(const xrt::device& device, size_t sz, bo::flags flags,
 void bo::sync(xclBOSyncDirection dir) {
   World* w;
   auto lock = Lock(w);
+  if (dir == XCL_BO_SYNC_BO_TO_DEVICE) ++state_->version;
+  if (state_->scratchpad && dir == XCL_BO_SYNC_BO_TO_DEVICE) {
+    state_->synced = state_->bytes;
+  }
   fake_xrt::EventLocked(
       *w, (dir == XCL_BO_SYNC_BO_TO_DEVICE ? "sync_to_device "
                                            : "sync_from_device ") +
@@ -458,6 +521,53 @@ void CheckElfArgs(const Args& args, fake_xrt::StartedRun& seen) {
   }
 }
 
+// The data buffers of a run in argument order: an xclbin chain's from
+// argument 3, a full ELF's from 0.
+std::vector<std::shared_ptr<fake_xrt::BoState>> DataBuffers(const Args& args,
+                                                            bool chain) {
+  std::vector<std::shared_ptr<fake_xrt::BoState>> out;
+  for (const auto& [i, a] : args) {
+    const auto* b = std::get_if<std::shared_ptr<fake_xrt::BoState>>(&a);
+    if (b != nullptr && (!chain || i >= 3)) out.push_back(*b);
+  }
+  return out;
+}
+
+// Writes what the design's run writes: each "out" and "inout" buffer gets
+// fake_xrt::Output of the "in" buffers. Not again while no buffer was
+// synced to the device since (`from`: their versions when last written).
+void WriteOutputs(const Args& args, bool chain, const fake_xrt::Design& design,
+                  std::vector<uint64_t>& from) {
+  const auto buffers = DataBuffers(args, chain);
+  if (design.io.empty()) return;
+  if (design.io.size() != buffers.size()) {
+    Fail(std::to_string(buffers.size()) + " data buffers, the design has " +
+         std::to_string(design.io.size()));
+  }
+  std::vector<uint64_t> versions;
+  for (const auto& b : buffers) versions.push_back(b->version);
+  if (versions == from) return;
+  from = std::move(versions);
+  std::vector<std::string_view> inputs;
+  for (size_t k = 0; k < buffers.size(); ++k) {
+    if (design.io[k] != "in") continue;
+    inputs.emplace_back(buffers[k]->bytes.data(), buffers[k]->bytes.size());
+  }
+  for (size_t k = 0; k < buffers.size(); ++k) {
+    if (design.io[k] != "out" && design.io[k] != "inout") continue;
+    const std::string out =
+        fake_xrt::Output(inputs, buffers[k]->bytes.size(), static_cast<int>(k),
+                         design.wrong_output);
+    std::memcpy(buffers[k]->bytes.data(), out.data(), out.size());
+  }
+}
+
+std::vector<uint32_t> Words(const std::vector<char>& bytes) {
+  std::vector<uint32_t> words(bytes.size() / 4);
+  std::memcpy(words.data(), bytes.data(), words.size() * 4);
+  return words;
+}
+
 }  // namespace
 
 void run::start() {
@@ -470,8 +580,10 @@ void run::start() {
   } else {
     CheckChainArgs(state_->args, seen);
   }
+  WriteOutputs(state_->args, !ctx.elf, *ctx.design, state_->outputs_from);
   World* w;
   auto lock = Lock(w);
+  if (state_->scratchpad) seen.scratchpad = Words(state_->scratchpad->synced);
   ++w->runs;
   std::normal_distribution<double> noise(0.0, w->script.jitter);
   const double us = std::max(0.0, ctx.design->run_us * (1.0 + noise(w->rng)));
@@ -479,18 +591,44 @@ void run::start() {
   state_->final_state = fail == w->script.run_failures.end()
                             ? ERT_CMD_STATE_COMPLETED
                             : fail->second;
-  state_->done = std::chrono::steady_clock::now() +
+  state_->done = std::chrono::steady_clock::now() + w->skipped +
                  std::chrono::nanoseconds(static_cast<int64_t>(us * 1000));
   state_->started = true;
   w->last = std::move(seen);
   fake_xrt::EventLocked(*w, "start");
 }
 
+xrt::bo run::get_ctrl_scratchpad_bo() const {
+  if (!state_) throw std::runtime_error("get_ctrl_scratchpad_bo: empty run");
+  const auto& ctx = *state_->kernel->context;
+  if (!ctx.elf || ctx.design->scratchpad_words == 0) {
+    throw std::runtime_error("get_ctrl_scratchpad_bo: " + ctx.design->path +
+                             " has no ctrl scratchpad section");
+  }
+  if (!state_->scratchpad) {
+    state_->scratchpad = fake_xrt::AllocateBo(
+        static_cast<size_t>(ctx.design->scratchpad_words) * 4,
+        static_cast<uint32_t>(xrt::bo::flags::host_only), 0);
+    state_->scratchpad->scratchpad = true;
+  }
+  return xrt::bo(state_->scratchpad);
+}
+
 namespace {
 
-// Waits until the run's device time has passed: sleeps, then spins the last
-// 200 us.
+// Waits until the run's device time has passed on the double's clock: in
+// the virtual mode by moving the clock on, in the real one by sleeping (the
+// last 200 us spun).
 void WaitUntil(std::chrono::steady_clock::time_point done) {
+  {
+    World* w;
+    auto lock = Lock(w);
+    if (!w->script.real_clock) {
+      const auto now = std::chrono::steady_clock::now() + w->skipped;
+      if (done > now) w->skipped += done - now;
+      return;
+    }
+  }
   const auto spin = std::chrono::microseconds(200);
   if (done - std::chrono::steady_clock::now() > spin) {
     std::this_thread::sleep_until(done - spin);

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include "xrt/detail/xrt_mem.h"
 #include "xrt/xrt_device.h"
@@ -46,6 +47,8 @@ class bo {
   size_t size() const;
 
   // Fake only.
+  explicit bo(std::shared_ptr<fake_xrt::BoState> state)
+      : state_(std::move(state)) {}
   std::shared_ptr<fake_xrt::BoState> state() const { return state_; }
 
  protected:

@@ -1,6 +1,6 @@
 // Test double of XRT's xrt/xrt_kernel.h: the part irontune uses. A run's
 // device time is the design's scripted run_us plus seeded jitter; wait()
-// returns when it has passed.
+// returns when it has passed (on the double's clock: fake_xrt.h, Now()).
 #ifndef IRONTUNE_FAKE_XRT_XRT_KERNEL_H_
 #define IRONTUNE_FAKE_XRT_XRT_KERNEL_H_
 
@@ -59,6 +59,10 @@ class run {
   std::cv_status wait2(const std::chrono::milliseconds& timeout) const;
   void wait2() const { wait2(std::chrono::milliseconds{0}); }
   ert_cmd_state state() const;
+  // A full ELF's ctrl scratchpad, where IRON's parameter table puts per-call
+  // values (one buffer per run). Throws std::runtime_error when the run's
+  // ELF has none (an xclbin never has one).
+  xrt::bo get_ctrl_scratchpad_bo() const;
 
  private:
   void set_bo_arg(int index, const xrt::bo& bo);

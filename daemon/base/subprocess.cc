@@ -1,4 +1,4 @@
-#include "daemon/builder/subprocess.h"
+#include "daemon/base/subprocess.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -9,8 +9,8 @@
 //
 // Threads: RunProcess is thread-safe; every call has its own pipes and
 // child. It reaps only the child it started (waitpid on its pid).
-#ifndef IRONTUNE_DAEMON_BUILDER_SUBPROCESS_H_
-#define IRONTUNE_DAEMON_BUILDER_SUBPROCESS_H_
+#ifndef IRONTUNE_DAEMON_BASE_SUBPROCESS_H_
+#define IRONTUNE_DAEMON_BASE_SUBPROCESS_H_
 
 #include <cstddef>
 #include <string>
@@ -59,4 +59,4 @@ std::string DescribeEnd(const ProcessResult& result,
 
 }  // namespace irontune
 
-#endif  // IRONTUNE_DAEMON_BUILDER_SUBPROCESS_H_
+#endif  // IRONTUNE_DAEMON_BASE_SUBPROCESS_H_
