@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <utility>
 
@@ -273,6 +274,101 @@ Evidence Weigh(const Comparison& against_incumbent, double z,
   if (gain - z * *c.noise_us > practical_us) return Evidence::kClears;
   if (gain + z * *c.noise_us <= practical_us) return Evidence::kFallsShort;
   return Evidence::kOpen;
+}
+
+double PracticalFor(const Confirmation& c, int held, double incumbent_us,
+                    double min_gain) {
+  return min_gain *
+         std::max(0.0, incumbent_us + c.against_incumbent[held].delta_us);
+}
+
+double MostAnotherGains(const Confirmation& c, const std::vector<int>& winners,
+                        int held, double z) {
+  double most = -std::numeric_limits<double>::infinity();
+  for (int q : winners) {
+    if (q == held) continue;
+    const Comparison& f = c.versus[q][held];
+    if (!f.refused.empty() || !f.noise_us) {
+      return std::numeric_limits<double>::infinity();
+    }
+    most = std::max(most, -f.delta_us + z * *f.noise_us);
+  }
+  return most;
+}
+
+int PickConfirmed(const Confirmation& c, const TunableValues& incumbent,
+                  double incumbent_us, double min_gain, double z) {
+  const double practical = min_gain * std::max(0.0, incumbent_us);
+  std::vector<int> winners;
+  for (int i = 0; i < static_cast<int>(c.against_incumbent.size()); ++i) {
+    if (Weigh(c.against_incumbent[i], z, practical) == Evidence::kClears) {
+      winners.push_back(i);
+    }
+  }
+  int pick = -1;
+  int fewest = 0;
+  bool settled = false;
+  double least = std::numeric_limits<double>::infinity();
+  for (int w : winners) {
+    const double most = MostAnotherGains(c, winners, w, z);
+    const bool is_settled = most <= PracticalFor(c, w, incumbent_us, min_gain);
+    const int changed =
+        ChangedTunables(c.against_incumbent[w].tunables, incumbent);
+    bool better;
+    if (pick < 0 || is_settled != settled) {
+      better = pick < 0 || is_settled;
+    } else if (settled) {
+      better = changed < fewest;
+    } else {
+      better = most < least;
+    }
+    if (better) {
+      pick = w;
+      fewest = changed;
+      settled = is_settled;
+      least = most;
+    }
+  }
+  return pick;
+}
+
+bool ConfirmationOpen(const Confirmation& c, double incumbent_us,
+                      double min_gain, double z, std::vector<int>& still) {
+  const int n = static_cast<int>(c.against_incumbent.size());
+  const double practical = min_gain * std::max(0.0, incumbent_us);
+  std::vector<bool> open(n, false);
+  std::vector<bool> may_win(n, false);
+  for (int i = 0; i < n; ++i) {
+    const Evidence e = Weigh(c.against_incumbent[i], z, practical);
+    open[i] = e == Evidence::kOpen;
+    may_win[i] = e != Evidence::kFallsShort;
+  }
+  // A contender another clears against can no longer be settled.
+  std::vector<bool> may_settle = may_win;
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      if (i == j || !may_win[i] || !may_win[j]) continue;
+      const double margin = PracticalFor(c, j, incumbent_us, min_gain);
+      if (Weigh(c.versus[i][j], z, margin) == Evidence::kClears) {
+        may_settle[j] = false;
+      }
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      if (i == j || !may_settle[i] || !may_settle[j]) continue;
+      const double margin = PracticalFor(c, j, incumbent_us, min_gain);
+      if (Weigh(c.versus[i][j], z, margin) == Evidence::kOpen) {
+        open[i] = true;
+        open[j] = true;
+      }
+    }
+  }
+  still.clear();
+  for (int i = 0; i < n; ++i) {
+    if (open[i]) still.push_back(i);
+  }
+  return !still.empty();
 }
 
 std::vector<TunableValues> Line(const std::vector<TunableValues>& found,

@@ -357,7 +357,20 @@ class ShapeSearch {
   // instead (paired where timed in one run), outputs not judged again.
   absl::StatusOr<TimedBatch> TimeSettings(
       const std::vector<TunableValues>& todo, bool remeasure, int base = 0) {
-    SettingsTimer timer(todo, shape_.members.size(), base);
+    ASSIGN_OR_RETURN(std::vector<TimedBatch> timed,
+                     TimeAgainst(todo, remeasure, {base}));
+    return std::move(timed.front());
+  }
+
+  // As TimeSettings, with the trials against each of `bases` (distinct
+  // indices into `todo`) from the same runs: one TimedBatch per base.
+  absl::StatusOr<std::vector<TimedBatch>> TimeAgainst(
+      const std::vector<TunableValues>& todo, bool remeasure,
+      const std::vector<int>& bases) {
+    std::vector<SettingsTimer> timers;
+    for (int base : bases) {
+      timers.emplace_back(todo, shape_.members.size(), base);
+    }
     const OutputJudge judge{platform_,         packaging_,
                             options_.seed,     options_.judge,
                             options_.judge_id, context_.cache()};
@@ -372,10 +385,15 @@ class ShapeSearch {
         plan.values = point.values;
         ASSIGN_OR_RETURN(MeasureOutcome outcome, Measure(plan, context_));
         Count(outcome);
-        RETURN_IF_ERROR(timer.Add(m, point.weight, plan, outcome, judge));
+        for (SettingsTimer& timer : timers) {
+          RETURN_IF_ERROR(timer.Add(m, point.weight, plan, outcome, judge));
+        }
       }
     }
-    return std::move(timer).Finish();
+    std::vector<TimedBatch> out;
+    for (SettingsTimer& timer : timers)
+      out.push_back(std::move(timer).Finish());
+    return out;
   }
 
   MeasurePlan PlanFor(const ShapeMember& member,
@@ -487,8 +505,8 @@ class ShapeSearch {
   }
 
   // The setting taken against the incumbent: the challengers that Contend
-  // in the search are timed again against it (Confirm) and Pick() chooses
-  // among their confirmation figures alone; else the incumbent.
+  // in the search are timed again against it and each other (Confirm) and
+  // PickConfirmed() chooses from those figures alone; else the incumbent.
   absl::Status Choose(ShapeResult& out) {
     std::vector<Comparison> screened;
     for (const ShapeTrial& t : out.trials) screened.push_back(t.trial);
@@ -499,14 +517,13 @@ class ShapeSearch {
         ContendersOf(out, screened, screen_pick, practical);
     if (contenders.empty()) return absl::OkStatus();
     stats_.confirmations += static_cast<int64_t>(contenders.size());
-    ASSIGN_OR_RETURN(std::vector<ShapeTrial> again,
-                     Confirm(out, contenders, practical));
-    // Pick over the confirmation figures, the incumbent first (delta 0).
-    std::vector<Comparison> confirmed = {
-        Untimed(incumbent.trial.tunables, 1).trial};
-    for (const ShapeTrial& t : again) confirmed.push_back(t.trial);
-    const int pick = Pick(confirmed, 0, kGainZ, practical);
-    if (pick == 0) {
+    const double incumbent_us =
+        std::max(0.0, recorded_us_.value_or(0) + incumbent.trial.delta_us);
+    ASSIGN_OR_RETURN(Confirmed confirmed,
+                     Confirm(out, contenders, incumbent_us));
+    const int pick = PickConfirmed(confirmed.figures, incumbent.trial.tunables,
+                                   incumbent_us, options_.min_gain, kGainZ);
+    if (pick < 0) {
       if (screen_pick != out.incumbent) out.unconfirmed = screen_pick;
       context_.Log(absl::StrFormat("    the incumbent %s stays",
                                    SettingText(incumbent.trial.tunables)));
@@ -514,8 +531,8 @@ class ShapeSearch {
       return absl::OkStatus();
     }
     ++stats_.confirmed;
-    out.best = contenders[pick - 1];
-    out.against_incumbent = std::move(again[pick - 1]);
+    out.best = contenders[pick];
+    out.against_incumbent = std::move(confirmed.trials[pick]);
     context_.OnPick(shape_index_, &out.trials[out.best].trial);
     return absl::OkStatus();
   }
@@ -547,52 +564,104 @@ class ShapeSearch {
     return contenders;
   }
 
+  // A confirmation's figures: each contender against the incumbent, member
+  // by member, and the Confirmation PickConfirmed() reads.
+  struct Confirmed {
+    std::vector<ShapeTrial> trials;
+    Confirmation figures;
+  };
+
   // The `contenders` (indices into out.trials) timed against the
   // incumbent in fresh batches (remeasured, not from the cache),
   // interleaved and paired round by round: each trial's delta is the
-  // contender's minus the incumbent's, pooled over the batches. A batch is
-  // timed again while some contender's figure is kOpen (Weigh), at most
-  // kMostConfirmBatches; contenders no longer kOpen are not timed again.
-  absl::StatusOr<std::vector<ShapeTrial>> Confirm(
-      const ShapeResult& out, const std::vector<int>& contenders,
-      double practical) {
-    const bool recorded = out.incumbent == 0;
-    std::vector<std::vector<ShapeTrial>> figures(contenders.size());
-    std::vector<ShapeTrial> pooled(contenders.size());
-    std::vector<size_t> open(contenders.size());
-    for (size_t c = 0; c < open.size(); ++c) open[c] = c;
+  // contender's minus the incumbent's, pooled over the batches, and each
+  // contender's against each other's is pooled over the batches both were
+  // in. A batch is timed again while ConfirmationOpen(), at most
+  // kMostConfirmBatches, with only the contenders it names.
+  absl::StatusOr<Confirmed> Confirm(const ShapeResult& out,
+                                    const std::vector<int>& contenders,
+                                    double incumbent_us) {
+    const size_t n = contenders.size();
+    std::vector<std::vector<ShapeTrial>> figures(n);
+    std::vector<std::vector<std::vector<Comparison>>> pairs(
+        n, std::vector<std::vector<Comparison>>(n));
+    Confirmed done{std::vector<ShapeTrial>(n), {}};
+    std::vector<int> open(n);
+    for (size_t c = 0; c < n; ++c) open[c] = static_cast<int>(c);
     const int64_t before = stats_.device_timed;
-    for (int batch = 0; batch < kMostConfirmBatches && !open.empty(); ++batch) {
-      std::vector<TunableValues> todo = {found_[0]};
-      if (!recorded) todo.push_back(out.trials[out.incumbent].trial.tunables);
-      const int base = static_cast<int>(todo.size()) - 1;
-      for (size_t c : open) {
-        todo.push_back(out.trials[contenders[c]].trial.tunables);
-      }
-      ASSIGN_OR_RETURN(TimedBatch timed, TimeSettings(todo, true, base));
-      ++stats_.confirm_batches;
-      std::vector<size_t> still;
-      for (size_t k = 0; k < open.size(); ++k) {
-        const size_t c = open[k];
-        figures[c].push_back(std::move(timed.trials[base + 1 + k]));
-        pooled[c] = PooledTrial(figures[c]);
-        if (Weigh(pooled[c].trial, kGainZ, practical) == Evidence::kOpen) {
-          still.push_back(c);
-        }
-      }
-      open = std::move(still);
+    int batches = 0;
+    for (; batches < kMostConfirmBatches && !open.empty(); ++batches) {
+      RETURN_IF_ERROR(ConfirmBatch(out, contenders, open, figures, pairs));
+      done = PooledConfirmation(figures, pairs);
+      ConfirmationOpen(done.figures, incumbent_us, options_.min_gain, kGainZ,
+                       open);
     }
+    stats_.confirm_batches += batches;
     stats_.confirm_timed += stats_.device_timed - before;
-    for (size_t c = 0; c < contenders.size(); ++c) {
+    for (size_t c = 0; c < n; ++c) {
       context_.Log(absl::StrFormat(
           "    confirming %s against %s: %+.2f ± %.2f us over %d batches",
-          SettingText(pooled[c].trial.tunables),
-          recorded ? "the recorded setting"
-                   : SettingText(out.trials[out.incumbent].trial.tunables),
-          pooled[c].trial.delta_us, pooled[c].trial.noise_us.value_or(0),
+          SettingText(done.trials[c].trial.tunables),
+          out.incumbent == 0
+              ? "the recorded setting"
+              : SettingText(out.trials[out.incumbent].trial.tunables),
+          done.trials[c].trial.delta_us,
+          done.trials[c].trial.noise_us.value_or(0),
           static_cast<int>(figures[c].size())));
     }
-    return pooled;
+    return done;
+  }
+
+  // One confirmation batch of the contenders `open` (indices into
+  // `contenders`) beside the recorded setting and the incumbent: appends
+  // each one's figure against the incumbent to `figures` and against each
+  // other open one to `pairs` ([i][j]: i's time minus j's).
+  absl::Status ConfirmBatch(
+      const ShapeResult& out, const std::vector<int>& contenders,
+      const std::vector<int>& open,
+      std::vector<std::vector<ShapeTrial>>& figures,
+      std::vector<std::vector<std::vector<Comparison>>>& pairs) {
+    std::vector<TunableValues> todo = {found_[0]};
+    if (out.incumbent != 0) {
+      todo.push_back(out.trials[out.incumbent].trial.tunables);
+    }
+    const int base = static_cast<int>(todo.size()) - 1;
+    std::vector<int> bases = {base};
+    for (int c : open) {
+      todo.push_back(out.trials[contenders[c]].trial.tunables);
+      bases.push_back(static_cast<int>(todo.size()) - 1);
+    }
+    ASSIGN_OR_RETURN(std::vector<TimedBatch> timed,
+                     TimeAgainst(todo, true, bases));
+    for (size_t k = 0; k < open.size(); ++k) {
+      figures[open[k]].push_back(timed[0].trials[bases[k + 1]]);
+      for (size_t l = 0; l < open.size(); ++l) {
+        if (l == k) continue;
+        pairs[open[k]][open[l]].push_back(
+            timed[l + 1].trials[bases[k + 1]].trial);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // The figures so far, each pooled over its batches (a contender's own
+  // figure always has one: every contender is in the first batch).
+  static Confirmed PooledConfirmation(
+      const std::vector<std::vector<ShapeTrial>>& figures,
+      const std::vector<std::vector<std::vector<Comparison>>>& pairs) {
+    const size_t n = figures.size();
+    Confirmed done;
+    done.figures.versus.assign(n, std::vector<Comparison>(n));
+    for (size_t i = 0; i < n; ++i) {
+      done.trials.push_back(PooledTrial(figures[i]));
+      done.figures.against_incumbent.push_back(done.trials.back().trial);
+      for (size_t j = 0; j < n; ++j) {
+        if (!pairs[i][j].empty()) {
+          done.figures.versus[i][j] = Pooled(pairs[i][j]);
+        }
+      }
+    }
+    return done;
   }
 
   // A trial's figures from several batches as one (Pooled), member by

@@ -8,9 +8,11 @@
 // a core clock, a GEMM setting whose LeastUs (summed as the delta is) is no
 // less than the recorded setting's time plus the best gain so far is not
 // timed. The setting taken is then chosen with hysteresis (Pick: the
-// incumbent keeps ties) and confirmed: a challenger is re-timed against the
-// incumbent in a fresh batch (remeasured, interleaved) and taken only if
-// it wins again. docs/search.md says why each step is as it is.
+// incumbent keeps ties) and confirmed: the challengers that contend are
+// re-timed against the incumbent and each other in fresh batches
+// (remeasured, interleaved) and one is taken only if it wins again and no
+// other winner may be faster than it by its margin (PickConfirmed).
+// docs/search.md says why each step is as it is.
 //
 // Threads: the context's (the device worker's). Failure: device, builder
 // and cache errors come back as they were; cancellation is Cancelled. A
@@ -76,11 +78,12 @@ struct ShapeResult {
 // Times `shape`'s settings (see the top of this file). Trials are in
 // Settings order, the recorded one first. `incumbent` (may be null: the
 // recorded setting) is the setting the submitted profile runs; `best` is
-// the trial Pick() takes against it (options.min_gain of its step time is
-// the practical margin) once it has won again in a confirmation, else the
-// incumbent. One setting left gives [{recorded, 0, 0}]. A recorded setting
-// the builder refuses gives its one trial, refused, untimed. `stats` (may
-// be null) is added to; the context hears each trial under `shape_index`.
+// the trial PickConfirmed() takes from the confirmation of the challengers
+// the search nominates (options.min_gain of a step time is the practical
+// margin), else the incumbent. One setting left gives [{recorded, 0, 0}]. A
+// recorded setting the builder refuses gives its one trial, refused, untimed.
+// `stats` (may be null) is added to; the context hears each trial under
+// `shape_index`.
 absl::StatusOr<ShapeResult> TimeShape(
     const Shape& shape, const v1::Calls& calls, const Platform& platform,
     const AutotuneOptions& options, const KernelCycles& cycles,
