@@ -168,16 +168,34 @@ int ChangedTunables(const TunableValues& a, const TunableValues& b) {
   return changed;
 }
 
-bool Beats(const Comparison& challenger, const Comparison& incumbent,
-           bool incumbent_recorded, double z, double practical_us) {
-  if (!challenger.refused.empty() || !challenger.noise_us) return false;
+namespace {
+
+// A challenger's gain over the incumbent (both timed against the recorded
+// setting) and the two noises in quadrature; nullopt where the challenger
+// is refused or a noise is unknown.
+struct Gain {
+  double us;
+  double noise_us;
+};
+std::optional<Gain> GainOver(const Comparison& challenger,
+                             const Comparison& incumbent,
+                             bool incumbent_recorded) {
+  if (!challenger.refused.empty() || !challenger.noise_us) return std::nullopt;
   const std::optional<double> incumbent_noise =
       incumbent_recorded ? std::optional<double>(0) : incumbent.noise_us;
-  if (!incumbent_noise) return false;
+  if (!incumbent_noise) return std::nullopt;
   const double base = incumbent_recorded ? 0 : incumbent.delta_us;
-  const double gain = base - challenger.delta_us;
-  return gain > z * std::hypot(*challenger.noise_us, *incumbent_noise) &&
-         gain > practical_us;
+  return Gain{base - challenger.delta_us,
+              std::hypot(*challenger.noise_us, *incumbent_noise)};
+}
+
+}  // namespace
+
+bool Beats(const Comparison& challenger, const Comparison& incumbent,
+           bool incumbent_recorded, double z, double practical_us) {
+  const std::optional<Gain> g =
+      GainOver(challenger, incumbent, incumbent_recorded);
+  return g && g->us > z * g->noise_us && g->us > practical_us;
 }
 
 int Pick(const std::vector<Comparison>& trials, int incumbent, double z,
@@ -214,15 +232,9 @@ int Pick(const std::vector<Comparison>& trials, int incumbent, double z,
 
 bool Contends(const Comparison& challenger, const Comparison& incumbent,
               bool incumbent_recorded, double z, double practical_us) {
-  if (!challenger.refused.empty() || !challenger.noise_us) return false;
-  const std::optional<double> incumbent_noise =
-      incumbent_recorded ? std::optional<double>(0) : incumbent.noise_us;
-  if (!incumbent_noise) return false;
-  const double base = incumbent_recorded ? 0 : incumbent.delta_us;
-  const double gain = base - challenger.delta_us;
-  return gain > 0 &&
-         gain + z * std::hypot(*challenger.noise_us, *incumbent_noise) >
-             practical_us;
+  const std::optional<Gain> g =
+      GainOver(challenger, incumbent, incumbent_recorded);
+  return g && g->us > 0 && g->us + z * g->noise_us > practical_us;
 }
 
 std::vector<int> Contenders(const std::vector<Comparison>& trials,

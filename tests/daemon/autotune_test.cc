@@ -112,6 +112,16 @@ v1::Calls MakeCalls(std::vector<v1::Operator> ops, std::vector<int> steps) {
   return calls;
 }
 
+// The recording's search space at 8 rounds of 20 calls: the Timing the
+// tests on the sim's default noise use.
+AutotuneOptions NoisyOptions() {
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing.set_rounds(8);
+  options.timing.set_calls(20);
+  return options;
+}
+
 bool Saw(const std::vector<std::string>& lines, const std::string& text) {
   for (const std::string& l : lines) {
     if (absl::StrContains(l, text)) return true;
@@ -633,10 +643,7 @@ TEST_CASE("Autotune: the incumbent keeps a tie, whichever it is") {
   Rig truth;
   REQUIRE(TrueUs(truth, TiedGemv(32)) == TrueUs(truth, TiedGemv(64)));
   const v1::Calls calls = MakeCalls({TiedGemv(64)}, {0});
-  AutotuneOptions options;
-  options.space = RecordingSearchSpace();
-  options.timing.set_rounds(8);
-  options.timing.set_calls(20);
+  AutotuneOptions options = NoisyOptions();
   for (uint64_t seed : {1, 2, 3, 4, 5}) {
     // No profile: the recorded 64 stays.
     Rig rig(/*noise=*/true, seed);
@@ -669,10 +676,7 @@ TEST_CASE("Autotune: a re-tune of the tuned profile, remeasured, keeps it") {
   SetDomain(gemm, "tile_n", {32, 64, 128});
   SetDomain(gemm, "num_aie_columns", {1, 2, 4, 8});
   const v1::Calls calls = MakeCalls({gemm, SearchGemv(512, 256)}, {0, 1, 0});
-  AutotuneOptions options;
-  options.space = RecordingSearchSpace();
-  options.timing.set_rounds(8);
-  options.timing.set_calls(20);
+  AutotuneOptions options = NoisyOptions();
   options.exhaustive = 8;  // a descent over the GEMM's settings
   Rig first(/*noise=*/true, 1);
   auto tuned = Autotune(calls, Profile(), options, first.Context());
@@ -760,10 +764,7 @@ TEST_CASE("Autotune: the pick among winners is one a re-tune keeps") {
   const v1::Calls calls = MakeCalls({op}, {0});
   Rig truth;
   const double recorded_us = TrueUs(truth, op);
-  AutotuneOptions options;
-  options.space = RecordingSearchSpace();
-  options.timing.set_rounds(8);
-  options.timing.set_calls(20);
+  AutotuneOptions options = NoisyOptions();
   for (double apart : {0.007, 0.0}) {
     auto share = [apart](const v1::Operator& o) {
       const TunableValues s = RecordedSetting(o);
@@ -835,10 +836,7 @@ TEST_CASE("Autotune: a gain below min_gain keeps the incumbent") {
 TEST_CASE("Autotune: a close call is measured until it is clear") {
   const v1::Calls calls =
       MakeCalls({SearchGemm(256, 256, 256, 64, 64, 1)}, {0});
-  AutotuneOptions options;
-  options.space = RecordingSearchSpace();
-  options.timing.set_rounds(8);
-  options.timing.set_calls(20);
+  AutotuneOptions options = NoisyOptions();
   options.min_gain = 0;
   Rig truth;  // noise-free: the true gain of the best setting
   auto clear = Autotune(calls, Profile(), options, truth.Context());
@@ -880,10 +878,7 @@ TEST_CASE("Autotune: +-2 noises cover a search's recorded step time") {
   const v1::Calls calls = MakeCalls({gemm}, {0});
   Rig truth;
   const double true_us = TrueUs(truth, gemm);
-  AutotuneOptions options;
-  options.space = RecordingSearchSpace();
-  options.timing.set_rounds(8);
-  options.timing.set_calls(20);
+  AutotuneOptions options = NoisyOptions();
   int n = 0, in = 0;
   double z2 = 0;
   for (uint64_t seed = 1; seed <= 24; ++seed) {

@@ -444,6 +444,19 @@ Comparison Trial(int64_t m, int64_t n, double delta, double noise) {
   return t;
 }
 
+// Far faster than the recorded setting, but refused; and with its noise
+// unknown.
+Comparison FarRefused() {
+  Comparison t = Trial(32, 64, -30, 1);
+  t.refused = "output differs";
+  return t;
+}
+Comparison FarUnknown() {
+  Comparison t = Trial(32, 64, -30, 1);
+  t.noise_us.reset();
+  return t;
+}
+
 TEST_CASE("Beats: both margins, the incumbent's noise in quadrature",
           "[search]") {
   const Comparison recorded = Trial(64, 64, 0, 0);
@@ -454,12 +467,8 @@ TEST_CASE("Beats: both margins, the incumbent's noise in quadrature",
   // Within two noises: not beyond the statistical margin.
   CHECK_FALSE(Beats(Trial(32, 64, -2, 1), recorded, true, 2.0, 0));
   // A refused or noiseless challenger never beats.
-  Comparison refused = Trial(32, 64, -30, 1);
-  refused.refused = "output differs";
-  CHECK_FALSE(Beats(refused, recorded, true, 2.0, 0));
-  Comparison unknown = Trial(32, 64, -30, 1);
-  unknown.noise_us.reset();
-  CHECK_FALSE(Beats(unknown, recorded, true, 2.0, 0));
+  CHECK_FALSE(Beats(FarRefused(), recorded, true, 2.0, 0));
+  CHECK_FALSE(Beats(FarUnknown(), recorded, true, 2.0, 0));
   // An incumbent other than the recorded setting: the gain is the
   // difference of the deltas and the noises add in quadrature.
   const Comparison incumbent = Trial(32, 32, -5, 1);
@@ -521,12 +530,8 @@ TEST_CASE("Contends: faster, and its interval reaching past the margin",
   CHECK_FALSE(Contends(Trial(32, 64, -1, 0.2), recorded, true, 2.0, 1.4));
   CHECK(Contends(Trial(32, 64, -1, 0.2), recorded, true, 2.0, 1.39));
   // Refused, or its noise unknown: never.
-  Comparison refused = Trial(32, 64, -30, 1);
-  refused.refused = "output differs";
-  CHECK_FALSE(Contends(refused, recorded, true, 2.0, 0));
-  Comparison unknown = Trial(32, 64, -30, 1);
-  unknown.noise_us.reset();
-  CHECK_FALSE(Contends(unknown, recorded, true, 2.0, 0));
+  CHECK_FALSE(Contends(FarRefused(), recorded, true, 2.0, 0));
+  CHECK_FALSE(Contends(FarUnknown(), recorded, true, 2.0, 0));
   // Against another incumbent: the difference of the deltas.
   const Comparison incumbent = Trial(32, 32, -5, 1);
   CHECK_FALSE(Contends(Trial(64, 32, -5, 1), incumbent, false, 2.0, 0));
