@@ -151,6 +151,10 @@ class Run {
         result_.timed_out = !exited_;
         break;
       }
+      if (options_.stop != nullptr && options_.stop->load()) {
+        result_.stopped = !exited_;
+        break;
+      }
       PollOnce(left);
       if (result_.stdout_overflow) break;
     }
@@ -173,7 +177,8 @@ class Run {
     int status = 0;
     while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
-    if (WIFEXITED(status) && !result_.timed_out && !result_.stdout_overflow) {
+    if (WIFEXITED(status) && !result_.timed_out && !result_.stdout_overflow &&
+        !result_.stopped) {
       result_.exited = true;
       result_.exit_code = WEXITSTATUS(status);
     } else if (WIFSIGNALED(status)) {
@@ -256,6 +261,9 @@ std::string DescribeEnd(const ProcessResult& result,
     return absl::StrCat("still running after ",
                         absl::FormatDuration(options.timeout),
                         ": its process group was killed");
+  }
+  if (result.stopped) {
+    return "stopped as irontuned shuts down: its process group was killed";
   }
   if (result.stdout_overflow) {
     return absl::StrCat("wrote over ", options.max_stdout,

@@ -12,6 +12,7 @@
 #ifndef IRONTUNE_DAEMON_BASE_SUBPROCESS_H_
 #define IRONTUNE_DAEMON_BASE_SUBPROCESS_H_
 
+#include <atomic>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -29,6 +30,10 @@ struct ProcessOptions {
   size_t max_stdout = size_t{4} << 20;
   // How much of the end of stderr is kept.
   size_t stderr_keep = size_t{64} << 10;
+  // When set and it turns true, the process group is killed within one
+  // poll slice (stopped), e.g. as irontuned shuts down. Not owned; must
+  // outlive the call.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct ProcessResult {
@@ -37,6 +42,7 @@ struct ProcessResult {
   int term_signal = 0;           // the signal that ended it, when not exited
   bool timed_out = false;        // killed at the timeout
   bool stdout_overflow = false;  // killed for writing over max_stdout
+  bool stopped = false;          // killed because `stop` turned true
   std::string out;               // stdout (at most max_stdout bytes)
   std::string err_tail;          // the last stderr_keep bytes of stderr
 };

@@ -16,6 +16,7 @@ namespace {
 // How much of stderr's end an error carries.
 constexpr size_t kStderrInError = 2048;
 constexpr size_t kMaxVersionChars = 200;
+constexpr char kStopping[] = "irontuned is shutting down";
 
 // "GEMM {tile_m=64, tile_n=32} x4 xclbin_chain": the setting, for errors.
 std::string SettingText(const BuildRequest& request) {
@@ -92,15 +93,22 @@ int CommandBuilder::peak_running() const {
   return peak_;
 }
 
-void CommandBuilder::Acquire() {
+bool CommandBuilder::Acquire() {
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(
       +[](CommandBuilder* b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b->mu_) {
-        return b->running_ < b->options_.jobs;
+        return b->running_ < b->options_.jobs || b->stopped_.load();
       },
       this));
+  if (stopped_) return false;
   ++running_;
   peak_ = std::max(peak_, running_);
+  return true;
+}
+
+void CommandBuilder::Stop() {
+  stopped_ = true;
+  absl::MutexLock lock(&mu_);  // wakes the callers waiting for a slot
 }
 
 void CommandBuilder::Release() {
@@ -115,7 +123,7 @@ absl::StatusOr<BuildOutcome> CommandBuilder::Build(
   ASSIGN_OR_RETURN(std::optional<Artifact> hit,
                    store_->Lookup(recipe, request));
   if (hit) return BuildOutcome{std::move(hit), ""};
-  Acquire();
+  if (!Acquire()) return absl::CancelledError(kStopping);
   absl::Cleanup release = [this] { Release(); };
   // Another call may have built it while this one waited for a slot.
   ASSIGN_OR_RETURN(hit, store_->Lookup(recipe, request));
@@ -137,9 +145,11 @@ absl::StatusOr<BuildOutcome> CommandBuilder::RunCommand(
     const std::string& dir) {
   ProcessOptions options;
   options.timeout = options_.timeout;
+  options.stop = &stopped_;
   ASSIGN_OR_RETURN(
       ProcessResult result,
       RunProcess(argv_, RequestJson(request, recipe_hash, dir), options));
+  if (result.stopped) return absl::CancelledError(kStopping);
   if (!result.exited || result.exit_code != 0) {
     const absl::StatusCode code =
         result.timed_out         ? absl::StatusCode::kDeadlineExceeded

@@ -20,6 +20,7 @@
 #ifndef IRONTUNE_DAEMON_BUILDER_COMMAND_BUILDER_H_
 #define IRONTUNE_DAEMON_BUILDER_COMMAND_BUILDER_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,6 +63,10 @@ class CommandBuilder : public Builder {
   // "command-builder/1 COMMAND; VERSION".
   std::string Environment() const override { return environment_; }
 
+  // Kills the commands running now (their builds, and those waiting for a
+  // slot, end with Cancelled; nothing is stored) and starts no more.
+  void Stop() override;
+
   // The most builds that ever ran at once (for tests of the bound).
   int peak_running() const;
 
@@ -71,7 +76,8 @@ class CommandBuilder : public Builder {
   absl::StatusOr<BuildOutcome> RunCommand(const BuildRequest& request,
                                           const std::string& recipe_hash,
                                           const std::string& dir);
-  void Acquire();
+  // Waits for a slot; false once stopped (no slot taken).
+  bool Acquire();
   void Release();
 
   const CommandBuilderOptions options_;
@@ -81,6 +87,7 @@ class CommandBuilder : public Builder {
   mutable absl::Mutex mu_;
   int running_ ABSL_GUARDED_BY(mu_) = 0;
   int peak_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<bool> stopped_{false};
 };
 
 }  // namespace irontune

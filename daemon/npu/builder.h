@@ -6,10 +6,12 @@
 // NPU) and CommandBuilder (daemon/builder/), which runs an external build
 // command such as deploy/iron-builder (docs/builder-protocol.md).
 // Threads: each implementation says whether several threads may call it;
-// irontuned calls it from the device worker.
+// irontuned calls a BuildPool (build_pool.h) from the device worker, and
+// the pool calls the implementation from its threads.
 #ifndef IRONTUNE_DAEMON_NPU_BUILDER_H_
 #define IRONTUNE_DAEMON_NPU_BUILDER_H_
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -54,6 +56,24 @@ class Builder {
   // Builds `request`. Errors (a Status) are the builder's own failures: a
   // tool that crashed, a bad request; refusals are in the outcome.
   virtual absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) = 0;
+
+  // Build, giving up with Cancelled once `cancelled()` is true where the
+  // builder can leave a build running (BuildPool). The default builds.
+  virtual absl::StatusOr<BuildOutcome> Await(
+      const BuildRequest& request, const std::function<bool()>& cancelled) {
+    (void)cancelled;
+    return Build(request);
+  }
+
+  // A hint that `request` will be built soon: a builder with threads
+  // (BuildPool) starts on it. The default does nothing.
+  virtual void Prefetch(const BuildRequest& request) { (void)request; }
+
+  // Irontuned is shutting down: builds running now end soon and later ones
+  // do not start; both return Cancelled, never a refusal. Called from any
+  // thread, once or more; the builder stays stopped. The default does
+  // nothing (builds run to their end).
+  virtual void Stop() {}
 
   // Identifies the build environment (tools and their versions), so a cached
   // verdict is not reused across a builder fix.

@@ -88,6 +88,18 @@ void AddBuilderOptions(CLI::App& app, DaemonOptions& options) {
                  "Cap on STATE_DIR/artifacts (built designs); least recently "
                  "used ones are deleted beyond it. 0: no cap")
       ->capture_default_str();
+  app.add_flag("--build-ahead,!--no-build-ahead", options.build_ahead,
+               "Build the next batches' designs on --build-jobs threads "
+               "while the device times a batch (default); "
+               "--no-build-ahead builds each when it is needed");
+  app.add_option("--sim-build-seconds", options.sim_build_seconds,
+                 "The simulated NPU's build cost a design (a real IRON "
+                 "compile takes seconds): CPU time on the real-time clock, "
+                 "counted on the virtual one; 0: none")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  app.add_flag("--sim-build-sleep", options.sim_build_sleep,
+               "Sleep the simulated build cost instead of spending CPU");
 }
 
 // The admission limits, the memory budget and what is kept of past jobs

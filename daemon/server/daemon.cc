@@ -30,6 +30,7 @@
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "daemon/builder/command_builder.h"
+#include "daemon/npu/build_pool.h"
 #include "daemon/server/auth.h"
 #include "daemon/server/service.h"
 #include "daemon/server/tls.h"
@@ -435,6 +436,32 @@ absl::StatusOr<std::vector<std::string>> Listen(
   return addresses;
 }
 
+// The simulated NPU's builder, with its build cost (--sim-build-seconds).
+std::unique_ptr<Builder> MakeSimBuilder(const DaemonOptions& options) {
+  SimBuildCost cost;
+  cost.per_design = absl::Seconds(options.sim_build_seconds);
+  cost.spend = options.sim_clock == SimClock::kVirtual
+                   ? SimBuildCost::Spend::kCount
+               : options.sim_build_sleep ? SimBuildCost::Spend::kSleep
+                                         : SimBuildCost::Spend::kCpu;
+  return std::make_unique<SimBuilder>(cost);
+}
+
+// `inner` behind a BuildPool of --build-jobs threads (none with
+// --no-build-ahead).
+std::unique_ptr<Builder> MakeBuildPool(const DaemonOptions& options,
+                                       std::unique_ptr<Builder> inner) {
+  BuildPoolOptions o;
+  o.threads =
+      !options.build_ahead ? 0
+      : options.build_jobs > 0
+          ? options.build_jobs
+          : std::max(1,
+                     static_cast<int>(std::thread::hardware_concurrency()) - 1);
+  spdlog::info("build pool: {} threads", o.threads);
+  return std::make_unique<BuildPool>(std::move(inner), o);
+}
+
 // With --builder-command, the CommandBuilder and its artifact store in
 // DIR/artifacts, into `builder` and `artifacts`; nothing otherwise.
 absl::Status OpenCommandBuilder(const DaemonOptions& options,
@@ -561,8 +588,9 @@ absl::Status Daemon::StartWorker(DaemonOptions& options,
     wp.device_clock_us = [sim_device] { return sim_device->now_us(); };
   }
   wp.device = std::move(device);
-  wp.builder = p.command_builder ? std::move(p.command_builder)
-                                 : std::make_unique<SimBuilder>();
+  wp.builder =
+      MakeBuildPool(options, p.command_builder ? std::move(p.command_builder)
+                                               : MakeSimBuilder(options));
   wp.cache = std::move(cache);
   wp.runner = options.runner
                   ? std::move(options.runner)

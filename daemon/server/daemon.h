@@ -85,6 +85,14 @@ struct DaemonOptions {
   double build_timeout_s = 600;
   int build_jobs = 0;  // builds at once; 0: the cores less one, at least 1
   uint64_t artifact_store_bytes = uint64_t{10} << 30;  // 0: no cap
+  // Designs are built ahead on build_jobs threads (daemon/npu/build_pool.h);
+  // false: each when it is needed, on the device worker.
+  bool build_ahead = true;
+  // The simulated NPU's build cost a design, in seconds
+  // (daemon/sim/sim_builder.h): spent on the real-time clock as CPU time
+  // (or slept, sim_build_sleep), only counted on the virtual one.
+  double sim_build_seconds = 4.0;
+  bool sim_build_sleep = false;
   // systemd's notify socket and watchdog (NotifyConfig::FromEnvironment()
   // in irontuned); empty: no notifications.
   NotifyConfig notify;

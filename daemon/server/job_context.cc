@@ -58,6 +58,7 @@ void JobContext::OnShape(int index, int total, const std::string& key) {
     const double per_shape = wall_seconds() / index;
     event.mutable_progress()->set_eta_seconds(per_shape * (total - index));
   }
+  last_progress_ = absl::Now();
   Emit(std::move(event));
 }
 
@@ -68,6 +69,10 @@ void JobContext::OnTrial(int /*index*/, const Comparison& trial) {
   t->set_shape(shape_);
   *t->mutable_trial() = trial.ToProto();
   Emit(std::move(event));
+  // Progress is coalesced: at most one event per kProgressEvery.
+  const absl::Time now = absl::Now();
+  if (now - last_progress_ < kProgressEvery) return;
+  last_progress_ = now;
   v1::AutotuneEvent progress = Progress();
   v1::ShapeProgress* p = progress.mutable_progress();
   p->set_settings_timed(timed_);

@@ -26,6 +26,10 @@
 
 namespace irontune {
 
+// Progress events: one as each shape begins, and within a shape at most
+// one per kProgressEvery (each trial still has its trial event).
+inline constexpr absl::Duration kProgressEvery = absl::Milliseconds(100);
+
 class JobContext : public TuneContext {
  public:
   JobContext(JobPtr job, Device& device, Builder& builder, Cache* cache);
@@ -68,6 +72,7 @@ class JobContext : public TuneContext {
   int total_ = 0;
   uint32_t timed_ = 0;
   std::optional<Comparison> best_;
+  absl::Time last_progress_ = absl::InfinitePast();
 };
 
 }  // namespace irontune

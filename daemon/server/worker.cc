@@ -43,6 +43,38 @@ SettingCounts CountSettings(const JobResultVariant& result) {
   return counts;
 }
 
+// A Builder that beats `heartbeat` while the worker waits for a build
+// (the builds run on the pool's threads: waiting for them is not a hang),
+// then forwards to the owned `target`.
+class HeartbeatBuilder : public Builder {
+ public:
+  HeartbeatBuilder(std::unique_ptr<Builder> target, Heartbeat* heartbeat)
+      : target_(std::move(target)), heartbeat_(heartbeat) {}
+  absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override {
+    return Await(request, [] { return false; });
+  }
+  absl::StatusOr<BuildOutcome> Await(
+      const BuildRequest& request,
+      const std::function<bool()>& cancelled) override {
+    heartbeat_->Beat();
+    absl::StatusOr<BuildOutcome> out = target_->Await(request, [&] {
+      heartbeat_->Beat();
+      return cancelled();
+    });
+    heartbeat_->Beat();
+    return out;
+  }
+  void Prefetch(const BuildRequest& request) override {
+    target_->Prefetch(request);
+  }
+  void Stop() override { target_->Stop(); }
+  std::string Environment() const override { return target_->Environment(); }
+
+ private:
+  const std::unique_ptr<Builder> target_;
+  Heartbeat* const heartbeat_;
+};
+
 }  // namespace
 
 struct DeviceWorker::Running {
@@ -59,6 +91,8 @@ DeviceWorker::DeviceWorker(WorkerParts parts, JobQueue* queue, JobStore* store)
     : parts_(std::move(parts)), queue_(queue), store_(store) {
   parts_.device =
       std::make_unique<HeartbeatDevice>(std::move(parts_.device), &heartbeat_);
+  parts_.builder = std::make_unique<HeartbeatBuilder>(std::move(parts_.builder),
+                                                      &heartbeat_);
   if (parts_.runner) {
     runner_ = parts_.runner.get();
   } else {
@@ -95,6 +129,7 @@ void DeviceWorker::Stop() {
     if (running_) running_->Cancel(kShuttingDown);
     if (autotune_job_) autotune_job_->Cancel(kShuttingDown);
   }
+  parts_.builder->Stop();  // builds in flight end now, not at their end
   if (thread_.joinable()) thread_.join();
   // Tasks posted too late are refused.
   absl::MutexLock lock(&mu_);

@@ -1,5 +1,7 @@
 // DeviceWorker: the one thread that owns the Device, the Builder and the
-// writing Cache, and schedules the work on them.
+// writing Cache, and schedules the work on them. The Builder is irontuned's
+// BuildPool (daemon/npu/build_pool.h), whose own threads build ahead; the
+// worker beats its heartbeat while it waits for a build.
 //
 // gRPC handlers never touch the device: they queue jobs (JobQueue) and read
 // the snapshot Status() publishes. Work that must write the cache outside a

@@ -1,5 +1,7 @@
 #include "daemon/sim/sim_builder.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <set>
 #include <utility>
@@ -7,6 +9,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/design.h"
 #include "common/status_macros.h"
 #include "daemon/base/sha256.h"
@@ -112,6 +115,33 @@ std::vector<ArtifactBuffer> ArtifactBuffers(const v1::Operator& op,
   return out;
 }
 
+// The calling thread's CPU time.
+absl::Duration ThreadCpu() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return absl::DurationFromTimespec(ts);
+}
+
+// Keeps the calling thread's CPU busy for `d` of its own CPU time.
+// Spends `d` of this thread's CPU time, or less once `stop` is true.
+void SpinFor(absl::Duration d, const std::atomic<bool>& stop) {
+  const absl::Duration end = ThreadCpu() + d;
+  volatile uint64_t sink = 0;
+  while (ThreadCpu() < end && !stop.load()) {
+    for (int i = 0; i < 10000; ++i) sink = sink + i;
+  }
+}
+
+// Sleeps `d`, or less once `stop` is true.
+void SleepFor(absl::Duration d, const std::atomic<bool>& stop) {
+  const absl::Time end = absl::Now() + d;
+  while (!stop.load()) {
+    const absl::Duration left = end - absl::Now();
+    if (left <= absl::ZeroDuration()) return;
+    absl::SleepFor(std::min(left, absl::Milliseconds(20)));
+  }
+}
+
 }  // namespace
 
 std::string SimRecipeHash(const v1::Operator& op, std::string_view generation) {
@@ -172,8 +202,34 @@ absl::StatusOr<BuildOutcome> SimBuilder::Build(const BuildRequest& request) {
     if (symbols.insert(v.symbol()).second)
       artifact.symbols.push_back(v.symbol());
   }
+  RETURN_IF_ERROR(Spend(artifact.recipe_hash));
   outcome.artifact = std::move(artifact);
   return outcome;
+}
+
+absl::Status SimBuilder::Spend(const std::string& recipe_hash) {
+  if (stopped_) return absl::CancelledError("irontuned is shutting down");
+  if (cost_.per_design <= absl::ZeroDuration()) return absl::OkStatus();
+  bool first = false;
+  {
+    absl::MutexLock lock(&mu_);
+    first = built_.insert(recipe_hash).second;
+  }
+  const absl::Duration d =
+      first ? cost_.per_design : cost_.per_design * cost_.runlist_share;
+  spent_us_ += absl::ToInt64Microseconds(d);
+  switch (cost_.spend) {
+    case SimBuildCost::Spend::kCount:
+      break;
+    case SimBuildCost::Spend::kSleep:
+      SleepFor(d, stopped_);
+      break;
+    case SimBuildCost::Spend::kCpu:
+      SpinFor(d, stopped_);
+      break;
+  }
+  if (stopped_) return absl::CancelledError("irontuned is shutting down");
+  return absl::OkStatus();
 }
 
 std::string SimBuilder::Environment() const { return kEnvironment; }

@@ -189,6 +189,19 @@ absl::StatusOr<std::optional<std::string>> CacheReader::GetVerdict(
   return std::string(get_verdict_.ColumnText(1));
 }
 
+absl::StatusOr<std::vector<std::optional<std::string>>>
+CacheReader::GetVerdicts(absl::Span<const VerdictKey> keys) {
+  ASSIGN_OR_RETURN(sqlite::ReadTransaction snapshot,
+                   sqlite::ReadTransaction::Begin(*db_));
+  std::vector<std::optional<std::string>> found;
+  found.reserve(keys.size());
+  for (const VerdictKey& key : keys) {
+    ASSIGN_OR_RETURN(std::optional<std::string> v, GetVerdict(key));
+    found.push_back(std::move(v));
+  }
+  return found;
+}
+
 absl::StatusOr<CacheStats> CacheReader::Stats() {
   CacheStats stats;
   stats.hits = hits_;

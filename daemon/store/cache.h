@@ -145,6 +145,10 @@ class CacheReader {
       absl::Span<const std::string> digests);
   // A builder verdict for the platform; nullopt when none (or stale).
   absl::StatusOr<std::optional<std::string>> GetVerdict(const VerdictKey& key);
+  // GetVerdict of each key (result i is keys[i]'s), in one read
+  // transaction.
+  absl::StatusOr<std::vector<std::optional<std::string>>> GetVerdicts(
+      absl::Span<const VerdictKey> keys);
   // A figure imported from IRON, by IRON's key (see Cache::ImportIronCosts).
   absl::StatusOr<std::optional<v1::Measurement>> GetIronCost(
       std::string_view iron_key);
@@ -243,6 +247,10 @@ class Cache {
 
   absl::StatusOr<std::optional<std::string>> GetVerdict(const VerdictKey& key) {
     return reads_.GetVerdict(key);
+  }
+  absl::StatusOr<std::vector<std::optional<std::string>>> GetVerdicts(
+      absl::Span<const VerdictKey> keys) {
+    return reads_.GetVerdicts(keys);
   }
   // Stores the builder's verdict on a recipe in an environment.
   absl::Status PutVerdict(const VerdictKey& key, std::string_view verdict);

@@ -1,7 +1,11 @@
 #include "daemon/tune/inputs.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <random>
+#include <set>
+#include <thread>
 
 #include "common/recording.h"
 
@@ -129,8 +133,46 @@ std::shared_ptr<const std::string> InputCache::Get(v1::DType dtype,
                                                    uint64_t seed) {
   const Key key{dtype, nbytes, seed};
   if (auto it = entries_.find(key); it != entries_.end()) return it->second;
-  auto made =
-      std::make_shared<const std::string>(SeededInput(dtype, nbytes, seed));
+  return Keep(key, std::make_shared<const std::string>(
+                       SeededInput(dtype, nbytes, seed)));
+}
+
+void InputCache::MakeAll(const std::vector<Want>& wants, int threads) {
+  std::vector<Key> todo;
+  std::set<Key> seen;
+  for (const Want& w : wants) {
+    const Key key{w.dtype, w.nbytes, w.seed};
+    if (entries_.count(key) == 0 && seen.insert(key).second) {
+      todo.push_back(key);
+    }
+  }
+  if (todo.size() < 2 || threads < 2) {
+    for (const Key& k : todo) {
+      Get(static_cast<v1::DType>(std::get<0>(k)), std::get<1>(k),
+          std::get<2>(k));
+    }
+    return;
+  }
+  std::vector<std::shared_ptr<const std::string>> made(todo.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < todo.size(); i = next++) {
+      const auto& [dtype, nbytes, seed] = todo[i];
+      made[i] = std::make_shared<const std::string>(
+          SeededInput(static_cast<v1::DType>(dtype), nbytes, seed));
+    }
+  };
+  std::vector<std::thread> helpers;
+  const size_t n = std::min<size_t>(threads, todo.size());
+  for (size_t t = 1; t < n; ++t) helpers.emplace_back(work);
+  work();  // the caller is one of them
+  for (std::thread& t : helpers) t.join();
+  for (size_t i = 0; i < todo.size(); ++i) Keep(todo[i], std::move(made[i]));
+}
+
+std::shared_ptr<const std::string> InputCache::Keep(
+    const Key& key, std::shared_ptr<const std::string> made) {
+  const uint64_t nbytes = made->size();
   if (nbytes > max_bytes_) return made;
   while (bytes_ + nbytes > max_bytes_ && !order_.empty()) {
     auto oldest = entries_.find(order_.front());

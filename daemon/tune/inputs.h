@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "irontune/v1/recording.pb.h"
 
@@ -30,7 +31,8 @@ std::string SeededInput(v1::DType dtype, uint64_t nbytes, uint64_t seed);
 // designs of one job, share one copy of each (images may keep the pointer:
 // Image::ShareBuffer). Holds at most `max_bytes`, dropping the oldest first;
 // an input larger than that is made but not kept.
-// Threads: one thread at a time (the device worker's).
+// Threads: one thread at a time (the device worker's); MakeAll uses helper
+// threads of its own inside the call.
 class InputCache {
  public:
   static constexpr uint64_t kDefaultBytes = 1ull << 30;
@@ -41,8 +43,24 @@ class InputCache {
   std::shared_ptr<const std::string> Get(v1::DType dtype, uint64_t nbytes,
                                          uint64_t seed);
 
+  // What Get would make, `dtype`, `nbytes` and `seed`.
+  struct Want {
+    v1::DType dtype;
+    uint64_t nbytes;
+    uint64_t seed;
+  };
+  // Makes those of `wants` not kept yet at once, on up to `threads` helper
+  // threads (each buffer on one; the values are Get's), and keeps them as
+  // Get would. Returns when all are made. Memory: at most the kept inputs
+  // plus those being made.
+  void MakeAll(const std::vector<Want>& wants, int threads);
+
  private:
   using Key = std::tuple<int, uint64_t, uint64_t>;
+  // Keeps `made` under `key` (unless larger than the cap), dropping the
+  // oldest beyond it; returns it.
+  std::shared_ptr<const std::string> Keep(
+      const Key& key, std::shared_ptr<const std::string> made);
   uint64_t max_bytes_;
   uint64_t bytes_ = 0;
   std::map<Key, std::shared_ptr<const std::string>> entries_;

@@ -3,17 +3,21 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <future>
 #include <limits>
 #include <random>
+#include <thread>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/recording.h"
 #include "common/status_macros.h"
 #include "daemon/base/sha256.h"
 #include "daemon/base/stats.h"
+#include "daemon/npu/build_pool.h"
 #include "daemon/store/cache.h"
 #include "daemon/store/cache_key.h"
 #include "daemon/tune/inputs.h"
@@ -131,9 +135,10 @@ uint64_t TotalBytes(const v1::Operator& op) {
 }
 
 // One Measure call: its plan, the context, and what it has found so far.
-// Plan() builds every setting's 1-step design and looks it up in the
-// cache; then each batch is loaded, run once for its output, timed
-// interleaved and recorded.
+// Plan() takes from the cache what it holds (without building where the
+// cache keeps a setting's built identity) and builds the rest's 1-step
+// designs; then each batch is loaded, run once for its output, timed
+// interleaved and recorded, the later batches' designs building meanwhile.
 class Measurer {
  public:
   Measurer(const MeasurePlan& plan, TuneContext& context)
@@ -189,41 +194,129 @@ class Measurer {
     return absl::OkStatus();
   }
 
-  // Builds each setting's 1-step design and takes what the cache holds;
-  // the rest are left to time (todo_).
+  BuildRequest OneStep(int i) const {
+    return {plan_.settings[i], platform_, 1, true, plan_.packaging};
+  }
+  BuildRequest ManySteps(int i) const {
+    return {plan_.settings[i], platform_, plan_.repeats, distinct_,
+            plan_.packaging};
+  }
+
+  // The builder's outcome for `request`, giving up once cancelled.
+  absl::StatusOr<BuildOutcome> BuildOf(const BuildRequest& request) {
+    return context_.builder().Await(request,
+                                    [this] { return context_.cancelled(); });
+  }
+
+  // Takes what the cache holds without building (KnownFigures), then
+  // builds the rest's 1-step designs (queued together, so a builder with
+  // threads builds them at once) and takes what the cache holds of those;
+  // the rest are left to time (todo_). The default is built whenever a
+  // batch will run.
   absl::Status Plan() {
-    const std::map<std::string, std::string> given = GivenDigests(plan_);
+    given_ = GivenDigests(plan_);
+    std::vector<bool> known(n_, false);
+    RETURN_IF_ERROR(KnownFigures(known));
+    std::vector<int> build;
     for (int i = 0; i < n_; ++i) {
-      BuildRequest build{plan_.settings[i], platform_, 1, true,
-                         plan_.packaging};
-      ASSIGN_OR_RETURN(BuildOutcome outcome, context_.builder().Build(build));
-      if (!outcome.artifact) {
-        if (i == 0) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "the recorded setting ", OperatorText(plan_.settings[0]),
-              " does not build: ", outcome.refusal));
-        }
-        context_.Log(
-            absl::StrCat("    ", OperatorText(plan_.settings[i]),
-                         " does not build, not measured: ", outcome.refusal));
-        outcome_.refused[i] = outcome.refusal;
-        continue;
-      }
-      ones_[i] = *std::move(outcome.artifact);
-      keys_[i] = KeyOf(ones_[i], given);
-      ASSIGN_OR_RETURN(bool cached, TakeCached(i));
-      if (!cached && i != 0) todo_.push_back(i);
+      if (!known[i]) build.push_back(i);
+    }
+    if (!build.empty() && build[0] != 0) build.insert(build.begin(), 0);
+    for (int i : build) context_.builder().Prefetch(OneStep(i));
+    for (int i : build) RETURN_IF_ERROR(PlanBuilt(i, known[i]));
+    // Each batch's `repeats`-step designs, in the order they are timed.
+    if (!todo_.empty() || outcome_.measurements.count(0) == 0) {
+      context_.builder().Prefetch(ManySteps(0));
+      for (int i : todo_) context_.builder().Prefetch(ManySteps(i));
     }
     return absl::OkStatus();
   }
 
-  std::string KeyOf(const Artifact& one,
-                    const std::map<std::string, std::string>& given) const {
+  // The settings whose built identity (recipe and artifact hash of the
+  // 1-step design) the cache keeps and whose figure it holds, taken with
+  // two lookups for all of them: no build. Marks them in `known`.
+  absl::Status KnownFigures(std::vector<bool>& known) {
+    Cache* cache = context_.cache();
+    if (cache == nullptr || plan_.remeasure) return absl::OkStatus();
+    std::vector<VerdictKey> ids;
+    for (int i = 0; i < n_; ++i) ids.push_back(IdentityKey(OneStep(i)));
+    ASSIGN_OR_RETURN(std::vector<std::optional<std::string>> found,
+                     cache->GetVerdicts(ids));
+    std::vector<int> which;
+    std::vector<std::string> digests;
+    for (int i = 0; i < n_; ++i) {
+      if (!found[i]) continue;
+      const std::vector<std::string> parts = absl::StrSplit(*found[i], ' ');
+      if (parts.size() != 2) continue;
+      keys_[i] = KeyOf(parts[0], parts[1]);
+      which.push_back(i);
+      digests.push_back(keys_[i]);
+    }
+    ASSIGN_OR_RETURN(std::vector<std::optional<v1::Measurement>> hits,
+                     cache->GetMany(digests));
+    for (size_t k = 0; k < which.size(); ++k) {
+      if (!hits[k]) continue;
+      outcome_.measurements[which[k]] = *std::move(hits[k]);
+      outcome_.cached.push_back(which[k]);
+      known[which[k]] = true;
+    }
+    return absl::OkStatus();
+  }
+
+  // Where the cache keeps what `request` built as: "RECIPE ARTIFACT".
+  VerdictKey IdentityKey(const BuildRequest& request) {
+    if (environment_.empty()) {
+      environment_ = "built:" + context_.builder().Environment();
+    }
+    return VerdictKey{RequestKey(request), environment_};
+  }
+
+  // Setting `i`'s 1-step build: refused (left out; the default's refusal
+  // is an error), or built, its identity kept, its figure taken from the
+  // cache unless `taken` already or there is none. A build error of a
+  // setting other than the default is its verdict too.
+  absl::Status PlanBuilt(int i, bool taken) {
+    absl::StatusOr<BuildOutcome> outcome = BuildOf(OneStep(i));
+    if (!outcome.ok()) {
+      if (i == 0 || absl::IsCancelled(outcome.status())) {
+        return outcome.status();
+      }
+      outcome = BuildOutcome{
+          std::nullopt,
+          absl::StrCat("the build failed: ", outcome.status().ToString())};
+    }
+    if (!outcome->artifact) {
+      if (i == 0) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "the recorded setting ", OperatorText(plan_.settings[0]),
+            " does not build: ", outcome->refusal));
+      }
+      context_.Log(
+          absl::StrCat("    ", OperatorText(plan_.settings[i]),
+                       " does not build, not measured: ", outcome->refusal));
+      outcome_.refused[i] = outcome->refusal;
+      return absl::OkStatus();
+    }
+    ones_[i] = *std::move(outcome->artifact);
+    keys_[i] = KeyOf(ones_[i].recipe_hash, ones_[i].artifact_hash);
+    if (context_.cache() != nullptr) {
+      RETURN_IF_ERROR(context_.cache()->PutVerdict(
+          IdentityKey(OneStep(i)),
+          absl::StrCat(ones_[i].recipe_hash, " ", ones_[i].artifact_hash)));
+    }
+    if (taken) return absl::OkStatus();
+    ASSIGN_OR_RETURN(bool cached, TakeCached(i));
+    if (!cached && i != 0) todo_.push_back(i);
+    return absl::OkStatus();
+  }
+
+  std::string KeyOf(const std::string& recipe_hash,
+                    const std::string& artifact_hash) const {
     CacheKey key;
-    key.recipe_hash = one.recipe_hash;
-    key.artifact_hash = one.artifact_hash;
+    key.recipe_hash = recipe_hash;
+    key.artifact_hash = artifact_hash;
     key.values.insert(plan_.values.begin(), plan_.values.end());
-    key.input_sha256 = given;
+    key.input_sha256 = given_;
     key.packaging = plan_.packaging;
     key.repeats = plan_.repeats;
     key.distinct = distinct_;
@@ -246,13 +339,21 @@ class Measurer {
       RETURN_IF_ERROR(context_.cache()->CheckPowerMode(before.power_mode));
     }
     ASSIGN_OR_RETURN(std::vector<Probe> probes, Load(batch));
-    std::vector<std::string> digests;
     for (Probe& p : probes) {
-      ASSIGN_OR_RETURN(SettingOutput out, RunOnce(plan_.settings[p.index],
-                                                  p.one_artifact, *p.one));
-      digests.push_back(Digest(out));
-      outcome_.outputs[p.index] = std::move(out);
+      ASSIGN_OR_RETURN(
+          outcome_.outputs[p.index],
+          RunOnce(plan_.settings[p.index], p.one_artifact, *p.one));
     }
+    // The outputs are digested on a helper thread while the device times
+    // the batch (nothing writes outcome_.outputs meanwhile).
+    std::future<std::vector<std::string>> digesting =
+        std::async(std::launch::async, [this, &probes] {
+          std::vector<std::string> out;
+          for (const Probe& p : probes) {
+            out.push_back(Digest(outcome_.outputs.at(p.index)));
+          }
+          return out;
+        });
     std::vector<Image*> images;
     std::vector<int> groups;
     for (Probe& p : probes) {
@@ -266,45 +367,87 @@ class Measurer {
     ASSIGN_OR_RETURN(InterleaveResult times,
                      TimeInterleaved(images, groups, timing_, fastest_,
                                      plan_.idle, context_));
+    const std::vector<std::string> digests = digesting.get();
     ASSIGN_OR_RETURN(Platform after, context_.device().GetPlatform());
     RETURN_IF_ERROR(SamePowerMode(before, after));
     return Record(probes, digests, times, after);
     // The probes release their contexts here, before the next batch loads.
   }
 
-  // Builds the `repeats`-step designs of `batch`, loads both images of each
-  // and fills their inputs.
+  // The `repeats`-step designs of `batch` (waited for: they were queued at
+  // Plan), the batch's seeded inputs made at once on helper threads, then
+  // both images of each loaded and filled.
   absl::StatusOr<std::vector<Probe>> Load(const std::vector<int>& batch) {
-    std::vector<Probe> probes;
+    std::vector<std::pair<int, Artifact>> built;
     for (int i : batch) {
-      // Building, loading and filling a large design takes a while: look
-      // for cancellation before each.
+      // Waiting for a build may take a while: look for cancellation first.
       if (context_.cancelled()) {
         return absl::CancelledError("cancelled while preparing a batch");
       }
-      BuildRequest build{plan_.settings[i], platform_, plan_.repeats, distinct_,
-                         plan_.packaging};
-      ASSIGN_OR_RETURN(BuildOutcome many, context_.builder().Build(build));
-      if (!many.artifact) {
-        if (i == 0) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("the recorded setting's ", plan_.repeats,
-                           "-step runlist does not build: ", many.refusal));
-        }
-        outcome_.refused[i] = many.refusal;
-        continue;
+      ASSIGN_OR_RETURN(std::optional<Artifact> many, ManyOf(i));
+      if (many) built.emplace_back(i, *std::move(many));
+    }
+    std::vector<InputCache::Want> wants;
+    for (const auto& [i, many] : built) {
+      AddWants(plan_.settings[i], ones_[i], wants);
+      AddWants(plan_.settings[i], many, wants);
+    }
+    context_.inputs().MakeAll(wants, HelperThreads());
+    std::vector<Probe> probes;
+    for (const auto& [i, many] : built) {
+      if (context_.cancelled()) {
+        return absl::CancelledError("cancelled while preparing a batch");
       }
       Probe probe;
       probe.index = i;
       probe.one_artifact = ones_[i];
       // A failed load is the device's state, not the setting's: not caught.
       ASSIGN_OR_RETURN(probe.one, context_.device().Load(ones_[i]));
-      ASSIGN_OR_RETURN(probe.many, context_.device().Load(*many.artifact));
+      ASSIGN_OR_RETURN(probe.many, context_.device().Load(many));
       RETURN_IF_ERROR(Fill(plan_.settings[i], ones_[i], *probe.one));
-      RETURN_IF_ERROR(Fill(plan_.settings[i], *many.artifact, *probe.many));
+      RETURN_IF_ERROR(Fill(plan_.settings[i], many, *probe.many));
       probes.push_back(std::move(probe));
     }
     return probes;
+  }
+
+  // Setting `i`'s `repeats`-step design; nullopt where it is refused or
+  // its build fails (then recorded in outcome_.refused), an error for the
+  // default's.
+  absl::StatusOr<std::optional<Artifact>> ManyOf(int i) {
+    absl::StatusOr<BuildOutcome> built = BuildOf(ManySteps(i));
+    if (!built.ok() && i != 0 && !absl::IsCancelled(built.status())) {
+      built = BuildOutcome{
+          std::nullopt,
+          absl::StrCat("the build failed: ", built.status().ToString())};
+    }
+    RETURN_IF_ERROR(built.status());
+    if (built->artifact) return std::move(built->artifact);
+    if (i == 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the recorded setting's ", plan_.repeats,
+                       "-step runlist does not build: ", built->refusal));
+    }
+    outcome_.refused[i] = built->refusal;
+    return std::nullopt;
+  }
+
+  // The seeded inputs PrepareImage will take for `artifact`.
+  void AddWants(const v1::Operator& op, const Artifact& artifact,
+                std::vector<InputCache::Want>& wants) const {
+    for (const ArtifactBuffer& buf : artifact.buffers) {
+      if (!buf.fills || buf.op_buffer < 0 || buf.op_buffer >= op.buffers_size())
+        continue;
+      const v1::Buffer& ob = op.buffers(buf.op_buffer);
+      if (plan_.inputs.count(ob.name()) > 0) continue;
+      wants.push_back({ob.dtype(), buf.nbytes,
+                       InputSeed(plan_.seed, buf.step, buf.op_buffer)});
+    }
+  }
+
+  static int HelperThreads() {
+    return static_cast<int>(
+        std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
   }
 
   absl::Status Fill(const v1::Operator& op, const Artifact& artifact,
@@ -397,9 +540,11 @@ class Measurer {
   Platform platform_;
   v1::Timing timing_;
   bool distinct_ = true;
-  std::vector<Artifact> ones_;     // each setting's 1-step artifact
-  std::vector<std::string> keys_;  // each setting's cache key
-  std::vector<int> todo_;          // settings to time, default left out
+  std::vector<Artifact> ones_;                // each setting's 1-step artifact
+  std::vector<std::string> keys_;             // each setting's cache key
+  std::map<std::string, std::string> given_;  // GivenDigests
+  std::string environment_;                   // of IdentityKey
+  std::vector<int> todo_;  // settings to time, default left out
   double fastest_ = std::numeric_limits<double>::infinity();
   int batch_number_ = 0;
   std::vector<double> default_batches_;  // the default's figure, each batch

@@ -7,6 +7,18 @@
 // round by round with the default, so every setting pairs with it.
 // Cached settings are taken from the cache unless `remeasure`.
 //
+// Builds: the cache keeps what each 1-step build request built as (its
+// recipe and artifact hash, a verdict under VerdictKey{RequestKey(request),
+// "built:" + Environment()}), so a setting whose figure is cached is found
+// with one batched lookup of identities and one of figures, and is not
+// built again. The rest are queued with Builder::Prefetch before they are
+// needed (all 1-step designs together, then every batch's `repeats`-step
+// designs in timing order), so a builder with threads (BuildPool) builds
+// the next batches while one is timed; Measure waits with Builder::Await,
+// so cancelling does not wait for a build. A setting other than the
+// default whose build fails (an error, not a refusal) is refused with the
+// error as its reason.
+//
 // Threads: runs on the thread that owns the Device and the Builder (the
 // context's).
 #ifndef IRONTUNE_DAEMON_TUNE_MEASURE_H_

@@ -221,10 +221,25 @@ class ShapeSearch {
 
   // Settings the builder refuses are dropped before timing.
   absl::Status DropUnbuildable() {
+    // Every member at every setting, looked up and built together.
+    std::vector<v1::Operator> ops;
+    for (size_t i = 1; i < found_.size(); ++i) {
+      for (const ShapeMember& m : shape_.members) {
+        ops.push_back(WithSetting(OpOf(m), found_[i]));
+      }
+    }
+    ASSIGN_OR_RETURN(
+        std::vector<std::string> refusals,
+        Refusals(ops, platform_, packaging_, context_.builder(),
+                 context_.cache(), [this] { return context_.cancelled(); }));
     std::vector<TunableValues> fit = {found_[0]};
     for (size_t i = 1; i < found_.size(); ++i) {
-      ASSIGN_OR_RETURN(std::string why, RefusalOf(found_[i]));
-      if (why.empty()) {
+      const size_t first = (i - 1) * shape_.members.size();
+      const bool fits =
+          std::all_of(refusals.begin() + first,
+                      refusals.begin() + first + shape_.members.size(),
+                      [](const std::string& why) { return why.empty(); });
+      if (fits) {
         fit.push_back(std::move(found_[i]));
       } else {
         ++stats_.builder_refused;

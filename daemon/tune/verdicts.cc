@@ -79,6 +79,45 @@ absl::StatusOr<std::string> Refusal(const v1::Operator& op,
   return why;
 }
 
+absl::StatusOr<std::vector<std::string>> Refusals(
+    const std::vector<v1::Operator>& ops, const Platform& platform,
+    v1::Packaging packaging, Builder& builder, Cache* cache,
+    const std::function<bool()>& cancelled) {
+  const std::string environment = builder.Environment();
+  std::vector<VerdictKey> keys;
+  for (const v1::Operator& op : ops) {
+    keys.push_back({RecipeKeyHash(op, platform, packaging), environment});
+  }
+  std::vector<std::optional<std::string>> kept(ops.size());
+  if (cache != nullptr) {
+    ASSIGN_OR_RETURN(kept, cache->GetVerdicts(keys));
+  }
+  std::vector<std::string> out(ops.size());
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (kept[i] && *kept[i] == kFits) continue;
+    if (kept[i] && kept[i]->starts_with(kRefusedPrefix)) {
+      out[i] = kept[i]->substr(kRefusedPrefixSize);
+      continue;
+    }
+    todo.push_back(i);
+    builder.Prefetch(BuildRequest{ops[i], platform, 1, true, packaging});
+  }
+  const std::function<bool()> never = [] { return false; };
+  for (size_t i : todo) {
+    ASSIGN_OR_RETURN(
+        BuildOutcome outcome,
+        builder.Await(BuildRequest{ops[i], platform, 1, true, packaging},
+                      cancelled ? cancelled : never));
+    out[i] = outcome.artifact ? std::string() : outcome.refusal;
+    if (!outcome.artifact && out[i].empty()) {
+      out[i] = "refused without a reason";
+    }
+    RETURN_IF_ERROR(KeepVerdict(cache, keys[i], kFits, out[i]));
+  }
+  return out;
+}
+
 absl::StatusOr<std::string> OutputJudge::Verdict(const MeasurePlan& plan,
                                                  const MeasureOutcome& outcome,
                                                  int i) const {

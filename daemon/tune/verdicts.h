@@ -9,7 +9,9 @@
 #define IRONTUNE_DAEMON_TUNE_VERDICTS_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "daemon/npu/builder.h"
@@ -38,6 +40,16 @@ absl::StatusOr<std::string> Refusal(const v1::Operator& op,
                                     const Platform& platform,
                                     v1::Packaging packaging, Builder& builder,
                                     Cache* cache);
+
+// Refusal of each of `ops`, result i being ops[i]'s: the kept verdicts
+// looked up together (one read transaction), the rest's 1-step builds
+// queued together (Builder::Prefetch) before each is waited for, so a
+// builder with threads builds them at once. Stops with Cancelled once
+// `cancelled()` (may be empty) is true.
+absl::StatusOr<std::vector<std::string>> Refusals(
+    const std::vector<v1::Operator>& ops, const Platform& platform,
+    v1::Packaging packaging, Builder& builder, Cache* cache,
+    const std::function<bool()>& cancelled = {});
 
 // Judges settings' outputs against the recorded setting's, keeping each
 // judgement in the cache under the two designs, the two output digests, the

@@ -4,8 +4,11 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 
+#include "absl/time/clock.h"
 #include "catch2/catch.hpp"
 #include "tests/builder/builder_fixtures.h"
 
@@ -108,6 +111,25 @@ TEST_CASE("RunProcess gives the child an unblocked SIGTERM") {
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   REQUIRE(r.ok());
   CHECK(r->term_signal == SIGTERM);
+}
+
+TEST_CASE("RunProcess kills the process group once its stop flag turns true") {
+  std::atomic<bool> stop{false};
+  ProcessOptions options;
+  options.stop = &stop;
+  std::thread stopper([&stop] {
+    absl::SleepFor(absl::Milliseconds(200));
+    stop = true;
+  });
+  absl::StatusOr<ProcessResult> r =
+      RunProcess({"sh", "-c", "sleep 60 & echo $!; wait"}, "", options);
+  stopper.join();
+  REQUIRE(r.ok());
+  CHECK(r->stopped);
+  CHECK_FALSE(r->timed_out);
+  CHECK_FALSE(r->exited);
+  CHECK_THAT(DescribeEnd(*r, options), Catch::Contains("shuts down"));
+  CHECK(testing::Gone(std::stoi(r->out)));
 }
 
 }  // namespace

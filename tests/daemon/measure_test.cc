@@ -6,6 +6,7 @@
 
 #include "common/value.h"
 #include "daemon/base/stats.h"
+#include "daemon/npu/build_pool.h"
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
 #include "daemon/store/cache.h"
@@ -410,6 +411,83 @@ TEST_CASE("+-2 noises cover the true delta and the true step time") {
   CHECK(delta_coverage <= 0.995);
   CHECK(step_coverage >= 0.90);
   CHECK(step_coverage <= 0.99);
+}
+
+// Counts builds, and fails those of tile_m 16 with an error.
+class CountingBuilder : public Builder {
+ public:
+  absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override {
+    ++builds;
+    for (const v1::Tunable& t : request.op.tunables()) {
+      if (t.name() == "tile_m" && t.value().int_value() == 16) {
+        return absl::InternalError("the build command crashed");
+      }
+    }
+    return inner.Build(request);
+  }
+  std::string Environment() const override { return inner.Environment(); }
+  SimBuilder inner;
+  int builds = 0;
+};
+
+TEST_CASE("a fully cached Measure builds nothing, even in a new daemon") {
+  Rig rig;
+  const std::string path = TempDb("built");
+  auto cache = Cache::Open(path, "NPU Strix", PowerMode::kDefault);
+  REQUIRE(cache.ok());
+  std::vector<v1::Operator> settings = {Gemm(256, 512, 512, 64, 64, 64, 8),
+                                        Gemm(256, 512, 512, 32, 64, 64, 8),
+                                        Gemm(256, 512, 512, 64, 32, 64, 8)};
+  CountingBuilder counting;
+  testing::LocalTuneContext first_context(rig.device.get(), &counting,
+                                          cache->get());
+  auto first = Measure(Request(settings), first_context);
+  REQUIRE(first.ok());
+  CHECK(counting.builds == 6);  // 1-step and many-step of each
+
+  // A fresh builder (as after a restart) with nothing in memory.
+  CountingBuilder fresh;
+  BuildPool pool(&fresh, BuildPoolOptions{2});
+  testing::LocalTuneContext second_context(rig.device.get(), &pool,
+                                           cache->get());
+  auto second = Measure(Request(settings), second_context);
+  REQUIRE(second.ok());
+  CHECK(second->cached.size() == 3);
+  CHECK(fresh.builds == 0);
+  CHECK(second->measurements.at(2).t_step_us() ==
+        first->measurements.at(2).t_step_us());
+}
+
+TEST_CASE("a build that fails is the setting's verdict, not the call's") {
+  Rig rig;
+  CountingBuilder counting;
+  BuildPool pool(&counting, BuildPoolOptions{1});
+  testing::LocalTuneContext context(rig.device.get(), &pool);
+  auto result = Measure(Request({Gemm(256, 512, 512, 64, 64, 64, 8),
+                                 Gemm(256, 512, 512, 16, 64, 64, 8),
+                                 Gemm(256, 512, 512, 32, 64, 64, 8)}),
+                        context);
+  REQUIRE(result.ok());
+  REQUIRE(result->refused.count(1) == 1);
+  CHECK_THAT(result->refused.at(1), Catch::Contains("crashed"));
+  CHECK(result->measurements.count(2) == 1);
+}
+
+TEST_CASE("cancelling stops a Measure waiting for its builds") {
+  Rig rig;
+  SimBuildCost cost;
+  cost.per_design = absl::Seconds(1);  // far longer than 5 looks
+  cost.spend = SimBuildCost::Spend::kSleep;
+  SimBuilder slow(cost);
+  BuildPool pool(&slow, BuildPoolOptions{1});
+  testing::LocalTuneContext context(rig.device.get(), &pool);
+  int looks = 0;
+  context.cancel_when = [&] { return ++looks > 5; };
+  auto result = Measure(Request({Gemm(256, 512, 512, 64, 64, 64, 8),
+                                 Gemm(256, 512, 512, 32, 64, 64, 8)}),
+                        context);
+  CHECK(absl::IsCancelled(result.status()));
+  CHECK(rig.device->calls() == 0);
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 
 #include <catch2/catch.hpp>
 #include <set>
+#include <thread>
 
+#include "absl/time/clock.h"
 #include "tests/testing/sim_fixtures.h"
 
 namespace irontune {
@@ -134,6 +136,30 @@ TEST_CASE("unknown classes build and run the generic copy", "[sim][builder]") {
   testing::AddBuffer(op, "y", v1::BUFFER_ROLE_OUT, {16});
   BuildOutcome built = BuildOrDie(op, "npu2");
   REQUIRE(built.artifact);
+}
+
+TEST_CASE("a stopped SimBuilder ends the build it spends on, with Cancelled") {
+  for (SimBuildCost::Spend spend :
+       {SimBuildCost::Spend::kCpu, SimBuildCost::Spend::kSleep}) {
+    SimBuildCost cost;
+    cost.per_design = absl::Seconds(600);
+    cost.spend = spend;
+    SimBuilder builder(cost);
+    BuildRequest request;
+    request.op = Gemm(256, 512, 512, 64, 64, 64, 4);
+    request.platform.generation = "npu2";
+    request.platform.name = "NPU Strix";
+    request.packaging = v1::PACKAGING_XCLBIN_CHAIN;
+    absl::StatusOr<BuildOutcome> outcome;
+    std::thread building([&] { outcome = builder.Build(request); });
+    absl::SleepFor(absl::Milliseconds(100));
+    builder.Stop();
+    building.join();
+    CHECK(outcome.status().code() == absl::StatusCode::kCancelled);
+    // Later builds do not start.
+    CHECK(builder.Build(request).status().code() ==
+          absl::StatusCode::kCancelled);
+  }
 }
 
 }  // namespace

@@ -209,7 +209,8 @@ TEST_CASE("robustness: after kill -9 the job reads interrupted") {
   const std::string dir = TempDir("kill9");
   std::string job;
   {
-    Irontuned daemon(dir, {}, "", "realtime");
+    // Builds cost little here: the test is about what a kill leaves.
+    Irontuned daemon(dir, {"--sim-build-seconds", "0.02"}, "", "realtime");
     REQUIRE(daemon.Up());
     auto client = daemon.StartClient({"submit", kExample});
     // Two shapes begun: the first one's end is on record.
@@ -479,7 +480,7 @@ TEST_CASE("robustness: each validation hole is refused over the wire") {
 
 TEST_CASE("robustness: a client's deadline stops its job between rounds") {
   const std::string dir = TempDir("deadline");
-  Irontuned daemon(dir, {}, "", "realtime");
+  Irontuned daemon(dir, {"--sim-build-seconds", "0.02"}, "", "realtime");
   REQUIRE(daemon.Up());
   auto stub = daemon.Stub();
   v1::MeasureRequest request;

@@ -1,0 +1,198 @@
+#include "daemon/npu/build_pool.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/design.h"
+#include "daemon/base/sha256.h"
+
+namespace irontune {
+namespace {
+
+// What one remembered outcome costs besides its payload.
+constexpr uint64_t kEntryOverhead = 1024;
+
+// How often Await looks at its cancellation.
+constexpr absl::Duration kCancelPoll = absl::Milliseconds(20);
+
+}  // namespace
+
+std::string RequestKey(const BuildRequest& request) {
+  return Sha256Hex(absl::StrCat(
+      "build-request/1\n", request.platform.generation, "\n",
+      request.platform.name, "\n", request.steps, "\n",
+      request.distinct ? 1 : 0, "\n", static_cast<int>(request.packaging), "\n",
+      DesignBytes(request.op)));
+}
+
+BuildPool::BuildPool(std::unique_ptr<Builder> inner, BuildPoolOptions options)
+    : BuildPool(inner.get(), options) {
+  owned_ = std::move(inner);
+}
+
+BuildPool::BuildPool(Builder* inner, BuildPoolOptions options)
+    : inner_(inner), options_(options) {
+  for (int i = 0; i < options_.threads; ++i) {
+    threads_.emplace_back([this] { Loop(); });
+  }
+}
+
+BuildPool::~BuildPool() {
+  DropQueue();
+  for (std::thread& t : threads_) t.join();
+}
+
+void BuildPool::DropQueue() {
+  absl::MutexLock lock(&mu_);
+  stopping_ = true;
+  for (const std::string& key : queue_) entries_[key].queued = false;
+  queue_.clear();
+}
+
+void BuildPool::Stop() {
+  DropQueue();
+  inner_->Stop();
+}
+
+BuildPoolStats BuildPool::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+BuildPool::Entry& BuildPool::EntryFor(const std::string& key,
+                                      const BuildRequest& request) {
+  auto [it, made] = entries_.try_emplace(key);
+  if (made) it->second.request = request;
+  return it->second;
+}
+
+void BuildPool::Prefetch(const BuildRequest& request) {
+  if (options_.threads == 0) return;
+  const std::string key = RequestKey(request);
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return;
+  Entry& e = EntryFor(key, request);
+  if (e.queued || e.running || (e.done && e.outcome.ok())) return;
+  e.done = false;
+  e.queued = true;
+  e.prefetched = true;
+  queue_.push_back(key);
+}
+
+void BuildPool::Loop() {
+  absl::MutexLock lock(&mu_);
+  while (true) {
+    mu_.Await(absl::Condition(
+        +[](BuildPool* p) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+          return p->stopping_ || !p->queue_.empty();
+        },
+        this));
+    if (stopping_) return;
+    const std::string key = std::move(queue_.front());
+    queue_.pop_front();
+    Entry& e = entries_[key];
+    e.queued = false;
+    if (e.prefetched) ++stats_.prefetched;
+    RunBuild(key);
+  }
+}
+
+void BuildPool::RunBuild(const std::string& key) {
+  Entry& e = entries_[key];
+  e.running = true;
+  const BuildRequest request = e.request;
+  mu_.Unlock();
+  const absl::Time start = absl::Now();
+  absl::StatusOr<BuildOutcome> outcome = inner_->Build(request);
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  mu_.Lock();
+  Entry& done = entries_[key];  // entries being built are never erased
+  ++stats_.builds;
+  stats_.build_seconds += seconds;
+  done.running = false;
+  done.done = true;
+  done.bytes = kEntryOverhead;
+  if (outcome.ok() && outcome->artifact) {
+    done.bytes += outcome->artifact->payload.size();
+  }
+  done.outcome = std::move(outcome);
+  if (done.outcome.ok()) {
+    lru_.push_front(key);
+    done.lru = lru_.begin();
+    kept_bytes_ += done.bytes;
+  }
+}
+
+absl::StatusOr<BuildOutcome> BuildPool::Take(const std::string& key) {
+  Entry& e = entries_[key];
+  absl::StatusOr<BuildOutcome> out = e.outcome;
+  if (e.outcome.ok()) {
+    lru_.splice(lru_.begin(), lru_, e.lru);
+    Evict();
+  }
+  return out;
+}
+
+void BuildPool::Evict() {
+  while (kept_bytes_ > options_.memory_bytes && !lru_.empty()) {
+    const std::string key = lru_.back();
+    lru_.pop_back();
+    auto it = entries_.find(key);
+    kept_bytes_ -= it->second.bytes;
+    entries_.erase(it);
+  }
+}
+
+absl::StatusOr<BuildOutcome> BuildPool::Build(const BuildRequest& request) {
+  return Await(request, [] { return false; });
+}
+
+absl::StatusOr<BuildOutcome> BuildPool::Await(
+    const BuildRequest& request, const std::function<bool()>& cancelled) {
+  const std::string key = RequestKey(request);
+  absl::MutexLock lock(&mu_);
+  Entry* e = &EntryFor(key, request);
+  if (e->done && e->outcome.ok()) {
+    ++stats_.remembered;
+    return Take(key);
+  }
+  const absl::Time start = absl::Now();
+  if (e->running || e->queued) {
+    ++stats_.merged;
+  }
+  if (!e->running) {
+    if (options_.threads == 0 || stopping_) {
+      // Built here; an earlier error is tried again.
+      e->done = false;
+      RunBuild(key);
+      return Take(key);
+    }
+    // Ahead of the queue: the caller needs it now.
+    if (e->queued) {
+      for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+        if (*it == key) {
+          queue_.erase(it);
+          break;
+        }
+      }
+    }
+    e->done = false;
+    e->queued = true;
+    e->prefetched = false;
+    queue_.push_front(key);
+  }
+  // The entry is neither erased nor moved while it is not done.
+  while (!e->done) {
+    mu_.AwaitWithTimeout(absl::Condition(&e->done), kCancelPoll);
+    if (e->done) break;
+    if (cancelled()) {
+      stats_.waited_seconds += absl::ToDoubleSeconds(absl::Now() - start);
+      return absl::CancelledError("cancelled while waiting for a build");
+    }
+  }
+  stats_.waited_seconds += absl::ToDoubleSeconds(absl::Now() - start);
+  return Take(key);
+}
+
+}  // namespace irontune

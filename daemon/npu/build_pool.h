@@ -1,0 +1,141 @@
+// BuildPool: a Builder in front of another that builds ahead on a pool of
+// threads, merges builds of one request while they run, and remembers what
+// was built.
+//
+// - Prefetch(request) queues a build and returns at once; a pool thread
+//   takes it (first queued, first built). The method prefetches the designs
+//   of the batches after the one on the device, so the device does not wait
+//   for a build (daemon/tune/measure.h).
+// - Build(request) answers from memory when the request was built before,
+//   waits for it when it is being built (by a pool thread or another
+//   caller: one build of a request at a time, its outcome shared with every
+//   caller), and otherwise builds it: on a pool thread, ahead of the queue,
+//   when there are threads, else on the caller's.
+// - Await(request, cancelled) is Build that gives up with Cancelled once
+//   `cancelled()` turns true (looked at every 20 ms): the build goes on in
+//   the pool and is remembered, so cancelling a job does not wait for it.
+//
+// What is remembered: each request's outcome (artifact or refusal) by
+// RequestKey, the least recently used forgotten once their artifacts'
+// payloads pass `memory_bytes`. A refusal is a verdict and remembered like
+// an artifact; an error Status is handed to the callers waiting for that
+// build and then forgotten, so the next Build tries again. The inner
+// builder's own store (the ArtifactStore of a CommandBuilder) keeps
+// artifacts across restarts; this pool only saves asking it again.
+//
+// Threads: every method may be called from any thread. The inner builder
+// is called from the pool's threads and from callers of Build at once, up
+// to threads + callers calls at a time. REQUIRES: the inner builder is
+// thread-safe (SimBuilder and CommandBuilder are). The destructor drops the
+// queued builds and joins the threads, waiting for the builds they run.
+#ifndef IRONTUNE_DAEMON_NPU_BUILD_POOL_H_
+#define IRONTUNE_DAEMON_NPU_BUILD_POOL_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "daemon/npu/builder.h"
+
+namespace irontune {
+
+struct BuildPoolOptions {
+  // Builder threads; 0 builds on the caller's thread and Prefetch does
+  // nothing (the pool is off).
+  int threads = 0;
+  // The payload bytes of the outcomes remembered; 0 remembers none.
+  uint64_t memory_bytes = 256ull << 20;
+};
+
+// What the pool did since it was made.
+struct BuildPoolStats {
+  int64_t builds = 0;         // inner builds run
+  int64_t prefetched = 0;     // of those, queued by Prefetch
+  int64_t remembered = 0;     // Build calls answered from memory
+  int64_t merged = 0;         // Build calls that waited for a running build
+  double build_seconds = 0;   // wall time inside the inner builder, summed
+  double waited_seconds = 0;  // wall time Build callers waited, summed
+};
+
+// The identity of a build: sha256 hex over the design (common/design.h),
+// the platform's generation and name, steps, distinct and packaging.
+std::string RequestKey(const BuildRequest& request);
+
+class BuildPool : public Builder {
+ public:
+  // `inner` is not owned and must outlive the pool.
+  BuildPool(Builder* inner, BuildPoolOptions options);
+  // The pool owns `inner`. REQUIRES: non-null.
+  BuildPool(std::unique_ptr<Builder> inner, BuildPoolOptions options);
+  ~BuildPool() override;
+  BuildPool(const BuildPool&) = delete;
+  BuildPool& operator=(const BuildPool&) = delete;
+
+  absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override;
+  absl::StatusOr<BuildOutcome> Await(
+      const BuildRequest& request,
+      const std::function<bool()>& cancelled) override;
+  void Prefetch(const BuildRequest& request) override;
+  // Drops the queued builds, stops prefetching and stops the inner builder
+  // (so running builds end with Cancelled); later builds run on the
+  // caller's thread and meet the stopped inner builder.
+  void Stop() override;
+  std::string Environment() const override { return inner_->Environment(); }
+
+  BuildPoolStats stats() const;
+  int threads() const { return options_.threads; }
+  Builder& inner() { return *inner_; }
+
+ private:
+  struct Entry {
+    BuildRequest request;
+    bool queued = false;   // waiting for a pool thread
+    bool running = false;  // being built
+    bool done = false;
+    bool prefetched = false;
+    absl::StatusOr<BuildOutcome> outcome = BuildOutcome{};
+    uint64_t bytes = 0;
+    std::list<std::string>::iterator lru;  // valid once done and kept
+  };
+
+  // Stops the pool's threads taking builds, and forgets the queue.
+  void DropQueue() ABSL_LOCKS_EXCLUDED(mu_);
+  // Runs queued builds until the pool stops.
+  void Loop();
+  // Builds `key`'s request with the inner builder (without the lock) and
+  // publishes its outcome.
+  void RunBuild(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The entry of `key`, made for `request` when there is none.
+  Entry& EntryFor(const std::string& key, const BuildRequest& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Hands out a finished entry's outcome; forgets an error.
+  absl::StatusOr<BuildOutcome> Take(const std::string& key)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets the least recently used outcomes beyond the memory cap.
+  void Evict() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  std::unique_ptr<Builder> owned_;  // null when `inner_` is borrowed
+  Builder* const inner_;
+  const BuildPoolOptions options_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::string> queue_ ABSL_GUARDED_BY(mu_);
+  std::list<std::string> lru_ ABSL_GUARDED_BY(mu_);  // most recent first
+  uint64_t kept_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  BuildPoolStats stats_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_DAEMON_NPU_BUILD_POOL_H_

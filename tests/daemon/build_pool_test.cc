@@ -1,0 +1,226 @@
+#include "daemon/npu/build_pool.h"
+
+#include <catch2/catch.hpp>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "daemon/sim/sim_builder.h"
+#include "tests/testing/operator_fixtures.h"
+
+namespace irontune {
+namespace {
+
+// A Builder that counts its builds, fails the first `fail_first`, refuses
+// tile_m 32, and holds each build until the gate is open.
+class GatedBuilder : public Builder {
+ public:
+  absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override {
+    {
+      absl::MutexLock lock(&mu_);
+      ++started_;
+      mu_.Await(absl::Condition(&open_));
+      ++builds_;
+      if (fail_first_ > 0) {
+        --fail_first_;
+        return absl::InternalError("the build command crashed");
+      }
+    }
+    for (const v1::Tunable& t : request.op.tunables()) {
+      if (t.name() == "tile_m" && t.value().int_value() == 32) {
+        return BuildOutcome{std::nullopt, "L1: does not fit"};
+      }
+    }
+    return inner_.Build(request);
+  }
+  std::string Environment() const override { return "gated/1"; }
+
+  void Open(bool open) {
+    absl::MutexLock lock(&mu_);
+    open_ = open;
+  }
+  void FailFirst(int n) {
+    absl::MutexLock lock(&mu_);
+    fail_first_ = n;
+  }
+  int builds() {
+    absl::MutexLock lock(&mu_);
+    return builds_;
+  }
+  // Waits (at most 10 s) until `n` builds have started.
+  bool WaitStarted(int n) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [this, n]()
+                      ABSL_NO_THREAD_SAFETY_ANALYSIS { return started_ >= n; };
+    return mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(10));
+  }
+
+ private:
+  SimBuilder inner_;
+  absl::Mutex mu_;
+  bool open_ ABSL_GUARDED_BY(mu_) = true;
+  int started_ ABSL_GUARDED_BY(mu_) = 0;
+  int builds_ ABSL_GUARDED_BY(mu_) = 0;
+  int fail_first_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+BuildRequest Request(int64_t tile_m, int steps = 1) {
+  BuildRequest r;
+  r.op = testing::IronGemm(256, 512, 512, tile_m, 64, 64, 8);
+  r.platform.name = "NPU Strix";
+  r.platform.generation = "npu2";
+  r.steps = steps;
+  r.packaging = v1::PACKAGING_FULL_ELF;
+  return r;
+}
+
+TEST_CASE("the request key follows the design and the runlist only") {
+  BuildRequest a = Request(64);
+  BuildRequest b = Request(64);
+  b.op.mutable_tolerance()->mutable_close()->set_atol(0.5);  // not design
+  CHECK(RequestKey(a) == RequestKey(b));
+  CHECK(RequestKey(a) != RequestKey(Request(32)));
+  CHECK(RequestKey(a) != RequestKey(Request(64, 9)));
+  b.distinct = false;
+  CHECK(RequestKey(a) != RequestKey(b));
+}
+
+TEST_CASE("a pool off builds on the caller and remembers the outcome") {
+  GatedBuilder inner;
+  BuildPool pool(&inner, BuildPoolOptions{0});
+  pool.Prefetch(Request(64));
+  CHECK(inner.builds() == 0);  // no threads: nothing ahead
+  auto first = pool.Build(Request(64));
+  REQUIRE(first.ok());
+  REQUIRE(first->artifact);
+  auto again = pool.Build(Request(64));
+  REQUIRE(again.ok());
+  CHECK(again->artifact->artifact_hash == first->artifact->artifact_hash);
+  CHECK(inner.builds() == 1);
+  CHECK(pool.stats().remembered == 1);
+}
+
+TEST_CASE("a refusal is remembered like an artifact") {
+  GatedBuilder inner;
+  BuildPool pool(&inner, BuildPoolOptions{2});
+  for (int i = 0; i < 3; ++i) {
+    auto out = pool.Build(Request(32));
+    REQUIRE(out.ok());
+    CHECK_FALSE(out->artifact);
+    CHECK(out->refusal == "L1: does not fit");
+  }
+  CHECK(inner.builds() == 1);
+}
+
+TEST_CASE("an error goes to its callers and is then tried again") {
+  GatedBuilder inner;
+  inner.FailFirst(1);
+  BuildPool pool(&inner, BuildPoolOptions{1});
+  auto first = pool.Build(Request(64));
+  CHECK(absl::IsInternal(first.status()));
+  auto second = pool.Build(Request(64));
+  REQUIRE(second.ok());
+  CHECK(second->artifact);
+  CHECK(inner.builds() == 2);
+}
+
+TEST_CASE("prefetched builds run ahead on the pool's threads") {
+  GatedBuilder inner;
+  BuildPool pool(&inner, BuildPoolOptions{2});
+  pool.Prefetch(Request(64));
+  pool.Prefetch(Request(64, 9));
+  pool.Prefetch(Request(64));  // queued already: merged
+  REQUIRE(inner.WaitStarted(2));
+  auto one = pool.Build(Request(64));
+  auto many = pool.Build(Request(64, 9));
+  REQUIRE(one.ok());
+  REQUIRE(many.ok());
+  CHECK(many->artifact->steps == 9);
+  CHECK(inner.builds() == 2);
+  const BuildPoolStats stats = pool.stats();
+  CHECK(stats.builds == 2);
+  CHECK(stats.prefetched == 2);
+}
+
+TEST_CASE("callers of one running build share it") {
+  GatedBuilder inner;
+  inner.Open(false);
+  BuildPool pool(&inner, BuildPoolOptions{1});
+  std::vector<std::thread> callers;
+  std::vector<std::string> hashes(3);
+  for (int i = 0; i < 3; ++i) {
+    callers.emplace_back([&, i] {
+      auto out = pool.Build(Request(64));
+      if (out.ok() && out->artifact) hashes[i] = out->artifact->artifact_hash;
+    });
+  }
+  REQUIRE(inner.WaitStarted(1));
+  inner.Open(true);
+  for (std::thread& t : callers) t.join();
+  CHECK(inner.builds() == 1);
+  CHECK_FALSE(hashes[0].empty());
+  CHECK(hashes[1] == hashes[0]);
+  CHECK(hashes[2] == hashes[0]);
+}
+
+TEST_CASE("a cancelled wait returns while the build goes on") {
+  GatedBuilder inner;
+  inner.Open(false);
+  BuildPool pool(&inner, BuildPoolOptions{1});
+  int polls = 0;
+  auto out = pool.Await(Request(64), [&] { return ++polls >= 3; });
+  // The gate is still shut: the build has not finished, yet Await returned.
+  CHECK(absl::IsCancelled(out.status()));
+  CHECK(inner.builds() == 0);
+  inner.Open(true);
+  auto later = pool.Build(Request(64));
+  REQUIRE(later.ok());
+  CHECK(later->artifact);
+  CHECK(inner.builds() == 1);
+}
+
+TEST_CASE("outcomes beyond the memory cap are forgotten") {
+  GatedBuilder inner;
+  BuildPool pool(&inner, BuildPoolOptions{0, 1});
+  REQUIRE(pool.Build(Request(64)).ok());
+  REQUIRE(pool.Build(Request(64)).ok());
+  CHECK(inner.builds() == 2);
+}
+
+TEST_CASE("the sim's build cost is counted per recipe and runlist") {
+  SimBuildCost cost;
+  cost.per_design = absl::Seconds(4);
+  cost.runlist_share = 0.25;
+  SimBuilder builder(cost);
+  REQUIRE(builder.Build(Request(64)).ok());
+  CHECK(builder.spent_seconds() == Approx(4));
+  REQUIRE(builder.Build(Request(64, 9)).ok());  // another runlist: a share
+  CHECK(builder.spent_seconds() == Approx(5));
+  REQUIRE(builder.Build(Request(16)).ok());  // another design
+  CHECK(builder.spent_seconds() == Approx(9));
+  SimBuilder free_builder;
+  REQUIRE(free_builder.Build(Request(64)).ok());
+  CHECK(free_builder.spent_seconds() == 0);
+}
+
+TEST_CASE("a stopped pool drops its queue and its running build ends") {
+  SimBuildCost cost;
+  cost.per_design = absl::Seconds(600);
+  cost.spend = SimBuildCost::Spend::kSleep;
+  BuildPool pool(std::make_unique<SimBuilder>(cost), BuildPoolOptions{1});
+  pool.Prefetch(Request(64));     // runs on the pool's thread
+  pool.Prefetch(Request(64, 2));  // queued behind it
+  absl::StatusOr<BuildOutcome> waited;
+  std::thread caller([&] { waited = pool.Build(Request(64)); });
+  absl::SleepFor(absl::Milliseconds(100));
+  pool.Stop();
+  caller.join();
+  CHECK(waited.status().code() == absl::StatusCode::kCancelled);
+  CHECK(pool.Build(Request(64, 2)).status().code() ==
+        absl::StatusCode::kCancelled);
+  // The cancelled build was not remembered as built.
+  CHECK(pool.stats().remembered == 0);
+}
+
+}  // namespace
+}  // namespace irontune

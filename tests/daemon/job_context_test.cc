@@ -1,0 +1,42 @@
+#include "daemon/server/job_context.h"
+
+#include <catch2/catch.hpp>
+
+#include "daemon/sim/sim_builder.h"
+#include "daemon/sim/sim_device.h"
+
+namespace irontune {
+namespace {
+
+TEST_CASE("progress is coalesced within a shape, every trial is an event") {
+  auto job = std::make_shared<Job>("j1", Job::Request(v1::AutotuneRequest()),
+                                   "ann", v1::PRIORITY_INTERACTIVE,
+                                   /*detach=*/false);
+  auto device = MakeSimDevice("sim:npu2", SimOptions());
+  REQUIRE(device.ok());
+  SimBuilder builder;
+  JobContext context(job, **device, builder, nullptr);
+  constexpr int kTrials = 200;
+  context.OnShape(0, 2, "GEMM 1");
+  for (int i = 0; i < kTrials; ++i) {
+    Comparison c;
+    c.delta_us = -i;
+    c.noise_us = 0.1;
+    context.OnTrial(0, c);
+  }
+  context.OnShape(1, 2, "GEMM 2");
+  bool done = false;
+  int progress = 0, trials = 0;
+  for (const v1::AutotuneEvent& e :
+       job->EventsFrom(0, absl::ZeroDuration(), &done)) {
+    progress += e.has_progress();
+    trials += e.has_trial();
+  }
+  CHECK(trials == kTrials);
+  // One per shape at least; far fewer than one per trial.
+  CHECK(progress >= 2);
+  CHECK(progress < kTrials / 2);
+}
+
+}  // namespace
+}  // namespace irontune
