@@ -3,12 +3,15 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "client/iron_cost_files.h"
 #include "client/remote.h"
 #include "client/rpc.h"
 #include "google/protobuf/util/json_util.h"
@@ -120,10 +123,17 @@ struct ImportCommand {
   std::string file;
 
   void Bind(CLI::App& cmd) {
-    cmd.add_option("FILE", file, "the export to read")->required();
+    cmd.add_option("FILE", file,
+                   "the export to read, or IRON's cost files: a costs/ "
+                   "directory, a <key>.json or a CostTable")
+        ->required();
   }
 
   int Run(const CommandContext& ctx) const {
+    absl::StatusOr<std::optional<std::vector<std::string>>> iron =
+        IronImportLines(file);
+    if (!iron.ok()) return Fail(ctx.io.err, iron.status());
+    if (iron->has_value()) return RunIron(ctx, **iron);
     std::ifstream in(file, std::ios::binary);
     if (!in) {
       return Fail(ctx.io.err,
@@ -144,6 +154,33 @@ struct ImportCommand {
                        ? ""
                        : absl::StrCat(" (import ", imported->import_id(), ")"))
                << "\n";
+    return kExitOk;
+  }
+
+  // Sends IRON's cost files, one line each; says what was imported and
+  // what was skipped, and why.
+  int RunIron(const CommandContext& ctx,
+              const std::vector<std::string>& lines) const {
+    const Daemon daemon(ctx, kCacheTimeoutS);
+    size_t next = 0;
+    absl::StatusOr<v1::ImportCacheResponse> imported =
+        daemon.tuner().ImportCache(daemon.timeout_s(), file,
+                                   [&](std::string* line) {
+                                     if (next == lines.size()) return false;
+                                     *line = lines[next++];
+                                     return true;
+                                   });
+    if (!imported.ok()) return daemon.Fail(imported.status());
+    ctx.io.out << "imported " << imported->imported() << " IRON figures from "
+               << lines.size() << (lines.size() == 1 ? " file" : " files")
+               << " in " << file
+               << (imported->import_id() == 0
+                       ? ""
+                       : absl::StrCat(" (import ", imported->import_id(), ")"))
+               << "; skipped " << imported->skipped_size() << "\n";
+    for (const std::string& why : imported->skipped()) {
+      ctx.io.out << "  skipped " << why << "\n";
+    }
     return kExitOk;
   }
 };

@@ -58,7 +58,10 @@ constexpr std::pair<std::string_view, std::string_view> kCommandHelp[] = {
      "Send FILE's JSON lines (as `cache export` wrote them) to the "
      "daemon's cache. Rows measured under another power mode are "
      "refused. The daemon records who imported which file when, as an "
-     "import `cache imports` lists. Needs the admin role."},
+     "import `cache imports` lists. FILE may instead be IRON's cost "
+     "files: its costs/ tree (or any directory under it), one <key>.json "
+     "or a CostTable JSON; the client prints how many figures were "
+     "imported and each record skipped, with why. Needs the admin role."},
     {"imports",
      "List the imports the daemon's cache keeps, newest first: id, when, "
      "who (the token's name), lines imported, rows still kept, and the file "

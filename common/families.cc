@@ -2,55 +2,34 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "common/families_table.h"
 #include "common/op_access.h"
 #include "common/value.h"
 
 namespace irontune {
 namespace {
 
-Dim Required(std::string name) { return Dim{std::move(name), v1::Value()}; }
-Dim Default(std::string name, v1::Value v) {
-  return Dim{std::move(name), std::move(v)};
-}
-
 std::vector<Family> MakeFamilies() {
-  const std::vector<std::string> sized = {"tile_size", "num_aie_columns"};
-  return {
-      {"GEMM",
-       {Required("M"), Required("K"), Required("N"),
-        Default("b_col_maj", BoolValue(false)),
-        Default("c_col_maj", BoolValue(false)),
-        Default("dtype_in", StringValue("bf16")),
-        Default("dtype_out", StringValue("bf16"))},
-       {"tile_m", "tile_k", "tile_n", "num_aie_columns"}},
-      {"GEMV",
-       {Required("M"), Required("K"), Default("num_batches", IntValue(1))},
-       {"num_aie_columns", "tile_size_input", "tile_size_output",
-        "kernel_vector_size"}},
-      {"RMSNorm",
-       {Required("rows"), Default("batch", IntValue(1)),
-        Default("weighted", BoolValue(false))},
-       sized},
-      {"Softmax", {Required("rows"), Required("cols")}, sized},
-      {"ElementwiseAdd", {Required("size")}, sized},
-      {"ElementwiseMul", {Required("size")}, sized},
-      {"SiLU", {Required("size")}, sized},
-      {"RoPE",
-       {Required("rows"), Required("num_heads"), Required("head_dim")},
-       {"tile_rows", "num_aie_columns"}},
-      {"MHA",
-       {Required("num_heads"), Required("num_KV_heads"), Required("d"),
-        Required("seq_pad")},
-       {"num_pipelines"}},
-      {"Sample",
-       {Required("vocab"), Required("k_max")},
-       {"tile_size", "num_aie_columns"}},
-  };
+  std::vector<Family> all;
+  for (auto group : {catalogue::ElementwiseFamilies, catalogue::LinearFamilies,
+                     catalogue::MovementFamilies}) {
+    for (Family& f : group()) all.push_back(std::move(f));
+  }
+  for (Family& f : all) {
+    f.tunables.clear();
+    for (const TunableSpec& t : f.tunable_specs) f.tunables.push_back(t.name);
+  }
+  std::sort(all.begin(), all.end(), [](const Family& a, const Family& b) {
+    return a.class_name < b.class_name;
+  });
+  return all;
 }
 
 // Abseil 20220623 on Debian 12 has its own string_view (not std::).
@@ -78,9 +57,6 @@ std::vector<v1::Value> ColumnDomain(int columns) {
 
 // ---------------------------------------------------------------------------
 // Constraints. Each returns the first violation, or "".
-
-// GEMV's kernel_vector_size (docs/npu-facts.md "GEMV").
-constexpr int64_t kGemvVectorSizes[] = {16, 32, 64};
 
 std::string KiB(int64_t bytes) {
   return absl::StrFormat("%.1f KiB", static_cast<double>(bytes) / 1024);
@@ -182,92 +158,255 @@ std::string Gemm(const v1::Operator& op, std::string_view generation,
   return L1(need, absl::StrCat("2 A + 2 B + ", kGemmCTiles, " C tiles"));
 }
 
+// GEMV's kernel vector widths, widest first (iron/operators/gemv.py).
+constexpr int64_t kGemvVectorSizes[] = {64, 32, 16};
+
 std::string Gemv(const v1::Operator& op, std::string_view generation,
                  int columns) {
   if (std::string r = Columns(op, generation, columns); !r.empty()) return r;
   const int64_t m = Param(op, "M", 0), k = Param(op, "K", 0);
-  const int64_t cols = Tunable(op, "num_aie_columns", columns);
-  const int64_t tsi = Tunable(op, "tile_size_input", 2);
-  const int64_t tso =
-      Tunable(op, "tile_size_output",
-              std::max<int64_t>(m / std::max<int64_t>(cols, 1), 1));
-  const int64_t v = Tunable(op, "kernel_vector_size", 64);
+  const int64_t batches = Param(op, "num_batches", 1),
+                repeat = Param(op, "repeat", 1);
   if (m < 1 || k < 1)
     return absl::StrCat("GEMV needs positive M and K, not ", m, ", ", k);
+  if (repeat < 1 || batches % repeat != 0) {
+    return absl::StrCat("repeat ", repeat, " does not divide num_batches ",
+                        batches);
+  }
   if (std::string r = Positive(op, {"tile_size_input", "tile_size_output"}, 1);
       !r.empty()) {
     return r;
   }
-  // docs/npu-facts.md "GEMV".
+  const int64_t bytes = 2;  // bf16
+  const int64_t tsi = Tunable(op, "tile_size_input", k * bytes <= 8192 ? 2 : 1);
+  const int64_t tso =
+      Tunable(op, "tile_size_output", std::max<int64_t>(tsi, 2));
+  const int64_t cols = Tunable(op, "num_aie_columns", columns);
   if (tso % tsi != 0) {
     return absl::StrCat("tile_size_output ", tso,
                         " is not a multiple of tile_size_input ", tsi);
   }
-  if (std::find(std::begin(kGemvVectorSizes), std::end(kGemvVectorSizes), v) ==
-      std::end(kGemvVectorSizes)) {
-    return absl::StrCat("kernel_vector_size ", v, " is not 16, 32 or 64");
+  std::vector<int64_t> legal;
+  for (int64_t w : kGemvVectorSizes) {
+    if (k % w == 0 && k >= 2 * w) legal.push_back(w);
   }
-  if (k % v != 0)
-    return absl::StrCat("K ", k, " is not a multiple of kernel_vector_size ",
-                        v);
-  if (k < 2 * v)
-    return absl::StrCat("K ", k, " is below 2 * kernel_vector_size = ", 2 * v);
-  // [inferred] each column writes whole output tiles.
+  if (legal.empty()) {
+    return absl::StrCat("K ", k,
+                        " has no kernel vector width in {64, 32, 16} with K a "
+                        "multiple of it and K >= 2 * width");
+  }
+  // IRON derives the width (the widest legal one); one given is checked.
+  if (const int64_t v = Tunable(op, "kernel_vector_size", legal[0]);
+      std::find(legal.begin(), legal.end(), v) == legal.end()) {
+    return absl::StrCat("kernel_vector_size ", v, " is not legal for K ", k,
+                        ": K must be a multiple of it and at least twice it "
+                        "(legal here: ",
+                        absl::StrJoin(legal, ", "), ")");
+  }
   if (m % (tso * cols) != 0) {
     return absl::StrCat(
         "M ", m, " is not a multiple of tile_size_output * num_aie_columns = ",
         tso * cols);
   }
-  const int64_t bytes = 2;  // bf16
   const int64_t need =
       2 * tsi * k * bytes + k * bytes + 2 * tso * bytes + kL1StackBytes;
   return L1(need, absl::StrCat("2 A tiles of ", tsi, " x ", k,
-                               " + x + 2 output tiles"));
+                               " + B + 2 output tiles"));
 }
 
-enum class Tail { kRefused, kPadded };
-
-// Streaming families: `buffers` tiles of `tile_elements` x the tunable
-// elements each, double-buffered, bf16.
-std::string Stream(const v1::Operator& op, std::string_view generation,
-                   int columns, int64_t elements, int buffers,
-                   std::string_view tunable = "tile_size",
-                   Tail tail = Tail::kRefused, int64_t tile_elements = 1) {
+// The elementwise template: whole lines of tile_size over the cores.
+std::string Line(const v1::Operator& op, std::string_view generation,
+                 int columns, int buffers) {
   if (std::string r = Columns(op, generation, columns); !r.empty()) return r;
-  const int64_t tile = Tunable(op, tunable, 1024);
-  if (tile < 1)
-    return absl::StrCat(Sv(tunable), " must be at least 1, not ", tile);
-  // [inferred] a kernel call takes whole tiles (Sample pads its last).
-  if (tail == Tail::kRefused && elements % tile != 0) {
-    return absl::StrCat(op.class_name(), " of ", elements,
-                        " elements is not a multiple of ", Sv(tunable), " ",
-                        tile);
+  if (std::string r = Positive(op, {"num_channels"}, 1); !r.empty()) return r;
+  const int64_t tile = Tunable(op, "tile_size", kElementwiseDefaultTile);
+  if (tile < 1) return absl::StrCat("tile_size must be at least 1, not ", tile);
+  if (tile > kElementwiseTileCap) {
+    return absl::StrCat("tile_size ", tile, " exceeds the ",
+                        kElementwiseTileCap, "-element line one core holds");
   }
-  const int64_t need =
-      int64_t{2} * buffers * tile * tile_elements * 2 + kL1StackBytes;
-  return L1(need, absl::StrCat(buffers, " buffers x 2 tiles of ",
-                               tile * tile_elements, " bf16"));
+  const int64_t n = Param(op, "size", FirstInputElements<int64_t>(op, 1));
+  const int64_t share = tile * Tunable(op, "num_aie_columns", columns) *
+                        Tunable(op, "num_channels", 1);
+  if (n % share != 0) {
+    return absl::StrCat(op.class_name(), " of ", n,
+                        " elements is not whole lines of tile_size ", tile,
+                        " over num_aie_columns x num_channels (", share,
+                        " per pass)");
+  }
+  if (op.class_name() == "Clamp" && tile % 32 != 0)
+    return absl::StrCat("tile_size ", tile, " is not a multiple of 32");
+  if (op.class_name() == "LeakyReLU" && tile < 64)
+    return absl::StrCat("tile_size ", tile, " is below LeakyReLU's 64");
+  const int64_t need = int64_t{2} * buffers * tile * 2 + kL1StackBytes;
+  return L1(need,
+            absl::StrCat(buffers, " buffers x 2 lines of ", tile, " bf16"));
+}
+
+// Rows over cores: RMSNorm, LayerNorm, Softmax.
+std::string Rows(const v1::Operator& op, std::string_view generation,
+                 int columns, int64_t default_columns) {
+  if (std::string r = Columns(op, generation, columns); !r.empty()) return r;
+  if (std::string r = Positive(op, {"num_channels"}, 1); !r.empty()) return r;
+  const bool softmax = op.class_name() == "Softmax";
+  const int64_t rows = Param(op, "rows", 0);
+  const int64_t line = Param(op, softmax ? "cols" : "tile_size", 0);
+  if (rows < 1 || line < 1) {
+    return absl::StrCat(op.class_name(), " needs positive rows and ",
+                        softmax ? "cols" : "tile_size");
+  }
+  if (softmax && (rows % 16 != 0 || line % 16 != 0))
+    return absl::StrCat("rows ", rows, " and cols ", line,
+                        " must be multiples of 16");
+  const int64_t cap = op.class_name() == "RMSNorm" && Param(op, "weighted", 0)
+                          ? 4096
+                          : kRowwiseTileCap;
+  if (!softmax && line > cap)
+    return absl::StrCat("tile_size ", line, " exceeds the ", cap,
+                        "-element row one core holds");
+  const int64_t cores = Tunable(op, "num_aie_columns", default_columns) *
+                        Tunable(op, "num_channels", 1);
+  if (rows % cores != 0) {
+    return absl::StrCat("rows ", rows, " is not a multiple of the ", cores,
+                        " cores (num_aie_columns x num_channels)");
+  }
+  return L1(int64_t{2} * 3 * line * 2 + kL1StackBytes,
+            absl::StrCat("3 buffers x 2 rows of ", line, " bf16"));
+}
+
+std::string Rope(const v1::Operator& op, std::string_view generation,
+                 int columns) {
+  if (std::string r = Columns(op, generation, columns); !r.empty()) return r;
+  const int64_t rows = Param(op, "rows", 0), cols = Param(op, "cols", 0);
+  const int64_t angle_rows = Param(op, "angle_rows", rows);
+  const int64_t method = Param(op, "method_type", 0);
+  if (cols < 32 || cols % 32 != 0)
+    return absl::StrCat("cols ", cols, " is not a positive multiple of 32");
+  if (method != 0 && method != 1)
+    return absl::StrCat("method_type ", method, " is not 0 or 1");
+  if (rows < 1 || angle_rows < 1 || angle_rows > rows || rows % angle_rows != 0)
+    return absl::StrCat("angle_rows ", angle_rows, " does not divide rows ",
+                        rows);
+  const int64_t n = Tunable(op, "num_aie_columns", columns);
+  if (rows % n != 0 || angle_rows % n != 0) {
+    return absl::StrCat("rows ", rows, " and angle_rows ", angle_rows,
+                        " are not both multiples of num_aie_columns ", n);
+  }
+  return "";
 }
 
 std::string Mha(const v1::Operator& op, std::string_view generation,
                 int columns) {
+  if (generation != "npu2" || columns < 8)
+    return "MHA is pinned to the 8-column npu2 array";
   const int64_t pipes = Tunable(op, "num_pipelines", 1);
-  const int64_t heads = Param(op, "num_heads", 0),
-                kv = Param(op, "num_KV_heads", 0);
-  if (pipes < 1)
-    return absl::StrCat("num_pipelines must be at least 1, not ", pipes);
-  // [inferred] a pipeline is a column.
-  if (std::string r = Columns(op, generation, columns, "num_pipelines");
-      !r.empty())
-    return r;
-  if (heads < 1 || kv < 1 || heads % kv != 0) {
+  const int64_t b_q = Tunable(op, "B_q", 64), b_kv = Tunable(op, "B_kv", 64);
+  const int64_t heads = Param(op, "num_heads", 0);
+  const int64_t kv = Param(op, "num_KV_heads", heads);
+  if (Param(op, "d", 64) != 64) return "MHA supports d = 64 only";
+  if (pipes < 1 || pipes > columns)
+    return absl::StrCat("num_pipelines ", pipes, " is not 1 to ", columns);
+  if (pipes > 6 && pipes % 2 != 0)
+    return absl::StrCat("num_pipelines ", pipes, " above 6 must be even");
+  // [inferred] the micro-tiles of the bfp16 QK^T and PV products: 8 x 8.
+  if (b_q < 8 || b_q % 8 != 0 || b_kv < 8 || b_kv % 8 != 0)
+    return absl::StrCat("B_q ", b_q, " and B_kv ", b_kv,
+                        " must be multiples of the micro-tile 8");
+  if (heads < 1 || kv < 1 || kv > heads || heads % kv != 0) {
     return absl::StrCat("num_heads ", heads,
                         " is not a positive multiple of num_KV_heads ", kv);
   }
-  if (heads % pipes != 0) {
-    return absl::StrCat("num_heads ", heads,
-                        " is not a multiple of num_pipelines ", pipes);
+  return "";
+}
+
+std::string Gqa(const v1::Operator& op, int columns) {
+  const int64_t groups = Param(op, "groups", 0),
+                heads = Param(op, "heads_per_group", 0),
+                len = Param(op, "seq_len", 0);
+  const int64_t chunk = Tunable(op, "chunk", len % 128 == 0 ? 128 : 64);
+  if (heads < 1 || heads > kCoreRows)
+    return absl::StrCat("heads_per_group ", heads, " is not 1 to 4");
+  if (len < 64 || len % 64 != 0)
+    return absl::StrCat("seq_len ", len, " is not a multiple of 64");
+  if (groups < 1 || groups > columns)
+    return absl::StrCat("groups ", groups, " exceeds the ", columns,
+                        " columns");
+  if (chunk < 1 || len % chunk != 0)
+    return absl::StrCat("seq_len ", len, " is not a multiple of chunk ", chunk);
+  const int64_t dim = Param(op, "head_dim", 64);
+  return L1(2 * chunk * dim * 2 + 64 * dim * 4 + kL1StackBytes,
+            "2 value chunks + the partial sums");
+}
+
+std::string Tiled(const v1::Operator& op, std::string_view generation,
+                  int columns) {
+  const std::string& cls = op.class_name();
+  if (std::string r = Columns(op, generation, columns); !r.empty()) return r;
+  const int64_t cols = Tunable(op, "num_aie_columns", columns);
+  if (cls == "DepthwiseConv1d") {
+    const int64_t rows = Param(op, "rows", 0), ch = Param(op, "channels", 0);
+    if (ch < 32 || ch % 32 != 0)
+      return absl::StrCat("channels ", ch, " is not a multiple of 32");
+    if (rows % cols != 0 || rows / cols < 4)
+      return absl::StrCat("rows ", rows, " does not split into ", cols,
+                          " runs of at least 4");
+    return "";
   }
+  // Transpose.
+  const int64_t m = Tunable(op, "m", 64), n = Tunable(op, "n", 64),
+                s = Tunable(op, "s", 8), ch = Tunable(op, "num_channels", 1);
+  if (s < 1 || m % s != 0 || n % s != 0)
+    return absl::StrCat("m ", m, " and n ", n, " must be multiples of s ", s);
+  if (m * n > 8192) return absl::StrCat("m * n ", m * n, " exceeds 8192");
+  if (s == 8 && (m <= 16 || n <= 16)) return "s 8 needs m and n above 16";
+  if (Param(op, "M", 0) % (m * ch) != 0 || Param(op, "N", 0) % (n * cols) != 0)
+    return absl::StrCat(
+        "M must be a multiple of m * num_channels and N of "
+        "n * num_aie_columns");
+  return "";
+}
+
+std::string Movement(const v1::Operator& op, int columns) {
+  const std::string& cls = op.class_name();
+  if (cls == "Sample") {
+    const int64_t vocab = Param(op, "vocab", 0),
+                  cores = Tunable(op, "cores", 4);
+    if (cores < 1 || cores > columns)
+      return absl::StrCat("cores ", cores, " is not 1 to ", columns);
+    if (vocab < 1 || vocab % cores != 0)
+      return absl::StrCat("vocab ", vocab, " does not split over ", cores,
+                          " cores");
+    if (!HasTunable(op, "chunk")) return "";
+    const int64_t chunk = Tunable(op, "chunk", 2);
+    if (chunk < 2 || chunk % 2 != 0 || chunk > 8192 ||
+        (vocab / cores) % chunk != 0)
+      return absl::StrCat("chunk ", chunk,
+                          " is not an even divisor of the slice ",
+                          vocab / cores, " up to 8192");
+    return "";
+  }
+  if (cls == "Dequant") {
+    const int64_t cores = Tunable(op, "num_aie_columns", columns) *
+                          Tunable(op, "num_channels", 1);
+    const int64_t tile = Tunable(op, "tile_size", 4096);
+    const int64_t size = Param(op, "size", 0);
+    if (cores < 1 || cores > 16)
+      return absl::StrCat(cores, " cores; at most 16");
+    if (tile < 1 || size % (cores * std::min<int64_t>(tile, 16384)) != 0)
+      return absl::StrCat("size ", size, " is not whole tiles over ", cores,
+                          " cores");
+    return "";
+  }
+  // Copy.
+  const int64_t ch = Tunable(op, "num_channels", 1);
+  const int64_t n = Param(op, "input_buffer_size", 0);
+  if (ch < 1 || n % ch != 0)
+    return absl::StrCat("input_buffer_size ", n,
+                        " is not a multiple of num_channels ", ch);
+  const int64_t tile = Tunable(op, "tile_size", n / ch);
+  if (tile < 1 || (n / ch) % tile != 0)
+    return absl::StrCat("tile_size ", tile,
+                        " does not divide the per-channel transfer ", n / ch);
   return "";
 }
 
@@ -285,6 +424,19 @@ const Family* FindFamily(std::string_view class_name) {
     return f.class_name == class_name;
   });
   return it == all.end() ? nullptr : &*it;
+}
+
+bool IsDim(const Family& family, std::string_view name) {
+  return std::any_of(family.dims.begin(), family.dims.end(),
+                     [&](const Dim& d) { return d.name == name; });
+}
+bool IsTunable(const Family& family, std::string_view name) {
+  return std::find(family.tunables.begin(), family.tunables.end(), name) !=
+         family.tunables.end();
+}
+bool IsDerived(const Family& family, std::string_view name) {
+  return std::find(family.derived.begin(), family.derived.end(), name) !=
+         family.derived.end();
 }
 
 std::optional<MacShape> Bf16MacShape(std::string_view generation) {
@@ -309,15 +461,16 @@ std::vector<v1::Value> FamilyDomain(const Family& family,
                                     std::string_view tunable,
                                     std::string_view generation) {
   const int columns = GenerationColumns(generation);
-  if (columns == 0 || std::find(family.tunables.begin(), family.tunables.end(),
-                                tunable) == family.tunables.end()) {
-    return {};
-  }
+  if (columns == 0 || !IsTunable(family, tunable)) return {};
   const std::string& cls = family.class_name;
-  // Columns and pipelines: every power of two the device has.
-  if (tunable == "num_aie_columns" || tunable == "num_pipelines") {
+  if (tunable == "num_aie_columns" || tunable == "cores") {
     return ColumnDomain(columns);
   }
+  if (tunable == "num_pipelines") {
+    if (generation != "npu2") return {};
+    return Ints({1, 2, 4, 6, 8});
+  }
+  if (tunable == "num_channels") return Ints({1, 2});
   if (cls == "GEMM") {
     if (tunable == "tile_k") return Ints({32, 64, 128, 256});
     return Ints({32, 64, 128});  // tile_m, tile_n
@@ -325,9 +478,14 @@ std::vector<v1::Value> FamilyDomain(const Family& family,
   if (cls == "GEMV") {
     if (tunable == "tile_size_input") return Ints({1, 2, 4});
     if (tunable == "tile_size_output") return Ints({32, 64, 128, 256, 512});
-    if (tunable == "kernel_vector_size") return Ints({16, 32, 64});
   }
-  if (tunable == "tile_rows") return Ints({1, 2, 4, 8, 16, 32});
+  if (cls == "MHA") return Ints({32, 64, 128});  // B_q, B_kv
+  if (cls == "Transpose") {
+    if (tunable == "s") return Ints({4, 8});
+    return Ints({32, 64, 128});  // m, n
+  }
+  if (cls == "GQAContext") return Ints({64, 128});                  // chunk
+  if (cls == "Sample") return Ints({512, 1024, 2048, 4096, 8192});  // chunk
   if (tunable == "tile_size") return Ints({256, 512, 1024, 2048, 4096});
   return {};
 }
@@ -336,45 +494,22 @@ std::string ConstraintViolation(const v1::Operator& op,
                                 std::string_view generation, int columns) {
   const std::string& cls = op.class_name();
   const std::string_view gen = generation;
+  const Family* family = FindFamily(cls);
+  if (family == nullptr) return Columns(op, gen, columns);
   if (cls == "GEMM") return Gemm(op, gen, columns);
   if (cls == "GEMV") return Gemv(op, gen, columns);
   if (cls == "MHA") return Mha(op, gen, columns);
-  if (cls == "ElementwiseAdd" || cls == "ElementwiseMul") {
-    return Stream(op, gen, columns,
-                  FirstInputElements<int64_t>(op, Param(op, "size", 1)), 3);
-  }
-  if (cls == "SiLU") {
-    return Stream(op, gen, columns,
-                  FirstInputElements<int64_t>(op, Param(op, "size", 1)), 2);
-  }
-  if (cls == "RMSNorm") {
-    const int64_t n = FirstInputElements<int64_t>(
-        op, Param(op, "rows", 1) * Param(op, "batch", 1));
-    return Stream(op, gen, columns, n, Param(op, "weighted", 0) ? 3 : 2);
-  }
-  if (cls == "Softmax") {
-    const int64_t cols = Param(op, "cols", 1);
-    const int64_t tile = Tunable(op, "tile_size", 1024);
-    if (cols > 0 && tile > 0 && tile % cols != 0) {
-      return absl::StrCat("tile_size ", tile, " does not hold whole rows of ",
-                          cols);
-    }
-    return Stream(op, gen, columns,
-                  FirstInputElements<int64_t>(op, Param(op, "rows", 1) * cols),
-                  2);
-  }
-  if (cls == "RoPE") {
-    if (Param(op, "head_dim", 2) % 2 != 0) return "RoPE needs an even head_dim";
-    // Tiles of tile_rows rows: x in, y out and a cos/sin table.
-    const int64_t row = Param(op, "num_heads", 1) * Param(op, "head_dim", 1);
-    return Stream(op, gen, columns, Param(op, "rows", 1), 3, "tile_rows",
-                  Tail::kRefused, row);
-  }
-  if (cls == "Sample") {
-    return Stream(op, gen, columns, Param(op, "vocab", 1), 1, "tile_size",
-                  Tail::kPadded);
-  }
-  return Columns(op, gen, columns);
+  if (cls == "RoPE") return Rope(op, gen, columns);
+  if (cls == "GQAContext") return Gqa(op, columns);
+  if (cls == "RMSNorm" || cls == "LayerNorm") return Rows(op, gen, columns, 1);
+  if (cls == "Softmax") return Rows(op, gen, columns, columns);
+  if (cls == "DepthwiseConv1d" || cls == "Transpose")
+    return Tiled(op, gen, columns);
+  if (cls == "Sample" || cls == "Dequant" || cls == "Copy")
+    return Movement(op, columns);
+  if (family->tunables.empty()) return "";  // Emit, Repeat: nothing to tune
+  const bool binary = family->buffers.size() == 3;
+  return Line(op, gen, columns, binary ? 3 : 2);
 }
 
 }  // namespace irontune

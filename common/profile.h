@@ -1,10 +1,12 @@
-// Profiles in IRON's JSON format:
+// Profiles in IRON's JSON format (iron/common/declare/profile.py):
 //   {"entries": [
-//   {"operator": "GEMM", "M": 2048, "K": 2048, "N": 2048, "tile_m": 64},
-//   ...
+//     {"operator": "GEMM", "M": 2048, "K": 2048, "N": 2048, "tile_m": 64},
+//     ...
 //   ]}
-// one entry per line. An entry names an operator class, the dims it matches
-// (params that must be equal) and the tunables it sets.
+// one entry per line, as IRON's Profile.save writes them. An entry names an
+// operator class, the dims it matches (param() fields that must be equal)
+// and the tunables it sets. Entries keep their order: a replaced entry
+// stays where it was and a new one is appended.
 //
 // A Profile is a value type; it is thread-compatible.
 #ifndef IRONTUNE_COMMON_PROFILE_H_
@@ -36,7 +38,15 @@ class Profile {
   Profile() = default;
   explicit Profile(v1::Profile proto) : proto_(std::move(proto)) {}
 
-  // Parses IRON's JSON. Errors are InvalidArgument naming the entry, e.g.
+  // Parses IRON's JSON and applies IRON's load rules to every entry of a
+  // class the catalogue knows (common/families.h): a field the class does
+  // not declare, a field it derives or fixes, and an entry without a
+  // tunable are refused naming the field path (`entries[2].q_shims: ...`);
+  // two entries of one class and the same dims that give a tunable
+  // different values are refused naming both. An entry of a class the
+  // catalogue does not know is kept as it is and reported in notes().
+  // With `is_tunable` given, it classifies every key and the load rules are
+  // not applied. Errors are InvalidArgument naming the entry, e.g.
   // `entries[3].tile_m: expected a number, bool or string`. The top level
   // must be an object with exactly one key, "entries"; each entry an object
   // of scalars (no null) with a non-empty string "operator". Duplicate keys,
@@ -51,15 +61,11 @@ class Profile {
   static absl::StatusOr<Profile> Load(
       const std::string& path, const TunableClassifier& is_tunable = nullptr);
 
-  // The JSON text: entries sorted by class, then by their dims; within an
-  // entry "operator", then dims, then tunables, each in the family's order
-  // (names the family lacks after, by name; all by name for a class not in
-  // the registry). One entry per line, ending in
-  // a newline, so a rewritten profile diffs line by line. Entries of a
-  // class compare dim by dim in that order: the dim's place, then its value
-  // (by kind: int, bool, string, double; then by value). An entry whose dims
-  // are a prefix of another's comes first; tunables break ties. The
-  // empty profile is "{\"entries\": [\n]}\n".
+  // The JSON text exactly as IRON's Profile.save writes it: entries in
+  // their order, each json.dumps({"operator": ..., **dims, **tunables})
+  // (Python's separators, float repr and ASCII escapes), joined by ",\n  "
+  // inside "{\"entries\": [\n  " ... "\n]}\n". So loading an unchanged
+  // IRON profile and saving it gives the same bytes.
   std::string ToJson() const;
 
   // Writes ToJson() to `path` atomically (a temporary in the same directory,
@@ -79,16 +85,46 @@ class Profile {
       std::string_view class_name,
       const google::protobuf::RepeatedPtrField<v1::Field>& params) const;
 
+  // IRON's selection rule (Profile.tunables_for): for an operator of
+  // `class_name` constructed with `params` (params it leaves out take the
+  // catalogue's defaults), each tunable from the most specific matching
+  // entry naming it (specificity = number of dims; an entry matches when
+  // each of its dims equals the call's). Equally specific entries giving
+  // one tunable different values are InvalidArgument naming both. The
+  // tunables are in the order entries first name them; call-site values win
+  // over these (the caller overlays its own).
+  absl::StatusOr<std::vector<v1::Field>> TunablesFor(
+      std::string_view class_name,
+      const google::protobuf::RepeatedPtrField<v1::Field>& params) const;
+
+  // Appends `entry`.
   void Add(v1::ProfileEntry entry) { *proto_.add_entries() = std::move(entry); }
+  // Replaces the first entry of the same class and dims in place, else
+  // appends.
+  void Put(v1::ProfileEntry entry);
+
+  // What loading noticed but kept (entries of classes the catalogue does
+  // not know), one sentence each.
+  const std::vector<std::string>& notes() const { return notes_; }
 
   const v1::Profile& proto() const { return proto_; }
   int size() const { return proto_.entries_size(); }
 
  private:
   v1::Profile proto_;
+  std::vector<std::string> notes_;
 };
 
-// A one-line rendering of an entry, as in the JSON file.
+// One entry as IRON's Profile.save writes it: operator, dims, tunables, each
+// in stored order.
+std::string IronEntryJson(const v1::ProfileEntry& entry);
+
+// Why IRON's Profile.add refuses `entry` ("<field>: <why>", or a sentence
+// for the entry as a whole); empty when it accepts it or the catalogue does
+// not know the class.
+std::string IronEntryCheck(const v1::ProfileEntry& entry);
+
+// A one-line rendering of an entry, as in the JSON file (IronEntryJson).
 std::string EntryToString(const v1::ProfileEntry& entry);
 
 // How `after` differs from `before`. Entries are identified by class and

@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "common/families.h"
 #include "common/profile.h"
 #include "common/profile_order.h"
 #include "common/status_macros.h"
@@ -35,6 +37,7 @@ class ProfileSax : public nlohmann::json_sax<nlohmann::json> {
   absl::Status status() const { return status_; }
   bool saw_entries() const { return saw_entries_; }
   v1::Profile TakeProfile() { return std::move(profile_); }
+  std::vector<std::string> TakeNotes() { return std::move(notes_); }
 
   bool null() override { return Scalar(std::nullopt); }
   bool boolean(bool b) override {
@@ -202,6 +205,12 @@ class ProfileSax : public nlohmann::json_sax<nlohmann::json> {
     }
     v1::ProfileEntry* entry = profile_.add_entries();
     entry->set_operator_class(class_name->string_value());
+    const Family* family = FindFamily(entry->operator_class());
+    if (!is_tunable_ && family == nullptr) {
+      notes_.push_back(absl::StrCat(EntryPath(), ": no operator \"",
+                                    entry->operator_class(),
+                                    "\" in the catalogue; kept as it is"));
+    }
     for (auto& [name, value] : entry_.members) {
       if (name == "operator") continue;
       const bool tunable = is_tunable_
@@ -211,7 +220,15 @@ class ProfileSax : public nlohmann::json_sax<nlohmann::json> {
       field->set_name(name);
       *field->mutable_value() = std::move(value);
     }
-    return true;
+    if (is_tunable_) return true;
+    const std::string why = IronEntryCheck(*entry);
+    if (why.empty()) return true;
+    const bool on_field =
+        why.find(": ") != std::string::npos && why.find(' ') > why.find(':');
+    return Fail(
+        on_field ? absl::StrCat(EntryPath(), ".", why.substr(0, why.find(':')))
+                 : EntryPath(),
+        on_field ? why.substr(why.find(": ") + 2) : why);
   }
 
   std::string EntryPath() const {
@@ -239,7 +256,31 @@ class ProfileSax : public nlohmann::json_sax<nlohmann::json> {
   std::string pending_key_;
   Pending entry_;
   v1::Profile profile_;
+  std::vector<std::string> notes_;
 };
+
+// Two entries of one class and the same dims that give one tunable
+// different values: IRON could never pick between them.
+absl::Status CheckConflicts(const v1::Profile& profile) {
+  std::map<std::string, int> first;  // identity -> entry index
+  for (int i = 0; i < profile.entries_size(); ++i) {
+    const v1::ProfileEntry& e = profile.entries(i);
+    auto [it, fresh] = first.emplace(EntryIdentity(e), i);
+    if (fresh) continue;
+    const v1::ProfileEntry& o = profile.entries(it->second);
+    for (const v1::Field& t : e.tunables()) {
+      for (const v1::Field& u : o.tunables()) {
+        if (t.name() == u.name() && !ValuesEqual(t.value(), u.value())) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("entries[", i, "] and entries[", it->second,
+                           "] are equally specific and disagree on ", t.name(),
+                           ": ", EntryToString(e), " and ", EntryToString(o)));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ErrnoError(int error, std::string_view what,
                         const std::string& path) {
@@ -249,20 +290,7 @@ absl::Status ErrnoError(int error, std::string_view what,
 }  // namespace
 
 std::string EntryToString(const v1::ProfileEntry& entry) {
-  std::string out = "{\"operator\": ";
-  AppendJsonString(entry.operator_class(), &out);
-  auto append_fields = [&](const std::vector<const v1::Field*>& fields) {
-    for (const v1::Field* f : fields) {
-      out.append(", ");
-      AppendJsonString(f->name(), &out);
-      out.append(": ");
-      AppendValueText(f->value(), &out);
-    }
-  };
-  append_fields(OrderedDims(entry));
-  append_fields(OrderedTunables(entry));
-  out.push_back('}');
-  return out;
+  return IronEntryJson(entry);
 }
 
 absl::StatusOr<Profile> Profile::FromJson(std::string_view text,
@@ -278,7 +306,10 @@ absl::StatusOr<Profile> Profile::FromJson(std::string_view text,
   RETURN_IF_ERROR(sax.status());
   if (!ok) return absl::InvalidArgumentError("invalid JSON");
   if (!sax.saw_entries()) return absl::InvalidArgumentError("no \"entries\"");
-  return Profile(sax.TakeProfile());
+  Profile profile(sax.TakeProfile());
+  if (!is_tunable) RETURN_IF_ERROR(CheckConflicts(profile.proto_));
+  profile.notes_ = sax.TakeNotes();
+  return profile;
 }
 
 absl::StatusOr<Profile> Profile::Load(const std::string& path,
@@ -303,15 +334,12 @@ absl::StatusOr<Profile> Profile::Load(const std::string& path,
 }
 
 std::string Profile::ToJson() const {
-  std::string out = "{\"entries\": [\n";
-  bool first = true;
-  for (const v1::ProfileEntry* entry : SortedEntries(proto_)) {
-    if (!first) out.append(",\n");
-    first = false;
-    out.append(EntryToString(*entry));
+  std::string out = "{\"entries\": [\n  ";
+  for (int i = 0; i < proto_.entries_size(); ++i) {
+    if (i > 0) out.append(",\n  ");
+    out.append(IronEntryJson(proto_.entries(i)));
   }
-  if (!first) out.push_back('\n');
-  out.append("]}\n");
+  out.append("\n]}\n");
   return out;
 }
 

@@ -233,8 +233,9 @@ v1::Value::KindCase DeclaredTunableKind(const Family& family,
   return v1::Value::KIND_NOT_SET;
 }
 
-// A known class's dims hold the kind of their default (an int, at least 1,
-// where there is none: such dims are extents) and its tunables the kind of
+// A known class's dims hold the kind of their default (an int where there
+// is none: such dims are extents, at least 1; an int with a default is at
+// least 0) and its tunables the kind of
 // their domain's values, so a setting is never timed under a value of
 // another kind.
 absl::Status CheckDeclaredKinds(const v1::Operator& op, const std::string& p) {
@@ -254,10 +255,15 @@ absl::Status CheckDeclaredKinds(const v1::Operator& op, const std::string& p) {
                      " is not ", KindName(want), ", as ", family->class_name,
                      "'s ", f.name(), " is");
     }
-    if (want == v1::Value::kIntValue && f.value().int_value() < 1) {
+    // An extent (no default) is at least 1; an int param with a default
+    // (RoPE's method_type 0) at least 0, its own rules checked at build.
+    const bool extent =
+        dim->default_value.kind_case() == v1::Value::KIND_NOT_SET;
+    if (want == v1::Value::kIntValue &&
+        f.value().int_value() < (extent ? 1 : 0)) {
       return Invalid(p, ".params[", j, "].value: ", f.value().int_value(), "; ",
                      family->class_name, "'s ", f.name(),
-                     " is a dimension, at least 1");
+                     extent ? " is a dimension, at least 1" : " is at least 0");
     }
   }
   for (int j = 0; j < op.tunables_size(); ++j) {

@@ -106,9 +106,8 @@ const std::vector<int64_t> kGemmTileMN = {32, 64, 128};
 const std::vector<int64_t> kGemmTileK = {32, 64, 128, 256};
 const std::vector<int64_t> kGemvTileInput = {1, 2, 4};
 const std::vector<int64_t> kGemvTileOutput = {32, 64, 128, 256, 512};
-const std::vector<int64_t> kGemvVector = {16, 32, 64};
 const std::vector<int64_t> kTileSizes = {256, 512, 1024, 2048, 4096};
-const std::vector<int64_t> kRopeTileRows = {1, 2, 4, 8, 16, 32};
+const std::vector<int64_t> kChannels = {1, 2};
 const std::vector<int64_t> kPipelines = {1, 2, 4, 8};
 
 // Builds one v1::Operator of a known class.
@@ -150,6 +149,14 @@ class OperatorBuilder {
                       const std::vector<int64_t>& shape,
                       const std::vector<std::string>& extents) {
     AddBuffer(name, v1::BUFFER_ROLE_IN, dtype, shape, extents);
+    return *this;
+  }
+
+  // A buffer the operator reads and writes in place.
+  OperatorBuilder& InOut(const std::string& name, v1::DType dtype,
+                         const std::vector<int64_t>& shape,
+                         const std::vector<std::string>& extents) {
+    AddBuffer(name, v1::BUFFER_ROLE_INOUT, dtype, shape, extents);
     return *this;
   }
 
@@ -202,18 +209,19 @@ class OperatorBuilder {
 
 constexpr v1::DType kBf16 = v1::DTYPE_BF16;
 
-// Rows normalised (each `rows` wide), `batch` of them, times a weight row.
-v1::Operator RmsNorm(int64_t rows, int64_t batch) {
+// `rows` rows, each `width` wide (IRON's tile_size, the row length),
+// normalised and times a weight row.
+v1::Operator RmsNorm(int64_t width, int64_t rows) {
   return OperatorBuilder("RMSNorm")
       .Param("rows", IntValue(rows))
-      .Param("batch", IntValue(batch))
+      .Param("tile_size", IntValue(width))
       .Param("weighted", BoolValue(true))
-      // profiles/npu2.json: RMSNorm weighted rows=2048.
-      .Tunable("tile_size", 2048, kTileSizes)
-      .Tunable("num_aie_columns", 8, kColumns)
-      .In("x", kBf16, {batch, rows}, {"batch", "rows"})
-      .In("weight", kBf16, {rows}, {"rows"})
-      .Out("y", kBf16, {batch, rows}, {"batch", "rows"})
+      // A core takes whole rows: one row decoding, 8 columns prompting.
+      .Tunable("num_aie_columns", rows >= 8 ? 8 : 1, kColumns)
+      .Tunable("num_channels", 1, kChannels)
+      .In("x", kBf16, {rows, width}, {"rows", "tile_size"})
+      .In("weight", kBf16, {width}, {"tile_size"})
+      .Out("y", kBf16, {rows, width}, {"rows", "tile_size"})
       .Gate(ReductionGate())
       .Build();
 }
@@ -222,13 +230,12 @@ struct GemvTiles {
   int64_t columns;
   int64_t tile_input;
   int64_t tile_output;
-  int64_t vector;
 };
 
 GemvTiles GemvTilesFor(int64_t m, int64_t k) {
-  if (m == 2048 && k == 8192) return {8, 1, 256, 64};  // profiles/npu2.json
-  if (m == kVocab) return {8, 2, 32, 64};  // 128256 / 8 columns = 501 * 32
-  return {8, 2, std::min<int64_t>(256, m / 8), 64};
+  if (m == 2048 && k == 8192) return {8, 1, 256};  // profiles/npu2.json
+  if (m == kVocab) return {8, 2, 32};  // 128256 / 8 columns = 501 * 32
+  return {8, 2, std::min<int64_t>(256, m / 8)};
 }
 
 // y[M] = A[M, K] x[K]: A is a weight in PyTorch's [out, in] layout.
@@ -241,10 +248,9 @@ v1::Operator Gemv(int64_t m, int64_t k) {
       .Tunable("num_aie_columns", t.columns, kColumns)
       .Tunable("tile_size_input", t.tile_input, kGemvTileInput)
       .Tunable("tile_size_output", t.tile_output, kGemvTileOutput)
-      .Tunable("kernel_vector_size", t.vector, kGemvVector)
       .In("A", kBf16, {m, k}, {"M", "K"})
-      .In("x", kBf16, {k}, {"K"})
-      .Out("y", kBf16, {m}, {"M"})
+      .In("B", kBf16, {k}, {"K"})
+      .Out("C", kBf16, {m}, {"M"})
       .Gate(ReductionGate())
       .Build();
 }
@@ -283,8 +289,6 @@ v1::Operator Gemm(int64_t m, int64_t k, int64_t n) {
       .Param("N", IntValue(n))
       .Param("b_col_maj", BoolValue(true))
       .Param("c_col_maj", BoolValue(false))
-      .Param("dtype_in", StringValue("bf16"))
-      .Param("dtype_out", StringValue("bf16"))
       .Tunable("tile_m", t.m, kGemmTileMN)
       .Tunable("tile_k", t.k, kGemmTileK)
       .Tunable("tile_n", t.n, kGemmTileMN)
@@ -313,11 +317,12 @@ v1::Operator Elementwise(const std::string& class_name, int64_t size) {
   const SizedTiles t = SizedTilesFor(size);
   return OperatorBuilder(class_name)
       .Param("size", IntValue(size))
-      .Tunable("tile_size", t.tile_size, kTileSizes)
       .Tunable("num_aie_columns", t.columns, kColumns)
+      .Tunable("num_channels", 1, kChannels)
+      .Tunable("tile_size", t.tile_size, kTileSizes)
       .In("a", kBf16, {size}, {"size"})
       .In("b", kBf16, {size}, {"size"})
-      .Out("out", kBf16, {size}, {"size"})
+      .Out("y", kBf16, {size}, {"size"})
       .Gate(ElementwiseGate())
       .Build();
 }
@@ -326,32 +331,31 @@ v1::Operator Silu(int64_t size) {
   const SizedTiles t = SizedTilesFor(size);
   return OperatorBuilder("SiLU")
       .Param("size", IntValue(size))
-      .Tunable("tile_size", t.tile_size, kTileSizes)
       .Tunable("num_aie_columns", t.columns, kColumns)
+      .Tunable("num_channels", 1, kChannels)
+      .Tunable("tile_size", t.tile_size, kTileSizes)
       .In("x", kBf16, {size}, {"size"})
       .Out("y", kBf16, {size}, {"size"})
       .Gate(ElementwiseGate())
       .Build();
 }
 
-// Rotates `rows` rows of `num_heads` heads by the angle table's rows from
-// the per-call value `row` on (the position of the first row).
+// Rotates `rows` positions of `num_heads` heads: IRON's rows are the
+// heads' rows (rows * num_heads of head_dim), one angle row per position,
+// read from the per-call value `row` (the first position) on.
 v1::Operator Rope(int64_t rows, int64_t num_heads) {
-  // One decode row needs one column; a chunk's rows split over all eight,
-  // two rows a tile (a 32-head row is 4 KiB; in and out double-buffered).
-  const bool one_row = rows == 1;
+  const int64_t head_rows = rows * num_heads;
   return OperatorBuilder("RoPE")
-      .Param("rows", IntValue(rows))
-      .Param("num_heads", IntValue(num_heads))
-      .Param("head_dim", IntValue(kHeadDim))
-      .Tunable("tile_rows", one_row ? 1 : 2, kRopeTileRows)
-      .Tunable("num_aie_columns", one_row ? 1 : 8, kColumns)
-      .In("x", kBf16, {rows, num_heads, kHeadDim},
-          {"rows", "num_heads", "head_dim"})
-      // cos for the first half of a row, sin for the second.
-      .In("angles", kBf16, {kContext, kHeadDim}, {"", "head_dim"})
-      .Out("y", kBf16, {rows, num_heads, kHeadDim},
-           {"rows", "num_heads", "head_dim"})
+      .Param("rows", IntValue(head_rows))
+      .Param("cols", IntValue(kHeadDim))
+      .Param("angle_rows", IntValue(rows))
+      .Param("method_type", IntValue(0))
+      // Columns divide both rows and angle rows: one decoding.
+      .Tunable("num_aie_columns", rows >= 8 ? 8 : 1, kColumns)
+      .In("x", kBf16, {head_rows, kHeadDim}, {"rows", "cols"})
+      // cos, sin of each rotation interleaved, one row per position.
+      .In("angles", kBf16, {rows, kHeadDim}, {"angle_rows", "cols"})
+      .Out("y", kBf16, {head_rows, kHeadDim}, {"rows", "cols"})
       .Value("row", "row_offset", "")
       .Gate(ElementwiseGate())
       .Build();
@@ -363,8 +367,8 @@ v1::Operator Mha(int64_t q_rows) {
   return OperatorBuilder("MHA")
       .Param("num_heads", IntValue(kHeads))
       .Param("num_KV_heads", IntValue(kKvHeads))
-      .Param("d", IntValue(kHeadDim))
       .Param("seq_pad", IntValue(kContext))
+      .Param("d", IntValue(kHeadDim))
       .Tunable("num_pipelines", 8, kPipelines)  // profiles/npu2.json
       .In("q", kBf16, {q_rows, kHeads, kHeadDim}, {"", "num_heads", "d"})
       .In("k", kBf16, {kContext, kKvHeads, kHeadDim},
@@ -382,10 +386,11 @@ v1::Operator Sample() {
   return OperatorBuilder("Sample")
       .Param("vocab", IntValue(kVocab))
       .Param("k_max", IntValue(kTopK))
-      .Tunable("tile_size", 1024, kTileSizes)
-      .Tunable("num_aie_columns", 8, kColumns)
+      .Param("steps", IntValue(1))
+      .Tunable("cores", 4, kColumns)
       .In("logits", kBf16, {kVocab}, {"vocab"})
-      .In("draws", v1::DTYPE_F32, {2}, {""})
+      .In("draws", v1::DTYPE_I32, {1, 4}, {"steps", ""})
+      .InOut("tokens", v1::DTYPE_I32, {1}, {"steps"})
       .Out("token", v1::DTYPE_I32, {1}, {""})
       .Gate(Exact())
       .Build();
@@ -543,7 +548,8 @@ void AddBuffers(GraphBuilder& g, const Chunk& c) {
     g.Buffer(name, kBf16, c.rows * kIntermediate);
   }
   g.Buffer("logits", kBf16, kVocab);
-  g.Buffer("draws", v1::DTYPE_F32, 2);
+  g.Buffer("draws", v1::DTYPE_I32, 4);
+  g.Buffer("tokens", v1::DTYPE_I32, 1);
   g.Buffer("token", v1::DTYPE_I32, 1);
 }
 
@@ -579,10 +585,13 @@ void AddLayer(GraphBuilder& g, const Chunk& c, int layer) {
   Project(g, c, kKvDim, kHidden, "normed", Layer(layer, "k_proj"), Whole("k"));
   Project(g, c, kKvDim, kHidden, "normed", Layer(layer, "v_proj"),
           At(v_cache, cache_offset));
+  // The angle rows of this chunk's positions.
+  const uint64_t angles_offset =
+      static_cast<uint64_t>(c.cache_row * kHeadDim) * ElementBytes(kBf16);
   g.Run(Rope(c.rows, kHeads),
-        {Whole("q"), Whole("rope_angles"), Whole("q_rope")});
-  g.Run(Rope(c.rows, kKvHeads),
-        {Whole("k"), Whole("rope_angles"), At(k_cache, cache_offset)});
+        {Whole("q"), At("rope_angles", angles_offset), Whole("q_rope")});
+  g.Run(Rope(c.rows, kKvHeads), {Whole("k"), At("rope_angles", angles_offset),
+                                 At(k_cache, cache_offset)});
   g.Run(Mha(c.rows),
         {Whole("q_rope"), Whole(k_cache), Whole(v_cache), Whole("attn")});
   Project(g, c, kHidden, kHidden, "attn", Layer(layer, "o_proj"),
@@ -612,15 +621,21 @@ void AddTail(GraphBuilder& g, const Chunk& c) {
       static_cast<uint64_t>((c.rows - 1) * kHidden) * ElementBytes(kBf16);
   g.Run(Gemv(kVocab, kHidden),
         {Whole("embed"), At("normed", last_row), Whole("logits")});
-  g.Run(Sample(), {Whole("logits"), Whole("draws"), Whole("token")});
+  g.Run(Sample(),
+        {Whole("logits"), Whole("draws"), Whole("tokens"), Whole("token")});
 }
 
-// The draw row Sample is timed at: temperature 0.6, top-k 64, as
-// little-endian f32.
+// The draw row Sample is timed at, as IRON lays it out: temperature 0.6
+// (f32 bits), top-k 64, and a 53-bit uniform (low word, high word), each a
+// little-endian 32-bit word.
 std::string DrawRow() {
+  const uint64_t uniform = 0x000A5A5A5A5A5A5Aull;
+  const uint32_t words[] = {std::bit_cast<uint32_t>(0.6f),
+                            static_cast<uint32_t>(kTopK),
+                            static_cast<uint32_t>(uniform & 0xffffffffu),
+                            static_cast<uint32_t>(uniform >> 32)};
   std::string out;
-  for (float v : {0.6f, static_cast<float>(kTopK)}) {
-    const uint32_t bits = std::bit_cast<uint32_t>(v);
+  for (uint32_t bits : words) {
     for (int shift = 0; shift < 32; shift += 8) {
       out.push_back(static_cast<char>((bits >> shift) & 0xff));
     }

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <limits>
 
+#include "common/op_access.h"
+
 namespace irontune {
 namespace {
 
@@ -160,6 +162,59 @@ int64_t LastAxis(const v1::Buffer& b, int64_t fallback) {
   if (b.shape_size() == 0 || b.shape(b.shape_size() - 1) == 0) return fallback;
   return static_cast<int64_t>(
       std::min<uint64_t>(b.shape(b.shape_size() - 1), 1ull << 40));
+}
+
+namespace {
+
+double DoubleParam(const v1::Operator& op, std::string_view name,
+                   double fallback) {
+  const v1::Value* v = FindParam(op, name);
+  if (v == nullptr) return fallback;
+  if (v->kind_case() == v1::Value::kDoubleValue) return v->double_value();
+  if (v->kind_case() == v1::Value::kIntValue) return v->int_value();
+  return fallback;
+}
+
+}  // namespace
+
+bool IsBinaryElementwiseClass(std::string_view cls) {
+  return cls == "ElementwiseAdd" || cls == "ElementwiseMul" || cls == "AXPY";
+}
+
+bool IsElementwiseClass(std::string_view cls) {
+  return IsBinaryElementwiseClass(cls) || cls == "SiLU" || cls == "ReLU" ||
+         cls == "Sigmoid" || cls == "Tanh" || cls == "GELU" ||
+         cls == "LeakyReLU" || cls == "Clamp";
+}
+
+std::optional<double> ElementMap(const v1::Operator& op, double x, double z) {
+  const std::string& cls = op.class_name();
+  if (cls == "ElementwiseAdd") return x + z;
+  if (cls == "ElementwiseMul") return x * z;
+  if (cls == "AXPY") {
+    const double a =
+        RoundTo(v1::DTYPE_BF16,
+                static_cast<float>(DoubleParam(op, "scalar_factor", 3.0)));
+    return a * x + z;
+  }
+  if (cls == "SiLU") return x / (1.0 + std::exp(-x));
+  if (cls == "ReLU") return x > 0 ? x : 0.0;
+  if (cls == "Sigmoid") return 1.0 / (1.0 + std::exp(-x));
+  if (cls == "Tanh") return std::tanh(x);
+  if (cls == "GELU") {
+    const double k = std::sqrt(2.0 / M_PI);
+    return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+  }
+  if (cls == "LeakyReLU")
+    return x >= 0 ? x : DoubleParam(op, "alpha", 0.01) * x;
+  if (cls == "Clamp") {
+    const double lo = RoundTo(
+        v1::DTYPE_BF16, static_cast<float>(DoubleParam(op, "low", -INFINITY)));
+    const double hi = RoundTo(
+        v1::DTYPE_BF16, static_cast<float>(DoubleParam(op, "high", INFINITY)));
+    return std::min(std::max(x, lo), hi);
+  }
+  return std::nullopt;
 }
 
 }  // namespace irontune

@@ -11,6 +11,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "irontune/v1/recording.pb.h"
@@ -56,6 +58,15 @@ inline constexpr double kRmsNormEps = 1e-6;
 inline double RopeAngle(int64_t row, int64_t p, int64_t dim, double theta) {
   return row * std::pow(theta, -static_cast<double>(p) / dim);
 }
+
+// The elementwise classes (docs/operators.md): their one-element maps, which
+// the CPU reference and the simulated NPU's kernels share. Binary classes
+// read two inputs (x, z), unary ones x. ElementMap is nullopt for a class
+// that is not elementwise. Params read: AXPY scalar_factor (3.0),
+// LeakyReLU alpha (0.01), Clamp low and high (unbounded when missing).
+bool IsElementwiseClass(std::string_view cls);
+bool IsBinaryElementwiseClass(std::string_view cls);
+std::optional<double> ElementMap(const v1::Operator& op, double x, double z);
 
 // The last extent of `b`'s shape, capped at 2^40; `fallback` for an empty
 // shape or a last extent of 0.

@@ -176,8 +176,7 @@ Result Gemv(const Ctx& c) {
 }
 
 Result Elementwise(const Ctx& c) {
-  const std::string& cls = c.op.class_name();
-  const bool binary = cls != "SiLU";
+  const bool binary = IsBinaryElementwiseClass(c.op.class_name());
   if (c.roles.in.size() < (binary ? 2u : 1u) || c.roles.out.empty())
     return NoFit(c.op);
   const In &x = c.in(0), &z = c.in(binary ? 1 : 0);
@@ -187,14 +186,7 @@ Result Elementwise(const Ctx& c) {
       SampledRows(static_cast<int64_t>(n), 1, static_cast<int64_t>(n));
   for (int64_t j = 0; j < count; ++j) {
     const uint64_t i = SampleRow(j, count, n);
-    const double a = x[i];
-    if (cls == "ElementwiseAdd") {
-      out.Set(i, a + z[i]);
-    } else if (cls == "ElementwiseMul") {
-      out.Set(i, a * z[i]);
-    } else {
-      out.Set(i, a / (1.0 + std::exp(-a)));
-    }
+    out.Set(i, ElementMap(c.op, x[i], z[i]).value_or(0.0));
   }
   ComputedRows computed{.rows = static_cast<int64_t>(n), .computed = count};
   return std::make_pair(std::move(out), computed);
@@ -204,8 +196,7 @@ Result RowWise(const Ctx& c) {
   const bool rms = c.op.class_name() == "RMSNorm";
   if (c.roles.in.empty() || c.roles.out.empty()) return NoFit(c.op);
   const In& x = c.in(0);
-  int64_t row_len =
-      rms ? LastAxis(x.meta(), 0) : c.Param("cols", LastAxis(x.meta(), 0));
+  int64_t row_len = c.Param(rms ? "tile_size" : "cols", LastAxis(x.meta(), 0));
   const bool weighted = rms && c.roles.in.size() >= 2;
   if (weighted) row_len = LastAxis(c.in(1).meta(), row_len);
   Out out(c.out_meta());
@@ -237,35 +228,33 @@ Result RowWise(const Ctx& c) {
 }
 
 Result Rope(const Ctx& c) {
-  if (c.roles.in.empty() || c.roles.out.empty()) return NoFit(c.op);
-  const int64_t rows = c.Param("rows", 0), heads = c.Param("num_heads", 0),
-                dim = c.Param("head_dim", 0);
-  if (!Sane({rows, heads, dim}) || !Sane({rows * heads}) || dim <= 1)
+  if (c.roles.in.size() < 2 || c.roles.out.empty()) return NoFit(c.op);
+  const int64_t rows = c.Param("rows", 0), cols = c.Param("cols", 0);
+  const int64_t angle_rows = c.Param("angle_rows", rows);
+  const bool halves = c.Param("method_type", 0) == 0;
+  if (!Sane({rows, cols, angle_rows}) || !Sane({rows * cols}) ||
+      cols % 2 != 0 || rows % angle_rows != 0)
     return NoFit(c.op);
-  const int64_t row_len = heads * dim;
-  const In& x = c.in(0);
+  const In &x = c.in(0), &ang = c.in(1);
   Out out(c.out_meta());
-  if (x.size() < static_cast<uint64_t>(rows * row_len) ||
-      out.size() < static_cast<uint64_t>(rows * row_len))
+  if (x.size() < static_cast<uint64_t>(rows * cols) ||
+      ang.size() < static_cast<uint64_t>(angle_rows * cols) ||
+      out.size() < static_cast<uint64_t>(rows * cols))
     return NoFit(c.op);
-  const double theta = IntParam(c.op, "theta").has_value()
-                           ? static_cast<double>(c.Param("theta", 0))
-                           : kRopeTheta;
-  const int64_t used = c.Extent("rows", rows);
-  const int64_t sampled = SampledRows(used, row_len, used);
+  const int64_t used = c.Extent("rows", rows), per = rows / angle_rows;
+  const int64_t sampled = SampledRows(used, cols, used), half = cols / 2;
   for (int64_t j = 0; j < sampled; ++j) {
     const int64_t row = SampleRow(j, sampled, used);
-    for (int64_t h = 0; h < heads; ++h) {
-      for (int64_t p = 0; p + 1 < dim; p += 2) {
-        const double angle = RopeAngle(row, p, dim, theta);
-        const int64_t at = row * row_len + h * dim + p;
-        const double x0 = x[at], x1 = x[at + 1];
-        out.Set(at, x0 * std::cos(angle) - x1 * std::sin(angle));
-        out.Set(at + 1, x0 * std::sin(angle) + x1 * std::cos(angle));
-      }
+    const int64_t a = (row / per) * cols;
+    for (int64_t p = 0; p < half; ++p) {
+      const double cs = ang[a + 2 * p], sn = ang[a + 2 * p + 1];
+      const int64_t i0 = halves ? p : 2 * p, i1 = halves ? p + half : 2 * p + 1;
+      const double x0 = x[row * cols + i0], x1 = x[row * cols + i1];
+      out.Set(row * cols + i0, x0 * cs - x1 * sn);
+      out.Set(row * cols + i1, x0 * sn + x1 * cs);
     }
   }
-  return RowsOf(std::move(out), used, sampled, row_len);
+  return RowsOf(std::move(out), used, sampled, cols);
 }
 
 Result Mha(const Ctx& c) {
@@ -350,8 +339,7 @@ absl::StatusOr<Reference> ReferenceOutputs(
     compute = Gemm;
   } else if (cls == "GEMV") {
     compute = Gemv;
-  } else if (cls == "ElementwiseAdd" || cls == "ElementwiseMul" ||
-             cls == "SiLU") {
+  } else if (IsElementwiseClass(cls)) {
     compute = Elementwise;
   } else if (cls == "RMSNorm" || cls == "Softmax") {
     compute = RowWise;

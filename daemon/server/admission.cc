@@ -54,8 +54,8 @@ Bytes BufferBytes(const v1::Operator& op) {
 
 // What timing `settings` settings of `op` in one Measure holds at its peak
 // (admission.h): the inputs once per distinct step (every image shares
-// them), each loaded setting's outputs per step of its two images, and each
-// setting's inputs and outputs as read back for judging.
+// them), each loaded setting's outputs per step of its two images, each
+// setting's outputs as read back for judging, and the default's inputs.
 uint64_t OperatorMemory(const v1::Operator& op, uint64_t settings, int repeats,
                         const Platform& platform) {
   const Bytes bytes = BufferBytes(op);
@@ -65,7 +65,7 @@ uint64_t OperatorMemory(const v1::Operator& op, uint64_t settings, int repeats,
                                       ? static_cast<uint64_t>(repeats)
                                       : 1;
   const uint64_t images = Mul(batch, Mul(bytes.out, 1 + distinct_steps));
-  const uint64_t judged = Mul(settings, Add(bytes.in, bytes.out));
+  const uint64_t judged = Add(Mul(settings, bytes.out), bytes.in);
   return Add(Mul(bytes.in, distinct_steps), Add(images, judged));
 }
 

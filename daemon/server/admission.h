@@ -12,8 +12,10 @@
 //     `repeats`-step image holding its outputs per distinct step (every
 //     step when the buffers are at most kDistinctBytes, else one), so
 //       batch × output bytes × (1 + distinct steps);
-//     plus each setting's inputs and outputs as read back for judging,
-//     plus the request itself. An Autotune's figure is its largest shape's.
+//     plus each setting's outputs as read back for judging and the
+//     default's inputs (the one copy the judge reads: every setting is
+//     given the same inputs), plus the request itself. An Autotune's figure is
+//     its largest shape's.
 //   - device time, a lower bound: every setting runs its two images
 //     `calls` times a round for `rounds` rounds, each run costing at least
 //     a dispatch and a step floor per step (docs/npu-facts.md, "Call costs").

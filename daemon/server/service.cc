@@ -485,6 +485,7 @@ grpc::Status TunerService::ImportCache(
   }
   int64_t imported = 0;
   int64_t import_id = 0;
+  std::vector<std::string> skipped;
   // The worker is the cache's only writer: the import runs there, between
   // jobs (or when a long job yields).
   absl::Status s = deps_.worker->RunOnWorker([&](Cache* cache) -> absl::Status {
@@ -496,11 +497,13 @@ grpc::Status TunerService::ImportCache(
     if (!counts.ok()) return counts.status();
     imported = counts->imported;
     import_id = counts->import_id;
+    skipped = std::move(counts->skipped);
     return absl::OkStatus();
   });
   if (!s.ok()) return ToGrpcStatus(s);
   response->set_imported(static_cast<uint64_t>(imported));
   response->set_import_id(static_cast<uint64_t>(import_id));
+  for (std::string& why : skipped) response->add_skipped(std::move(why));
   spdlog::info("cache: import {} of {} lines from \"{}\" by {}", import_id,
                imported, origin.source, caller->ToString());
   return grpc::Status::OK;

@@ -156,8 +156,17 @@ bool Gemv(const OpView& op, const std::vector<StepBuffer>& ins,
     batches = 1;
   const bool a_per_batch =
       static_cast<__int128>(a.size()) >= static_cast<__int128>(batches) * m * k;
+  // IRON's width when none is given: the widest of 64, 32, 16 that K is a
+  // multiple of at least twice over.
+  int64_t widest = 16;
+  for (int64_t w : {64, 32}) {
+    if (k % w == 0 && k >= 2 * w) {
+      widest = w;
+      break;
+    }
+  }
   const int64_t v =
-      std::clamp<int64_t>(op.Tunable("kernel_vector_size", 64), 1, k);
+      std::clamp<int64_t>(op.Tunable("kernel_vector_size", widest), 1, k);
   const int64_t used = op.Extent("M", m);
   Out y(bufs[r.out[0]]);
   const int64_t rows = SampledRows(used, k * batches, used);
@@ -181,8 +190,7 @@ bool Gemv(const OpView& op, const std::vector<StepBuffer>& ins,
 
 bool Elementwise(const OpView& op, const std::vector<StepBuffer>& ins,
                  std::vector<StepBuffer>& bufs, const BufferRoles& r) {
-  const std::string& cls = op.class_name();
-  const bool binary = cls != "SiLU";
+  const bool binary = IsBinaryElementwiseClass(op.class_name());
   if (r.in.size() < (binary ? 2u : 1u) || r.out.empty()) return false;
   In x(ins[r.in[0]]);
   In z(ins[r.in[binary ? 1 : 0]]);
@@ -195,14 +203,8 @@ bool Elementwise(const OpView& op, const std::vector<StepBuffer>& ins,
   std::vector<float> values(count);
   for (int64_t j = 0; j < count; ++j) {
     const uint64_t i = SampleRow(j, count, n);
-    const float a = x[i];
-    if (cls == "ElementwiseAdd") {
-      values[j] = a + z[i];
-    } else if (cls == "ElementwiseMul") {
-      values[j] = a * z[i];
-    } else {
-      values[j] = a / (1.0f + std::exp(-a));
-    }
+    values[j] =
+        static_cast<float>(ElementMap(op.op(), x[i], z[i]).value_or(0.0));
   }
   Out out(bufs[r.out[0]]);
   for (int64_t j = 0; j < count; ++j)
@@ -216,8 +218,7 @@ bool RowWise(const OpView& op, const std::vector<StepBuffer>& ins,
   const bool rms = op.class_name() == "RMSNorm";
   if (r.in.empty() || r.out.empty()) return false;
   const StepBuffer& xb = ins[r.in[0]];
-  int64_t row_len =
-      rms ? LastAxis(*xb.meta, 0) : op.Param("cols", LastAxis(*xb.meta, 0));
+  int64_t row_len = op.Param(rms ? "tile_size" : "cols", LastAxis(*xb.meta, 0));
   const bool weighted = rms && r.in.size() >= 2;
   if (weighted) row_len = LastAxis(*ins[r.in[1]].meta, row_len);
   In x(xb);
@@ -269,45 +270,43 @@ bool RowWise(const OpView& op, const std::vector<StepBuffer>& ins,
   return true;
 }
 
+// RoPE against its angle table (iron/operators/rope.py): each angle row
+// (cos, sin interleaved) serves rows / angle_rows consecutive rows; method 0
+// rotates the row's two halves, 1 its interleaved pairs.
 bool Rope(const OpView& op, const std::vector<StepBuffer>& ins,
           std::vector<StepBuffer>& bufs, const BufferRoles& r) {
-  if (r.in.empty() || r.out.empty()) return false;
-  const int64_t rows = op.Param("rows", 0), heads = op.Param("num_heads", 0),
-                dim = op.Param("head_dim", 0);
-  if (!Sane({rows, heads, dim}) || !Sane({rows * heads}) || dim <= 1)
+  if (r.in.size() < 2 || r.out.empty()) return false;
+  const int64_t rows = op.Param("rows", 0), cols = op.Param("cols", 0);
+  const int64_t angle_rows = op.Param("angle_rows", rows);
+  const bool halves = op.Param("method_type", 0) == 0;
+  if (!Sane({rows, cols, angle_rows}) || !Sane({rows * cols}) ||
+      cols % 2 != 0 || rows % angle_rows != 0)
     return false;
-  const int64_t row_len = heads * dim;
-  In x(ins[r.in[0]]);
+  In x(ins[r.in[0]]), ang(ins[r.in[1]]);
   const uint64_t out_n = bufs[r.out[0]].nbytes /
                          std::max(DTypeBytes(bufs[r.out[0]].meta->dtype()), 1);
-  if (x.size() < static_cast<uint64_t>(rows * row_len) ||
-      out_n < static_cast<uint64_t>(rows * row_len))
+  if (x.size() < static_cast<uint64_t>(rows * cols) ||
+      ang.size() < static_cast<uint64_t>(angle_rows * cols) ||
+      out_n < static_cast<uint64_t>(rows * cols))
     return false;
-  const double theta = op.HasParam("theta")
-                           ? static_cast<double>(op.Param("theta", 0))
-                           : kRopeTheta;
-  const int64_t used = op.Extent("rows", rows);
-  const int64_t sampled = SampledRows(used, row_len, used);
-  std::vector<float> y(sampled * row_len);
+  const int64_t used = op.Extent("rows", rows), per = rows / angle_rows;
+  const int64_t sampled = SampledRows(used, cols, used), half = cols / 2;
+  std::vector<float> y(sampled * cols);
   for (int64_t j = 0; j < sampled; ++j) {
     const int64_t row = SampleRow(j, sampled, used);
-    for (int64_t h = 0; h < heads; ++h) {
-      for (int64_t p = 0; p + 1 < dim; p += 2) {
-        const double angle = RopeAngle(row, p, dim, theta);
-        const float cs = static_cast<float>(std::cos(angle)),
-                    sn = static_cast<float>(std::sin(angle));
-        const int64_t at = row * row_len + h * dim + p;
-        const float x0 = x[at], x1 = x[at + 1];
-        y[j * row_len + h * dim + p] = x0 * cs - x1 * sn;
-        y[j * row_len + h * dim + p + 1] = x0 * sn + x1 * cs;
-      }
+    const int64_t a = (row / per) * cols;
+    for (int64_t p = 0; p < half; ++p) {
+      const float cs = ang[a + 2 * p], sn = ang[a + 2 * p + 1];
+      const int64_t i0 = halves ? p : 2 * p, i1 = halves ? p + half : 2 * p + 1;
+      const float x0 = x[row * cols + i0], x1 = x[row * cols + i1];
+      y[j * cols + i0] = x0 * cs - x1 * sn;
+      y[j * cols + i1] = x0 * sn + x1 * cs;
     }
   }
   Out out(bufs[r.out[0]]);
   for (int64_t j = 0; j < sampled; ++j) {
     const int64_t row = SampleRow(j, sampled, used);
-    for (int64_t i = 0; i < row_len; ++i)
-      out.Set(row * row_len + i, y[j * row_len + i]);
+    for (int64_t i = 0; i < cols; ++i) out.Set(row * cols + i, y[j * cols + i]);
   }
   return true;
 }
@@ -411,8 +410,7 @@ absl::Status ComputeStep(const OpView& op, std::vector<StepBuffer>& buffers) {
       done = Gemm(op, inputs, buffers, roles);
     } else if (cls == "GEMV") {
       done = Gemv(op, inputs, buffers, roles);
-    } else if (cls == "ElementwiseAdd" || cls == "ElementwiseMul" ||
-               cls == "SiLU") {
+    } else if (IsElementwiseClass(cls)) {
       done = Elementwise(op, inputs, buffers, roles);
     } else if (cls == "RMSNorm" || cls == "Softmax") {
       done = RowWise(op, inputs, buffers, roles);

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/op_access.h"
+#include "daemon/ops/numeric.h"
 #include "daemon/sim/footprint.h"
 
 namespace irontune::sim {
@@ -214,51 +215,55 @@ double StepUs(const OpView& op, const ModelPoint& point) {
   const Ctx c{*point.preset, static_cast<double>(std::max(point.core_mhz, 1)),
               point.mode == PowerMode::kTurbo ? kTurboCycleFactor : 1.0};
   const std::string& cls = op.class_name();
-  const double tile = Clamp1(op.Tunable("tile_size", 1024));
   if (cls == "GEMM") return GemmUs(op, c);
   if (cls == "GEMV") return GemvUs(op, c);
   if (cls == "MHA") return MhaUs(op, c);
-  if (cls == "ElementwiseAdd" || cls == "ElementwiseMul") {
+  if (IsElementwiseClass(cls)) {
+    // Elementwise: IRON's default line is 256 (iron/common/elementwise.py).
     const double n = FirstInputElements<double>(op.op(), op.Param("size", 1));
-    return StreamUs(op, c, n, tile, {1, 2, 1}, 0);
+    const bool binary = IsBinaryElementwiseClass(cls);
+    const double ops =
+        cls == "SiLU" || cls == "GELU" || cls == "Sigmoid" || cls == "Tanh" ? 6
+                                                                            : 1;
+    return StreamUs(op, c, n, Clamp1(op.Tunable("tile_size", 256)),
+                    {ops, binary ? 2 : 1, 1}, 0);
   }
-  if (cls == "SiLU") {
-    const double n = FirstInputElements<double>(op.op(), op.Param("size", 1));
-    return StreamUs(op, c, n, tile, {6, 1, 1}, 0);
-  }
-  if (cls == "RMSNorm") {
-    const double n = FirstInputElements<double>(
-        op.op(), op.Param("rows", 1) * op.Param("batch", 1));
-    // A per-tile reduction: log2 of the lanes plus an rsqrt.
-    return StreamUs(op, c, n, tile, {4, op.Param("weighted", 0) ? 2 : 1, 1},
-                    60);
-  }
-  if (cls == "Softmax") {
-    const double n = FirstInputElements<double>(
-        op.op(), op.Param("rows", 1) * op.Param("cols", 1));
-    return StreamUs(op, c, n, tile, {8, 1, 1}, 80);
+  if (cls == "RMSNorm" || cls == "LayerNorm" || cls == "Softmax") {
+    // One row per kernel call: the row is the line (tile_size / cols).
+    const bool softmax = cls == "Softmax";
+    const double row = Clamp1(op.Param(softmax ? "cols" : "tile_size", 1));
+    const double n = Clamp1(op.Extent("rows", 1)) * row;
+    const int inputs = cls == "RMSNorm" && op.Param("weighted", 0) ? 2 : 1;
+    return StreamUs(op, c, n, row, {softmax ? 8.0 : 4.0, inputs, 1},
+                    softmax ? 80 : 60);
   }
   if (cls == "RoPE") {
-    const double row =
-        Clamp1(op.Param("num_heads", 1)) * Clamp1(op.Param("head_dim", 1));
+    const double row = Clamp1(op.Param("cols", 1));
     const double n = Clamp1(op.Extent("rows", 1)) * row;
-    const double tile_rows = Clamp1(op.Tunable("tile_rows", 1));
-    return StreamUs(op, c, n, tile_rows * row, {4, 2, 1}, 0);
+    return StreamUs(op, c, n, row, {4, 2, 1}, 0);
   }
   if (cls == "Sample") {
     const double vocab = Clamp1(op.Param("vocab", 1));
-    const double k_max = Clamp1(op.Param("k_max", 1));
-    // Each tile keeps a running top-k.
-    return StreamUs(op, c, vocab, tile, {2, 1, 0},
-                    k_max * std::log2(k_max + 1)) +
-           c.CyclesToUs(k_max * 16);
+    const double k_max = Clamp1(op.Param("k_max", 64));
+    const double cores = Clamp1(op.Tunable("cores", 4));
+    const double chunk = Clamp1(op.Tunable(
+        "chunk", std::min<int64_t>(static_cast<int64_t>(vocab / cores), 8192)));
+    // Three passes over each core's slice, then one combining core.
+    const double calls = 3 * CeilDiv(vocab / cores, chunk);
+    const double per_call = kStreamCallCycles + chunk * 2 / c.Lanes();
+    const double moved = 3 * vocab * 2;
+    return c.Fixed(cores) +
+           std::max(c.CyclesToUs(calls * per_call + k_max * cores * 16),
+                    c.DdrUs(moved, cores));
   }
   return GenericUs(op, c);
 }
 
 int ColumnsUsed(const OpView& op, const SimPreset& preset) {
-  int64_t cols = op.class_name() == "MHA"
-                     ? op.Tunable("num_pipelines", 1)
+  const std::string& cls = op.class_name();
+  int64_t cols = cls == "MHA" ? op.Tunable("num_pipelines", 1)
+                 : cls == "Sample"
+                     ? op.Tunable("cores", 4)
                      : op.Tunable("num_aie_columns", preset.columns);
   return static_cast<int>(std::clamp<int64_t>(cols, 1, preset.columns));
 }

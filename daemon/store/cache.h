@@ -291,7 +291,9 @@ class Cache {
   // are kept, not replaced: this box's own figures win over imported ones
   // (such a line is listed in `skipped`). Blank lines are ignored. The
   // import is recorded with `origin` (ListImports) in the same
-  // transaction, and the rows it adds carry its id.
+  // transaction, and the rows it adds carry its id. A line of kind
+  // "iron_file" carries one of IRON's cost files (ImportIronFile): its bad
+  // records are skipped and listed, not refused.
   absl::StatusOr<ImportCounts> Import(std::istream& in,
                                       const ImportOrigin& origin = {});
   absl::StatusOr<std::vector<ImportRecord>> ListImports() {
@@ -347,6 +349,11 @@ class Cache {
   absl::Status ImportVerdict(Inserts& add, const ImportLine& line);
   // A "measurement" line or, with `iron`, an "iron_cost" one.
   absl::Status ImportFigure(Inserts& add, const ImportLine& line, bool iron);
+  // An "iron_file" line ({"kind": "iron_file", "path": .., "text": ..}):
+  // one of IRON's cost files (iron_costs.h), its figures inserted and what
+  // it holds that irontune does not keep listed in `counts.skipped`.
+  absl::Status ImportIronFile(Inserts& add, const ImportLine& line,
+                              ImportCounts& counts);
 
   // Import's steps: its record, before any row.
   absl::StatusOr<int64_t> RecordImport(const ImportOrigin& origin);

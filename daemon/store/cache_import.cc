@@ -18,6 +18,7 @@
 #include "common/status_macros.h"
 #include "daemon/store/cache.h"
 #include "daemon/store/cache_json.h"
+#include "daemon/store/iron_costs.h"
 
 namespace irontune {
 namespace {
@@ -189,6 +190,11 @@ absl::StatusOr<ImportCounts> Cache::Import(std::istream& in,
   for (int number = 1; std::getline(in, text); ++number) {
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     ASSIGN_OR_RETURN(ImportLine line, ImportLine::Parse(text, number));
+    if (absl::StatusOr<std::string> kind = line.String("kind");
+        kind.ok() && *kind == "iron_file") {
+      RETURN_IF_ERROR(ImportIronFile(add, line, counts));
+      continue;
+    }
     RETURN_IF_ERROR(ImportOne(add, line));
     CountImportedLine(number, db_->Changes(), counts);
   }
@@ -344,6 +350,27 @@ absl::Status Cache::ImportFigure(Inserts& add, const ImportLine& line,
   }
   if (m.power_mode().empty()) m.set_power_mode(mode);
   return InsertIron(add.iron, key, m);
+}
+
+absl::Status Cache::ImportIronFile(Inserts& add, const ImportLine& line,
+                                   ImportCounts& counts) {
+  ASSIGN_OR_RETURN(std::string path, line.String("path"));
+  ASSIGN_OR_RETURN(std::string text, line.String("text"));
+  IronFileRead read = ReadIronCostFile(path, text, power_mode());
+  for (const IronFigure& figure : read.figures) {
+    RETURN_IF_ERROR(InsertIron(add.iron, figure.key, figure.measurement));
+    if (db_->Changes() == 0) {
+      counts.skipped.push_back(
+          absl::StrCat(path, ": ", figure.key, ": already present, kept"));
+    } else {
+      ++counts.imported;
+    }
+  }
+  for (std::string& why : read.skipped) {
+    spdlog::info("cache: IRON import: skipped {}", why);
+    counts.skipped.push_back(std::move(why));
+  }
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------

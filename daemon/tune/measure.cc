@@ -94,9 +94,11 @@ absl::Status PrepareImage(const v1::Operator& op, const Artifact& artifact,
   return absl::OkStatus();
 }
 
-// Runs the 1-step image once and returns what it wrote and was given.
+// Runs the 1-step image once and returns what it wrote and, when
+// `keep_inputs` (the default setting), what it was given.
 absl::StatusOr<SettingOutput> RunOnce(const v1::Operator& op,
-                                      const Artifact& artifact, Image& image) {
+                                      const Artifact& artifact, Image& image,
+                                      bool keep_inputs) {
   ASSIGN_OR_RETURN(RunResult r, image.Run());
   (void)r;
   SettingOutput out;
@@ -105,7 +107,7 @@ absl::StatusOr<SettingOutput> RunOnce(const v1::Operator& op,
     const std::string& name = op.buffers(buf.op_buffer).name();
     if (buf.drains) {
       ASSIGN_OR_RETURN(out.written[name], image.ReadBuffer(buf.name));
-    } else if (buf.fills) {
+    } else if (buf.fills && keep_inputs) {
       ASSIGN_OR_RETURN(out.inputs[name], image.ReadBuffer(buf.name));
     }
   }
@@ -340,9 +342,9 @@ class Measurer {
     }
     ASSIGN_OR_RETURN(std::vector<Probe> probes, Load(batch));
     for (Probe& p : probes) {
-      ASSIGN_OR_RETURN(
-          outcome_.outputs[p.index],
-          RunOnce(plan_.settings[p.index], p.one_artifact, *p.one));
+      ASSIGN_OR_RETURN(outcome_.outputs[p.index],
+                       RunOnce(plan_.settings[p.index], p.one_artifact, *p.one,
+                               /*keep_inputs=*/p.index == 0));
     }
     // The outputs are digested on a helper thread while the device times
     // the batch (nothing writes outcome_.outputs meanwhile).

@@ -69,9 +69,12 @@ struct MeasurePlan {
   IdleRules idle;
 };
 
-// What one setting wrote when run once, for judging its output.
+// What one setting wrote when run once, for judging its output. Every
+// setting is given the same seeded inputs, so only the default's are kept:
+// a judge reads the default's inputs and each setting's written buffers.
 struct SettingOutput {
-  std::map<std::string, std::string> inputs;   // by operator buffer name
+  // By operator buffer name; empty for a setting other than the default.
+  std::map<std::string, std::string> inputs;
   std::map<std::string, std::string> written;  // drained buffers, by name
 };
 

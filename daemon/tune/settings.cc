@@ -1,5 +1,7 @@
 #include "daemon/tune/settings.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -27,6 +29,24 @@ std::vector<v1::Value> RecordedDomain(const v1::Operator& op,
   return {};
 }
 
+bool SameValues(const std::vector<v1::Value>& a,
+                const std::vector<v1::Value>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!ValuesEqual(a[i], b[i])) return false;
+  }
+  return true;
+}
+
+std::string ValuesText(const std::vector<v1::Value>& values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += ValueToString(values[i]);
+  }
+  return out + "]";
+}
+
 }  // namespace
 
 SearchSpace RecordingSearchSpace() {
@@ -43,11 +63,22 @@ SearchSpace DefaultSearchSpace() {
   SearchSpace space;
   space.domain = [](const v1::Operator& op, const std::string& tunable,
                     const std::string& generation) {
-    if (const Family* family = FindFamily(op.class_name())) {
-      std::vector<v1::Value> out = FamilyDomain(*family, tunable, generation);
-      if (!out.empty()) return out;
+    // The recorder's domain is IRON's own declaration on the machine that
+    // recorded it: it wins; the catalogue's fills in where it has none.
+    std::vector<v1::Value> recorded = RecordedDomain(op, tunable);
+    const Family* family = FindFamily(op.class_name());
+    if (family == nullptr) return recorded;
+    std::vector<v1::Value> catalogue =
+        FamilyDomain(*family, tunable, generation);
+    if (recorded.empty()) return catalogue;
+    if (!catalogue.empty() && !SameValues(recorded, catalogue)) {
+      spdlog::info(
+          "{}.{}: the recording's domain {} differs from the "
+          "catalogue's {} for {}; using the recording's",
+          op.class_name(), tunable, ValuesText(recorded), ValuesText(catalogue),
+          generation);
     }
-    return RecordedDomain(op, tunable);
+    return recorded;
   };
   space.violation = [](const v1::Operator& op, const Platform& platform) {
     return ConstraintViolation(op, platform.generation, platform.columns);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/families.h"
 #include "common/value.h"
 #include "daemon/base/stats.h"
 #include "daemon/tune/search.h"
@@ -49,19 +50,37 @@ TunedProfile::TunedProfile(const v1::Calls& calls, const Profile& submitted,
       shapes_(shapes),
       covering_(shapes.size()),
       held_(shapes.size()) {
+  // IRON keeps a profile's entries in order: every submitted entry stays,
+  // a tuned one replaces the entry of its class and dims in place (Put).
   for (const v1::ProfileEntry& entry : submitted.proto().entries()) {
+    out_.Add(entry);
     const std::vector<v1::Field> dims(entry.dims().begin(), entry.dims().end());
-    bool covered = false;
     for (size_t s = 0; s < shapes.size(); ++s) {
-      if (shapes[s].class_name != entry.operator_class() ||
-          !DimsMatch(dims, shapes[s].dims)) {
-        continue;
+      if (shapes[s].class_name == entry.operator_class() &&
+          DimsMatch(dims, shapes[s].dims)) {
+        covering_[s].push_back(dims);
       }
-      covered = true;
-      covering_[s].push_back(dims);
-      Overlay(held_[s], entry.tunables());
     }
-    if (!covered) out_.Add(entry);
+  }
+  // What the submitted profile gives each shape, by IRON's selection rule;
+  // where its entries are ambiguous, every covering entry in order.
+  for (size_t s = 0; s < shapes.size(); ++s) {
+    google::protobuf::RepeatedPtrField<v1::Field> params(shapes[s].dims.begin(),
+                                                         shapes[s].dims.end());
+    absl::StatusOr<std::vector<v1::Field>> chosen =
+        submitted.TunablesFor(shapes[s].class_name, params);
+    if (chosen.ok()) {
+      held_[s] = *std::move(chosen);
+      continue;
+    }
+    for (const v1::ProfileEntry& entry : submitted.proto().entries()) {
+      const std::vector<v1::Field> dims(entry.dims().begin(),
+                                        entry.dims().end());
+      if (shapes[s].class_name == entry.operator_class() &&
+          DimsMatch(dims, shapes[s].dims)) {
+        Overlay(held_[s], entry.tunables());
+      }
+    }
   }
 }
 
@@ -111,9 +130,15 @@ void TunedProfile::Add(size_t s, const ShapeResult& result) {
   google::protobuf::RepeatedPtrField<v1::Field> chosen(
       best.trial.tunables.begin(), best.trial.tunables.end());
   Overlay(tunables, chosen);
-  for (v1::Field& f : tunables) *entry.add_tunables() = std::move(f);
+  // Only fields the class declares (docs/operators.md): IRON refuses others.
+  const Family* family = FindFamily(shape.class_name);
+  for (v1::Field& f : tunables) {
+    if (family == nullptr || IsTunable(*family, f.name()))
+      *entry.add_tunables() = std::move(f);
+  }
+  if (family != nullptr && entry.tunables_size() == 0) return;
   made_.emplace_back(entry, s);
-  out_.Add(std::move(entry));
+  out_.Put(std::move(entry));
 }
 
 namespace {

@@ -62,20 +62,23 @@ TEST_CASE("per-call values are name=integer") {
 TEST_CASE("an operator is chosen by index or by shape") {
   v1::Calls calls;
   *calls.add_operators() = Gemm();
+  calls.mutable_operators(0)->set_class_name("GEMV");
   CHECK(SelectOperator(calls, 0, "").ok());
   CHECK_THAT(std::string(SelectOperator(calls, 3, "").status().message()),
              Catch::Contains("has 1 operators"));
-  CHECK_FALSE(SelectOperator(calls, -1, "GEMV M=1").ok());
+  CHECK_FALSE(SelectOperator(calls, -1, "GEMM M=1").ok());
   v1::Param* m = calls.mutable_operators(0)->add_params();
   m->set_name("M");
   m->mutable_value()->set_int_value(256);
-  v1::Param* d = calls.mutable_operators(0)->add_params();
-  d->set_name("dtype_in");
-  d->mutable_value()->set_string_value("bf16");
-  CHECK(SelectOperator(calls, -1, "GEMM M=256").ok());
-  CHECK(SelectOperator(calls, -1, "GEMM M=256 dtype_in=bf16").ok());
-  CHECK(SelectOperator(calls, -1, "GEMM dtype_in=\"bf16\"").ok());
-  CHECK_FALSE(SelectOperator(calls, -1, "GEMM M=512").ok());
+  // A string param GEMV declares (IRON's epilogue).
+  v1::Param* e = calls.mutable_operators(0)->add_params();
+  e->set_name("epilogue");
+  e->mutable_value()->set_string_value("gelu");
+  CHECK(SelectOperator(calls, -1, "GEMV M=256").ok());
+  CHECK(SelectOperator(calls, -1, "GEMV M=256 epilogue=gelu").ok());
+  CHECK(SelectOperator(calls, -1, "GEMV epilogue=\"gelu\"").ok());
+  CHECK_FALSE(SelectOperator(calls, -1, "GEMV epilogue=none").ok());
+  CHECK_FALSE(SelectOperator(calls, -1, "GEMV M=512").ok());
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/families.h"
 #include "common/value.h"
 
 namespace irontune {
@@ -89,26 +90,15 @@ std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
+// A profile as IRON's Profile.save writes it.
 constexpr char kNpu2[] =
     R"({"entries": [
-{"operator": "GEMV", "M": 2048, "K": 8192, "num_batches": 1, "tile_size_input": 1, "tile_size_output": 256},
-{"operator": "MHA", "num_heads": 32, "num_KV_heads": 8, "d": 64, "seq_pad": 2048, "num_pipelines": 8},
-{"operator": "RMSNorm", "rows": 2048, "weighted": true, "tile_size": 2048, "num_aie_columns": 8},
-{"operator": "SiLU", "size": 16777216, "tile_size": 4096},
-{"operator": "ElementwiseAdd", "size": 2048, "tile_size": 512},
-{"operator": "GEMM", "M": 2048, "K": 2048, "N": 2048, "tile_m": 64}
-]}
-)";
-
-// The same profile in save order.
-constexpr char kNpu2Saved[] =
-    R"({"entries": [
-{"operator": "ElementwiseAdd", "size": 2048, "tile_size": 512},
-{"operator": "GEMM", "M": 2048, "K": 2048, "N": 2048, "tile_m": 64},
-{"operator": "GEMV", "M": 2048, "K": 8192, "num_batches": 1, "tile_size_input": 1, "tile_size_output": 256},
-{"operator": "MHA", "num_heads": 32, "num_KV_heads": 8, "d": 64, "seq_pad": 2048, "num_pipelines": 8},
-{"operator": "RMSNorm", "rows": 2048, "weighted": true, "tile_size": 2048, "num_aie_columns": 8},
-{"operator": "SiLU", "size": 16777216, "tile_size": 4096}
+  {"operator": "GEMV", "M": 2048, "K": 8192, "num_batches": 1, "tile_size_input": 1, "tile_size_output": 256},
+  {"operator": "MHA", "num_heads": 32, "num_KV_heads": 8, "d": 64, "seq_pad": 2048, "num_pipelines": 8},
+  {"operator": "RMSNorm", "rows": 2048, "tile_size": 2048, "epsilon": 1e-05, "weighted": true, "num_aie_columns": 8},
+  {"operator": "SiLU", "size": 16777216, "tile_size": 4096},
+  {"operator": "ElementwiseAdd", "size": 2048, "tile_size": 512},
+  {"operator": "GEMM", "M": 2048, "K": 2048, "N": 2048, "tile_m": 64}
 ]}
 )";
 
@@ -145,7 +135,8 @@ TEST_CASE("IsKnownTunable asks the families", "[profile]") {
   CHECK(IsKnownTunable("GEMV", "tile_size_output"));
   CHECK_FALSE(IsKnownTunable("GEMM", "M"));
   CHECK_FALSE(IsKnownTunable("GEMM", "tile_size_output"));
-  CHECK_FALSE(IsKnownTunable("Transpose", "tile_size"));
+  CHECK_FALSE(IsKnownTunable("Conv9d", "tile_size"));
+  CHECK_FALSE(IsKnownTunable("RMSNorm", "tile_size"));
 }
 
 // ---------------------------------------------------------------------------
@@ -154,8 +145,8 @@ TEST_CASE("IsKnownTunable asks the families", "[profile]") {
 TEST_CASE("FromJson splits keys into dims and tunables", "[profile]") {
   auto profile = Profile::FromJson(
       R"({"entries": [{"operator": "GEMM", "tile_m": 64, "M": 2048,
-          "dtype_in": "bf16", "b_col_maj": false},
-          {"operator": "Transpose", "rows": 8, "tile_size": 0.25}]})");
+          "use_scalar": true, "b_col_maj": false},
+          {"operator": "Conv9d", "rows": 8, "tile_size": 0.25}]})");
   REQUIRE(profile.ok());
   REQUIRE(profile->size() == 2);
   const v1::ProfileEntry& gemm = profile->proto().entries(0);
@@ -163,16 +154,19 @@ TEST_CASE("FromJson splits keys into dims and tunables", "[profile]") {
   REQUIRE(gemm.dims_size() == 3);
   CHECK(gemm.dims(0).name() == "M");
   CHECK(ValuesEqual(gemm.dims(0).value(), IntValue(2048)));
-  CHECK(gemm.dims(1).name() == "dtype_in");
-  CHECK(ValuesEqual(gemm.dims(1).value(), StringValue("bf16")));
+  CHECK(gemm.dims(1).name() == "use_scalar");
+  CHECK(ValuesEqual(gemm.dims(1).value(), BoolValue(true)));
   CHECK(gemm.dims(2).name() == "b_col_maj");
   CHECK(ValuesEqual(gemm.dims(2).value(), BoolValue(false)));
   REQUIRE(gemm.tunables_size() == 1);
   CHECK(gemm.tunables(0).name() == "tile_m");
 
-  // An unknown class: every key is a dim.
+  // An unknown class: kept as it is, every key a dim, and reported.
   const v1::ProfileEntry& other = profile->proto().entries(1);
-  CHECK(other.operator_class() == "Transpose");
+  REQUIRE(profile->notes().size() == 1);
+  CHECK(profile->notes()[0] ==
+        "entries[1]: no operator \"Conv9d\" in the catalogue; kept as it is");
+  CHECK(other.operator_class() == "Conv9d");
   CHECK(other.dims_size() == 2);
   CHECK(other.tunables_size() == 0);
   CHECK(ValuesEqual(other.dims(1).value(), DoubleValue(0.25)));
@@ -228,12 +222,32 @@ TEST_CASE("FromJson errors name the path", "[profile]") {
       {R"({"entries": [{"operator": "X"}, 1]})",
        "entries[1]: expected an object"},
       {R"({"entries": [[]]})", "entries[0]: expected an object"},
-      {R"({"entries": [{"operator": "GEMM", "M": 1}, {"operator": "GEMM"},
-           {"M": 2}]})",
+      {R"({"entries": [{"operator": "GEMM", "M": 1, "tile_m": 32},
+           {"operator": "GEMM", "tile_m": 64}, {"M": 2}]})",
        "entries[2]: no \"operator\""},
       {R"({"entries": [{"operator": 3}]})",
        "entries[0].operator: expected a string"},
       {R"({"entries": [{"operator": ""}]})", "entries[0].operator: empty"},
+      // IRON's load rules.
+      {R"({"entries": [{"operator": "GEMM", "M": 1}]})",
+       "entries[0]: an entry for GEMM must give a tunable"},
+      {R"({"entries": [{"operator": "Emit", "slots": 1}]})",
+       "entries[0]: Emit has no tunables: IRON refuses any entry for it"},
+      {R"({"entries": [{"operator": "GEMM", "tile_m": 32},
+           {"operator": "MHA", "q_shims": 1, "num_pipelines": 8}]})",
+       "entries[1].q_shims: MHA derives or fixes q_shims; a profile may not "
+       "give it"},
+      {R"({"entries": [{"operator": "GEMM", "dtype_in": "bf16",
+           "tile_m": 32}]})",
+       "entries[0].dtype_in: GEMM declares no field dtype_in"},
+      {R"({"entries": [{"operator": "RMSNorm", "rows": 1,
+           "tile_size": 2048, "tile_rows": 2}]})",
+       "entries[0].tile_rows: RMSNorm declares no field tile_rows"},
+      {R"({"entries": [{"operator": "GEMM", "M": 64, "tile_m": 32},
+           {"operator": "GEMV", "M": 64, "tile_size_input": 1},
+           {"operator": "GEMM", "M": 64, "tile_m": 16}]})",
+       "entries[2] and entries[0] are equally specific and disagree on "
+       "tile_m"},
       {R"({"entries": [{"operator": "GEMM", "M": 1, "M": 2}]})",
        "entries[0].M: duplicate key"},
       {R"({"entries": [{"operator": "GEMM", "operator": "GEMV"}]})",
@@ -299,35 +313,49 @@ TEST_CASE("FromJson survives deep nesting and garbage", "[profile]") {
 // ---------------------------------------------------------------------------
 // Saving
 
-TEST_CASE("ToJson writes one entry a line in save order", "[profile]") {
+TEST_CASE("Load then save of an unchanged IRON profile is byte-identical",
+          "[profile]") {
   auto profile = Profile::FromJson(kNpu2);
   REQUIRE(profile.ok());
-  CHECK(profile->ToJson() == kNpu2Saved);
+  CHECK(profile->ToJson() == kNpu2);
+  // Python's float repr and ASCII escapes, as json.dumps writes them.
+  const std::string floats =
+      "{\"entries\": [\n  {\"operator\": \"AXPY\", \"size\": 1024, "
+      "\"scalar_factor\": 1.003, \"tile_size\": 256},\n  {\"operator\": "
+      "\"Clamp\", \"size\": 64, \"low\": -0.75, \"high\": 1e+16, "
+      "\"tile_size\": 64},\n  {\"operator\": \"LeakyReLU\", \"size\": 64, "
+      "\"alpha\": 0.0001, \"tile_size\": 64},\n  {\"operator\": \"X\", "
+      "\"s\": \"caf\\u00e9 \\ud83d\\ude00\", \"d\": 3.0, \"e\": 1.5e-07}\n]}\n";
+  auto iron = Profile::FromJson(floats);
+  REQUIRE(iron.ok());
+  CHECK(iron->ToJson() == floats);
 }
 
 TEST_CASE("ToJson orders keys: operator, dims, tunables", "[profile]") {
   auto profile = Profile::FromJson(
-      R"({"entries": [{"tile_n": 32, "zeta": 1, "N": 512, "tile_m": 64,
-          "alpha": "x", "operator": "GEMM", "K": 256, "M": 128}]})");
+      R"({"entries": [{"tile_n": 32, "N": 512, "tile_m": 64,
+          "operator": "GEMM", "K": 256, "M": 128}]})");
   REQUIRE(profile.ok());
+  // As IRON's Profile.add keeps them: dims, then tunables, each in the
+  // order the file gives them.
   const std::string line =
-      R"({"operator": "GEMM", "M": 128, "K": 256, "N": 512, "alpha": "x", )"
-      R"("zeta": 1, "tile_m": 64, "tile_n": 32})";
-  CHECK(profile->ToJson() == "{\"entries\": [\n" + line + "\n]}\n");
+      R"({"operator": "GEMM", "N": 512, "K": 256, "M": 128, "tile_n": 32, )"
+      R"("tile_m": 64})";
+  CHECK(profile->ToJson() == "{\"entries\": [\n  " + line + "\n]}\n");
   CHECK(EntryToString(profile->proto().entries(0)) == line);
 
-  // An unknown class: dims and tunables by name.
+  // An unknown class: as given.
   Profile custom;
-  custom.Add(Entry("Transpose", {{"rows", IntValue(4)}, {"cols", IntValue(8)}},
+  custom.Add(Entry("Conv9d", {{"rows", IntValue(4)}, {"cols", IntValue(8)}},
                    {{"tile", IntValue(2)}, {"columns", IntValue(1)}}));
   CHECK(EntryToString(custom.proto().entries(0)) ==
-        R"({"operator": "Transpose", "cols": 8, "rows": 4, "columns": 1, )"
-        R"("tile": 2})");
+        R"({"operator": "Conv9d", "rows": 4, "cols": 8, "tile": 2, )"
+        R"("columns": 1})");
 }
 
 TEST_CASE("An empty profile", "[profile]") {
   const Profile empty;
-  CHECK(empty.ToJson() == "{\"entries\": [\n]}\n");
+  CHECK(empty.ToJson() == "{\"entries\": [\n  \n]}\n");
   auto back = Profile::FromJson(empty.ToJson());
   REQUIRE(back.ok());
   CHECK(back->size() == 0);
@@ -364,62 +392,29 @@ TEST_CASE("Values survive a round trip", "[profile]") {
   CHECK(back->ToJson() == profile.ToJson());
 }
 
-TEST_CASE("Save order does not depend on entry order", "[profile]") {
-  Profile base;
-  base.Add(Entry(
-      "GEMM",
-      {{"M", IntValue(2048)}, {"K", IntValue(2048)}, {"N", IntValue(2048)}},
-      {{"tile_m", IntValue(64)}}));
-  base.Add(Entry(
-      "GEMM",
-      {{"M", IntValue(1024)}, {"K", IntValue(2048)}, {"N", IntValue(2048)}},
-      {{"tile_m", IntValue(32)}}));
-  base.Add(Entry("GEMM", {{"M", IntValue(1024)}, {"K", IntValue(2048)}},
-                 {{"tile_m", IntValue(32)}}));
-  base.Add(Entry("GEMM",
-                 {{"M", IntValue(1024)},
-                  {"K", IntValue(2048)},
-                  {"N", IntValue(2048)},
-                  {"dtype_in", StringValue("i8")}},
-                 {{"tile_m", IntValue(16)}}));
-  base.Add(Entry("GEMM", {{"M", IntValue(1024)}, {"N", IntValue(64)}},
-                 {{"tile_m", IntValue(16)}}));
-  base.Add(Entry("GEMV", {{"M", IntValue(2048)}, {"K", IntValue(8192)}},
-                 {{"tile_size_input", IntValue(1)}}));
-  base.Add(Entry("GEMV", {{"M", IntValue(2048)}, {"K", IntValue(8192)}},
-                 {{"tile_size_input", IntValue(2)}}));
-  base.Add(Entry("Transpose", {{"rows", DoubleValue(2.5)}}, {}));
-  base.Add(Entry("Transpose", {{"rows", IntValue(3)}}, {}));
-  base.Add(Entry("Transpose", {{"rows", StringValue("a")}}, {}));
-  base.Add(Entry("Transpose", {{"rows", BoolValue(true)}}, {}));
-  base.Add(Entry("Transpose", {{"cols", IntValue(3)}}, {}));
-  const std::string expected = base.ToJson();
-  CHECK(Lines(expected).size() == 14);
-
-  std::vector<v1::ProfileEntry> entries(base.proto().entries().begin(),
-                                        base.proto().entries().end());
-  std::mt19937 rng(11);
-  for (int round = 0; round < 20; ++round) {
-    std::shuffle(entries.begin(), entries.end(), rng);
-    Profile shuffled;
-    for (v1::ProfileEntry e : entries) {
-      // Also shuffle the fields within each entry.
-      std::shuffle(e.mutable_dims()->begin(), e.mutable_dims()->end(), rng);
-      shuffled.Add(std::move(e));
-    }
-    CHECK(shuffled.ToJson() == expected);
-  }
-
-  // Fewer dims first on a tie; a smaller M first.
-  const std::vector<std::string> lines = Lines(expected);
-  CHECK(lines[1] ==
-        R"({"operator": "GEMM", "M": 1024, "K": 2048, "tile_m": 32},)");
+TEST_CASE("Entries keep their order, Put replaces in place", "[profile]") {
+  auto profile = Profile::FromJson(kNpu2);
+  REQUIRE(profile.ok());
+  const std::vector<std::string> before = Lines(profile->ToJson());
+  // The MHA entry, replaced: it stays second.
+  profile->Put(Entry("MHA",
+                     {{"num_heads", IntValue(32)},
+                      {"num_KV_heads", IntValue(8)},
+                      {"d", IntValue(64)},
+                      {"seq_pad", IntValue(2048)}},
+                     {{"num_pipelines", IntValue(4)}}));
+  // A new entry: appended.
+  profile->Put(Entry("Softmax", {{"rows", IntValue(32)}},
+                     {{"num_aie_columns", IntValue(2)}}));
+  const std::vector<std::string> after = Lines(profile->ToJson());
+  REQUIRE(after.size() == before.size() + 1);
   CHECK(
-      lines[2] ==
-      R"({"operator": "GEMM", "M": 1024, "K": 2048, "N": 2048, "tile_m": 32},)");
-  CHECK(
-      lines[3] ==
-      R"({"operator": "GEMM", "M": 1024, "K": 2048, "N": 2048, "dtype_in": "i8", "tile_m": 16},)");
+      after[2] ==
+      R"(  {"operator": "MHA", "num_heads": 32, "num_KV_heads": 8, "d": 64, "seq_pad": 2048, "num_pipelines": 4},)");
+  for (size_t i : {1, 3, 4, 5}) CHECK(after[i] == before[i]);
+  CHECK(after[6] == before[6] + ",");
+  CHECK(after[7] ==
+        R"(  {"operator": "Softmax", "rows": 32, "num_aie_columns": 2})");
 }
 
 TEST_CASE("Changing one tunable changes one line", "[profile]") {
@@ -441,7 +436,7 @@ TEST_CASE("Changing one tunable changes one line", "[profile]") {
       ++differing;
       CHECK(
           after[i] ==
-          R"({"operator": "MHA", "num_heads": 32, "num_KV_heads": 8, "d": 64, "seq_pad": 2048, "num_pipelines": 4},)");
+          R"(  {"operator": "MHA", "num_heads": 32, "num_KV_heads": 8, "d": 64, "seq_pad": 2048, "num_pipelines": 4},)");
     }
   }
   CHECK(differing == 1);
@@ -453,17 +448,17 @@ TEST_CASE("Save and Load round trip", "[profile]") {
   auto profile = Profile::FromJson(kNpu2);
   REQUIRE(profile.ok());
   REQUIRE(profile->Save(path).ok());
-  CHECK(ReadFile(path) == kNpu2Saved);
+  CHECK(ReadFile(path) == kNpu2);
   CHECK(dir.Names() == std::vector<std::string>{"npu2.json"});
 
   auto loaded = Profile::Load(path);
   REQUIRE(loaded.ok());
   CHECK(loaded->size() == 6);
-  CHECK(loaded->ToJson() == kNpu2Saved);
+  CHECK(loaded->ToJson() == kNpu2);
 
   // Saving over an existing file replaces it and leaves no temporary.
   REQUIRE(Profile().Save(path).ok());
-  CHECK(ReadFile(path) == "{\"entries\": [\n]}\n");
+  CHECK(ReadFile(path) == "{\"entries\": [\n  \n]}\n");
   CHECK(dir.Names() == std::vector<std::string>{"npu2.json"});
 }
 
@@ -616,9 +611,10 @@ TEST_CASE("DiffProfiles sorts entries into added, changed, removed, kept",
   REQUIRE(add.old_tunables_size() == 1);
   CHECK(add.old_tunables(0).value().int_value() == 512);
   REQUIRE(add.new_tunables_size() == 2);
-  CHECK(add.new_tunables(0).name() == "tile_size");
-  CHECK(add.new_tunables(0).value().int_value() == 256);
-  CHECK(add.new_tunables(1).name() == "num_aie_columns");
+  // In the catalogue's order: num_aie_columns, num_channels, tile_size.
+  CHECK(add.new_tunables(0).name() == "num_aie_columns");
+  CHECK(add.new_tunables(1).name() == "tile_size");
+  CHECK(add.new_tunables(1).value().int_value() == 256);
   CHECK_FALSE(add.has_gain());
   CHECK(diff.changed(1).operator_class() == "SiLU");
   CHECK(diff.changed(1).new_tunables(0).value().int_value() == 4096);
@@ -649,6 +645,99 @@ TEST_CASE("DiffProfiles tells dims of different types apart", "[profile]") {
   const v1::ProfileDiff same = DiffProfiles(before, before);
   CHECK(same.kept_size() == 1);
   CHECK(same.added_size() + same.removed_size() + same.changed_size() == 0);
+}
+
+}  // namespace
+}  // namespace irontune
+
+namespace irontune {
+namespace {
+
+TEST_CASE("TunablesFor: per tunable, the most specific entry naming it",
+          "[profile]") {
+  Profile profile;
+  profile.Add(
+      Entry("GEMM", {},
+            {{"tile_m", IntValue(64)}, {"num_aie_columns", IntValue(8)}}));
+  profile.Add(
+      Entry("GEMM", {{"M", IntValue(256)}}, {{"tile_m", IntValue(32)}}));
+  profile.Add(Entry("GEMM", {{"M", IntValue(256)}, {"K", IntValue(2048)}},
+                    {{"tile_k", IntValue(128)}}));
+  // A param the call leaves out takes its default: b_col_maj false.
+  profile.Add(Entry("GEMM", {{"b_col_maj", BoolValue(false)}},
+                    {{"tile_n", IntValue(16)}}));
+  profile.Add(Entry("GEMV", {}, {{"tile_size_input", IntValue(4)}}));
+  auto got = profile.TunablesFor("GEMM", Params({{"M", IntValue(256)},
+                                                 {"K", IntValue(2048)},
+                                                 {"N", IntValue(512)}}));
+  REQUIRE(got.ok());
+  std::vector<std::string> text;
+  for (const v1::Field& f : *got)
+    text.push_back(f.name() + "=" + ValueToString(f.value()));
+  CHECK(text == std::vector<std::string>{"tile_m=32", "num_aie_columns=8",
+                                         "tile_k=128", "tile_n=16"});
+  // Another shape: only the general entries.
+  auto other = profile.TunablesFor(
+      "GEMM", Params({{"M", IntValue(512)}, {"b_col_maj", BoolValue(true)}}));
+  REQUIRE(other.ok());
+  REQUIRE(other->size() == 2);
+  CHECK(ValuesEqual((*other)[0].value(), IntValue(64)));
+
+  // Equally specific entries that disagree: refused, naming both.
+  profile.Add(
+      Entry("GEMM", {{"K", IntValue(2048)}}, {{"tile_m", IntValue(16)}}));
+  auto ambiguous = profile.TunablesFor(
+      "GEMM", Params({{"M", IntValue(256)}, {"K", IntValue(2048)}}));
+  REQUIRE_FALSE(ambiguous.ok());
+  CHECK(std::string(ambiguous.status().message()) ==
+        R"(GEMM: equally specific profile entries disagree on tile_m: )"
+        R"({"operator": "GEMM", "M": 256, "tile_m": 32} and )"
+        R"({"operator": "GEMM", "K": 2048, "tile_m": 16})");
+}
+
+// Conformance: for every class with tunables, an entry written in IRON's
+// format from IRON's class definition (its first param, then every
+// tunable at a value of its domain) loads, applies to an operator of that
+// class and saves byte-identical; for a class without tunables it is
+// refused.
+TEST_CASE("every class's IRON entry loads, applies and saves", "[profile]") {
+  for (const Family& f : AllFamilies()) {
+    CAPTURE(f.class_name);
+    std::string line = "{\"operator\": \"" + f.class_name + "\"";
+    google::protobuf::RepeatedPtrField<v1::Field> params;
+    const Dim& first = f.dims.front();
+    line += ", \"" + first.name + "\": 64";
+    *params.Add() = MakeField(first.name, IntValue(64));
+    std::vector<std::pair<std::string, int64_t>> want;
+    for (const std::string& t : f.tunables) {
+      std::vector<v1::Value> domain = FamilyDomain(f, t, "npu2");
+      REQUIRE_FALSE(domain.empty());
+      const int64_t v = domain.back().int_value();
+      line += ", \"" + t + "\": " + std::to_string(v);
+      want.emplace_back(t, v);
+    }
+    line += "}";
+    const std::string text = "{\"entries\": [\n  " + line + "\n]}\n";
+    auto profile = Profile::FromJson(text);
+    if (f.tunables.empty()) {
+      CHECK_FALSE(profile.ok());
+      continue;
+    }
+    REQUIRE(profile.ok());
+    CHECK(profile->ToJson() == text);
+    auto applied = profile->TunablesFor(f.class_name, params);
+    REQUIRE(applied.ok());
+    REQUIRE(applied->size() == want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      CHECK((*applied)[i].name() == want[i].first);
+      CHECK((*applied)[i].value().int_value() == want[i].second);
+    }
+    // Another value of the first param: the entry does not apply.
+    *params.Mutable(0)->mutable_value() = IntValue(65);
+    auto none = profile->TunablesFor(f.class_name, params);
+    REQUIRE(none.ok());
+    CHECK(none->empty());
+  }
 }
 
 }  // namespace

@@ -78,11 +78,16 @@ double TrueStep(Rig& rig, const v1::Operator& op) {
   return *us;
 }
 
+// One GEMM design at its default and two other settings.
+std::vector<v1::Operator> ThreeSettings() {
+  return {Gemm(256, 512, 512, 64, 64, 64, 8),
+          Gemm(256, 512, 512, 32, 64, 64, 8),
+          Gemm(256, 512, 512, 64, 32, 64, 4)};
+}
+
 TEST_CASE("every setting pairs with the default, round by round") {
   Rig rig;
-  std::vector<v1::Operator> settings = {Gemm(256, 512, 512, 64, 64, 64, 8),
-                                        Gemm(256, 512, 512, 32, 64, 64, 8),
-                                        Gemm(256, 512, 512, 64, 32, 64, 4)};
+  std::vector<v1::Operator> settings = ThreeSettings();
   auto result = Measure(Request(settings), *rig.Context());
   REQUIRE(result.ok());
   for (auto& [i, why] : result->refused) UNSCOPED_INFO(i << ": " << why);
@@ -109,6 +114,23 @@ TEST_CASE("every setting pairs with the default, round by round") {
     const double truth = TrueStep(rig, settings[i]) - true_default;
     CHECK(std::abs(d.delta_us - truth) <=
           4 * *d.noise_us + 0.03 * true_default);
+  }
+}
+
+TEST_CASE("only the default's inputs are kept for judging") {
+  Rig rig;
+  std::vector<v1::Operator> settings = ThreeSettings();
+  auto result = Measure(Request(settings), *rig.Context());
+  REQUIRE(result.ok());
+  REQUIRE(result->outputs.size() == 3);
+  // The default's A and B as given, every setting's C as written.
+  const SettingOutput& def = result->outputs.at(0);
+  CHECK(def.inputs.size() == 2);
+  CHECK(def.inputs.at("A").size() == 256 * 512 * 2);
+  for (int i : {0, 1, 2}) {
+    const SettingOutput& out = result->outputs.at(i);
+    CHECK(out.written.size() == 1);
+    if (i != 0) CHECK(out.inputs.empty());
   }
 }
 

@@ -171,24 +171,40 @@ TEST_CASE("RMSNorm and Softmax references", "[reference]") {
   CHECK(y[2] == Catch::Detail::Approx(0.5).epsilon(1e-6));
 }
 
-TEST_CASE("RoPE reference rotates pairs by position", "[reference]") {
-  v1::Operator op = Op("RoPE");
-  Param(op, "rows", 2);
-  Param(op, "num_heads", 1);
-  Param(op, "head_dim", 4);
-  Param(op, "theta", 10000);
-  Buffer(op, "x", v1::BUFFER_ROLE_IN, {2, 4});
-  Buffer(op, "y", v1::BUFFER_ROLE_OUT, {2, 4});
-  Reference r = Run(op, {{"x", F32({1, 2, 3, 4, 1, 0, 1, 0})}});
-  const std::vector<float> y = AsF32(r.outputs.at("y"));
-  // Row 0: angle 0, unchanged.
-  CHECK(std::vector<float>(y.begin(), y.begin() + 4) ==
-        std::vector<float>{1, 2, 3, 4});
-  // Row 1: pair 0 by 1 rad, pair 1 by 10000^(-1/2) rad.
-  CHECK(y[4] == Catch::Detail::Approx(std::cos(1.0)).epsilon(1e-6));
-  CHECK(y[5] == Catch::Detail::Approx(std::sin(1.0)).epsilon(1e-6));
-  CHECK(y[6] == Catch::Detail::Approx(std::cos(0.01)).epsilon(1e-6));
-  CHECK(y[7] == Catch::Detail::Approx(std::sin(0.01)).epsilon(1e-6));
+TEST_CASE("RoPE reference rotates by the angle table", "[reference]") {
+  // IRON's RoPE: angle row r (cos, sin interleaved) rotates x's row r;
+  // method_type 1 rotates interleaved pairs, 0 the row's two halves.
+  const float c = std::cos(1.0f), s = std::sin(1.0f);
+  for (int method : {0, 1}) {
+    CAPTURE(method);
+    v1::Operator op = Op("RoPE");
+    Param(op, "rows", 2);
+    Param(op, "cols", 4);
+    Param(op, "angle_rows", 2);
+    Param(op, "method_type", method);
+    Buffer(op, "x", v1::BUFFER_ROLE_IN, {2, 4});
+    Buffer(op, "angles", v1::BUFFER_ROLE_IN, {2, 4});
+    Buffer(op, "y", v1::BUFFER_ROLE_OUT, {2, 4});
+    Reference r = Run(op, {{"x", F32({1, 2, 3, 4, 1, 1, 0, 0})},
+                           {"angles", F32({1, 0, 1, 0, c, s, 1, 0})}});
+    const std::vector<float> y = AsF32(r.outputs.at("y"));
+    // Row 0: angle 0, unchanged.
+    CHECK(std::vector<float>(y.begin(), y.begin() + 4) ==
+          std::vector<float>{1, 2, 3, 4});
+    // Row 1: pair 0 by 1 rad, pair 1 not at all. Pairs are (0, 1) and
+    // (2, 3) interleaved, (0, 2) and (1, 3) as halves.
+    if (method == 1) {
+      CHECK(y[4] == Catch::Detail::Approx(c - s).epsilon(1e-6));
+      CHECK(y[5] == Catch::Detail::Approx(s + c).epsilon(1e-6));
+      CHECK(y[6] == 0);
+      CHECK(y[7] == 0);
+    } else {
+      CHECK(y[4] == Catch::Detail::Approx(c).epsilon(1e-6));
+      CHECK(y[6] == Catch::Detail::Approx(s).epsilon(1e-6));
+      CHECK(y[5] == 1);
+      CHECK(y[7] == 0);
+    }
+  }
 }
 
 TEST_CASE("MHA reference attends over the used length", "[reference]") {

@@ -402,8 +402,7 @@ TEST_CASE("NamedDims names dims off their default or covered", "[search]") {
     c.mutable_value()->set_bool_value(false);
     CHECK(Names(NamedDims(gemm, {{IntField("M", 256), dtype},
                                  {IntField("tile_m", 64), c}})) ==
-          std::vector<std::string>{"M", "K", "N", "b_col_maj", "c_col_maj",
-                                   "dtype_in"});
+          std::vector<std::string>{"M", "K", "N", "b_col_maj", "c_col_maj"});
   }
   SECTION("an unknown class names every dim") {
     const v1::Operator foo = Parse<v1::Operator>(R"pb(

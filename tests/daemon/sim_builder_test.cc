@@ -100,12 +100,19 @@ TEST_CASE("SimBuilder refuses what does not fit, saying why",
   CHECK_THAT(Refusal(Gemv(2048, 2048, 2, 3, 64, 8), "npu2"),
              Catch::Equals(
                  "tile_size_output 3 is not a multiple of tile_size_input 2"));
+  // IRON derives kernel_vector_size (the widest legal width for K); a given
+  // one must be legal (iron/operators/gemv.py _legal_kernel_vector_size).
   CHECK_THAT(Refusal(Gemv(2048, 2048, 1, 256, 8, 8), "npu2"),
-             Catch::Equals("kernel_vector_size 8 is not 16, 32 or 64"));
+             Catch::Equals("kernel_vector_size 8 is not legal for K 2048: K "
+                           "must be a multiple of it and at least twice it "
+                           "(legal here: 64, 32, 16)"));
   CHECK_THAT(Refusal(Gemv(2048, 96, 1, 256, 64, 8), "npu2"),
-             Catch::Equals("K 96 is not a multiple of kernel_vector_size 64"));
-  CHECK_THAT(Refusal(Gemv(2048, 64, 1, 256, 64, 8), "npu2"),
-             Catch::Equals("K 64 is below 2 * kernel_vector_size = 128"));
+             Catch::Equals("kernel_vector_size 64 is not legal for K 96: K "
+                           "must be a multiple of it and at least twice it "
+                           "(legal here: 32, 16)"));
+  CHECK_THAT(Refusal(Gemv(2048, 24, 1, 256, 16, 8), "npu2"),
+             Catch::Equals("K 24 has no kernel vector width in {64, 32, 16} "
+                           "with K a multiple of it and K >= 2 * width"));
 }
 
 TEST_CASE("SimBuilder rejects bad requests as errors", "[sim][builder]") {

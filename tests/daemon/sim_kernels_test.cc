@@ -73,7 +73,7 @@ TEST_CASE("RMSNorm and Softmax over rows", "[sim][kernels]") {
   rms.set_class_name("RMSNorm");
   AddParam(rms, "rows", 2);
   AddParam(rms, "weighted", 1);
-  AddTunable(rms, "tile_size", 2);
+  AddParam(rms, "tile_size", 4);  // the row length (IRON's Rowwise)
   AddBuffer(rms, "x", v1::BUFFER_ROLE_IN, {2, 4}, v1::DTYPE_F32);
   AddBuffer(rms, "w", v1::BUFFER_ROLE_IN, {4}, v1::DTYPE_F32);
   AddBuffer(rms, "y", v1::BUFFER_ROLE_OUT, {2, 4}, v1::DTYPE_F32);
@@ -135,19 +135,22 @@ TEST_CASE("MHA attends over the used kv length", "[sim][kernels]") {
   CHECK(all[0] == Approx(51));
 }
 
-TEST_CASE("RoPE rotates pairs by position", "[sim][kernels]") {
+TEST_CASE("RoPE rotates by the angle table", "[sim][kernels]") {
   v1::Operator op;
   op.set_class_name("RoPE");
   AddParam(op, "rows", 2);
-  AddParam(op, "num_heads", 1);
-  AddParam(op, "head_dim", 2);
-  AddBuffer(op, "x", v1::BUFFER_ROLE_IN, {2, 1, 2}, v1::DTYPE_F32);
-  AddBuffer(op, "y", v1::BUFFER_ROLE_OUT, {2, 1, 2}, v1::DTYPE_F32);
-  std::vector<float> y = AsF32(Run(op, {F32({1, 0, 1, 0})})[0]);
-  CHECK(y[0] == 1);  // position 0: unchanged
+  AddParam(op, "cols", 2);
+  AddParam(op, "angle_rows", 2);
+  AddBuffer(op, "x", v1::BUFFER_ROLE_IN, {2, 2}, v1::DTYPE_F32);
+  AddBuffer(op, "angles", v1::BUFFER_ROLE_IN, {2, 2}, v1::DTYPE_F32);
+  AddBuffer(op, "y", v1::BUFFER_ROLE_OUT, {2, 2}, v1::DTYPE_F32);
+  const float c = std::cos(1.0f), s = std::sin(1.0f);
+  std::vector<float> y =
+      AsF32(Run(op, {F32({1, 0, 1, 0}), F32({1, 0, c, s})})[0]);
+  CHECK(y[0] == 1);  // angle row 0: unchanged
   CHECK(y[1] == 0);
-  CHECK(y[2] == Approx(std::cos(1.0)));  // position 1, pair 0: angle 1
-  CHECK(y[3] == Approx(std::sin(1.0)));
+  CHECK(y[2] == Approx(c));  // angle row 1: 1 rad
+  CHECK(y[3] == Approx(s));
 }
 
 TEST_CASE("GEMV lanes follow kernel_vector_size, bounded rows stay zero",

@@ -276,26 +276,28 @@ TEST_CASE("e2e: SIGTERM mid-job exits cleanly") {
 
 TEST_CASE("e2e: a restart keeps the cache") {
   const std::string dir = TempDir("restart");
-  auto device_seconds = [&](Daemon& d) {
+  auto stats = [&](Daemon& d) {
     Result r = d.Client(SubmitSmall(dir, {"--json"}));
     INFO(r.err);
     REQUIRE(r.code == 0);
-    return nlohmann::json::parse(r.out)["stats"]["device_seconds"]
-        .get<double>();
+    return nlohmann::json::parse(r.out)["stats"];
   };
-  double first, second;
+  nlohmann::json first, second;
   {
     Daemon daemon(dir);
-    first = device_seconds(daemon);
+    first = stats(daemon);
     CHECK(daemon.Stop() == 0);
   }
   {
     Daemon daemon(dir);
-    second = device_seconds(daemon);
+    second = stats(daemon);
     CHECK(daemon.Stop() == 0);
   }
-  REQUIRE(first > 0);
-  CHECK(second <= 0.1 * first);
+  // The first job timed every setting; after the restart each is a hit
+  // from the cache the first job filled (a winner is still re-timed).
+  REQUIRE(first["settings_timed"].get<int>() > 0);
+  CHECK(first.value("cache_hits", 0) == 0);
+  CHECK(second.value("cache_hits", 0) > 0);
 }
 
 // grpc.health.v1.Health/Check with an empty request, encoded by hand (the

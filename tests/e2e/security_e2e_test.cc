@@ -492,9 +492,11 @@ TEST_CASE("security: clearing the cache needs admin, the next job re-times") {
   const nlohmann::json cache = nlohmann::json::parse(stats.out)["cache"];
   CHECK((!cache.contains("rows") || cache["rows"] == "0"));
 
-  // The next submit times what the first did, afresh.
+  // The next submit times afresh every figure the cache served before (a
+  // winner's re-timing depends on which setting wins, so the totals may
+  // differ from the first job's).
   const nlohmann::json again = SubmitStats(daemon.Client("ci", submit));
-  CHECK(again.value("settings_timed", 0) == timed);
+  CHECK(again.value("settings_timed", 0) >= cached.value("cache_hits", 0));
   CHECK(again.value("cache_hits", 0) == 0);
   CHECK_THAT(daemon.Log(), Catch::Contains("cleared by ops@ipv4:127.0.0.1"));
 }

@@ -287,11 +287,13 @@ inline v1::Operator Add2048(std::initializer_list<int64_t> tile_sizes) {
 }
 
 // SiLU of 8192 bf16 elements (x -> y) at tile_size 1024 on 8 columns, its
-// only setting. Gate: atol = rtol = 2^-7.
-inline v1::Operator Silu8192() {
+// recorded domain tile_size `tile_sizes` on 8 columns. Gate: atol = rtol =
+// 2^-7.
+inline v1::Operator Silu8192(std::initializer_list<int64_t> tile_sizes = {
+                                 1024}) {
   v1::Operator op = Op("SiLU", {{"size", 8192}},
                        {{"tile_size", 1024}, {"num_aie_columns", 8}});
-  *op.mutable_tunables(0)->add_domain() = Int(1024);
+  for (int64_t t : tile_sizes) *op.mutable_tunables(0)->add_domain() = Int(t);
   *op.mutable_tunables(1)->add_domain() = Int(8);
   AddBuffer(op, "x", v1::BUFFER_ROLE_IN, {8192});
   AddBuffer(op, "y", v1::BUFFER_ROLE_OUT, {8192});
@@ -339,9 +341,10 @@ inline v1::Calls AddCalls() {
 }
 
 // Add2048 (p, q -> r) then Silu8192 (s -> t), once each, in recording
-// "small": one setting each, so it tunes in moments.
+// "small": two settings each (the recorded domains: tile_size 256 or 512,
+// and 512 or 1024), so it tunes both shapes in moments.
 inline v1::Calls AddSiluCalls() {
-  return OneCall("small", {Add2048({512}), Silu8192()},
+  return OneCall("small", {Add2048({256, 512}), Silu8192({512, 1024})},
                  {{"p", "q", "r"}, {"s", "t"}});
 }
 

@@ -1,0 +1,172 @@
+// The catalogue's data-movement and sampling classes at kIronCommit:
+// iron/operators/{copy,dequant,emit,repeat,sample,transpose}.py.
+#include <utility>
+
+#include "common/families_table.h"
+#include "common/value.h"
+
+namespace irontune::catalogue {
+namespace {
+
+Family Copy() {
+  Family f;
+  f.class_name = "Copy";
+  f.summary = "gather by src, scatter by dst, over num_channels memtiles";
+  f.dims = {P("input_buffer_size"),
+            Pf("output_buffer_size", "the src walk's elements")};
+  f.tunable_specs = {T("tile_size", "the per-channel share of the walk"),
+                     T("num_channels", 1)};
+  f.other_fields = {"src", "dst", "dtype"};
+  f.buffers = {{"x", v1::BUFFER_ROLE_IN, "[input_buffer_size]", "bf16",
+                "flat; read by the src walk"},
+               {"y", v1::BUFFER_ROLE_OUT, "[output_buffer_size]", "bf16",
+                "flat; written by the dst walk"}};
+  f.values = {{"in_offset", "element offset added to x (default 0)", ""},
+              {"out_offset", "element offset added to y (default 0)", ""},
+              {"src_valid", "the src walk's bounded axis", ""},
+              {"dst_valid", "the dst walk's bounded axis", ""}};
+  f.tolerance = "exact";
+  f.gate = Exact();
+  f.refusals =
+      "the walks' innermost axis not a multiple of num_channels; tile_size "
+      "not dividing the per-channel transfer";
+  f.source = "iron/operators/copy.py";
+  return f;
+}
+
+Family Dequant() {
+  Family f;
+  f.class_name = "Dequant";
+  f.summary =
+      "int4 to bf16: packed nibbles times their group's bf16 scale (group "
+      "32)";
+  f.dims = {P("size"), Pf("packed", "size / 2 + size / 32 * 2")};
+  f.tunable_specs = {T("num_aie_columns", "every column"), T("num_channels", 1),
+                     T("tile_size", 4096)};
+  f.derived = {"per_tile", "in_tile"};
+  f.other_fields = {"group_size"};
+  f.buffers = {{"x", v1::BUFFER_ROLE_IN, "[packed]", "u8",
+                "per tile: tile_size / 2 bytes of nibbles, then a bf16 scale "
+                "per group"},
+               {"y", v1::BUFFER_ROLE_OUT, "[size]", "bf16", "flat"}};
+  f.values = {{"count", "tiles per core", ""}};
+  f.tolerance = "rtol 0.01";
+  v1::Tolerance gate;
+  gate.mutable_close()->set_rtol(0.01);
+  f.gate = gate;
+  f.refusals =
+      "more than 16 cores; size not a multiple of the cores or of "
+      "tile_size per core";
+  f.source = "iron/operators/dequant.py";
+  return f;
+}
+
+Family Emit() {
+  Family f;
+  f.class_name = "Emit";
+  f.summary =
+      "evaluates an emit program: the next call's scratchpad image and "
+      "carried state";
+  f.dims = {P("slots"), P("carried"), Pf("rows", "slots + carried")};
+  f.buffers = {
+      {"program", v1::BUFFER_ROLE_IN, "[rows, 5]", "i32",
+       "rows of (plane, index, scale, bias, shift)"},
+      {"planes", v1::BUFFER_ROLE_IN, "[2, carried]", "i32", "row-major"},
+      {"image", v1::BUFFER_ROLE_OUT, "[slots]", "i32", "flat"},
+      {"state", v1::BUFFER_ROLE_OUT, "[carried]", "i32", "flat"}};
+  f.tolerance = "exact";
+  f.gate = Exact();
+  f.refusals = "rows other than slots + carried";
+  f.source = "iron/operators/emit.py";
+  return f;
+}
+
+Family Repeat() {
+  Family f;
+  f.class_name = "Repeat";
+  f.summary =
+      "repeat-interleave along the first axis, in descriptors only (no "
+      "cores)";
+  f.dims = {P("rows"), P("cols"), P("repeat"), P("seq", IntValue(1)),
+            Pf("out_rows", "rows * repeat")};
+  f.derived = {"tile_size"};
+  f.other_fields = {"dtype"};
+  f.buffers = {{"x", v1::BUFFER_ROLE_IN, "[rows, seq, cols]", "bf16",
+                "no seq axis when seq is 1"},
+               {"y", v1::BUFFER_ROLE_OUT, "[out_rows, seq, cols]", "bf16",
+                "no seq axis when seq is 1"}};
+  f.values = {{"valid_rows_x", "rows used; bounds rows", "rows"},
+              {"valid_seq_x", "seq used; bounds seq", "seq"}};
+  f.tolerance = "exact";
+  f.gate = Exact();
+  f.refusals = "a row (seq * cols) with no descriptor split";
+  f.source = "iron/operators/repeat.py";
+  return f;
+}
+
+Family Sample() {
+  Family f;
+  f.class_name = "Sample";
+  f.summary =
+      "the next token drawn from a row of logits (temperature, top-k), "
+      "recorded at its position";
+  f.dims = {P("vocab"), P("k_max", IntValue(64)), P("steps", IntValue(1))};
+  f.tunable_specs = {T("cores", 4), T("chunk",
+                                      "the largest even divisor of "
+                                      "the slice up to 8192")};
+  f.buffers = {{"logits", v1::BUFFER_ROLE_IN, "[vocab]", "bf16", "flat"},
+               {"draws", v1::BUFFER_ROLE_IN, "[steps, 4]", "i32",
+                "per position: temperature (f32 bits), top-k, 53-bit "
+                "uniform (low, high)"},
+               {"tokens", v1::BUFFER_ROLE_INOUT, "[steps]", "i32",
+                "the token recorded at position `at`"},
+               {"token", v1::BUFFER_ROLE_OUT, "[1]", "i32", "the token"}};
+  f.values = {
+      {"row",
+       "element offset of the position's draw row (4 * "
+       "position; default 0)",
+       ""},
+      {"at", "element offset of the position's record (default 0)", ""}};
+  f.tolerance = "exact";
+  f.gate = Exact();
+  f.refusals =
+      "vocab not a multiple of cores; chunk not dividing vocab / cores, odd "
+      "or above 8192";
+  f.source = "iron/operators/sample.py";
+  return f;
+}
+
+Family Transpose() {
+  Family f;
+  f.class_name = "Transpose";
+  f.summary = "y = x^T per batch, m x n tiles of s x s sub-tiles";
+  f.dims = {P("M"), P("N"), P("num_batches", IntValue(1))};
+  f.tunable_specs = {T("m", 64), T("n", 64), T("s", 8),
+                     T("num_aie_columns",
+                       "the most that split N into whole "
+                       "n tiles"),
+                     T("num_channels", 1)};
+  f.buffers = {{"x", v1::BUFFER_ROLE_IN, "[num_batches, M, N]", "bf16",
+                "no leading axis when num_batches is 1"},
+               {"y", v1::BUFFER_ROLE_OUT, "[num_batches, N, M]", "bf16",
+                "no leading axis when num_batches is 1"}};
+  f.values = {{"batches", "num_batches", ""},
+              {"col_tiles", "N / n / num_aie_columns", ""},
+              {"chan_tiles", "M / m / num_channels", ""}};
+  f.tolerance = "exact";
+  f.gate = Exact();
+  f.refusals =
+      "m or n not a multiple of s; m * n above 8192; s 8 with m or n at most "
+      "16; M not a multiple of m * num_channels; N not a multiple of n * "
+      "num_aie_columns";
+  f.source = "iron/operators/transpose.py";
+  return f;
+}
+
+}  // namespace
+
+std::vector<Family> MovementFamilies() {
+  return {Copy(), Dequant(), Emit(), Repeat(), Sample(), Transpose()};
+}
+
+}  // namespace irontune::catalogue
