@@ -322,6 +322,7 @@ class Measurer {
     key.packaging = plan_.packaging;
     key.repeats = plan_.repeats;
     key.distinct = distinct_;
+    key.tag = plan_.cache_tag;
     return key.Digest();
   }
 

@@ -65,6 +65,9 @@ struct MeasurePlan {
   // rest hold seeded random values of their dtype.
   std::map<std::string, std::string> inputs;
   bool remeasure = false;
+  // Non-empty: the figures are cached and looked up under this tag
+  // (CacheKey::tag), apart from the untagged ones of the same settings.
+  std::string cache_tag;
   uint64_t seed = 0;
   IdleRules idle;
 };

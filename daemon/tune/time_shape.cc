@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "common/value.h"
+#include "daemon/base/sha256.h"
 #include "daemon/base/stats.h"
 #include "daemon/tune/measure.h"
 #include "daemon/tune/verdicts.h"
@@ -381,7 +382,7 @@ class ShapeSearch {
   // indices into `todo`) from the same runs: one TimedBatch per base.
   absl::StatusOr<std::vector<TimedBatch>> TimeAgainst(
       const std::vector<TunableValues>& todo, bool remeasure,
-      const std::vector<int>& bases) {
+      const std::vector<int>& bases, const std::string& cache_tag = "") {
     std::vector<SettingsTimer> timers;
     for (int base : bases) {
       timers.emplace_back(todo, shape_.members.size(), base);
@@ -393,6 +394,7 @@ class ShapeSearch {
       const ShapeMember& member = shape_.members[m];
       MeasurePlan plan = PlanFor(member, todo);
       plan.remeasure = plan.remeasure || remeasure;
+      plan.cache_tag = cache_tag;
       for (const WeightedValues& point : member.points) {
         if (context_.cancelled()) {
           return absl::CancelledError("autotune cancelled");
@@ -587,8 +589,9 @@ class ShapeSearch {
   };
 
   // The `contenders` (indices into out.trials) timed against the
-  // incumbent in fresh batches (remeasured, not from the cache),
-  // interleaved and paired round by round: each trial's delta is the
+  // incumbent in batches of their own, never the search's figures (a run
+  // without remeasure replays a batch of the same settings from the cache,
+  // under its tag: ConfirmTag), interleaved and paired round by round: each trial's delta is the
   // contender's minus the incumbent's, pooled over the batches, and each
   // contender's against each other's is pooled over the batches both were
   // in. A batch is timed again while ConfirmationOpen(), at most
@@ -606,7 +609,8 @@ class ShapeSearch {
     const int64_t before = stats_.device_timed;
     int batches = 0;
     for (; batches < kMostConfirmBatches && !open.empty(); ++batches) {
-      RETURN_IF_ERROR(ConfirmBatch(out, contenders, open, figures, pairs));
+      RETURN_IF_ERROR(
+          ConfirmBatch(out, contenders, open, batches, figures, pairs));
       done = PooledConfirmation(figures, pairs);
       ConfirmationOpen(done.figures, incumbent_us, options_.min_gain, kGainZ,
                        open);
@@ -627,13 +631,13 @@ class ShapeSearch {
     return done;
   }
 
-  // One confirmation batch of the contenders `open` (indices into
+  // Confirmation batch number `batch` of the contenders `open` (indices into
   // `contenders`) beside the recorded setting and the incumbent: appends
   // each one's figure against the incumbent to `figures` and against each
   // other open one to `pairs` ([i][j]: i's time minus j's).
   absl::Status ConfirmBatch(
       const ShapeResult& out, const std::vector<int>& contenders,
-      const std::vector<int>& open,
+      const std::vector<int>& open, int batch,
       std::vector<std::vector<ShapeTrial>>& figures,
       std::vector<std::vector<std::vector<Comparison>>>& pairs) {
     std::vector<TunableValues> todo = {found_[0]};
@@ -646,8 +650,9 @@ class ShapeSearch {
       todo.push_back(out.trials[contenders[c]].trial.tunables);
       bases.push_back(static_cast<int>(todo.size()) - 1);
     }
-    ASSIGN_OR_RETURN(std::vector<TimedBatch> timed,
-                     TimeAgainst(todo, true, bases));
+    ASSIGN_OR_RETURN(
+        std::vector<TimedBatch> timed,
+        TimeAgainst(todo, options_.remeasure, bases, ConfirmTag(todo, batch)));
     for (size_t k = 0; k < open.size(); ++k) {
       figures[open[k]].push_back(timed[0].trials[bases[k + 1]]);
       for (size_t l = 0; l < open.size(); ++l) {
@@ -657,6 +662,15 @@ class ShapeSearch {
       }
     }
     return absl::OkStatus();
+  }
+
+  // The cache tag of confirmation batch number `batch` of `todo`: the same
+  // settings in the same batch of a confirmation find its figures again.
+  std::string ConfirmTag(const std::vector<TunableValues>& todo,
+                         int batch) const {
+    std::string text = absl::StrCat("confirm/", batch);
+    for (const TunableValues& s : todo) absl::StrAppend(&text, "/", Id(s));
+    return Sha256Hex(text).substr(0, 32);
   }
 
   // The figures so far, each pooled over its batches (a contender's own

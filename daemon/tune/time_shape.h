@@ -9,9 +9,12 @@
 // less than the recorded setting's time plus the best gain so far is not
 // timed. The setting taken is then chosen with hysteresis (Pick: the
 // incumbent keeps ties) and confirmed: the challengers that contend are
-// re-timed against the incumbent and each other in fresh batches
-// (remeasured, interleaved) and one is taken only if it wins again and no
-// other winner may be faster than it by its margin (PickConfirmed).
+// re-timed against the incumbent and each other in batches of their own
+// (interleaved, never the search's figures) and one is taken only if it
+// wins again and no other winner may be faster than it by its margin
+// (PickConfirmed). A confirmation batch is cached under a tag naming its
+// number and settings, so a run without remeasure replays a decision from
+// the cache, timing nothing, and takes what the run that timed it took.
 // docs/search.md says why each step is as it is.
 //
 // Threads: the context's (the device worker's). Failure: device, builder
