@@ -4,7 +4,7 @@
 //
 //   autotune_bench [quality|cost|false-gains|stability|ci|coverage|all]...
 //                  [--shapes N] [--seeds S] [--ci-runs N] [--rounds R]
-//                  [--calls C] [--example PATH]
+//                  [--calls C] [--example PATH] [--only TEXT] [--part I/N]
 //
 // Shapes: the example recording's GEMM and GEMV shapes (each alone, with
 // its points), then decode GEMVs (K -> M) and 256-row prompt GEMMs of real
@@ -33,7 +33,9 @@
 //                absolute step time in every run
 //
 // For development, --shapes N takes the first N shapes, --seeds S the
-// stability seeds and --ci-runs N the re-tunes.
+// stability seeds and --ci-runs N the re-tunes; --only TEXT keeps the
+// shapes whose name holds TEXT (before --shapes); --part I/N every N-th
+// shape from the I-th (0-based), to split a run over processes.
 #include <malloc.h>
 
 #include <algorithm>
@@ -542,6 +544,57 @@ struct Row {
   std::string error;
 };
 
+// One line of a row's figures, so a run cut short still tells them:
+// whether the seeds agree, whether the false-gain run moved, the CI
+// re-tunes that pass, the device time against the exhaustive run, and the
+// coverage counts.
+std::string RowSummary(const Row& r) {
+  std::string out;
+  if (!r.seeds.empty()) {
+    bool same = true;
+    for (const Run& s : r.seeds) {
+      same = same &&
+             SettingIdentity(s.chosen) == SettingIdentity(r.seeds[0].chosen);
+    }
+    absl::StrAppend(&out, "seeds ", same ? "agree" : "DIFFER", "; ");
+  }
+  if (r.false_gain) {
+    absl::StrAppend(&out, "false gain ", r.false_gain->moved ? "MOVED" : "no",
+                    "; ");
+  }
+  if (!r.ci.empty() && r.seed1) {
+    int pass = 0;
+    for (const Run& c : r.ci) pass += c.profile == r.seed1->profile;
+    absl::StrAppend(&out, "ci ", pass, "/", r.ci.size(), "; ");
+  }
+  if (r.seed1 && r.exhaustive) {
+    absl::StrAppend(
+        &out, absl::StrFormat("device %.3f of exhaustive (%lld confirmation "
+                              "figures of %lld); ",
+                              r.seed1->device_us / r.exhaustive->device_us,
+                              static_cast<long long>(r.seed1->confirm_timed),
+                              static_cast<long long>(r.seed1->device_timed)));
+  }
+  if (r.seed1) {
+    absl::StrAppend(
+        &out, absl::StrFormat("gap to the admitted optimum %+.2f%%; ",
+                              100 * (TruthOf(r.truth, r.seed1->chosen) /
+                                         r.truth.us[r.truth.admitted_best] -
+                                     1)));
+  }
+  if (r.exhaustive) {
+    int n = 0, in = 0;
+    for (const Run::Timed& t : r.exhaustive->timed) {
+      if (!(t.noise_us > 0)) continue;
+      ++n;
+      in += std::abs(t.delta_us - (TruthOf(r.truth, t.setting) -
+                                   r.truth.us[0])) <= 2 * t.noise_us;
+    }
+    absl::StrAppend(&out, "deltas covered ", in, "/", n, "; ");
+  }
+  return out;
+}
+
 // Tunes case `c` as `parts` need; once it gets past its ground truth,
 // prints a progress line to stderr.
 Row TuneCase(const Case& c, const Parts& parts, const Config& config,
@@ -610,6 +663,7 @@ Row TuneCase(const Case& c, const Parts& parts, const Config& config,
                Seconds(start), c.name.c_str(), row.truth.space.size(),
                Seconds(t0), row.error.empty() ? "" : " ERROR ",
                row.error.c_str());
+  std::fprintf(stderr, "    %s\n", RowSummary(row).c_str());
   return row;
 }
 
@@ -942,7 +996,8 @@ void PrintCoverage(const std::vector<Row>& rows) {
 }
 
 int Main(const Parts& parts, int max_shapes, uint64_t max_mib,
-         const Config& config, const std::string& example) {
+         const Config& config, const std::string& example,
+         const std::string& only, std::pair<int, int> part) {
   const auto start = std::chrono::steady_clock::now();
   auto sim = MakeSimDevice("sim:npu2");
   const Platform platform = *(*sim)->GetPlatform();
@@ -960,8 +1015,22 @@ int Main(const Parts& parts, int max_shapes, uint64_t max_mib,
     too_big += big;
     return big;
   });
+  if (!only.empty()) {
+    std::erase_if(cases, [&](const Case& c) {
+      return c.name.find(only) == std::string::npos;
+    });
+  }
   if (max_shapes >= 0 && static_cast<int>(cases.size()) > max_shapes) {
     cases.resize(max_shapes);
+  }
+  if (part.second > 1) {
+    std::vector<Case> mine;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      if (static_cast<int>(i) % part.second == part.first) {
+        mine.push_back(std::move(cases[i]));
+      }
+    }
+    cases = std::move(mine);
   }
   std::printf(
       "autotune_bench: %zu GEMM/GEMV shapes on sim:npu2 (virtual clock, "
@@ -1013,6 +1082,8 @@ int main(int argc, char** argv) {
   irontune::Config config;
   config.timing.set_rounds(8);
   config.timing.set_calls(50);
+  std::string only;
+  std::pair<int, int> part = {0, 1};
   std::string example =
       (std::filesystem::path(__FILE__).parent_path().parent_path() /
        "examples" / "llama-3.2-1b.rec")
@@ -1050,15 +1121,25 @@ int main(int argc, char** argv) {
       config.timing.set_calls(std::atoi(next().c_str()));
     } else if (a == "--example") {
       example = next();
+    } else if (a == "--verbose") {
+      spdlog::set_level(spdlog::level::info);  // the searches' log lines
+    } else if (a == "--only") {
+      only = next();
+    } else if (a == "--part") {
+      // I/N: every N-th shape from the I-th (0-based), to split a run.
+      const std::string v = next();
+      part = {std::atoi(v.c_str()),
+              std::max(1, std::atoi(v.substr(v.find('/') + 1).c_str()))};
     } else {
       std::fprintf(stderr,
                    "usage: autotune_bench [quality|cost|false-gains|"
                    "stability|ci|coverage|all]... [--shapes N] [--seeds S] "
                    "[--ci-runs N] [--max-mib M] [--rounds R] [--calls C] "
-                   "[--example PATH]\n");
+                   "[--example PATH] [--only TEXT] [--part I/N] [--verbose]\n");
       return 2;
     }
   }
   if (!any) parts = {true, true, true, true, true, true};
-  return irontune::Main(parts, max_shapes, max_mib, config, example);
+  return irontune::Main(parts, max_shapes, max_mib, config, example, only,
+                        part);
 }

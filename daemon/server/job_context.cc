@@ -64,9 +64,6 @@ void JobContext::OnShape(int index, int total, const std::string& key) {
 
 void JobContext::OnTrial(int /*index*/, const Comparison& trial) {
   ++timed_;
-  if (trial.Gains() && (!best_ || trial.delta_us < best_->delta_us)) {
-    best_ = trial;
-  }
   v1::AutotuneEvent event;
   v1::TrialEvent* t = event.mutable_trial();
   t->set_shape(shape_);
@@ -86,6 +83,14 @@ void JobContext::OnTrial(int /*index*/, const Comparison& trial) {
     p->set_best_noise_us(best_->noise_us.value_or(0));
   }
   Emit(std::move(progress));
+}
+
+void JobContext::OnPick(int /*index*/, const Comparison* pick) {
+  if (pick != nullptr) {
+    best_ = *pick;
+  } else {
+    best_.reset();
+  }
 }
 
 v1::AutotuneEvent JobContext::Progress() const {

@@ -43,6 +43,8 @@ class JobContext : public TuneContext {
   void Log(const std::string& line) override;
   void OnShape(int index, int total, const std::string& key) override;
   void OnTrial(int index, const Comparison& trial) override;
+  // The progress's best is the search's Pick(), the rule it decides by.
+  void OnPick(int index, const Comparison* pick) override;
 
   // Appends an event to the job's log.
   void Emit(v1::AutotuneEvent event) { job_->Emit(std::move(event)); }

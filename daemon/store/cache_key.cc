@@ -41,6 +41,7 @@ std::string CacheKey::Encode() const {
   PutU64(out, static_cast<uint64_t>(static_cast<int64_t>(packaging)));
   PutU64(out, static_cast<uint64_t>(static_cast<int64_t>(repeats)));
   PutU64(out, distinct ? 1 : 0);
+  if (!tag.empty()) PutString(out, tag);
   return out;
 }
 

@@ -54,6 +54,11 @@ struct CacheKey {
   v1::Packaging packaging = v1::PACKAGING_UNSPECIFIED;
   int repeats = kDefaultRepeats;
   bool distinct = true;
+  // Non-empty: a figure kept apart from the untagged one of the same design,
+  // under the batch that timed it (a confirmation batch's; see
+  // daemon/tune/time_shape.h), so that a run without remeasure replays that
+  // batch. Encoded only when non-empty: untagged digests are unchanged.
+  std::string tag;
 
   // The canonical encoding the digest is taken of.
   std::string Encode() const;

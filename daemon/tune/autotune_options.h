@@ -53,8 +53,9 @@ struct TuneStats {
   int64_t skipped_by_bound = 0;  // settings the kernel bound ruled out
   int64_t builder_refused = 0;   // settings the builder refused
   int64_t confirmations = 0;     // challengers re-timed against the incumbent
-  int64_t confirmed = 0;         // of those, the ones that won again
+  int64_t confirmed = 0;         // shapes where one of them was taken
   int64_t confirm_timed = 0;     // figures timed on the device to confirm
+  int64_t confirm_batches = 0;   // batches timed to confirm
 };
 
 }  // namespace irontune

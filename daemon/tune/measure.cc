@@ -317,6 +317,7 @@ class Measurer {
     key.packaging = plan_.packaging;
     key.repeats = plan_.repeats;
     key.distinct = distinct_;
+    key.tag = plan_.cache_tag;
     return key.Digest();
   }
 
@@ -560,6 +561,7 @@ absl::StatusOr<MeasureOutcome> Measure(const MeasurePlan& plan,
 Delta AgainstDefault(const v1::Measurement& m) {
   v1::Measurement def = m;
   def.clear_round_us();
+  def.clear_t_step_noise_us();  // m's noise; the drift share is m's
   for (double r : m.default_round_us()) def.add_round_us(r);
   def.set_t_step_us(
       m.default_round_us().empty()
@@ -569,6 +571,23 @@ Delta AgainstDefault(const v1::Measurement& m) {
   return MeasurementDifference(m, def);
 }
 
+namespace {
+
+// The share of `m`'s step that moved its whole batch (drift): its
+// t_step_noise_us less the rounds' own standard error, over its step time
+// (kDriftFloor or the spread between batches, as Record set it); 0 where
+// it has no noise or no rounds.
+double DriftShare(const v1::Measurement& m) {
+  if (!m.has_t_step_noise_us() || !(m.t_step_us() > 0)) return 0;
+  const std::vector<double> rounds(m.round_us().begin(), m.round_us().end());
+  const double within = MedianStandardError(rounds).value_or(0);
+  const double noise = m.t_step_noise_us();
+  return std::sqrt(std::max(0.0, noise * noise - within * within)) /
+         m.t_step_us();
+}
+
+}  // namespace
+
 Delta MeasurementDifference(const v1::Measurement& a,
                             const v1::Measurement& b) {
   std::vector<double> ra(a.round_us().begin(), a.round_us().end());
@@ -577,14 +596,23 @@ Delta MeasurementDifference(const v1::Measurement& a,
   // The delta and its noise are one statistic: paired, the median of the
   // per-round differences and its standard error; unpaired, the difference
   // of the medians and the two errors in quadrature (docs/statistics.md).
+  // A drift moves both of a pair alike, so it cancels from the rounds'
+  // differences but scales the delta itself: that share of |delta| is
+  // added in quadrature. Measured apart, each figure's own drift counts.
   if (a.run() == b.run() && ra.size() == rb.size() && !ra.empty()) {
     const Difference d = PairedDifference(ra, rb);
     out.delta_us = d.delta;
-    out.noise_us = d.noise;
+    if (d.noise) {
+      const double drift = std::max(DriftShare(a), DriftShare(b));
+      out.noise_us = std::hypot(*d.noise, drift * d.delta);
+    }
   } else if (!ra.empty() && !rb.empty()) {
     const Difference d = UnpairedDifference(ra, rb);
     out.delta_us = d.delta;
-    out.noise_us = d.noise;
+    if (d.noise) {
+      out.noise_us = std::hypot(*d.noise, DriftShare(a) * a.t_step_us(),
+                                DriftShare(b) * b.t_step_us());
+    }
   } else {
     out.delta_us = a.t_step_us() - b.t_step_us();
   }

@@ -65,6 +65,9 @@ struct MeasurePlan {
   // rest hold seeded random values of their dtype.
   std::map<std::string, std::string> inputs;
   bool remeasure = false;
+  // Non-empty: the figures are cached and looked up under this tag
+  // (CacheKey::tag), apart from the untagged ones of the same settings.
+  std::string cache_tag;
   uint64_t seed = 0;
   IdleRules idle;
 };
@@ -113,8 +116,11 @@ Delta AgainstDefault(const v1::Measurement& m);
 // per-round differences a[i] - b[i] and noise_us its Maritz-Jarrett
 // standard error (PairedDifference); else the difference of the medians
 // with the two standard errors in quadrature (UnpairedDifference). Either
-// way the noise describes the delta it is given with. No rounds: the
-// t_step_us difference with no noise.
+// way the noise describes the delta it is given with, and holds the drift
+// too: paired, the larger drift share of the two (t_step_noise_us beyond
+// the rounds' own error, over t_step_us) times |delta|, since a drift
+// scales both alike; unpaired, each one's drift share of its own step. No
+// rounds: the t_step_us difference with no noise.
 Delta MeasurementDifference(const v1::Measurement& a, const v1::Measurement& b);
 
 }  // namespace irontune

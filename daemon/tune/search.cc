@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <utility>
 
@@ -167,16 +168,34 @@ int ChangedTunables(const TunableValues& a, const TunableValues& b) {
   return changed;
 }
 
-bool Beats(const Comparison& challenger, const Comparison& incumbent,
-           bool incumbent_recorded, double z, double practical_us) {
-  if (!challenger.refused.empty() || !challenger.noise_us) return false;
+namespace {
+
+// A challenger's gain over the incumbent (both timed against the recorded
+// setting) and the two noises in quadrature; nullopt where the challenger
+// is refused or a noise is unknown.
+struct Gain {
+  double us;
+  double noise_us;
+};
+std::optional<Gain> GainOver(const Comparison& challenger,
+                             const Comparison& incumbent,
+                             bool incumbent_recorded) {
+  if (!challenger.refused.empty() || !challenger.noise_us) return std::nullopt;
   const std::optional<double> incumbent_noise =
       incumbent_recorded ? std::optional<double>(0) : incumbent.noise_us;
-  if (!incumbent_noise) return false;
+  if (!incumbent_noise) return std::nullopt;
   const double base = incumbent_recorded ? 0 : incumbent.delta_us;
-  const double gain = base - challenger.delta_us;
-  return gain > z * std::hypot(*challenger.noise_us, *incumbent_noise) &&
-         gain > practical_us;
+  return Gain{base - challenger.delta_us,
+              std::hypot(*challenger.noise_us, *incumbent_noise)};
+}
+
+}  // namespace
+
+bool Beats(const Comparison& challenger, const Comparison& incumbent,
+           bool incumbent_recorded, double z, double practical_us) {
+  const std::optional<Gain> g =
+      GainOver(challenger, incumbent, incumbent_recorded);
+  return g && g->us > z * g->noise_us && g->us > practical_us;
 }
 
 int Pick(const std::vector<Comparison>& trials, int incumbent, double z,
@@ -209,6 +228,159 @@ int Pick(const std::vector<Comparison>& trials, int incumbent, double z,
     }
   }
   return pick;
+}
+
+bool Contends(const Comparison& challenger, const Comparison& incumbent,
+              bool incumbent_recorded, double z, double practical_us) {
+  const std::optional<Gain> g =
+      GainOver(challenger, incumbent, incumbent_recorded);
+  return g && g->us > 0 && g->us + z * g->noise_us > practical_us;
+}
+
+std::vector<int> Contenders(const std::vector<Comparison>& trials,
+                            int incumbent, double z, double practical_us,
+                            int most) {
+  std::vector<int> out;
+  for (int i = 0; i < static_cast<int>(trials.size()); ++i) {
+    if (i != incumbent && Contends(trials[i], trials[incumbent], incumbent == 0,
+                                   z, practical_us)) {
+      out.push_back(i);
+    }
+  }
+  if (static_cast<int>(out.size()) > most) {
+    std::stable_sort(out.begin(), out.end(), [&](int a, int b) {
+      return trials[a].delta_us < trials[b].delta_us;
+    });
+    out.resize(std::max(most, 0));
+    std::sort(out.begin(), out.end());
+  }
+  return out;
+}
+
+Comparison Pooled(const std::vector<Comparison>& figures) {
+  Comparison out;
+  out.tunables = figures.front().tunables;
+  double sum = 0;
+  double squares = 0;
+  bool known = true;
+  for (const Comparison& f : figures) {
+    sum += f.delta_us;
+    if (f.noise_us) {
+      squares += *f.noise_us * *f.noise_us;
+    } else {
+      known = false;
+    }
+    if (out.refused.empty()) out.refused = f.refused;
+  }
+  const double n = static_cast<double>(figures.size());
+  out.delta_us = sum / n;
+  if (known) out.noise_us = std::sqrt(squares) / n;
+  return out;
+}
+
+Evidence Weigh(const Comparison& against_incumbent, double z,
+               double practical_us) {
+  const Comparison& c = against_incumbent;
+  if (!c.refused.empty() || !c.noise_us) return Evidence::kFallsShort;
+  const double gain = -c.delta_us;
+  if (gain - z * *c.noise_us > practical_us) return Evidence::kClears;
+  if (gain + z * *c.noise_us <= practical_us) return Evidence::kFallsShort;
+  return Evidence::kOpen;
+}
+
+double PracticalFor(const Confirmation& c, int held, double incumbent_us,
+                    double min_gain) {
+  return min_gain *
+         std::max(0.0, incumbent_us + c.against_incumbent[held].delta_us);
+}
+
+double MostAnotherGains(const Confirmation& c, const std::vector<int>& winners,
+                        int held, double z) {
+  double most = -std::numeric_limits<double>::infinity();
+  for (int q : winners) {
+    if (q == held) continue;
+    const Comparison& f = c.versus[q][held];
+    if (!f.refused.empty() || !f.noise_us) {
+      return std::numeric_limits<double>::infinity();
+    }
+    most = std::max(most, -f.delta_us + z * *f.noise_us);
+  }
+  return most;
+}
+
+int PickConfirmed(const Confirmation& c, const TunableValues& incumbent,
+                  double incumbent_us, double min_gain, double z) {
+  const double practical = min_gain * std::max(0.0, incumbent_us);
+  std::vector<int> winners;
+  for (int i = 0; i < static_cast<int>(c.against_incumbent.size()); ++i) {
+    if (Weigh(c.against_incumbent[i], z, practical) == Evidence::kClears) {
+      winners.push_back(i);
+    }
+  }
+  int pick = -1;
+  int fewest = 0;
+  bool settled = false;
+  double least = std::numeric_limits<double>::infinity();
+  for (int w : winners) {
+    const double most = MostAnotherGains(c, winners, w, z);
+    const bool is_settled = most <= PracticalFor(c, w, incumbent_us, min_gain);
+    const int changed =
+        ChangedTunables(c.against_incumbent[w].tunables, incumbent);
+    bool better;
+    if (pick < 0 || is_settled != settled) {
+      better = pick < 0 || is_settled;
+    } else if (settled) {
+      better = changed < fewest;
+    } else {
+      better = most < least;
+    }
+    if (better) {
+      pick = w;
+      fewest = changed;
+      settled = is_settled;
+      least = most;
+    }
+  }
+  return pick;
+}
+
+bool ConfirmationOpen(const Confirmation& c, double incumbent_us,
+                      double min_gain, double z, std::vector<int>& still) {
+  const int n = static_cast<int>(c.against_incumbent.size());
+  const double practical = min_gain * std::max(0.0, incumbent_us);
+  std::vector<bool> open(n, false);
+  std::vector<bool> may_win(n, false);
+  for (int i = 0; i < n; ++i) {
+    const Evidence e = Weigh(c.against_incumbent[i], z, practical);
+    open[i] = e == Evidence::kOpen;
+    may_win[i] = e != Evidence::kFallsShort;
+  }
+  // A contender another clears against can no longer be settled.
+  std::vector<bool> may_settle = may_win;
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      if (i == j || !may_win[i] || !may_win[j]) continue;
+      const double margin = PracticalFor(c, j, incumbent_us, min_gain);
+      if (Weigh(c.versus[i][j], z, margin) == Evidence::kClears) {
+        may_settle[j] = false;
+      }
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      if (i == j || !may_settle[i] || !may_settle[j]) continue;
+      const double margin = PracticalFor(c, j, incumbent_us, min_gain);
+      if (Weigh(c.versus[i][j], z, margin) == Evidence::kOpen) {
+        open[i] = true;
+        open[j] = true;
+      }
+    }
+  }
+  still.clear();
+  for (int i = 0; i < n; ++i) {
+    if (open[i]) still.push_back(i);
+  }
+  return !still.empty();
 }
 
 std::vector<TunableValues> Line(const std::vector<TunableValues>& found,

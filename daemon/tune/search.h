@@ -122,6 +122,90 @@ bool Beats(const Comparison& challenger, const Comparison& incumbent,
 int Pick(const std::vector<Comparison>& trials, int incumbent, double z,
          double practical_us);
 
+// Whether `challenger` is worth confirming against `incumbent` (as Beats
+// takes them): admitted, both noises known, faster by its point estimate,
+// and its interval reaching past the practical margin (gain + z noises >
+// practical_us). Looser than Beats on purpose: a challenger whose true gain
+// is close to a margin passes Beats on some seeds and not others, so the
+// decision is left to the confirmation, which measures it until it is
+// clear (docs/statistics.md, "Close calls").
+bool Contends(const Comparison& challenger, const Comparison& incumbent,
+              bool incumbent_recorded, double z, double practical_us);
+
+// The indices of the trials that Contend against `trials[incumbent]`: at
+// most `most` of them, the fastest by delta_us, returned in trials' order.
+// REQUIRES: 0 <= incumbent < trials.size().
+std::vector<int> Contenders(const std::vector<Comparison>& trials,
+                            int incumbent, double z, double practical_us,
+                            int most);
+
+// Independent figures of one comparison (e.g. one per confirmation batch)
+// as one: the mean delta, with noise the square root of the sum of the
+// squared noises over their count; refused (the first reason) where any
+// was, noise unknown where any was. Tunables are the first's.
+// REQUIRES: !figures.empty().
+Comparison Pooled(const std::vector<Comparison>& figures);
+
+// Where a challenger's figure against the incumbent (delta_us its time
+// minus the incumbent's) leaves the decision, for sequential testing:
+// the gain's interval, gain +- z noises, lies wholly above the practical
+// margin (kClears), reaches no higher than it or the figure is refused or
+// noiseless (kFallsShort), or holds it (kOpen: measure again).
+enum class Evidence { kClears, kFallsShort, kOpen };
+Evidence Weigh(const Comparison& against_incumbent, double z,
+               double practical_us);
+
+// What the confirmation batches gave for a shape's challengers: each one
+// against the incumbent, and each against each other, paired round by round
+// in the batches both were timed in (versus[i][j]: i's time minus j's,
+// pooled; versus[i][i] is unused). Every challenger is in the first batch,
+// so every pair has a figure.
+struct Confirmation {
+  std::vector<Comparison> against_incumbent;
+  std::vector<std::vector<Comparison>> versus;
+};
+
+// The practical margin when `held` (a challenger, by index) would be the
+// incumbent: min_gain of its step, the incumbent's step plus its delta.
+double PracticalFor(const Confirmation& c, int held, double incumbent_us,
+                    double min_gain);
+
+// How far another winner might be faster than `held`: the largest, over
+// the other `winners`, of versus[q][held]'s gain plus z noises (infinite
+// where a noise is unknown or the figure refused; -infinity with no other).
+double MostAnotherGains(const Confirmation& c, const std::vector<int>& winners,
+                        int held, double z);
+
+// Which challenger of `c` to take, -1 for the incumbent (`incumbent`, the
+// setting it runs, whose step takes `incumbent_us`). The incumbent stays
+// unless some challenger's confirmed gain clears both margins: its figure
+// against the incumbent (already paired with it) is Weigh's kClears, the
+// gain less z noises above min_gain of incumbent_us. Stricter than Beats
+// on purpose: a gain that only just passes a margin on its point estimate
+// is not confirmed, and a re-tune would take it under some seeds and not
+// others. Among those that clear (the winners), a winner is settled when
+// no other winner might be faster than it by more than the practical margin
+// it would hold as the incumbent (MostAnotherGains <= PracticalFor, that is
+// Weigh's kFallsShort): a re-tune from it would then keep it. Of the
+// settled winners, the fewest ChangedTunables from `incumbent`, then the
+// first; where none is settled, the one another might beat by least, then
+// the first. Deterministic where the figures are clear: noise decides which
+// winners are settled, never the order among them.
+int PickConfirmed(const Confirmation& c, const TunableValues& incumbent,
+                  double incumbent_us, double min_gain, double z);
+
+// Whether the confirmation of `c` is still open (measure again): some
+// challenger's figure against the incumbent is Weigh's kOpen, or two
+// challengers that may still be taken (neither kFallsShort against the
+// incumbent, nor cleared against by another that may win: kClears of
+// another's figure against it) have a figure against each other that is
+// kOpen either way, each held to the margin it would hold as the
+// incumbent. With min_gain 0 a tie between two such challengers stays
+// open: no figure falls short of a margin of 0. `still` gets the
+// challengers that keep being timed: those in an open figure.
+bool ConfirmationOpen(const Confirmation& c, double incumbent_us,
+                      double min_gain, double z, std::vector<int>& still);
+
 // The settings of `found` a coordinate descent tries for tunable `name`
 // from `through`: for each distinct value of `name` among `found`
 // (ValuesEqual; in first-seen order), the setting with that value that

@@ -6,10 +6,12 @@
 #include <map>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "common/value.h"
+#include "daemon/base/sha256.h"
 #include "daemon/base/stats.h"
 #include "daemon/tune/measure.h"
 #include "daemon/tune/verdicts.h"
@@ -343,13 +345,26 @@ class ShapeSearch {
     recorded_us_ = timed.recorded_us;
     recorded_batches_.push_back(timed.recorded_us);
     recorded_within_.push_back(timed.recorded_noise_us);
-    for (ShapeTrial& t : timed.trials) {
+    for (const ShapeTrial& t : timed.trials) {
       const std::string key = Id(t.trial.tunables);
       if (!tried_.contains(key)) ++stats_.settings_timed;
+      tried_.insert_or_assign(key, t);
+    }
+    ReportPick();
+    for (const ShapeTrial& t : timed.trials) {
       context_.OnTrial(shape_index_, t.trial);
-      tried_.insert_or_assign(key, std::move(t));
     }
     return absl::OkStatus();
+  }
+
+  // Tells the context which tried setting Pick() takes so far.
+  void ReportPick() {
+    std::vector<ShapeTrial> trials;
+    const int incumbent = TriedInOrder(trials);
+    const int pick = PickAmong(incumbent, trials);
+    context_.OnPick(shape_index_, pick >= 0 && pick != incumbent
+                                      ? &trials[pick].trial
+                                      : nullptr);
   }
 
   // Times `todo` (the recorded setting first) at every member's every
@@ -358,7 +373,20 @@ class ShapeSearch {
   // instead (paired where timed in one run), outputs not judged again.
   absl::StatusOr<TimedBatch> TimeSettings(
       const std::vector<TunableValues>& todo, bool remeasure, int base = 0) {
-    SettingsTimer timer(todo, shape_.members.size(), base);
+    ASSIGN_OR_RETURN(std::vector<TimedBatch> timed,
+                     TimeAgainst(todo, remeasure, {base}));
+    return std::move(timed.front());
+  }
+
+  // As TimeSettings, with the trials against each of `bases` (distinct
+  // indices into `todo`) from the same runs: one TimedBatch per base.
+  absl::StatusOr<std::vector<TimedBatch>> TimeAgainst(
+      const std::vector<TunableValues>& todo, bool remeasure,
+      const std::vector<int>& bases, const std::string& cache_tag = "") {
+    std::vector<SettingsTimer> timers;
+    for (int base : bases) {
+      timers.emplace_back(todo, shape_.members.size(), base);
+    }
     const OutputJudge judge{platform_,         packaging_,
                             options_.seed,     options_.judge,
                             options_.judge_id, context_.cache()};
@@ -366,6 +394,7 @@ class ShapeSearch {
       const ShapeMember& member = shape_.members[m];
       MeasurePlan plan = PlanFor(member, todo);
       plan.remeasure = plan.remeasure || remeasure;
+      plan.cache_tag = cache_tag;
       for (const WeightedValues& point : member.points) {
         if (context_.cancelled()) {
           return absl::CancelledError("autotune cancelled");
@@ -373,10 +402,15 @@ class ShapeSearch {
         plan.values = point.values;
         ASSIGN_OR_RETURN(MeasureOutcome outcome, Measure(plan, context_));
         Count(outcome);
-        RETURN_IF_ERROR(timer.Add(m, point.weight, plan, outcome, judge));
+        for (SettingsTimer& timer : timers) {
+          RETURN_IF_ERROR(timer.Add(m, point.weight, plan, outcome, judge));
+        }
       }
     }
-    return std::move(timer).Finish();
+    std::vector<TimedBatch> out;
+    for (SettingsTimer& timer : timers)
+      out.push_back(std::move(timer).Finish());
+    return out;
   }
 
   MeasurePlan PlanFor(const ShapeMember& member,
@@ -473,60 +507,212 @@ class ShapeSearch {
                                     shape_.members.size());
     if (!recorded_batches_.empty()) {
       out.recorded_us = Median(recorded_batches_);
-      const std::optional<double> within = Quadrature(recorded_within_);
-      const std::optional<double> between = BatchNoise(recorded_batches_);
-      if (within && between)
-        out.recorded_noise_us = std::hypot(*within, *between);
+      // One batch's error: its own noise (rounds and drift floor, as a
+      // root mean square over the batches) or the spread seen between the
+      // batches, whichever is larger. Not divided by the batches' count:
+      // drift slower than the search moves every batch alike.
+      const std::optional<double> each = Quadrature(recorded_within_);
+      if (each) {
+        const double typical =
+            *each / std::sqrt(static_cast<double>(recorded_within_.size()));
+        out.recorded_noise_us =
+            std::max(typical, BatchNoise(recorded_batches_).value_or(0));
+      }
     }
   }
 
-  // The setting Pick() takes against the incumbent, once it wins again in
-  // a confirmation; else the incumbent.
+  // The setting taken against the incumbent: the challengers that Contend
+  // in the search are timed again against it and each other (Confirm) and
+  // PickConfirmed() chooses from those figures alone; else the incumbent.
   absl::Status Choose(ShapeResult& out) {
-    const int pick = PickAmong(out.incumbent, out.trials);
-    if (pick == out.incumbent) return absl::OkStatus();
+    std::vector<Comparison> screened;
+    for (const ShapeTrial& t : out.trials) screened.push_back(t.trial);
     const ShapeTrial& incumbent = out.trials[out.incumbent];
-    const ShapeTrial& challenger = out.trials[pick];
-    ++stats_.confirmations;
-    ASSIGN_OR_RETURN(ShapeTrial again,
-                     Confirm(challenger.trial.tunables,
-                             incumbent.trial.tunables, out.incumbent == 0));
     const double practical = PracticalUs(incumbent);
-    const double gain = -again.trial.delta_us;
-    const bool won = again.trial.refused.empty() && again.trial.noise_us &&
-                     gain > kGainZ * *again.trial.noise_us && gain > practical;
-    context_.Log(absl::StrFormat(
-        "    confirming %s against %s: %+.2f ± %.2f us, %s",
-        SettingText(challenger.trial.tunables),
-        out.incumbent == 0 ? "the recorded setting"
-                           : SettingText(incumbent.trial.tunables),
-        again.trial.delta_us, again.trial.noise_us.value_or(0),
-        won ? "taken" : "not taken: the incumbent stays"));
-    if (!won) {
-      out.unconfirmed = pick;
+    const int screen_pick = Pick(screened, out.incumbent, kGainZ, practical);
+    const std::vector<int> contenders =
+        ContendersOf(out, screened, screen_pick, practical);
+    if (contenders.empty()) return absl::OkStatus();
+    stats_.confirmations += static_cast<int64_t>(contenders.size());
+    const double incumbent_us =
+        std::max(0.0, recorded_us_.value_or(0) + incumbent.trial.delta_us);
+    ASSIGN_OR_RETURN(Confirmed confirmed,
+                     Confirm(out, contenders, incumbent_us));
+    const int pick = PickConfirmed(confirmed.figures, incumbent.trial.tunables,
+                                   incumbent_us, options_.min_gain, kGainZ);
+    if (pick < 0) {
+      if (screen_pick != out.incumbent) out.unconfirmed = screen_pick;
+      context_.Log(absl::StrFormat("    the incumbent %s stays",
+                                   SettingText(incumbent.trial.tunables)));
+      context_.OnPick(shape_index_, nullptr);
       return absl::OkStatus();
     }
     ++stats_.confirmed;
-    out.best = pick;
-    out.against_incumbent = std::move(again);
+    out.best = contenders[pick];
+    out.against_incumbent = std::move(confirmed.trials[pick]);
+    context_.OnPick(shape_index_, &out.trials[out.best].trial);
     return absl::OkStatus();
   }
 
-  // `challenger` against `incumbent` in a fresh batch (remeasured, so not
-  // from the cache), interleaved and paired round by round: its trial's
-  // delta is the challenger's minus the incumbent's.
-  absl::StatusOr<ShapeTrial> Confirm(const TunableValues& challenger,
-                                     const TunableValues& incumbent,
-                                     bool incumbent_recorded) {
-    std::vector<TunableValues> todo = {found_[0]};
-    if (!incumbent_recorded) todo.push_back(incumbent);
-    todo.push_back(challenger);
-    const int before = static_cast<int>(stats_.device_timed);
-    ASSIGN_OR_RETURN(
-        TimedBatch timed,
-        TimeSettings(todo, true, static_cast<int>(todo.size()) - 2));
+  // Contenders() of `screened` against the incumbent, as many as one batch
+  // holds beside the recorded setting and the incumbent (at most
+  // kMostContenders); the search's own Pick(), `screen_pick`, is always
+  // among them.
+  std::vector<int> ContendersOf(const ShapeResult& out,
+                                const std::vector<Comparison>& screened,
+                                int screen_pick, double practical) const {
+    const int room = std::max(1, platform_.hw_contexts / 2 - 1) -
+                     (out.incumbent == 0 ? 0 : 1);
+    const int most = std::max(1, std::min(room, kMostContenders));
+    std::vector<int> contenders =
+        Contenders(screened, out.incumbent, kGainZ, practical, most);
+    if (screen_pick == out.incumbent ||
+        absl::c_linear_search(contenders, screen_pick)) {
+      return contenders;
+    }
+    std::stable_sort(contenders.begin(), contenders.end(), [&](int a, int b) {
+      return screened[a].delta_us < screened[b].delta_us;
+    });
+    if (static_cast<int>(contenders.size()) >= most) {
+      contenders.resize(most - 1);
+    }
+    contenders.push_back(screen_pick);
+    std::sort(contenders.begin(), contenders.end());
+    return contenders;
+  }
+
+  // A confirmation's figures: each contender against the incumbent, member
+  // by member, and the Confirmation PickConfirmed() reads.
+  struct Confirmed {
+    std::vector<ShapeTrial> trials;
+    Confirmation figures;
+  };
+
+  // The `contenders` (indices into out.trials) timed against the
+  // incumbent in batches of their own, never the search's figures (a run
+  // without remeasure replays a batch of the same settings from the cache,
+  // under its tag: ConfirmTag), interleaved and paired round by round: each trial's delta is the
+  // contender's minus the incumbent's, pooled over the batches, and each
+  // contender's against each other's is pooled over the batches both were
+  // in. A batch is timed again while ConfirmationOpen(), at most
+  // kMostConfirmBatches, with only the contenders it names.
+  absl::StatusOr<Confirmed> Confirm(const ShapeResult& out,
+                                    const std::vector<int>& contenders,
+                                    double incumbent_us) {
+    const size_t n = contenders.size();
+    std::vector<std::vector<ShapeTrial>> figures(n);
+    std::vector<std::vector<std::vector<Comparison>>> pairs(
+        n, std::vector<std::vector<Comparison>>(n));
+    Confirmed done{std::vector<ShapeTrial>(n), {}};
+    std::vector<int> open(n);
+    for (size_t c = 0; c < n; ++c) open[c] = static_cast<int>(c);
+    const int64_t before = stats_.device_timed;
+    int batches = 0;
+    for (; batches < kMostConfirmBatches && !open.empty(); ++batches) {
+      RETURN_IF_ERROR(
+          ConfirmBatch(out, contenders, open, batches, figures, pairs));
+      done = PooledConfirmation(figures, pairs);
+      ConfirmationOpen(done.figures, incumbent_us, options_.min_gain, kGainZ,
+                       open);
+    }
+    stats_.confirm_batches += batches;
     stats_.confirm_timed += stats_.device_timed - before;
-    return std::move(timed.trials.back());
+    for (size_t c = 0; c < n; ++c) {
+      context_.Log(absl::StrFormat(
+          "    confirming %s against %s: %+.2f ± %.2f us over %d batches",
+          SettingText(done.trials[c].trial.tunables),
+          out.incumbent == 0
+              ? "the recorded setting"
+              : SettingText(out.trials[out.incumbent].trial.tunables),
+          done.trials[c].trial.delta_us,
+          done.trials[c].trial.noise_us.value_or(0),
+          static_cast<int>(figures[c].size())));
+    }
+    return done;
+  }
+
+  // Confirmation batch number `batch` of the contenders `open` (indices into
+  // `contenders`) beside the recorded setting and the incumbent: appends
+  // each one's figure against the incumbent to `figures` and against each
+  // other open one to `pairs` ([i][j]: i's time minus j's).
+  absl::Status ConfirmBatch(
+      const ShapeResult& out, const std::vector<int>& contenders,
+      const std::vector<int>& open, int batch,
+      std::vector<std::vector<ShapeTrial>>& figures,
+      std::vector<std::vector<std::vector<Comparison>>>& pairs) {
+    std::vector<TunableValues> todo = {found_[0]};
+    if (out.incumbent != 0) {
+      todo.push_back(out.trials[out.incumbent].trial.tunables);
+    }
+    const int base = static_cast<int>(todo.size()) - 1;
+    std::vector<int> bases = {base};
+    for (int c : open) {
+      todo.push_back(out.trials[contenders[c]].trial.tunables);
+      bases.push_back(static_cast<int>(todo.size()) - 1);
+    }
+    ASSIGN_OR_RETURN(
+        std::vector<TimedBatch> timed,
+        TimeAgainst(todo, options_.remeasure, bases, ConfirmTag(todo, batch)));
+    for (size_t k = 0; k < open.size(); ++k) {
+      figures[open[k]].push_back(timed[0].trials[bases[k + 1]]);
+      for (size_t l = 0; l < open.size(); ++l) {
+        if (l == k) continue;
+        pairs[open[k]][open[l]].push_back(
+            timed[l + 1].trials[bases[k + 1]].trial);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // The cache tag of confirmation batch number `batch` of `todo`: the same
+  // settings in the same batch of a confirmation find its figures again.
+  std::string ConfirmTag(const std::vector<TunableValues>& todo,
+                         int batch) const {
+    std::string text = absl::StrCat("confirm/", batch);
+    for (const TunableValues& s : todo) absl::StrAppend(&text, "/", Id(s));
+    return Sha256Hex(text).substr(0, 32);
+  }
+
+  // The figures so far, each pooled over its batches (a contender's own
+  // figure always has one: every contender is in the first batch).
+  static Confirmed PooledConfirmation(
+      const std::vector<std::vector<ShapeTrial>>& figures,
+      const std::vector<std::vector<std::vector<Comparison>>>& pairs) {
+    const size_t n = figures.size();
+    Confirmed done;
+    done.figures.versus.assign(n, std::vector<Comparison>(n));
+    for (size_t i = 0; i < n; ++i) {
+      done.trials.push_back(PooledTrial(figures[i]));
+      done.figures.against_incumbent.push_back(done.trials.back().trial);
+      for (size_t j = 0; j < n; ++j) {
+        if (!pairs[i][j].empty()) {
+          done.figures.versus[i][j] = Pooled(pairs[i][j]);
+        }
+      }
+    }
+    return done;
+  }
+
+  // A trial's figures from several batches as one (Pooled), member by
+  // member.
+  static ShapeTrial PooledTrial(const std::vector<ShapeTrial>& figures) {
+    ShapeTrial out = figures.front();
+    std::vector<Comparison> whole;
+    for (const ShapeTrial& f : figures) whole.push_back(f.trial);
+    out.trial = Pooled(whole);
+    for (size_t m = 0; m < out.member_delta_us.size(); ++m) {
+      std::vector<Comparison> member;
+      for (const ShapeTrial& f : figures) {
+        Comparison one;
+        one.delta_us = f.member_delta_us[m];
+        one.noise_us = f.member_noise_us[m];
+        member.push_back(one);
+      }
+      const Comparison p = Pooled(member);
+      out.member_delta_us[m] = p.delta_us;
+      out.member_noise_us[m] = p.noise_us;
+    }
+    return out;
   }
 
   const Shape& shape_;

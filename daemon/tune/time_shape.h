@@ -8,9 +8,14 @@
 // a core clock, a GEMM setting whose LeastUs (summed as the delta is) is no
 // less than the recorded setting's time plus the best gain so far is not
 // timed. The setting taken is then chosen with hysteresis (Pick: the
-// incumbent keeps ties) and confirmed: a challenger is re-timed against the
-// incumbent in a fresh batch (remeasured, interleaved) and taken only if
-// it wins again. docs/search.md says why each step is as it is.
+// incumbent keeps ties) and confirmed: the challengers that contend are
+// re-timed against the incumbent and each other in batches of their own
+// (interleaved, never the search's figures) and one is taken only if it
+// wins again and no other winner may be faster than it by its margin
+// (PickConfirmed). A confirmation batch is cached under a tag naming its
+// number and settings, so a run without remeasure replays a decision from
+// the cache, timing nothing, and takes what the run that timed it took.
+// docs/search.md says why each step is as it is.
 //
 // Threads: the context's (the device worker's). Failure: device, builder
 // and cache errors come back as they were; cancellation is Cancelled. A
@@ -33,6 +38,14 @@
 #include "irontune/v1/recording.pb.h"
 
 namespace irontune {
+
+// At most this many challengers are confirmed for a shape (fewer where one
+// batch cannot hold them beside the recorded setting and the incumbent),
+// and a confirmation times at most this many batches: a close call is
+// measured again until its interval clears the margin or falls short of
+// it, or these are spent (docs/statistics.md, "Close calls").
+inline constexpr int kMostContenders = 4;
+inline constexpr int kMostConfirmBatches = 16;
 
 // One setting's comparison, with each member's share (per step, weighted
 // over its points) so the model-level gain can weight members by their
@@ -58,8 +71,9 @@ struct ShapeResult {
   int unconfirmed = -1;
   // The recorded setting's step time (summed over members, weighted over
   // points): the median of its batches' figures, and the standard error of
-  // one batch's figure, which holds the spread between batches (drift);
-  // nullopt from fewer than two batches.
+  // one batch's figure: the larger of the batches' own noises (root mean
+  // square; each with its drift floor) and their spread (BatchNoise);
+  // nullopt where a batch's noise is unknown (one round).
   double recorded_us = 0;
   std::optional<double> recorded_noise_us;
 };
@@ -67,11 +81,12 @@ struct ShapeResult {
 // Times `shape`'s settings (see the top of this file). Trials are in
 // Settings order, the recorded one first. `incumbent` (may be null: the
 // recorded setting) is the setting the submitted profile runs; `best` is
-// the trial Pick() takes against it (options.min_gain of its step time is
-// the practical margin) once it has won again in a confirmation, else the
-// incumbent. One setting left gives [{recorded, 0, 0}]. A recorded setting
-// the builder refuses gives its one trial, refused, untimed. `stats` (may
-// be null) is added to; the context hears each trial under `shape_index`.
+// the trial PickConfirmed() takes from the confirmation of the challengers
+// the search nominates (options.min_gain of a step time is the practical
+// margin), else the incumbent. One setting left gives [{recorded, 0, 0}]. A
+// recorded setting the builder refuses gives its one trial, refused, untimed.
+// `stats` (may be null) is added to; the context hears each trial under
+// `shape_index`.
 absl::StatusOr<ShapeResult> TimeShape(
     const Shape& shape, const v1::Calls& calls, const Platform& platform,
     const AutotuneOptions& options, const KernelCycles& cycles,

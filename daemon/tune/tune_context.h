@@ -51,6 +51,12 @@ class TuneContext {
   virtual void OnShape(int /*index*/, int /*total*/,
                        const std::string& /*key*/) {}
   virtual void OnTrial(int /*index*/, const Comparison& /*trial*/) {}
+  // The setting of shape `index` that Pick() takes so far against the
+  // incumbent (the search's one rule; its delta is against the recorded
+  // setting), or null while the incumbent holds. Called before the
+  // OnTrial()s of each batch, and once more when the shape's choice is
+  // confirmed. `pick` is borrowed for the call only.
+  virtual void OnPick(int /*index*/, const Comparison* /*pick*/) {}
 };
 
 }  // namespace irontune

@@ -3,9 +3,12 @@
 #include <google/protobuf/text_format.h>
 
 #include <catch2/catch.hpp>
+#include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "common/profile.h"
 
 namespace irontune {
@@ -440,6 +443,19 @@ Comparison Trial(int64_t m, int64_t n, double delta, double noise) {
   return t;
 }
 
+// Far faster than the recorded setting, but refused; and with its noise
+// unknown.
+Comparison FarRefused() {
+  Comparison t = Trial(32, 64, -30, 1);
+  t.refused = "output differs";
+  return t;
+}
+Comparison FarUnknown() {
+  Comparison t = Trial(32, 64, -30, 1);
+  t.noise_us.reset();
+  return t;
+}
+
 TEST_CASE("Beats: both margins, the incumbent's noise in quadrature",
           "[search]") {
   const Comparison recorded = Trial(64, 64, 0, 0);
@@ -450,12 +466,8 @@ TEST_CASE("Beats: both margins, the incumbent's noise in quadrature",
   // Within two noises: not beyond the statistical margin.
   CHECK_FALSE(Beats(Trial(32, 64, -2, 1), recorded, true, 2.0, 0));
   // A refused or noiseless challenger never beats.
-  Comparison refused = Trial(32, 64, -30, 1);
-  refused.refused = "output differs";
-  CHECK_FALSE(Beats(refused, recorded, true, 2.0, 0));
-  Comparison unknown = Trial(32, 64, -30, 1);
-  unknown.noise_us.reset();
-  CHECK_FALSE(Beats(unknown, recorded, true, 2.0, 0));
+  CHECK_FALSE(Beats(FarRefused(), recorded, true, 2.0, 0));
+  CHECK_FALSE(Beats(FarUnknown(), recorded, true, 2.0, 0));
   // An incumbent other than the recorded setting: the gain is the
   // difference of the deltas and the noises add in quadrature.
   const Comparison incumbent = Trial(32, 32, -5, 1);
@@ -502,6 +514,241 @@ TEST_CASE("Pick: among equals the fewest changes, then the first", "[search]") {
   trials[1].delta_us = -11.8;
   CHECK(Pick(trials, 0, 2.0, 0) == 1);
   CHECK(Pick(trials, 0, 2.0, 1.5) == 2);
+}
+
+TEST_CASE("Contends: faster, and its interval reaching past the margin",
+          "[search]") {
+  const Comparison recorded = Trial(64, 64, 0, 0);
+  // 1 faster with noise 1: not beyond two noises, so it does not Beat, but
+  // it may: it contends.
+  CHECK_FALSE(Beats(Trial(32, 64, -1, 1), recorded, true, 2.0, 0.5));
+  CHECK(Contends(Trial(32, 64, -1, 1), recorded, true, 2.0, 0.5));
+  // Slower by its point estimate: never.
+  CHECK_FALSE(Contends(Trial(32, 64, 0.1, 1), recorded, true, 2.0, 0.5));
+  // Its interval does not reach the practical margin: 1 + 2 * 0.2 <= 1.4.
+  CHECK_FALSE(Contends(Trial(32, 64, -1, 0.2), recorded, true, 2.0, 1.4));
+  CHECK(Contends(Trial(32, 64, -1, 0.2), recorded, true, 2.0, 1.39));
+  // Refused, or its noise unknown: never.
+  CHECK_FALSE(Contends(FarRefused(), recorded, true, 2.0, 0));
+  CHECK_FALSE(Contends(FarUnknown(), recorded, true, 2.0, 0));
+  // Against another incumbent: the difference of the deltas.
+  const Comparison incumbent = Trial(32, 32, -5, 1);
+  CHECK_FALSE(Contends(Trial(64, 32, -5, 1), incumbent, false, 2.0, 0));
+  CHECK(Contends(Trial(64, 32, -5.5, 1), incumbent, false, 2.0, 0));
+  // Whatever Beats also Contends.
+  CHECK(Beats(Trial(32, 64, -3, 1), recorded, true, 2.0, 0.5));
+  CHECK(Contends(Trial(32, 64, -3, 1), recorded, true, 2.0, 0.5));
+}
+
+TEST_CASE("Contenders: the fastest few, in the trials' order", "[search]") {
+  const std::vector<Comparison> trials = {
+      Trial(64, 64, 0, 0),   Trial(32, 32, -1, 1),  Trial(32, 64, -3, 1),
+      Trial(64, 32, 0.5, 1), Trial(128, 64, -2, 1), Trial(64, 128, -0.2, 1)};
+  CHECK(Contenders(trials, 0, 2.0, 0.5, 8) == std::vector<int>{1, 2, 4, 5});
+  CHECK(Contenders(trials, 0, 2.0, 0.5, 2) == std::vector<int>{2, 4});
+  CHECK(Contenders(trials, 0, 2.0, 0.5, 0).empty());
+  // Against index 4 (delta -2) only index 2 is faster.
+  CHECK(Contenders(trials, 4, 2.0, 0.5, 8) == std::vector<int>{2});
+}
+
+TEST_CASE("Pooled: the mean, its noise, refusals and unknowns kept",
+          "[search]") {
+  const Comparison p = Pooled({Trial(32, 64, -1, 0.3), Trial(64, 64, -2, 0.4)});
+  CHECK(p.delta_us == Approx(-1.5));
+  REQUIRE(p.noise_us.has_value());
+  CHECK(*p.noise_us == Approx(0.25));  // sqrt(0.09 + 0.16) / 2
+  CHECK(p.refused.empty());
+  CHECK(ChangedTunables(p.tunables, Trial(32, 64, 0, 0).tunables) == 0);
+  // Four alike: the noise halves.
+  const Comparison four =
+      Pooled(std::vector<Comparison>(4, Trial(32, 64, -1, 0.4)));
+  CHECK(*four.noise_us == Approx(0.2));
+  Comparison refused = Trial(32, 64, -1, 0.4);
+  refused.refused = "output differs";
+  CHECK(Pooled({Trial(32, 64, -1, 0.4), refused}).refused == "output differs");
+  Comparison unknown = Trial(32, 64, -1, 0.4);
+  unknown.noise_us.reset();
+  CHECK_FALSE(Pooled({unknown, Trial(32, 64, -1, 0.4)}).noise_us.has_value());
+}
+
+TEST_CASE("Weigh: clears, falls short, or stays open", "[search]") {
+  // Gain 3, noise 1, margin 0.5: 3 - 2 > 0.5.
+  CHECK(Weigh(Trial(32, 64, -3, 1), 2.0, 0.5) == Evidence::kClears);
+  // Gain 1: 1 - 2 < 0.5 < 1 + 2: open.
+  CHECK(Weigh(Trial(32, 64, -1, 1), 2.0, 0.5) == Evidence::kOpen);
+  // The same gain measured four times as well: 1 - 0.5 is not above 0.5.
+  CHECK(Weigh(Trial(32, 64, -1, 0.25), 2.0, 0.5) == Evidence::kOpen);
+  CHECK(Weigh(Trial(32, 64, -1, 0.2), 2.0, 0.5) == Evidence::kClears);
+  // A tie measured well: 0 + 2 * 0.2 <= 0.5.
+  CHECK(Weigh(Trial(32, 64, 0, 0.2), 2.0, 0.5) == Evidence::kFallsShort);
+  CHECK(Weigh(Trial(32, 64, 0, 0.3), 2.0, 0.5) == Evidence::kOpen);
+  Comparison refused = Trial(32, 64, -30, 1);
+  refused.refused = "output differs";
+  CHECK(Weigh(refused, 2.0, 0.5) == Evidence::kFallsShort);
+  Comparison unknown = Trial(32, 64, -30, 1);
+  unknown.noise_us.reset();
+  CHECK(Weigh(unknown, 2.0, 0.5) == Evidence::kFallsShort);
+}
+
+// A confirmation of `against` (each challenger against the incumbent) whose
+// figures against each other are `versus_noise` around the differences of
+// their true times `truth`, antisymmetric: versus[i][j] = -versus[j][i].
+Confirmation Confirmed(std::vector<Comparison> against,
+                       const std::vector<double>& truth, double versus_noise) {
+  Confirmation c;
+  const size_t n = against.size();
+  c.against_incumbent = std::move(against);
+  c.versus.assign(n, std::vector<Comparison>(n));
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < n; ++j) {
+      c.versus[i][j] = c.against_incumbent[i];
+      c.versus[i][j].delta_us = truth[i] - truth[j];
+      c.versus[i][j].noise_us = versus_noise;
+    }
+  }
+  return c;
+}
+
+TEST_CASE("PickConfirmed: a winner another may beat is not taken", "[search]") {
+  // Against the recorded setting (100 us, min_gain 0.5%: margin 0.5), two
+  // winners indistinguishable by their figures against it: 64x32 changes
+  // one tunable, 32x32 two. Pick over those figures takes 64x32.
+  const TunableValues recorded = Trial(64, 64, 0, 0).tunables;
+  const std::vector<Comparison> against = {Trial(32, 32, -10, 0.4),
+                                           Trial(64, 32, -9.6, 0.4)};
+  std::vector<Comparison> flat = {Trial(64, 64, 0, 0)};
+  flat.insert(flat.end(), against.begin(), against.end());
+  CHECK(Pick(flat, 0, 2.0, 0.5) == 2);
+  // Paired with each other, 32x32 is 0.4 +- 0.05 faster: its gain may pass
+  // the margin 64x32 would hold (0.5% of 90.4 us), so a re-tune from 64x32
+  // could move. 32x32 is taken.
+  const Confirmation sure = Confirmed(against, {-10, -9.6}, 0.05);
+  CHECK(PickConfirmed(sure, recorded, 100, 0.005, 2.0) == 0);
+  // 0.1 +- 0.05 apart: neither can pass the other's margin; both are
+  // settled and the fewest changes decides.
+  const Confirmation tie = Confirmed(against, {-9.7, -9.6}, 0.05);
+  CHECK(PickConfirmed(tie, recorded, 100, 0.005, 2.0) == 1);
+  // Which of the tie measured faster does not matter.
+  const Confirmation swapped = Confirmed(against, {-9.6, -9.7}, 0.05);
+  CHECK(PickConfirmed(swapped, recorded, 100, 0.005, 2.0) == 1);
+}
+
+TEST_CASE("PickConfirmed: the incumbent keeps what no challenger beats",
+          "[search]") {
+  const TunableValues held = Trial(64, 32, 0, 0).tunables;
+  // 0.6 faster than a 100 us incumbent: with noise 0.04 the gain less two
+  // noises, 0.52, clears the practical margin (0.5) and it is taken.
+  Confirmation c = Confirmed({Trial(32, 32, -0.6, 0.04)}, {-0.6}, 0);
+  CHECK(PickConfirmed(c, held, 100, 0.005, 2.0) == 0);
+  // With noise 0.2 it Beats the incumbent on its point estimate, beyond
+  // both margins each alone, but its gain is not confirmed beyond the
+  // practical margin: the incumbent stays.
+  c.against_incumbent[0].noise_us = 0.2;
+  CHECK(Beats(c.against_incumbent[0], Trial(64, 32, 0, 0), true, 2.0, 0.5));
+  CHECK(PickConfirmed(c, held, 100, 0.005, 2.0) == -1);
+  c.against_incumbent[0].noise_us = 0.06;
+  CHECK(PickConfirmed(c, held, 100, 0.005, 2.0) == -1);
+  // Beyond the noise but within the practical margin.
+  c = Confirmed({Trial(32, 32, -0.45, 0.01)}, {-0.45}, 0);
+  CHECK(PickConfirmed(c, held, 100, 0.005, 2.0) == -1);
+  CHECK(PickConfirmed(c, held, 100, 0.004, 2.0) == 0);
+  // A refused challenger never.
+  c = Confirmed({Trial(32, 32, -30, 0.01)}, {-30}, 0);
+  c.against_incumbent[0].refused = "output differs";
+  CHECK(PickConfirmed(c, held, 100, 0.005, 2.0) == -1);
+  CHECK(PickConfirmed(Confirmation{}, held, 100, 0.005, 2.0) == -1);
+}
+
+TEST_CASE("PickConfirmed: none settled, the one least likely beaten",
+          "[search]") {
+  const TunableValues recorded = Trial(64, 64, 0, 0).tunables;
+  // Three winners, their figures against each other too noisy to settle
+  // any: the one the others might beat by least is the fastest, 128x64,
+  // though 64x32 changes fewer tunables.
+  const Confirmation c =
+      Confirmed({Trial(32, 32, -10, 0.4), Trial(64, 32, -9.8, 0.4),
+                 Trial(128, 64, -10.3, 0.4)},
+                {-10, -9.8, -10.3}, 1.0);
+  CHECK(MostAnotherGains(c, {0, 1, 2}, 2, 2.0) == Approx(-0.3 + 2.0));
+  CHECK(MostAnotherGains(c, {0, 1, 2}, 1, 2.0) == Approx(0.5 + 2.0));
+  CHECK(MostAnotherGains(c, {1}, 1, 2.0) ==
+        -std::numeric_limits<double>::infinity());
+  CHECK(PickConfirmed(c, recorded, 100, 0.005, 2.0) == 2);
+}
+
+// Whatever the figures, a settled pick is one a re-tune from it keeps: no
+// other winner Beats it on the same figures, paired with it, by the margin
+// it holds as the incumbent.
+TEST_CASE("PickConfirmed: a re-tune from a settled pick keeps it", "[search]") {
+  std::mt19937 random(11);
+  std::uniform_real_distribution<double> gain(0, 3);
+  std::uniform_real_distribution<double> spread(0.01, 0.5);
+  const TunableValues recorded = Trial(64, 64, 0, 0).tunables;
+  const std::vector<std::pair<int, int>> tiles = {
+      {32, 32}, {32, 64}, {64, 32}, {128, 64}};
+  int settled = 0;
+  for (int round = 0; round < 2000; ++round) {
+    std::vector<Comparison> against;
+    std::vector<double> truth;
+    for (const auto& [m, n] : tiles) {
+      truth.push_back(-gain(random));
+      against.push_back(Trial(m, n, truth.back(), spread(random)));
+    }
+    const Confirmation c = Confirmed(against, truth, spread(random));
+    const int pick = PickConfirmed(c, recorded, 10, 0.05, 2.0);
+    if (pick < 0) continue;
+    std::vector<int> winners;
+    for (int i = 0; i < 4; ++i) {
+      if (Weigh(c.against_incumbent[i], 2.0, 0.5) == Evidence::kClears)
+        winners.push_back(i);
+    }
+    REQUIRE(absl::c_linear_search(winners, pick));
+    if (MostAnotherGains(c, winners, pick, 2.0) >
+        PracticalFor(c, pick, 10, 0.05)) {
+      continue;
+    }
+    ++settled;
+    for (int q : winners) {
+      if (q == pick) continue;
+      INFO("round " << round << ", pick " << pick << ", q " << q);
+      CHECK_FALSE(Beats(c.versus[q][pick], Trial(64, 64, 0, 0), true, 2.0,
+                        PracticalFor(c, pick, 10, 0.05)));
+    }
+  }
+  CHECK(settled > 100);
+}
+
+TEST_CASE("ConfirmationOpen: open figures and open pairs are timed again",
+          "[search]") {
+  std::vector<int> still;
+  // Both clear the incumbent (100 us, margin 0.5); against each other
+  // 0.4 +- 0.1 holds the margin: both are timed again.
+  Confirmation c = Confirmed(
+      {Trial(32, 32, -10, 0.4), Trial(64, 32, -9.6, 0.4)}, {-10, -9.6}, 0.1);
+  CHECK(ConfirmationOpen(c, 100, 0.005, 2.0, still));
+  CHECK(still == std::vector<int>{0, 1});
+  // Measured well enough to tell: closed.
+  c = Confirmed({Trial(32, 32, -10, 0.4), Trial(64, 32, -9.6, 0.4)},
+                {-10, -9.6}, 0.01);
+  CHECK_FALSE(ConfirmationOpen(c, 100, 0.005, 2.0, still));
+  CHECK(still.empty());
+  // One holds the margin against the incumbent; the other falls short of
+  // it, so their pair does not matter: only the first is timed again.
+  c = Confirmed({Trial(32, 32, -0.8, 0.2), Trial(64, 32, -0.1, 0.1)},
+                {-0.8, -0.1}, 1.0);
+  CHECK(ConfirmationOpen(c, 100, 0.005, 2.0, still));
+  CHECK(still == std::vector<int>{0});
+  // Two tied winners both clearly slower than a third: their pair no
+  // longer matters, and the confirmation is closed.
+  c = Confirmed({Trial(32, 32, -10, 0.2), Trial(64, 32, -10, 0.2),
+                 Trial(128, 64, -14, 0.2)},
+                {-10, -10, -14}, 0.3);
+  CHECK_FALSE(ConfirmationOpen(c, 100, 0.005, 2.0, still));
+  // Without the third, their pair holds the margin: both timed again.
+  c = Confirmed({Trial(32, 32, -10, 0.2), Trial(64, 32, -10, 0.2)}, {-10, -10},
+                0.3);
+  CHECK(ConfirmationOpen(c, 100, 0.005, 2.0, still));
+  CHECK(still == std::vector<int>{0, 1});
 }
 
 TEST_CASE("ChangedTunables counts differing and missing names", "[search]") {
