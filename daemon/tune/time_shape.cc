@@ -591,11 +591,11 @@ class ShapeSearch {
   // The `contenders` (indices into out.trials) timed against the
   // incumbent in batches of their own, never the search's figures (a run
   // without remeasure replays a batch of the same settings from the cache,
-  // under its tag: ConfirmTag), interleaved and paired round by round: each trial's delta is the
-  // contender's minus the incumbent's, pooled over the batches, and each
-  // contender's against each other's is pooled over the batches both were
-  // in. A batch is timed again while ConfirmationOpen(), at most
-  // kMostConfirmBatches, with only the contenders it names.
+  // under its tag: ConfirmTag), interleaved and paired round by round: each
+  // trial's delta is the contender's minus the incumbent's, pooled over the
+  // batches, and each contender's against each other's is pooled over the
+  // batches both were in. A batch is timed again while ConfirmationOpen(), at
+  // most kMostConfirmBatches, with only the contenders it names.
   absl::StatusOr<Confirmed> Confirm(const ShapeResult& out,
                                     const std::vector<int>& contenders,
                                     double incumbent_us) {
