@@ -538,8 +538,13 @@ class ShapeSearch {
         std::max(0.0, recorded_us_.value_or(0) + incumbent.trial.delta_us);
     ASSIGN_OR_RETURN(Confirmed confirmed,
                      Confirm(out, contenders, incumbent_us));
+    // A confirmation that ended open is decided on its point estimates
+    // (z 0) against the practical margin, which after kMostConfirmBatches
+    // lies many noises above a tie; without a practical margin the noises
+    // stay in.
+    const double z = confirmed.open && options_.min_gain > 0 ? 0.0 : kGainZ;
     const int pick = PickConfirmed(confirmed.figures, incumbent.trial.tunables,
-                                   incumbent_us, options_.min_gain, kGainZ);
+                                   incumbent_us, options_.min_gain, z);
     if (pick < 0) {
       if (screen_pick != out.incumbent) out.unconfirmed = screen_pick;
       context_.Log(absl::StrFormat("    the incumbent %s stays",
@@ -586,6 +591,7 @@ class ShapeSearch {
   struct Confirmed {
     std::vector<ShapeTrial> trials;
     Confirmation figures;
+    bool open = false;  // still open after kMostConfirmBatches
   };
 
   // The `contenders` (indices into out.trials) timed against the
@@ -616,6 +622,7 @@ class ShapeSearch {
                        open);
     }
     stats_.confirm_batches += batches;
+    done.open = !open.empty();
     stats_.confirm_timed += stats_.device_timed - before;
     for (size_t c = 0; c < n; ++c) {
       context_.Log(absl::StrFormat(

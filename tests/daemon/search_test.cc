@@ -633,6 +633,20 @@ TEST_CASE("PickConfirmed: a winner another may beat is not taken", "[search]") {
   CHECK(PickConfirmed(swapped, recorded, 100, 0.005, 2.0) == 1);
 }
 
+TEST_CASE("PickConfirmed at z 0: a call left open is decided on its estimate",
+          "[search]") {
+  const TunableValues held = Trial(64, 32, 0, 0).tunables;
+  // 0.7 +- 0.11 faster than a 100 us incumbent holds the margin (0.5) at
+  // two noises: open, the incumbent stays. Decided at z 0, as a
+  // confirmation still open after its last batch is, the gain is taken.
+  Confirmation c = Confirmed({Trial(32, 32, -0.7, 0.11)}, {-0.7}, 0);
+  CHECK(PickConfirmed(c, held, 100, 0.005, 2.0) == -1);
+  CHECK(PickConfirmed(c, held, 100, 0.005, 0.0) == 0);
+  // A gain below the margin is not, however small its noise.
+  c = Confirmed({Trial(32, 32, -0.45, 0.11)}, {-0.45}, 0);
+  CHECK(PickConfirmed(c, held, 100, 0.005, 0.0) == -1);
+}
+
 TEST_CASE("PickConfirmed: the incumbent keeps what no challenger beats",
           "[search]") {
   const TunableValues held = Trial(64, 32, 0, 0).tunables;
