@@ -109,6 +109,12 @@ class Image {
   // One call: runs every step once. Fails (Internal, Unavailable) when the
   // device reports an error for the call.
   virtual absl::StatusOr<RunResult> Run() = 0;
+  // A hint, after a Run: the outputs will be read (ReadBuffer) later, after
+  // more runs that leave them as they are. An implementation may start
+  // making them ready now, on threads of its own, so the caller does not
+  // wait when it reads; every other call still sees the image as if the
+  // outputs were ready. The default does nothing.
+  virtual void PrepareOutputs() {}
 };
 
 class Device {
@@ -174,6 +180,7 @@ class ImageWrapper : public Image {
   absl::StatusOr<std::string> ReadBuffer(std::string_view name) override {
     return target_->ReadBuffer(name);
   }
+  void PrepareOutputs() override { target_->PrepareOutputs(); }
   absl::StatusOr<RunResult> Run() override { return target_->Run(); }
 
  protected:

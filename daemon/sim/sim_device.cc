@@ -1,6 +1,7 @@
 #include "daemon/sim/sim_device.h"
 
 #include <algorithm>
+#include <future>
 #include <set>
 #include <string>
 #include <thread>
@@ -58,7 +59,10 @@ class SimImage : public Image {
       has_inout_ |= b.role() == v1::BUFFER_ROLE_INOUT;
     }
   }
-  ~SimImage() override { device_->Release(); }
+  ~SimImage() override {
+    if (computing_.valid()) computing_.wait();
+    device_->Release();
+  }
 
   absl::Status WriteValues(
       const std::map<std::string, int64_t>& values) override {
@@ -129,6 +133,15 @@ class SimImage : public Image {
     return device_->TimeRun(id_, design_, values_, started);
   }
 
+  // Computes the outputs of the runs so far on a thread of its own, unless
+  // they are computed already; Settle waits for it.
+  void PrepareOutputs() override {
+    if (!ran_ || computing_.valid()) return;
+    if (std::find(dirty_.begin(), dirty_.end(), true) == dirty_.end()) return;
+    ran_ = false;
+    computing_ = std::async(std::launch::async, [this] { return Compute(); });
+  }
+
  private:
   struct Stored {
     uint64_t nbytes;
@@ -161,6 +174,7 @@ class SimImage : public Image {
   // Computes the outputs of the runs so far, before anything observes or
   // changes the buffers.
   absl::Status Settle() {
+    if (computing_.valid()) RETURN_IF_ERROR(computing_.get());
     if (!ran_) return absl::OkStatus();
     ran_ = false;
     return Compute();
@@ -202,6 +216,9 @@ class SimImage : public Image {
   absl::flat_hash_map<std::string, int> index_;
   std::set<std::string, std::less<>> symbols_;
   sim::CallValues values_;
+  // The outputs being computed (PrepareOutputs); last, so it is waited for
+  // before the members it uses are destroyed.
+  std::future<absl::Status> computing_;
 };
 
 SimDevice::SimDevice(const sim::SimPreset& preset, const SimOptions& options)

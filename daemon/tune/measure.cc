@@ -5,6 +5,8 @@
 #include <cstring>
 #include <future>
 #include <limits>
+#include <map>
+#include <optional>
 #include <random>
 #include <thread>
 #include <tuple>
@@ -26,6 +28,9 @@
 
 namespace irontune {
 namespace {
+
+// Buffers' bytes by operator buffer name.
+using OutputMap = std::map<std::string, std::string>;
 
 // "GEMM tile_m=64 ...": the class and its tunables' values, for logs.
 std::string OperatorText(const v1::Operator& op) {
@@ -95,13 +100,20 @@ absl::Status PrepareImage(const v1::Operator& op, const Artifact& artifact,
   return absl::OkStatus();
 }
 
-// Runs the 1-step image once and returns what it wrote and, when
-// `keep_inputs` (the default setting), what it was given.
-absl::StatusOr<SettingOutput> RunOnce(const v1::Operator& op,
-                                      const Artifact& artifact, Image& image,
-                                      bool keep_inputs) {
-  ASSIGN_OR_RETURN(RunResult r, image.Run());
-  (void)r;
+// Whether a run of `artifact` changes a buffer it also reads (in place):
+// then what one run wrote differs from what later runs leave.
+bool InPlace(const Artifact& artifact) {
+  return std::any_of(
+      artifact.buffers.begin(), artifact.buffers.end(),
+      [](const ArtifactBuffer& b) { return b.fills && b.drains; });
+}
+
+// What the 1-step image wrote and, when `keep_inputs` (the default
+// setting), what it was given. REQUIRES: the image has run, and no run
+// since the first changed its outputs (see InPlace).
+absl::StatusOr<SettingOutput> ReadOutput(const v1::Operator& op,
+                                         const Artifact& artifact, Image& image,
+                                         bool keep_inputs) {
   SettingOutput out;
   for (const ArtifactBuffer& buf : artifact.buffers) {
     if (buf.op_buffer < 0 || buf.op_buffer >= op.buffers_size()) continue;
@@ -164,8 +176,13 @@ class Measurer {
       }
       context_.Log(absl::StrFormat("    timing %d settings, %d to go",
                                    batch.size(), todo_.size() - begin));
-      RETURN_IF_ERROR(TimeBatch(batch));
+      if (absl::Status timed = TimeBatch(batch); !timed.ok()) {
+        // The batches timed before still count.
+        FinishDigests().IgnoreError();
+        return timed;
+      }
     }
+    RETURN_IF_ERROR(FinishDigests());
     return std::move(outcome_);
   }
 
@@ -331,29 +348,26 @@ class Measurer {
     return true;
   }
 
+  // Loads a batch, runs each 1-step image once for its output, times the
+  // batch interleaved, then reads the outputs (made ready meanwhile) and
+  // records the figures, their digests made on a helper thread while the
+  // next batch runs.
   absl::Status TimeBatch(const std::vector<int>& batch) {
     ASSIGN_OR_RETURN(Platform before, context_.device().GetPlatform());
     if (context_.cache() != nullptr) {
       RETURN_IF_ERROR(context_.cache()->CheckPowerMode(before.power_mode));
     }
     ASSIGN_OR_RETURN(std::vector<Probe> probes, Load(batch));
+    std::vector<const Probe*> later;  // outputs read after the timing
     for (Probe& p : probes) {
-      ASSIGN_OR_RETURN(outcome_.outputs[p.index],
-                       RunOnce(plan_.settings[p.index], p.one_artifact, *p.one,
-                               /*keep_inputs=*/p.index == 0));
+      RETURN_IF_ERROR(p.one->Run().status());
+      if (InPlace(p.one_artifact)) {
+        RETURN_IF_ERROR(KeepOutput(p));
+      } else {
+        p.one->PrepareOutputs();
+        later.push_back(&p);
+      }
     }
-    // The outputs are digested on a helper thread while the device times
-    // the batch (nothing writes outcome_.outputs meanwhile).
-    std::future<std::vector<std::string>> digesting =
-        std::async(std::launch::async, [this, &probes] {
-          std::vector<std::string> out;
-          for (const Probe& p : probes) {
-            out.push_back(OutputDigest(plan_.settings[p.index],
-                                       outcome_.outputs.at(p.index).written,
-                                       plan_.values));
-          }
-          return out;
-        });
     std::vector<Image*> images;
     std::vector<int> groups;
     for (Probe& p : probes) {
@@ -367,11 +381,61 @@ class Measurer {
     ASSIGN_OR_RETURN(InterleaveResult times,
                      TimeInterleaved(images, groups, timing_, fastest_,
                                      plan_.idle, context_));
-    const std::vector<std::string> digests = digesting.get();
+    RETURN_IF_ERROR(FinishDigests());
+    for (const Probe* p : later) RETURN_IF_ERROR(KeepOutput(*p));
     ASSIGN_OR_RETURN(Platform after, context_.device().GetPlatform());
     RETURN_IF_ERROR(SamePowerMode(before, after));
-    return Record(probes, digests, times, after);
+    return Record(probes, times, after);
     // The probes release their contexts here, before the next batch loads.
+  }
+
+  absl::Status KeepOutput(const Probe& p) {
+    ASSIGN_OR_RETURN(outcome_.outputs[p.index],
+                     ReadOutput(plan_.settings[p.index], p.one_artifact, *p.one,
+                                /*keep_inputs=*/p.index == 0));
+    return absl::OkStatus();
+  }
+
+  // The figures of the last batch recorded, waiting for their digests.
+  struct Pending {
+    std::vector<int> index;  // the setting of each measurement
+    std::vector<v1::Measurement> measurements;
+    std::future<std::vector<std::string>> digests;
+  };
+
+  // Digests the outputs of `probes` on a helper thread (nothing writes
+  // those outputs meanwhile: each batch's settings are its own).
+  std::future<std::vector<std::string>> StartDigests(
+      const std::vector<Probe>& probes) {
+    std::vector<std::pair<const v1::Operator*, const OutputMap*>> of;
+    for (const Probe& p : probes) {
+      of.emplace_back(&plan_.settings[p.index],
+                      &outcome_.outputs.at(p.index).written);
+    }
+    return std::async(std::launch::async, [of, this] {
+      std::vector<std::string> out;
+      for (const auto& [op, written] : of) {
+        out.push_back(OutputDigest(*op, *written, plan_.values));
+      }
+      return out;
+    });
+  }
+
+  // Waits for the pending digests, then caches and keeps the figures.
+  absl::Status FinishDigests() {
+    if (!pending_) return absl::OkStatus();
+    Pending done = *std::move(pending_);
+    pending_.reset();
+    const std::vector<std::string> digests = done.digests.get();
+    for (size_t j = 0; j < done.index.size(); ++j) {
+      v1::Measurement& m = done.measurements[j];
+      m.set_output(digests[j]);
+      if (context_.cache() != nullptr) {
+        RETURN_IF_ERROR(context_.cache()->Put(keys_[done.index[j]], m));
+      }
+      outcome_.measurements[done.index[j]] = std::move(m);
+    }
+    return absl::OkStatus();
   }
 
   // The `repeats`-step designs of `batch` (waited for: they were queued at
@@ -471,13 +535,13 @@ class Measurer {
   // Each probe's step times, from its 1-step and many-step rounds, as a
   // Measurement, cached and kept.
   absl::Status Record(const std::vector<Probe>& probes,
-                      const std::vector<std::string>& digests,
                       const InterleaveResult& times, const Platform& after) {
     const std::string run =
         Sha256Hex(absl::StrCat(plan_.seed, "/", batch_number_++, "/", keys_[0],
                                "/", absl::ToUnixNanos(absl::Now())))
             .substr(0, 32);
     const size_t m = probes.size();
+    Pending pending;
     std::vector<double> default_steps;
     double drift = kDriftFloor;  // between batches, a share of the step
     for (size_t j = 0; j < m; ++j) {
@@ -494,7 +558,6 @@ class Measurer {
         out.set_t_step_noise_us(std::hypot(*within, drift * out.t_step_us()));
       }
       for (double s : steps) out.add_round_us(s);
-      out.set_output(digests[j]);
       out.set_run(run);
       out.set_power_mode(std::string(PowerModeName(after.power_mode)));
       out.set_calls(timing_.calls());
@@ -504,12 +567,12 @@ class Measurer {
       out.set_measured(Today());
       out.set_discarded_rounds(times.discarded_rounds);
       out.set_refused_calls(times.refused_calls);
-      if (context_.cache() != nullptr) {
-        RETURN_IF_ERROR(context_.cache()->Put(keys_[probes[j].index], out));
-      }
-      outcome_.measurements[probes[j].index] = std::move(out);
+      pending.index.push_back(probes[j].index);
+      pending.measurements.push_back(std::move(out));
       fastest_ = std::min(fastest_, Median(many));
     }
+    pending.digests = StartDigests(probes);
+    pending_ = std::move(pending);
     return absl::OkStatus();
   }
 
@@ -549,6 +612,9 @@ class Measurer {
   int batch_number_ = 0;
   std::vector<double> default_batches_;  // the default's figure, each batch
   MeasureOutcome outcome_;
+  // After outcome_, so its digests are waited for before the outputs they
+  // read are destroyed.
+  std::optional<Pending> pending_;
 };
 
 }  // namespace
