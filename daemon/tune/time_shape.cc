@@ -285,8 +285,12 @@ class ShapeSearch {
     }
   }
 
-  std::string Id(const TunableValues& s) const {
-    return identity_of_(OpOf(shape_.members[0]), s);
+  // The design identity of `s`, computed once per setting (by
+  // SettingIdentity) for the search's life.
+  const std::string& Id(const TunableValues& s) const {
+    auto [it, added] = ids_.try_emplace(SettingIdentity(s));
+    if (added) it->second = identity_of_(OpOf(shape_.members[0]), s);
+    return it->second;
   }
 
   // The least step time `s` could take, summed and weighted as a delta is;
@@ -351,9 +355,9 @@ class ShapeSearch {
       tried_.insert_or_assign(key, t);
     }
     ReportPick();
-    for (const ShapeTrial& t : timed.trials) {
-      context_.OnTrial(shape_index_, t.trial);
-    }
+    std::vector<Comparison> trials;
+    for (const ShapeTrial& t : timed.trials) trials.push_back(t.trial);
+    context_.OnTrials(shape_index_, trials);
     return absl::OkStatus();
   }
 
@@ -736,6 +740,8 @@ class ShapeSearch {
   std::function<std::string(const v1::Operator&, const TunableValues&)>
       identity_of_;
   std::string recorded_id_;
+  // Id() by SettingIdentity; node-based, so Id's references stay valid.
+  mutable std::map<std::string, std::string> ids_;
   std::map<std::string, std::optional<double>> least_;  // by identity
   std::map<std::string, ShapeTrial> tried_;             // by identity
   std::optional<double> recorded_us_;
