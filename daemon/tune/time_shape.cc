@@ -259,6 +259,7 @@ class ShapeSearch {
   // one.
   void PrepareSearch() {
     identity_of_ = CompleteSearchSpace(options_.space).identity;
+    found_ids_.clear();
     recorded_id_ = Id(found_[0]);
     incumbent_id_ = recorded_id_;
     if (incumbent_ != nullptr) {
@@ -283,6 +284,15 @@ class ShapeSearch {
     for (size_t i = 1; i < found_.size(); ++i) {
       least_[Id(found_[i])] = LeastUsOf(found_[i]);
     }
+  }
+
+  // Id(found_[i]), computed once per search.
+  const std::string& FoundId(size_t i) const {
+    if (found_ids_.size() != found_.size()) {
+      found_ids_.clear();
+      for (const TunableValues& s : found_) found_ids_.push_back(&Id(s));
+    }
+    return *found_ids_[i];
   }
 
   // The design identity of `s`, computed once per setting (by
@@ -474,8 +484,8 @@ class ShapeSearch {
   int TriedInOrder(std::vector<ShapeTrial>& trials) const {
     trials.clear();
     int incumbent = 0;
-    for (const TunableValues& s : found_) {
-      auto it = tried_.find(Id(s));
+    for (size_t i = 0; i < found_.size(); ++i) {
+      auto it = tried_.find(FoundId(i));
       if (it == tried_.end()) continue;
       if (it->first == incumbent_id_ && it->second.trial.refused.empty()) {
         incumbent = static_cast<int>(trials.size());
@@ -742,6 +752,7 @@ class ShapeSearch {
   std::string recorded_id_;
   // Id() by SettingIdentity; node-based, so Id's references stay valid.
   mutable std::map<std::string, std::string> ids_;
+  mutable std::vector<const std::string*> found_ids_;   // FoundId, into ids_
   std::map<std::string, std::optional<double>> least_;  // by identity
   std::map<std::string, ShapeTrial> tried_;             // by identity
   std::optional<double> recorded_us_;
