@@ -17,14 +17,6 @@ namespace {
 
 // Ended jobs kept in memory beside the store.
 constexpr size_t kKeptJobs = 1000;
-
-// A stream's write that `more` events follow at once: gRPC may hold it
-// and send it with them.
-grpc::WriteOptions WriteOptionsFor(bool more) {
-  grpc::WriteOptions options;
-  if (more) options.set_buffer_hint();
-  return options;
-}
 // How often a stream looks whether its client is still there.
 constexpr absl::Duration kStreamPoll = absl::Milliseconds(100);
 // ListJobs' default and largest limit.
@@ -191,9 +183,9 @@ absl::Status TunerService::Follow(grpc::ServerContext* context,
         job->EventsFrom(next, kStreamPoll, &done);
     next += events.size();
     bool gone = context->IsCancelled();
-    for (size_t i = 0; i < events.size() && !gone; ++i) {
-      // All but the last of those at hand may wait for it (one send).
-      if (!write(events[i], i + 1 < events.size())) gone = true;
+    for (const v1::AutotuneEvent& e : events) {
+      if (gone) break;
+      if (!write(e)) gone = true;
     }
     if (gone) {
       const bool deadline =
@@ -268,9 +260,7 @@ grpc::Status TunerService::Autotune(
   absl::StatusOr<JobPtr> job = RunJob(
       context, *request, *cost, OwnerOf(*context, *caller, request->client()),
       request->priority(), request->detach(),
-      [writer](const v1::AutotuneEvent& e, bool more) {
-        return writer->Write(e, WriteOptionsFor(more));
-      });
+      [writer](const v1::AutotuneEvent& e) { return writer->Write(e); });
   if (!job.ok()) return ToGrpcStatus(job.status());
   return ToGrpcStatus((*job)->status());
 }
@@ -289,7 +279,7 @@ grpc::Status TunerService::Measure(
   absl::StatusOr<JobPtr> job =
       RunJob(context, *request, *cost,
              OwnerOf(*context, *caller, request->client()), request->priority(),
-             /*detach=*/false, [writer](const v1::AutotuneEvent& e, bool) {
+             /*detach=*/false, [writer](const v1::AutotuneEvent& e) {
                v1::MeasureEvent out;
                return !ToMeasureEvent(e, &out) || writer->Write(out);
              });
@@ -408,11 +398,9 @@ grpc::Status TunerService::Watch(
   if (!found.ok()) return ToGrpcStatus(found.status());
   if (const JobPtr& job = found->live) {
     if (absl::Status s = BeginStream(); !s.ok()) return ToGrpcStatus(s);
-    absl::Status followed =
-        Follow(context, job, /*cancel_on_disconnect=*/false,
-               [writer](const v1::AutotuneEvent& e, bool more) {
-                 return writer->Write(e, WriteOptionsFor(more));
-               });
+    absl::Status followed = Follow(
+        context, job, /*cancel_on_disconnect=*/false,
+        [writer](const v1::AutotuneEvent& e) { return writer->Write(e); });
     EndStream();
     if (!followed.ok()) return ToGrpcStatus(followed);
     return ToGrpcStatus(job->status());

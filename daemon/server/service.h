@@ -128,9 +128,8 @@ class TunerService final : public v1::Tuner::Service {
   void EndStream() { --streams_; }
   // Drops the oldest ended jobs past kKeptJobs or history_bytes.
   void TrimHistory() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Streams `job`'s events from the start through `write(event, more)`
-  // until it ends; `more`: further events are at hand, to be written at
-  // once. Cancels it when the client goes away and `cancel_on_disconnect`.
+  // Streams `job`'s events from the start through `write` until it ends.
+  // Cancels it when the client goes away and `cancel_on_disconnect`.
   template <typename WriteFn>
   absl::Status Follow(grpc::ServerContext* context, const JobPtr& job,
                       bool cancel_on_disconnect, WriteFn write);
