@@ -706,8 +706,6 @@ TEST_CASE("Export and Import round-trip a partition", "[cache]") {
         absl::StatusCode::kInvalidArgument);
 }
 
-}  // namespace irontune
-
 TEST_CASE("Verdicts read are kept, and forgotten when the rows change",
           "[cache]") {
   TempDir dir;
@@ -730,3 +728,5 @@ TEST_CASE("Verdicts read are kept, and forgotten when the rows change",
   CHECK_FALSE(cache->GetVerdict(a)->has_value());
   CHECK_FALSE((*cache->GetVerdicts({b}))[0].has_value());
 }
+
+}  // namespace irontune
