@@ -62,12 +62,18 @@ void JobContext::OnShape(int index, int total, const std::string& key) {
   Emit(std::move(event));
 }
 
-void JobContext::OnTrial(int /*index*/, const Comparison& trial) {
-  ++timed_;
+void JobContext::OnTrial(int index, const Comparison& trial) {
+  OnTrials(index, {trial});
+}
+
+void JobContext::OnTrials(int /*index*/,
+                          const std::vector<Comparison>& trials) {
+  if (trials.empty()) return;
+  timed_ += static_cast<uint32_t>(trials.size());
   v1::AutotuneEvent event;
   v1::TrialEvent* t = event.mutable_trial();
   t->set_shape(shape_);
-  *t->mutable_trial() = trial.ToProto();
+  for (const Comparison& trial : trials) *t->add_trials() = trial.ToProto();
   Emit(std::move(event));
   // Progress is coalesced: at most one event per kProgressEvery.
   const absl::Time now = absl::Now();

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "daemon/npu/metered.h"
@@ -27,7 +28,7 @@
 namespace irontune {
 
 // Progress events: one as each shape begins, and within a shape at most
-// one per kProgressEvery (each trial still has its trial event).
+// one per kProgressEvery (each batch of trials still has its trial event).
 inline constexpr absl::Duration kProgressEvery = absl::Milliseconds(100);
 
 class JobContext : public TuneContext {
@@ -43,6 +44,8 @@ class JobContext : public TuneContext {
   void Log(const std::string& line) override;
   void OnShape(int index, int total, const std::string& key) override;
   void OnTrial(int index, const Comparison& trial) override;
+  // One trial event for the batch.
+  void OnTrials(int index, const std::vector<Comparison>& trials) override;
   // The progress's best is the search's Pick(), the rule it decides by.
   void OnPick(int index, const Comparison* pick) override;
 

@@ -15,6 +15,8 @@ namespace irontune {
 namespace {
 
 constexpr char kShuttingDown[] = "irontuned is shutting down";
+// A running Autotune's record is saved after a shape at most this often.
+constexpr absl::Duration kSaveProgressEvery = absl::Milliseconds(100);
 
 const char* KindName(v1::JobKind kind) {
   return kind == v1::JOB_KIND_AUTOTUNE ? "autotune" : "measure";
@@ -85,6 +87,7 @@ struct DeviceWorker::Running {
   std::unique_ptr<AutotuneSteps> steps;  // an Autotune's
   double device_start_us = 0;
   absl::Time wall_start;
+  absl::Time saved;  // when its record was last saved
 };
 
 DeviceWorker::DeviceWorker(WorkerParts parts, JobQueue* queue, JobStore* store)
@@ -294,7 +297,12 @@ void DeviceWorker::Advance() {
   absl::Status status = absl::OkStatus();
   if (!autotune_->steps->done()) status = autotune_->steps->Next();
   if (status.ok() && !autotune_->steps->done()) {
-    // Its progress, for `jobs` after a crash; a full disk ends it.
+    // Its progress, for `jobs` after a crash, at most every
+    // kSaveProgressEvery (shapes answered from the cache take far less);
+    // a full disk ends it.
+    const absl::Time now = absl::Now();
+    if (now - autotune_->saved < kSaveProgressEvery) return;
+    autotune_->saved = now;
     status = Save(*autotune_->job);
     if (status.ok() || !absl::IsResourceExhausted(status)) return;
   }
@@ -334,6 +342,7 @@ std::unique_ptr<DeviceWorker::Running> DeviceWorker::Open(const JobPtr& job) {
                      : std::string());
   run->device_start_us = parts_.device_clock_us ? parts_.device_clock_us() : 0;
   run->wall_start = absl::Now();
+  run->saved = run->wall_start;
   run->context = std::make_unique<JobContext>(
       job, *parts_.device, *parts_.builder, parts_.cache.get());
   return run;

@@ -433,8 +433,58 @@ absl::Status Cache::PutMany(absl::Span<const CacheEntry> entries) {
   return txn.Commit();
 }
 
+namespace {
+
+std::string VerdictMemoKey(const VerdictKey& key) {
+  return absl::StrCat(key.recipe_hash.size(), ":", key.recipe_hash, "\n",
+                      key.environment);
+}
+
+}  // namespace
+
+void Cache::KeepVerdict(const VerdictKey& key, std::string verdict) {
+  if (verdict_memo_.size() >= kVerdictMemoSize) verdict_memo_.clear();
+  verdict_memo_.insert_or_assign(VerdictMemoKey(key), std::move(verdict));
+}
+
+absl::StatusOr<std::optional<std::string>> Cache::GetVerdict(
+    const VerdictKey& key) {
+  if (auto it = verdict_memo_.find(VerdictMemoKey(key));
+      it != verdict_memo_.end()) {
+    return it->second;
+  }
+  ASSIGN_OR_RETURN(std::optional<std::string> found, reads_.GetVerdict(key));
+  if (found) KeepVerdict(key, *found);
+  return found;
+}
+
+absl::StatusOr<std::vector<std::optional<std::string>>> Cache::GetVerdicts(
+    absl::Span<const VerdictKey> keys) {
+  std::vector<std::optional<std::string>> out(keys.size());
+  std::vector<VerdictKey> unknown;
+  std::vector<size_t> where;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (auto it = verdict_memo_.find(VerdictMemoKey(keys[i]));
+        it != verdict_memo_.end()) {
+      out[i] = it->second;
+    } else {
+      unknown.push_back(keys[i]);
+      where.push_back(i);
+    }
+  }
+  if (unknown.empty()) return out;
+  ASSIGN_OR_RETURN(std::vector<std::optional<std::string>> read,
+                   reads_.GetVerdicts(unknown));
+  for (size_t k = 0; k < read.size(); ++k) {
+    if (read[k]) KeepVerdict(unknown[k], *read[k]);
+    out[where[k]] = std::move(read[k]);
+  }
+  return out;
+}
+
 absl::Status Cache::PutVerdict(const VerdictKey& key,
                                std::string_view verdict) {
+  verdict_memo_.erase(VerdictMemoKey(key));
   return InsertVerdict(put_.verdict, key, kCacheRowSchema, verdict);
 }
 

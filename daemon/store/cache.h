@@ -44,6 +44,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -245,15 +246,15 @@ class Cache {
   // none.
   absl::Status PutMany(absl::Span<const CacheEntry> entries);
 
-  absl::StatusOr<std::optional<std::string>> GetVerdict(const VerdictKey& key) {
-    return reads_.GetVerdict(key);
-  }
+  // As CacheReader's. Verdicts found are kept in memory (at most
+  // kVerdictMemoSize; the file has no other writer), so asking again reads
+  // no row; PutVerdict forgets its key, Import, DropImport and Clear all.
+  absl::StatusOr<std::optional<std::string>> GetVerdict(const VerdictKey& key);
   absl::StatusOr<std::vector<std::optional<std::string>>> GetVerdicts(
-      absl::Span<const VerdictKey> keys) {
-    return reads_.GetVerdicts(keys);
-  }
+      absl::Span<const VerdictKey> keys);
   // Stores the builder's verdict on a recipe in an environment.
   absl::Status PutVerdict(const VerdictKey& key, std::string_view verdict);
+  static constexpr size_t kVerdictMemoSize = size_t{1} << 17;
 
   // Copies the write-ahead log into the database file and empties it
   // (wal_checkpoint(TRUNCATE)). SQLite checkpoints by itself as the log
@@ -365,6 +366,9 @@ class Cache {
   std::optional<int64_t> import_id_;
   CacheReader reads_;  // over db_
   Inserts put_;        // INSERT OR REPLACE
+  // Verdicts found or stored, by VerdictMemoKey.
+  absl::flat_hash_map<std::string, std::string> verdict_memo_;
+  void KeepVerdict(const VerdictKey& key, std::string verdict);
 };
 
 }  // namespace irontune

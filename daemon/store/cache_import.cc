@@ -176,6 +176,7 @@ absl::Status CacheReader::ExportVerdicts(std::ostream& out) {
 
 absl::StatusOr<ImportCounts> Cache::Import(std::istream& in,
                                            const ImportOrigin& origin) {
+  verdict_memo_.clear();
   ASSIGN_OR_RETURN(Inserts add, PrepareInserts(*db_, "IGNORE"));
   ImportCounts counts;
   ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(*db_));
@@ -222,6 +223,7 @@ absl::StatusOr<int64_t> Cache::RecordImport(const ImportOrigin& origin) {
 }
 
 absl::StatusOr<int64_t> Cache::DropImport(int64_t id) {
+  verdict_memo_.clear();
   ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(*db_));
   ASSIGN_OR_RETURN(sqlite::Statement find,
                    db_->Prepare("SELECT dropped FROM imports WHERE id = ?1"));
@@ -255,6 +257,7 @@ absl::StatusOr<int64_t> Cache::DropImport(int64_t id) {
 }
 
 absl::StatusOr<ClearCounts> Cache::Clear() {
+  verdict_memo_.clear();
   ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(*db_));
   ClearCounts counts;
   const std::pair<const char*, int64_t*> tables[] = {

@@ -32,6 +32,9 @@ class AutotuneRun::Logged : public TuneContext {
   void OnTrial(int index, const Comparison& trial) override {
     inner_.OnTrial(index, trial);
   }
+  void OnTrials(int index, const std::vector<Comparison>& trials) override {
+    inner_.OnTrials(index, trials);
+  }
   void OnPick(int index, const Comparison* pick) override {
     inner_.OnPick(index, pick);
   }

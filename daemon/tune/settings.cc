@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <optional>
 #include <unordered_set>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
 #include "common/design.h"
 #include "common/families.h"
 #include "common/profile.h"
@@ -48,6 +51,47 @@ std::string ValuesText(const std::vector<v1::Value>& values) {
   return out + "]";
 }
 
+// DefaultSearchSpace's members, plain functions so that a space can be
+// told to be the default one (IsDefaultSpace).
+std::vector<v1::Value> DefaultDomain(const v1::Operator& op,
+                                     const std::string& tunable,
+                                     const std::string& generation) {
+  // The recorder's domain is IRON's own declaration on the machine that
+  // recorded it: it wins; the catalogue's fills in where it has none.
+  std::vector<v1::Value> recorded = RecordedDomain(op, tunable);
+  const Family* family = FindFamily(op.class_name());
+  if (family == nullptr) return recorded;
+  std::vector<v1::Value> catalogue = FamilyDomain(*family, tunable, generation);
+  if (recorded.empty()) return catalogue;
+  if (!catalogue.empty() && !SameValues(recorded, catalogue)) {
+    spdlog::info(
+        "{}.{}: the recording's domain {} differs from the "
+        "catalogue's {} for {}; using the recording's",
+        op.class_name(), tunable, ValuesText(recorded), ValuesText(catalogue),
+        generation);
+  }
+  return recorded;
+}
+
+std::string DefaultViolation(const v1::Operator& op, const Platform& platform) {
+  return ConstraintViolation(op, platform.generation, platform.columns);
+}
+
+std::string DefaultIdentity(const v1::Operator& op,
+                            const TunableValues& setting) {
+  return ResolvedDesignBytes(WithSetting(op, setting), "", 0);
+}
+
+using DomainFn = decltype(&DefaultDomain);
+using ViolationFn = decltype(&DefaultViolation);
+using IdentityFn = decltype(&DefaultIdentity);
+
+template <typename Fn, typename Signature>
+bool Holds(const std::function<Signature>& f, Fn fn) {
+  const Fn* target = f.template target<Fn>();
+  return target != nullptr && *target == fn;
+}
+
 }  // namespace
 
 SearchSpace RecordingSearchSpace() {
@@ -62,31 +106,9 @@ SearchSpace RecordingSearchSpace() {
 
 SearchSpace DefaultSearchSpace() {
   SearchSpace space;
-  space.domain = [](const v1::Operator& op, const std::string& tunable,
-                    const std::string& generation) {
-    // The recorder's domain is IRON's own declaration on the machine that
-    // recorded it: it wins; the catalogue's fills in where it has none.
-    std::vector<v1::Value> recorded = RecordedDomain(op, tunable);
-    const Family* family = FindFamily(op.class_name());
-    if (family == nullptr) return recorded;
-    std::vector<v1::Value> catalogue =
-        FamilyDomain(*family, tunable, generation);
-    if (recorded.empty()) return catalogue;
-    if (!catalogue.empty() && !SameValues(recorded, catalogue)) {
-      spdlog::info(
-          "{}.{}: the recording's domain {} differs from the "
-          "catalogue's {} for {}; using the recording's",
-          op.class_name(), tunable, ValuesText(recorded), ValuesText(catalogue),
-          generation);
-    }
-    return recorded;
-  };
-  space.violation = [](const v1::Operator& op, const Platform& platform) {
-    return ConstraintViolation(op, platform.generation, platform.columns);
-  };
-  space.identity = [](const v1::Operator& op, const TunableValues& setting) {
-    return ResolvedDesignBytes(WithSetting(op, setting), "", 0);
-  };
+  space.domain = &DefaultDomain;
+  space.violation = &DefaultViolation;
+  space.identity = &DefaultIdentity;
   return space;
 }
 
@@ -184,11 +206,19 @@ SearchSpace CompleteSearchSpace(const SearchSpace& space) {
   return out;
 }
 
-absl::StatusOr<std::vector<TunableValues>> Settings(
-    const v1::Operator& op, const Platform& platform,
-    const std::set<std::string>& pinned, const SearchSpace& given,
-    const std::function<void(const std::string&)>& log) {
-  const SearchSpace space = CompleteSearchSpace(given);
+namespace {
+
+// Settings' list, and its line about dropped combinations ("" for none).
+struct Enumerated {
+  std::vector<TunableValues> settings;
+  std::string dropped;
+};
+
+// Settings without the memo.
+absl::StatusOr<Enumerated> Enumerate(const v1::Operator& op,
+                                     const Platform& platform,
+                                     const std::set<std::string>& pinned,
+                                     const SearchSpace& space) {
   std::set<std::string> held = pinned;
   held.insert(op.pinned().begin(), op.pinned().end());
   const TunableValues recorded = RecordedSetting(op);
@@ -205,7 +235,8 @@ absl::StatusOr<std::vector<TunableValues>> Settings(
         ResolvedDesign(moved, platform.generation, platform.columns);
     return space.identity(resolved, RecordedSetting(resolved));
   };
-  std::vector<TunableValues> out = {recorded};
+  Enumerated out;
+  out.settings = {recorded};
   std::unordered_set<std::string> designs = {identity(op)};
   int64_t dropped = 0;
   std::string first_reason;
@@ -226,14 +257,89 @@ absl::StatusOr<std::vector<TunableValues>> Settings(
       continue;
     }
     if (designs.insert(identity(moved)).second) {
-      out.push_back(std::move(setting));
+      out.settings.push_back(std::move(setting));
     }
   }
-  if (dropped > 0 && log) {
-    log(absl::StrCat(op.class_name(), ": ", dropped, " of ", combinations,
-                     " settings dropped (first: ", first_reason, ")"));
+  if (dropped > 0) {
+    out.dropped =
+        absl::StrCat(op.class_name(), ": ", dropped, " of ", combinations,
+                     " settings dropped (first: ", first_reason, ")");
   }
   return out;
+}
+
+// Whether `space` is DefaultSearchSpace()'s, member by member.
+bool IsDefaultSpace(const SearchSpace& space) {
+  return Holds(space.domain, &DefaultDomain) &&
+         Holds(space.violation, &DefaultViolation) &&
+         Holds(space.identity, &DefaultIdentity);
+}
+
+// What Settings gave in the default space, by operator, platform and pins:
+// a function of those alone (the catalogue is constant), so an Autotune's
+// admission, its search and the next job's ask it once. Holds at most
+// kSettingsMemoSize settings in all; when full, it starts afresh.
+// Thread-safe (admission runs on gRPC threads, the search on the worker).
+class SettingsMemo {
+ public:
+  static SettingsMemo& Get() {
+    static SettingsMemo* const memo = new SettingsMemo();
+    return *memo;
+  }
+
+  static std::string Key(const v1::Operator& op, const Platform& platform,
+                         const std::set<std::string>& pinned) {
+    std::string key = absl::StrCat(platform.generation.size(), ":",
+                                   platform.generation, "/", platform.columns);
+    for (const std::string& p : pinned) {
+      absl::StrAppend(&key, "/", p.size(), ":", p);
+    }
+    absl::StrAppend(&key, "\n", DeterministicBytes(op));
+    return key;
+  }
+
+  std::optional<Enumerated> Find(const std::string& key) {
+    absl::MutexLock lock(&mu_);
+    auto it = entries_.find(key);
+    if (it == entries_.end()) return std::nullopt;
+    return it->second;
+  }
+
+  void Keep(std::string key, const Enumerated& e) {
+    absl::MutexLock lock(&mu_);
+    if (size_ + e.settings.size() > kSettingsMemoSize) {
+      entries_.clear();
+      size_ = 0;
+    }
+    if (e.settings.size() > kSettingsMemoSize) return;
+    if (entries_.emplace(std::move(key), e).second) size_ += e.settings.size();
+  }
+
+ private:
+  static constexpr size_t kSettingsMemoSize = size_t{1} << 16;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, Enumerated> entries_ ABSL_GUARDED_BY(mu_);
+  size_t size_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<TunableValues>> Settings(
+    const v1::Operator& op, const Platform& platform,
+    const std::set<std::string>& pinned, const SearchSpace& given,
+    const std::function<void(const std::string&)>& log) {
+  const bool memo = IsDefaultSpace(given);
+  const std::string key =
+      memo ? SettingsMemo::Key(op, platform, pinned) : std::string();
+  std::optional<Enumerated> found;
+  if (memo) found = SettingsMemo::Get().Find(key);
+  if (!found) {
+    ASSIGN_OR_RETURN(
+        found, Enumerate(op, platform, pinned, CompleteSearchSpace(given)));
+    if (memo) SettingsMemo::Get().Keep(key, *found);
+  }
+  if (!found->dropped.empty() && log) log(found->dropped);
+  return std::move(found->settings);
 }
 
 }  // namespace irontune

@@ -95,7 +95,12 @@ std::string SettingIdentity(const TunableValues& setting);
 // one line is logged through `log` (may be null): "<class>: D of N settings
 // dropped (first: <reason>)".
 // Fails with InvalidArgument when the domains' product exceeds
-// kMaxCombinations.
+// kMaxCombinations. In the default space (each member DefaultSearchSpace()'s
+// own) the answer is a function of `op`, the platform's generation and
+// columns and the pins alone: it is kept (process-wide, bounded,
+// thread-safe) and a later call with the same ones returns it without
+// enumerating, logging the same line. Other spaces are enumerated on
+// every call.
 absl::StatusOr<std::vector<TunableValues>> Settings(
     const v1::Operator& op, const Platform& platform,
     const std::set<std::string>& pinned, const SearchSpace& space,

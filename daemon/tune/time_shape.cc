@@ -259,6 +259,7 @@ class ShapeSearch {
   // one.
   void PrepareSearch() {
     identity_of_ = CompleteSearchSpace(options_.space).identity;
+    found_ids_.clear();
     recorded_id_ = Id(found_[0]);
     incumbent_id_ = recorded_id_;
     if (incumbent_ != nullptr) {
@@ -285,8 +286,21 @@ class ShapeSearch {
     }
   }
 
-  std::string Id(const TunableValues& s) const {
-    return identity_of_(OpOf(shape_.members[0]), s);
+  // Id(found_[i]), computed once per search.
+  const std::string& FoundId(size_t i) const {
+    if (found_ids_.size() != found_.size()) {
+      found_ids_.clear();
+      for (const TunableValues& s : found_) found_ids_.push_back(&Id(s));
+    }
+    return *found_ids_[i];
+  }
+
+  // The design identity of `s`, computed once per setting (by
+  // SettingIdentity) for the search's life.
+  const std::string& Id(const TunableValues& s) const {
+    auto [it, added] = ids_.try_emplace(SettingIdentity(s));
+    if (added) it->second = identity_of_(OpOf(shape_.members[0]), s);
+    return it->second;
   }
 
   // The least step time `s` could take, summed and weighted as a delta is;
@@ -351,9 +365,9 @@ class ShapeSearch {
       tried_.insert_or_assign(key, t);
     }
     ReportPick();
-    for (const ShapeTrial& t : timed.trials) {
-      context_.OnTrial(shape_index_, t.trial);
-    }
+    std::vector<Comparison> trials;
+    for (const ShapeTrial& t : timed.trials) trials.push_back(t.trial);
+    context_.OnTrials(shape_index_, trials);
     return absl::OkStatus();
   }
 
@@ -470,8 +484,8 @@ class ShapeSearch {
   int TriedInOrder(std::vector<ShapeTrial>& trials) const {
     trials.clear();
     int incumbent = 0;
-    for (const TunableValues& s : found_) {
-      auto it = tried_.find(Id(s));
+    for (size_t i = 0; i < found_.size(); ++i) {
+      auto it = tried_.find(FoundId(i));
       if (it == tried_.end()) continue;
       if (it->first == incumbent_id_ && it->second.trial.refused.empty()) {
         incumbent = static_cast<int>(trials.size());
@@ -736,6 +750,9 @@ class ShapeSearch {
   std::function<std::string(const v1::Operator&, const TunableValues&)>
       identity_of_;
   std::string recorded_id_;
+  // Id() by SettingIdentity; node-based, so Id's references stay valid.
+  mutable std::map<std::string, std::string> ids_;
+  mutable std::vector<const std::string*> found_ids_;   // FoundId, into ids_
   std::map<std::string, std::optional<double>> least_;  // by identity
   std::map<std::string, ShapeTrial> tried_;             // by identity
   std::optional<double> recorded_us_;

@@ -14,6 +14,7 @@
 #define IRONTUNE_DAEMON_TUNE_TUNE_CONTEXT_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "daemon/npu/builder.h"
@@ -51,6 +52,11 @@ class TuneContext {
   virtual void OnShape(int /*index*/, int /*total*/,
                        const std::string& /*key*/) {}
   virtual void OnTrial(int /*index*/, const Comparison& /*trial*/) {}
+  // The settings of one batch of shape `index` compared at once, in the
+  // order tried; the default hands each to OnTrial.
+  virtual void OnTrials(int index, const std::vector<Comparison>& trials) {
+    for (const Comparison& trial : trials) OnTrial(index, trial);
+  }
   // The setting of shape `index` that Pick() takes so far against the
   // incumbent (the search's one rule; its delta is against the recorded
   // setting), or null while the incumbent holds. Called before the

@@ -944,3 +944,132 @@ TEST_CASE("Autotune: +-2 noises cover a search's recorded step time") {
 
 }  // namespace
 }  // namespace irontune
+
+namespace irontune {
+namespace {
+
+// Counts what a run asks of the builder.
+class CountingBuilder : public Builder {
+ public:
+  absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override {
+    ++builds;
+    return inner.Build(request);
+  }
+  void Prefetch(const BuildRequest&) override { ++prefetches; }
+  std::string Environment() const override { return inner.Environment(); }
+  SimBuilder inner;
+  int builds = 0;
+  int prefetches = 0;
+};
+
+// Counts the device's loads.
+class CountingDevice : public DeviceWrapper {
+ public:
+  using DeviceWrapper::DeviceWrapper;
+  absl::StatusOr<std::unique_ptr<Image>> Load(
+      const Artifact& artifact) override {
+    ++loads;
+    return DeviceWrapper::Load(artifact);
+  }
+  int loads = 0;
+};
+
+TEST_CASE("Autotune: a cached rerun builds, loads, seeds and judges nothing") {
+  // A GEMM and a GEMV whose settings build, run and are judged afresh.
+  v1::Operator gemm = testing::Gemm(128, 256, 128, 64, 64, 64, 1);
+  SetDomain(gemm, "tile_m", {32, 64});
+  SetDomain(gemm, "tile_k", {32, 64});
+  SetDomain(gemm, "tile_n", {64});
+  SetDomain(gemm, "num_aie_columns", {1, 2});
+  gemm.mutable_tolerance()->mutable_close()->set_atol(1.0 / 32);
+  gemm.mutable_tolerance()->mutable_close()->set_rtol(1.0 / 64);
+  const v1::Calls calls = MakeCalls({gemm, SearchGemv(512, 256)}, {0, 1});
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing = Quick();
+  int judged = 0;
+  options.judge = [&judged](const v1::Operator& d, const v1::Operator& op,
+                            const std::map<std::string, std::string>& in,
+                            const std::map<std::string, std::string>& out,
+                            const CallValues& values) {
+    ++judged;
+    return Judge(d, op, in, out, values);
+  };
+  auto cache = Cache::Open(TempPath("cached_rerun.db"), "NPU Strix",
+                           PowerMode::kDefault);
+  REQUIRE(cache.ok());
+
+  Rig rig;
+  CountingBuilder first_builder;
+  CountingDevice first_device(rig.device.get());
+  testing::LocalTuneContext first(&first_device, &first_builder, cache->get());
+  auto timed = Autotune(calls, Profile(), options, first);
+  REQUIRE(timed.ok());
+  // The first run did each of the things the second must not.
+  REQUIRE(first_builder.builds > 0);
+  REQUIRE(first_device.loads > 0);
+  REQUIRE(first.inputs_asked > 0);
+
+  judged = 0;
+  CountingBuilder builder;
+  CountingDevice device(rig.device.get());
+  testing::LocalTuneContext again(&device, &builder, cache->get());
+  auto cached = Autotune(calls, Profile(), options, again);
+  REQUIRE(cached.ok());
+  CHECK(cached->stats.device_timed == 0);
+  CHECK(cached->stats.cache_hits > 0);
+  CHECK(builder.builds == 0);
+  CHECK(builder.prefetches == 0);
+  CHECK(device.loads == 0);
+  CHECK(again.inputs_asked == 0);
+  CHECK(judged == 0);
+  // The same answer, trial for trial.
+  CHECK(cached->profile.ToJson() == timed->profile.ToJson());
+  CHECK(cached->diff.SerializeAsString() == timed->diff.SerializeAsString());
+  REQUIRE(cached->shapes.size() == timed->shapes.size());
+  for (size_t s = 0; s < timed->shapes.size(); ++s) {
+    const ShapeResult& a = timed->shapes[s];
+    const ShapeResult& b = cached->shapes[s];
+    CHECK(a.best == b.best);
+    REQUIRE(a.trials.size() == b.trials.size());
+    for (size_t i = 0; i < a.trials.size(); ++i) {
+      CHECK(a.trials[i].trial.delta_us == b.trials[i].trial.delta_us);
+      CHECK(a.trials[i].trial.refused == b.trials[i].trial.refused);
+    }
+  }
+  CHECK(again.trials == first.trials);
+}
+
+TEST_CASE("Settings: the default space's answer is kept, another's is not") {
+  const Platform platform = testing::PlatformOf("npu2");
+  v1::Operator op = testing::Gemm(256, 256, 256, 64, 64, 64, 1);
+  std::vector<std::string> lines;
+  const auto log = [&lines](const std::string& l) { lines.push_back(l); };
+  auto first = Settings(op, platform, {}, DefaultSearchSpace(), log);
+  REQUIRE(first.ok());
+  REQUIRE(first->size() > 2);
+  const size_t logged = lines.size();
+  // Asked again (kept): the same settings, and the same line logged again.
+  auto second = Settings(op, platform, {}, DefaultSearchSpace(), log);
+  REQUIRE(second.ok());
+  REQUIRE(second->size() == first->size());
+  for (size_t i = 0; i < first->size(); ++i) {
+    CHECK(SettingsEqual((*first)[i], (*second)[i]));
+  }
+  CHECK(lines.size() == 2 * logged);
+  // Pins are part of what is kept.
+  auto pinned = Settings(op, platform, {"tile_m"}, DefaultSearchSpace());
+  REQUIRE(pinned.ok());
+  CHECK(pinned->size() < first->size());
+  // The default space with one member replaced is another space.
+  SearchSpace coarse = DefaultSearchSpace();
+  coarse.identity = [](const v1::Operator&, const TunableValues& s) {
+    return absl::StrCat(IntOf(s, "num_aie_columns"));
+  };
+  auto merged = Settings(op, platform, {}, coarse);
+  REQUIRE(merged.ok());
+  CHECK(merged->size() < first->size());
+}
+
+}  // namespace
+}  // namespace irontune

@@ -706,4 +706,27 @@ TEST_CASE("Export and Import round-trip a partition", "[cache]") {
         absl::StatusCode::kInvalidArgument);
 }
 
+TEST_CASE("Verdicts read are kept, and forgotten when the rows change",
+          "[cache]") {
+  TempDir dir;
+  const std::string path = dir.File("cache.db");
+  auto cache = OpenCache(path);
+  const VerdictKey a{InputDigest("a"), "env"};
+  const VerdictKey b{InputDigest("b"), "env"};
+  REQUIRE(cache->PutVerdict(a, "fits").ok());
+  REQUIRE(cache->PutVerdict(b, "refused: too big").ok());
+  auto both = cache->GetVerdicts({a, b, {InputDigest("c"), "env"}});
+  REQUIRE(both.ok());
+  CHECK(*(*both)[0] == "fits");
+  CHECK(*(*both)[1] == "refused: too big");
+  CHECK_FALSE((*both)[2].has_value());
+  // A verdict put again is read again.
+  REQUIRE(cache->PutVerdict(a, "refused: L1").ok());
+  CHECK(**cache->GetVerdict(a) == "refused: L1");
+  // Clear forgets what was read: the rows are gone.
+  REQUIRE(cache->Clear().ok());
+  CHECK_FALSE(cache->GetVerdict(a)->has_value());
+  CHECK_FALSE((*cache->GetVerdicts({b}))[0].has_value());
+}
+
 }  // namespace irontune

@@ -38,5 +38,32 @@ TEST_CASE("progress is coalesced within a shape, every trial is an event") {
   CHECK(progress < kTrials / 2);
 }
 
+TEST_CASE("a batch of trials is one trial event, in order") {
+  auto job = std::make_shared<Job>("j2", Job::Request(v1::AutotuneRequest()),
+                                   "ann", v1::PRIORITY_INTERACTIVE,
+                                   /*detach=*/false);
+  auto device = MakeSimDevice("sim:npu2", SimOptions());
+  REQUIRE(device.ok());
+  SimBuilder builder;
+  JobContext context(job, **device, builder, nullptr);
+  context.OnShape(0, 1, "GEMM 1");
+  std::vector<Comparison> batch(3);
+  for (int i = 0; i < 3; ++i) batch[i].delta_us = -i;
+  batch[2].refused = "does not build";
+  context.OnTrials(0, batch);
+  context.OnTrials(0, {});  // nothing to say: no event
+  bool done = false;
+  std::vector<v1::TrialEvent> trials;
+  for (const v1::AutotuneEvent& e :
+       job->EventsFrom(0, absl::ZeroDuration(), &done)) {
+    if (e.has_trial()) trials.push_back(e.trial());
+  }
+  REQUIRE(trials.size() == 1);
+  CHECK(trials[0].shape() == "GEMM 1");
+  REQUIRE(trials[0].trials_size() == 3);
+  CHECK(trials[0].trials(1).delta_us() == -1);
+  CHECK(trials[0].trials(2).refused() == "does not build");
+}
+
 }  // namespace
 }  // namespace irontune

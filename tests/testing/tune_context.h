@@ -23,7 +23,10 @@ class LocalTuneContext : public TuneContext {
   Device& device() override { return *device_; }
   Builder& builder() override { return *builder_; }
   Cache* cache() override { return cache_; }
-  InputCache& inputs() override { return inputs_; }
+  InputCache& inputs() override {
+    ++inputs_asked;
+    return inputs_;
+  }
   bool cancelled() override { return cancel_when && cancel_when(); }
   void Sleep(absl::Duration d) override { slept += d; }
   void Log(const std::string& line) override { lines.push_back(line); }
@@ -39,6 +42,7 @@ class LocalTuneContext : public TuneContext {
   std::vector<std::string> lines;     // Log lines, in order
   std::vector<std::string> shapes;    // OnShape keys, in order
   int trials = 0;                     // OnTrial calls
+  int inputs_asked = 0;               // inputs() calls: seeded inputs made
   absl::Duration slept;               // Sleep asked for in all
 
  private:

@@ -1,0 +1,246 @@
+// A fully cached Autotune of the example in process, without gRPC: what
+// the device worker's part of `service_bench cached` costs, and what it
+// asks of the builder, the device, the seeded inputs and the judge.
+// Prints figures; never fails on time.
+//
+//   cached_autotune_bench [--runs N] [--cache PATH] [--rounds R] [--calls C]
+//
+// The first run fills the cache (on the sim's virtual clock: minutes of
+// CPU); --cache keeps it in PATH for the next invocation. Each further run
+// is timed by the wall clock and by the thread's CPU clock (the figure to
+// trust on a loaded box), with the Settings enumeration and the admission's
+// share timed apart.
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/profile.h"
+#include "common/recording.h"
+#include "daemon/npu/device.h"
+#include "daemon/server/admission.h"
+#include "daemon/sim/sim_builder.h"
+#include "daemon/sim/sim_device.h"
+#include "daemon/store/cache.h"
+#include "daemon/tune/autotune.h"
+#include "daemon/tune/settings.h"
+#include "daemon/tune/shapes.h"
+#include "spdlog/spdlog.h"
+#include "tests/testing/tune_context.h"
+
+namespace irontune {
+namespace {
+
+const std::string kSource = IRONTUNE_SOURCE_DIR;
+
+double CpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+double WallSeconds() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t rank = static_cast<size_t>(p / 100.0 * v.size() + 0.999999);
+  rank = std::clamp<size_t>(rank, 1, v.size());
+  return v[rank - 1];
+}
+
+void Print(const char* what, const std::vector<double>& s) {
+  std::printf("  %-40s p50 %8.2f ms  p99 %8.2f ms  min %8.2f ms\n", what,
+              Percentile(s, 50) * 1e3, Percentile(s, 99) * 1e3,
+              *std::min_element(s.begin(), s.end()) * 1e3);
+}
+
+// Counts what the run asks of the builder.
+class CountingBuilder : public Builder {
+ public:
+  explicit CountingBuilder(Builder& inner) : inner_(inner) {}
+  absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override {
+    ++builds;
+    return inner_.Build(request);
+  }
+  void Prefetch(const BuildRequest&) override { ++prefetches; }
+  std::string Environment() const override { return inner_.Environment(); }
+  int builds = 0;
+  int prefetches = 0;
+
+ private:
+  Builder& inner_;
+};
+
+// Counts the device's loads.
+class CountingDevice : public DeviceWrapper {
+ public:
+  using DeviceWrapper::DeviceWrapper;
+  absl::StatusOr<std::unique_ptr<Image>> Load(
+      const Artifact& artifact) override {
+    ++loads;
+    return DeviceWrapper::Load(artifact);
+  }
+  int loads = 0;
+};
+
+struct Args {
+  int runs = 30;
+  std::string cache;
+  int rounds = 2;
+  int calls = 3;
+};
+
+Args Parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--runs") {
+      a.runs = std::atoi(argv[i + 1]);
+    } else if (flag == "--cache") {
+      a.cache = argv[i + 1];
+    } else if (flag == "--rounds") {
+      a.rounds = std::atoi(argv[i + 1]);
+    } else if (flag == "--calls") {
+      a.calls = std::atoi(argv[i + 1]);
+    } else {
+      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
+      std::exit(2);
+    }
+  }
+  return a;
+}
+
+// The Settings enumeration of every shape, as admission and TimeShape ask
+// for it, timed on the thread's CPU clock.
+double SettingsSeconds(const v1::Calls& calls, const Platform& platform) {
+  const double start = CpuSeconds();
+  auto shapes = Shapes(calls, DefaultSearchSpace(), platform.generation);
+  if (!shapes.ok()) return -1;
+  for (const Shape& shape : *shapes) {
+    for (const ShapeMember& m : shape.members) {
+      (void)Settings(calls.operators(static_cast<int>(m.op)), platform,
+                     shape.pinned, DefaultSearchSpace());
+    }
+  }
+  return CpuSeconds() - start;
+}
+
+int Run(const Args& args) {
+  spdlog::set_level(spdlog::level::warn);
+  auto calls = LoadRecording(kSource + "/examples/llama-3.2-1b.rec");
+  auto profile = Profile::Load(kSource + "/examples/profiles/npu2.json");
+  auto sim = MakeSimDevice("sim:npu2", SimOptions());
+  if (!calls.ok() || !profile.ok() || !sim.ok()) {
+    std::printf("cannot set up: %s %s %s\n", calls.status().ToString().c_str(),
+                profile.status().ToString().c_str(),
+                sim.status().ToString().c_str());
+    return 1;
+  }
+  const std::string path =
+      args.cache.empty()
+          ? (std::filesystem::temp_directory_path() / "cached_autotune.db")
+                .string()
+          : args.cache;
+  if (args.cache.empty()) std::filesystem::remove(path);
+  auto platform = (*sim)->GetPlatform();
+  auto cache = Cache::Open(path, platform->name, platform->power_mode);
+  if (!cache.ok()) {
+    std::printf("cache: %s\n", cache.status().ToString().c_str());
+    return 1;
+  }
+  AutotuneOptions options;
+  options.timing.set_rounds(args.rounds);
+  options.timing.set_calls(args.calls);
+  v1::AutotuneRequest request;
+  *request.mutable_calls() = *calls;
+  *request.mutable_profile() = profile->proto();
+  *request.mutable_timing() = options.timing;
+  SimBuilder sim_builder;
+
+  std::printf(
+      "cached_autotune: examples/llama-3.2-1b.rec, npu2.json, --rounds %d "
+      "--calls %d, sim:npu2 virtual clock, cache %s\n",
+      args.rounds, args.calls, path.c_str());
+  double start = WallSeconds();
+  {
+    CountingBuilder builder(sim_builder);
+    testing::LocalTuneContext context(sim->get(), &builder, cache->get());
+    auto first = Autotune(*calls, *profile, options, context);
+    if (!first.ok()) {
+      std::printf("first run: %s\n", first.status().ToString().c_str());
+      return 1;
+    }
+    std::printf("  first run: %.2f s wall, %lld timed, %lld from the cache\n",
+                WallSeconds() - start,
+                static_cast<long long>(first->stats.device_timed),
+                static_cast<long long>(first->stats.cache_hits));
+  }
+
+  std::vector<double> wall, cpu, admit, settings;
+  TuneStats stats;
+  int builds = 0, prefetches = 0, loads = 0, inputs = 0, trials = 0, lines = 0;
+  int judged = 0;
+  for (int r = 0; r < args.runs; ++r) {
+    CountingBuilder builder(sim_builder);
+    CountingDevice device(sim->get());
+    testing::LocalTuneContext context(&device, &builder, cache->get());
+    AutotuneOptions counted = options;
+    counted.judge = [&judged](const v1::Operator& d, const v1::Operator& op,
+                              const std::map<std::string, std::string>& in,
+                              const std::map<std::string, std::string>& out,
+                              const CallValues& values) {
+      ++judged;
+      return Judge(d, op, in, out, values);
+    };
+    double c0 = CpuSeconds();
+    (void)AdmitAutotune(request, *platform, AdmissionLimits());
+    admit.push_back(CpuSeconds() - c0);
+    settings.push_back(SettingsSeconds(*calls, *platform));
+    const double w = WallSeconds();
+    c0 = CpuSeconds();
+    auto run = Autotune(*calls, *profile, counted, context);
+    cpu.push_back(CpuSeconds() - c0);
+    wall.push_back(WallSeconds() - w);
+    if (!run.ok()) {
+      std::printf("run %d: %s\n", r, run.status().ToString().c_str());
+      return 1;
+    }
+    stats = run->stats;
+    builds = builder.builds;
+    prefetches = builder.prefetches;
+    loads = device.loads;
+    inputs = context.inputs_asked;
+    trials = context.trials;
+    lines = static_cast<int>(context.lines.size());
+  }
+  std::printf(
+      "  each cached run: %lld measure calls, %lld cache hits, %lld timed; "
+      "builds %d, prefetches %d, device loads %d, seeded inputs asked %d, "
+      "judged %d; OnTrial %d, log lines %d\n",
+      static_cast<long long>(stats.measure_calls),
+      static_cast<long long>(stats.cache_hits),
+      static_cast<long long>(stats.device_timed), builds, prefetches, loads,
+      inputs, judged, trials, lines);
+  Print("Autotune, wall", wall);
+  Print("Autotune, thread CPU", cpu);
+  Print("AdmitAutotune (server), thread CPU", admit);
+  Print("Settings of every shape, thread CPU", settings);
+  return 0;
+}
+
+}  // namespace
+}  // namespace irontune
+
+int main(int argc, char** argv) {
+  return irontune::Run(irontune::Parse(argc, argv));
+}
