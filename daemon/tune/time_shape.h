@@ -47,6 +47,19 @@ namespace irontune {
 inline constexpr int kMostContenders = 4;
 inline constexpr int kMostConfirmBatches = 16;
 
+// Racing (docs/search.md, "Racing"): each setting is first screened at
+// ScreenTiming, at most kScreenRounds rounds of 1/kScreenCallShare of the
+// calls, and given the full Timing only where its screening figure
+// Reaches the best one's with kScreenZ noises to spare.
+inline constexpr uint32_t kScreenRounds = 3;
+inline constexpr uint32_t kScreenCallShare = 10;
+inline constexpr double kScreenZ = 3.0;
+
+// The screening Timing of `full` (zero fields are IRON's defaults): its
+// rounds, at most kScreenRounds, and its calls over kScreenCallShare, at
+// least 2; settle and cutoff as `full`'s.
+v1::Timing ScreenTiming(const v1::Timing& full);
+
 // One setting's comparison, with each member's share (per step, weighted
 // over its points) so the model-level gain can weight members by their
 // steps.
