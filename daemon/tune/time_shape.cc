@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <map>
 #include <utility>
@@ -401,8 +399,7 @@ class ShapeSearch {
     for (size_t i = 1; i < batch.trials.size(); ++i) {
       const ShapeTrial& t = batch.trials[i];
       const std::string key = Id(t.trial.tunables);
-      if (key == incumbent_id_ ||
-          Reaches(t.trial, best, ScreenZ(), practical)) {
+      if (key == incumbent_id_ || Reaches(t.trial, best, kScreenZ, practical)) {
         reach.push_back(&t);
         continue;
       }
@@ -424,11 +421,6 @@ class ShapeSearch {
         "    screened %d settings; %d within reach of the best",
         static_cast<int>(todo.size()) - 1, static_cast<int>(reach.size())));
     return out;
-  }
-
-  static double ScreenZ() {
-    const char* e = std::getenv("IRONTUNE_SCREEN_Z");
-    return e ? std::atof(e) : kScreenZ;
   }
 
   // The cache tag of a screening figure at `screen`: apart from the full
@@ -745,9 +737,11 @@ class ShapeSearch {
       todo.push_back(out.trials[contenders[c]].trial.tunables);
       bases.push_back(static_cast<int>(todo.size()) - 1);
     }
-    ASSIGN_OR_RETURN(
-        std::vector<TimedBatch> timed,
-        TimeAgainst(todo, options_.remeasure, bases, ConfirmTag(todo, batch)));
+    v1::Timing timing = WithDefaults(options_.timing);
+    timing.set_calls(std::max<uint32_t>(2, timing.calls() / kConfirmCallShare));
+    ASSIGN_OR_RETURN(std::vector<TimedBatch> timed,
+                     TimeAgainst(todo, options_.remeasure, bases,
+                                 ConfirmTag(todo, batch, timing), &timing));
     for (size_t k = 0; k < open.size(); ++k) {
       figures[open[k]].push_back(timed[0].trials[bases[k + 1]]);
       for (size_t l = 0; l < open.size(); ++l) {
@@ -761,9 +755,12 @@ class ShapeSearch {
 
   // The cache tag of confirmation batch number `batch` of `todo`: the same
   // settings in the same batch of a confirmation find its figures again.
-  std::string ConfirmTag(const std::vector<TunableValues>& todo,
-                         int batch) const {
+  std::string ConfirmTag(const std::vector<TunableValues>& todo, int batch,
+                         const v1::Timing& timing) const {
     std::string text = absl::StrCat("confirm/", batch);
+    if (timing.calls() != WithDefaults(options_.timing).calls()) {
+      absl::StrAppend(&text, "/calls ", timing.calls());
+    }
     for (const TunableValues& s : todo) absl::StrAppend(&text, "/", Id(s));
     return Sha256Hex(text).substr(0, 32);
   }
@@ -842,12 +839,8 @@ class ShapeSearch {
 
 v1::Timing ScreenTiming(const v1::Timing& full) {
   v1::Timing screen = WithDefaults(full);
-  uint32_t rounds = kScreenRounds, share = kScreenCallShare;
-  if (const char* e = std::getenv("IRONTUNE_SCREEN")) {
-    std::sscanf(e, "%u,%u", &rounds, &share);
-  }
-  screen.set_rounds(std::min(screen.rounds(), rounds));
-  screen.set_calls(std::max<uint32_t>(2, screen.calls() / share));
+  screen.set_rounds(std::min(screen.rounds(), kScreenRounds));
+  screen.set_calls(std::max<uint32_t>(2, screen.calls() / kScreenCallShare));
   return screen;
 }
 

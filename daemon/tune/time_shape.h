@@ -43,9 +43,14 @@ namespace irontune {
 // batch cannot hold them beside the recorded setting and the incumbent),
 // and a confirmation times at most this many batches: a close call is
 // measured again until its interval clears the margin or falls short of
-// it, or these are spent (docs/statistics.md, "Close calls").
+// it, or these are spent (docs/statistics.md, "Close calls"). A
+// confirmation batch times 1/kConfirmCallShare of the Timing's calls a
+// round (at least 2), so a clear call stops after a small share of one
+// full batch, and the batches a close call may take hold as many calls as
+// 16 batches at the full Timing.
 inline constexpr int kMostContenders = 4;
-inline constexpr int kMostConfirmBatches = 16;
+inline constexpr int kConfirmCallShare = 4;
+inline constexpr int kMostConfirmBatches = 16 * kConfirmCallShare;
 
 // Racing (docs/search.md, "Racing"): each setting is first screened at
 // ScreenTiming, at most kScreenRounds rounds of 1/kScreenCallShare of the
