@@ -378,6 +378,7 @@ struct Run {
   double recorded_us = 0;
   std::optional<double> recorded_noise_us;
   int64_t settings_timed = 0;
+  int64_t screened = 0, screened_out = 0;  // raced: screened, left out
   double device_us = 0;
   int64_t runs = 0;
   // What became of `watch` (the true optimum): its trial, or "not timed".
@@ -422,6 +423,8 @@ absl::StatusOr<Run> Tune(const v1::Calls& calls, const Config& config,
   options.timing = config.timing;
   options.seed = seed;
   options.exhaustive = exhaustive;
+  // Timing every setting means the full Timing for each: no race.
+  options.race = exhaustive < (1 << 30);
   options.remeasure = from.remeasure;
   const Profile empty;
   auto result =
@@ -444,6 +447,8 @@ absl::StatusOr<Run> Tune(const v1::Calls& calls, const Config& config,
   run.recorded_us = shape.recorded_us;
   run.recorded_noise_us = shape.recorded_noise_us;
   run.settings_timed = result->stats.settings_timed;
+  run.screened = result->stats.screened;
+  run.screened_out = result->stats.screened_out;
   run.device_us = device.device_us();
   run.runs = device.runs();
   for (size_t i = 1; i < shape.trials.size(); ++i) {
@@ -772,9 +777,12 @@ void PrintCost(const std::vector<Row>& rows) {
   double dev = 0, ex_dev = 0;
   std::vector<double> ratios;
   int64_t confirmations = 0, confirmed = 0, confirm_timed = 0, dev_timed = 0;
+  int64_t screened = 0, screened_out = 0;
   for (const Row& r : rows) {
     if (!r.seed1 || !r.exhaustive) continue;
     ++n;
+    screened += r.seed1->screened;
+    screened_out += r.seed1->screened_out;
     confirmations += r.seed1->confirmations;
     confirmed += r.seed1->confirmed;
     confirm_timed += r.seed1->confirm_timed;
@@ -798,6 +806,10 @@ void PrintCost(const std::vector<Row>& rows) {
       "exhaustive %lld (%.1f%%)\n",
       static_cast<long long>(timed), 100.0 * timed / space,
       static_cast<long long>(ex_timed), 100.0 * ex_timed / space);
+  std::printf(
+      "  raced: %lld settings screened at the short Timing, %lld of them "
+      "given no full Timing\n",
+      static_cast<long long>(screened), static_cast<long long>(screened_out));
   std::printf(
       "  device time: default %.2f s, exhaustive %.2f s: ratio "
       "%.3f (per shape: median %.3f, min %.3f, max %.3f)\n",

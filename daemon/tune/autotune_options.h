@@ -43,6 +43,11 @@ struct AutotuneOptions {
   IdleRules idle;
   // kMinGain; REQUIRES: 0 <= min_gain < 1.
   double min_gain = kMinGain;
+  // Race the settings: screen each at a short Timing (ScreenTiming in
+  // time_shape.h) and give `timing` only to those whose screening figure is
+  // within reach of the best (docs/search.md, "Racing"). false: every
+  // setting tried gets `timing`.
+  bool race = true;
 };
 
 struct TuneStats {
@@ -56,6 +61,8 @@ struct TuneStats {
   int64_t confirmed = 0;         // shapes where one of them was taken
   int64_t confirm_timed = 0;     // figures timed on the device to confirm
   int64_t confirm_batches = 0;   // batches timed to confirm
+  int64_t screened = 0;          // settings given a screening figure
+  int64_t screened_out = 0;      // of them, those given no full Timing
 };
 
 }  // namespace irontune

@@ -257,6 +257,14 @@ std::vector<int> Contenders(const std::vector<Comparison>& trials,
   return out;
 }
 
+bool Reaches(const Comparison& screened, const Comparison& best, double z,
+             double practical_us) {
+  if (!screened.refused.empty()) return false;
+  if (!screened.noise_us || !best.noise_us) return true;
+  const double noise = std::hypot(*screened.noise_us, *best.noise_us);
+  return screened.delta_us - z * noise <= best.delta_us + practical_us;
+}
+
 Comparison Pooled(const std::vector<Comparison>& figures) {
   Comparison out;
   out.tunables = figures.front().tunables;

@@ -139,6 +139,15 @@ std::vector<int> Contenders(const std::vector<Comparison>& trials,
                             int incumbent, double z, double practical_us,
                             int most);
 
+// Whether a screening figure `screened` (against the recorded setting)
+// may still come within `practical_us` of the best so far, `best` (on the
+// same footing; the recorded setting itself is 0 +- 0): it is admitted,
+// and either a noise is unknown or its delta less z times the two noises
+// in quadrature is no more than best's delta plus practical_us. A setting
+// that does not reach is out of the race (docs/search.md, "Racing").
+bool Reaches(const Comparison& screened, const Comparison& best, double z,
+             double practical_us);
+
 // Independent figures of one comparison (e.g. one per confirmation batch)
 // as one: the mean delta, with noise the square root of the sum of the
 // squared noises over their count; refused (the first reason) where any

@@ -9,6 +9,7 @@
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/defaults.h"
 #include "common/status_macros.h"
 #include "common/value.h"
 #include "daemon/base/sha256.h"
@@ -355,6 +356,12 @@ class ShapeSearch {
     if (todo.size() == 1 && !recorded_alone && tried_.contains(recorded_id_)) {
       return absl::OkStatus();
     }
+    if (options_.race && todo.size() > 2) {
+      ASSIGN_OR_RETURN(todo, Screen(todo));
+      if (todo.size() == 1 && tried_.contains(recorded_id_)) {
+        return absl::OkStatus();
+      }
+    }
     ASSIGN_OR_RETURN(TimedBatch timed, TimeSettings(todo, false));
     recorded_us_ = timed.recorded_us;
     recorded_batches_.push_back(timed.recorded_us);
@@ -369,6 +376,72 @@ class ShapeSearch {
     for (const ShapeTrial& t : timed.trials) trials.push_back(t.trial);
     context_.OnTrials(shape_index_, trials);
     return absl::OkStatus();
+  }
+
+  // Screens `todo` (the recorded setting first) at ScreenTiming, cached
+  // under its own tag (ScreenTag), and returns the recorded setting and
+  // the settings whose screening figure is within reach of the best
+  // (Reaches), fastest first; the incumbent is always among them. The
+  // others keep their screening figure as their trial and get no full
+  // Timing. The recorded setting keeps its screening figure too where no
+  // full batch has timed it (the search reports from it when nothing
+  // reaches).
+  absl::StatusOr<std::vector<TunableValues>> Screen(
+      const std::vector<TunableValues>& todo) {
+    const v1::Timing screen = ScreenTiming(options_.timing);
+    ASSIGN_OR_RETURN(std::vector<TimedBatch> timed,
+                     TimeAgainst(todo, false, {0}, ScreenTag(screen), &screen));
+    TimedBatch& batch = timed.front();
+    stats_.screened += static_cast<int64_t>(todo.size()) - 1;
+    if (!tried_.contains(recorded_id_)) {
+      if (!recorded_us_) recorded_us_ = batch.recorded_us;
+      screen_recorded_.push_back(batch.recorded_us);
+      screen_recorded_within_.push_back(batch.recorded_noise_us);
+    }
+    Comparison best;  // the recorded setting: 0 +- 0
+    best.noise_us = 0.0;
+    const auto consider = [&best](const Comparison& c) {
+      if (c.refused.empty() && c.noise_us && c.delta_us < best.delta_us) {
+        best = c;
+      }
+    };
+    for (const auto& [key, t] : tried_) consider(t.trial);
+    for (const ShapeTrial& t : batch.trials) consider(t.trial);
+    const double practical =
+        options_.min_gain * std::max(0.0, recorded_us_.value_or(0));
+    std::vector<const ShapeTrial*> reach;
+    for (size_t i = 1; i < batch.trials.size(); ++i) {
+      const ShapeTrial& t = batch.trials[i];
+      const std::string key = Id(t.trial.tunables);
+      if (key == incumbent_id_ || Reaches(t.trial, best, kScreenZ, practical)) {
+        reach.push_back(&t);
+        continue;
+      }
+      ++stats_.settings_timed;
+      ++stats_.screened_out;
+      tried_.insert_or_assign(key, t);
+      context_.OnTrial(shape_index_, t.trial);
+    }
+    if (!tried_.contains(recorded_id_) && reach.empty()) {
+      tried_.insert_or_assign(recorded_id_, batch.trials.front());
+      ++stats_.settings_timed;
+    }
+    std::stable_sort(reach.begin(), reach.end(), [](auto* a, auto* b) {
+      return a->trial.delta_us < b->trial.delta_us;
+    });
+    std::vector<TunableValues> out = {todo.front()};
+    for (const ShapeTrial* t : reach) out.push_back(t->trial.tunables);
+    context_.Log(absl::StrFormat(
+        "    screened %d settings; %d within reach of the best",
+        static_cast<int>(todo.size()) - 1, static_cast<int>(reach.size())));
+    return out;
+  }
+
+  // The cache tag of a screening figure at `screen`: apart from the full
+  // Timing's figures of the same settings (a cache key does not hold the
+  // Timing), so a run without remeasure replays the same screen.
+  static std::string ScreenTag(const v1::Timing& screen) {
+    return absl::StrCat("screen/", screen.rounds(), "/", screen.calls());
   }
 
   // Tells the context which tried setting Pick() takes so far.
@@ -394,9 +467,11 @@ class ShapeSearch {
 
   // As TimeSettings, with the trials against each of `bases` (distinct
   // indices into `todo`) from the same runs: one TimedBatch per base.
+  // `timing` (may be null: options.timing) is the Timing they are given.
   absl::StatusOr<std::vector<TimedBatch>> TimeAgainst(
       const std::vector<TunableValues>& todo, bool remeasure,
-      const std::vector<int>& bases, const std::string& cache_tag = "") {
+      const std::vector<int>& bases, const std::string& cache_tag = "",
+      const v1::Timing* timing = nullptr) {
     std::vector<SettingsTimer> timers;
     for (int base : bases) {
       timers.emplace_back(todo, shape_.members.size(), base);
@@ -407,6 +482,7 @@ class ShapeSearch {
     for (size_t m = 0; m < shape_.members.size(); ++m) {
       const ShapeMember& member = shape_.members[m];
       MeasurePlan plan = PlanFor(member, todo);
+      if (timing != nullptr) plan.timing = *timing;
       plan.remeasure = plan.remeasure || remeasure;
       plan.cache_tag = cache_tag;
       for (const WeightedValues& point : member.points) {
@@ -519,6 +595,10 @@ class ShapeSearch {
     out.best = out.incumbent;
     out.against_incumbent = Untimed(out.trials[out.incumbent].trial.tunables,
                                     shape_.members.size());
+    if (recorded_batches_.empty()) {
+      recorded_batches_ = screen_recorded_;
+      recorded_within_ = screen_recorded_within_;
+    }
     if (!recorded_batches_.empty()) {
       out.recorded_us = Median(recorded_batches_);
       // One batch's error: its own noise (rounds and drift floor, as a
@@ -671,9 +751,11 @@ class ShapeSearch {
       todo.push_back(out.trials[contenders[c]].trial.tunables);
       bases.push_back(static_cast<int>(todo.size()) - 1);
     }
-    ASSIGN_OR_RETURN(
-        std::vector<TimedBatch> timed,
-        TimeAgainst(todo, options_.remeasure, bases, ConfirmTag(todo, batch)));
+    v1::Timing timing = WithDefaults(options_.timing);
+    timing.set_calls(std::max<uint32_t>(2, timing.calls() / kConfirmCallShare));
+    ASSIGN_OR_RETURN(std::vector<TimedBatch> timed,
+                     TimeAgainst(todo, options_.remeasure, bases,
+                                 ConfirmTag(todo, batch, timing), &timing));
     for (size_t k = 0; k < open.size(); ++k) {
       figures[open[k]].push_back(timed[0].trials[bases[k + 1]]);
       for (size_t l = 0; l < open.size(); ++l) {
@@ -687,9 +769,12 @@ class ShapeSearch {
 
   // The cache tag of confirmation batch number `batch` of `todo`: the same
   // settings in the same batch of a confirmation find its figures again.
-  std::string ConfirmTag(const std::vector<TunableValues>& todo,
-                         int batch) const {
+  std::string ConfirmTag(const std::vector<TunableValues>& todo, int batch,
+                         const v1::Timing& timing) const {
     std::string text = absl::StrCat("confirm/", batch);
+    if (timing.calls() != WithDefaults(options_.timing).calls()) {
+      absl::StrAppend(&text, "/calls ", timing.calls());
+    }
     for (const TunableValues& s : todo) absl::StrAppend(&text, "/", Id(s));
     return Sha256Hex(text).substr(0, 32);
   }
@@ -762,9 +847,19 @@ class ShapeSearch {
   // The recorded setting's figure and its standard error, each batch.
   std::vector<double> recorded_batches_;
   std::vector<std::optional<double>> recorded_within_;
+  // The same from screening batches while no full batch timed it.
+  std::vector<double> screen_recorded_;
+  std::vector<std::optional<double>> screen_recorded_within_;
 };
 
 }  // namespace
+
+v1::Timing ScreenTiming(const v1::Timing& full) {
+  v1::Timing screen = WithDefaults(full);
+  screen.set_rounds(std::min(screen.rounds(), kScreenRounds));
+  screen.set_calls(std::max<uint32_t>(2, screen.calls() / kScreenCallShare));
+  return screen;
+}
 
 v1::Packaging PackagingFor(const AutotuneOptions& options,
                            const Platform& platform) {

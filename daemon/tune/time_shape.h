@@ -43,9 +43,27 @@ namespace irontune {
 // batch cannot hold them beside the recorded setting and the incumbent),
 // and a confirmation times at most this many batches: a close call is
 // measured again until its interval clears the margin or falls short of
-// it, or these are spent (docs/statistics.md, "Close calls").
+// it, or these are spent (docs/statistics.md, "Close calls"). A
+// confirmation batch times 1/kConfirmCallShare of the Timing's calls a
+// round (at least 2), so a clear call stops after a small share of one
+// full batch, and the batches a close call may take hold as many calls as
+// 16 batches at the full Timing.
 inline constexpr int kMostContenders = 4;
-inline constexpr int kMostConfirmBatches = 16;
+inline constexpr int kConfirmCallShare = 4;
+inline constexpr int kMostConfirmBatches = 16 * kConfirmCallShare;
+
+// Racing (docs/search.md, "Racing"): each setting is first screened at
+// ScreenTiming, at most kScreenRounds rounds of 1/kScreenCallShare of the
+// calls, and given the full Timing only where its screening figure
+// Reaches the best one's with kScreenZ noises to spare.
+inline constexpr uint32_t kScreenRounds = 3;
+inline constexpr uint32_t kScreenCallShare = 10;
+inline constexpr double kScreenZ = 3.0;
+
+// The screening Timing of `full` (zero fields are IRON's defaults): its
+// rounds, at most kScreenRounds, and its calls over kScreenCallShare, at
+// least 2; settle and cutoff as `full`'s.
+v1::Timing ScreenTiming(const v1::Timing& full);
 
 // One setting's comparison, with each member's share (per step, weighted
 // over its points) so the model-level gain can weight members by their

@@ -773,5 +773,27 @@ TEST_CASE("ChangedTunables counts differing and missing names", "[search]") {
   CHECK(ChangedTunables(Trial(32, 32, 0, 0).tunables, {}) == 2);
 }
 
+TEST_CASE("Reaches: a screening figure within its noise of the best") {
+  Comparison best;
+  best.delta_us = -10;
+  best.noise_us = 1.0;
+  Comparison far;
+  far.delta_us = -5;
+  far.noise_us = 1.0;
+  // -5 - 3 * sqrt(2) = -9.24 > -10 + 0.5: out of reach.
+  CHECK_FALSE(Reaches(far, best, 3.0, 0.5));
+  // With a practical margin of 1 it reaches: -9.24 <= -9.
+  CHECK(Reaches(far, best, 3.0, 1.0));
+  Comparison near = far;
+  near.delta_us = -6;  // -10.24 <= -9.5
+  CHECK(Reaches(near, best, 3.0, 0.5));
+  Comparison refused = near;
+  refused.refused = "judged out";
+  CHECK_FALSE(Reaches(refused, best, 3.0, 0.5));
+  Comparison unknown = far;
+  unknown.noise_us.reset();  // one round: no noise, cannot be ruled out
+  CHECK(Reaches(unknown, best, 3.0, 0.5));
+}
+
 }  // namespace
 }  // namespace irontune
