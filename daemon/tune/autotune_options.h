@@ -43,6 +43,10 @@ struct AutotuneOptions {
   IdleRules idle;
   // kMinGain; REQUIRES: 0 <= min_gain < 1.
   double min_gain = kMinGain;
+  // Device seconds the job may spend (docs/search.md, "Shape order and the
+  // budget"): a shape begins only while less has been spent; the shapes
+  // not begun are left untuned. 0: no budget. REQUIRES: >= 0.
+  double budget_seconds = 0;
 };
 
 struct TuneStats {
