@@ -80,7 +80,7 @@ void AddJobFlags(CLI::App& cmd, JobFlags* f) {
   }
 }
 
-absl::StatusOr<double> ParseBudget(std::string_view text) {
+absl::StatusOr<double> ParseBudget(const std::string& text) {
   absl::Duration d;
   if (!absl::ParseDuration(text, &d)) {
     return absl::InvalidArgumentError(absl::StrCat(

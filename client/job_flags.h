@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <limits>
 #include <string>
-#include <string_view>
 #include <type_traits>
 
 #include "absl/status/statusor.h"
@@ -42,7 +41,7 @@ struct JobFlags {
 // A --budget DURATION ("90s", "15m", "1h30m"; absl::ParseDuration's units)
 // in seconds. InvalidArgument naming the flag and the value for text that
 // is not a duration, or one that is not positive and finite.
-absl::StatusOr<double> ParseBudget(std::string_view text);
+absl::StatusOr<double> ParseBudget(const std::string& text);
 
 // Registers the flags on `cmd`, bound to `*f`, which must outlive the
 // parse. The Timing and --repeats help quotes common/defaults.h. A command

@@ -92,25 +92,6 @@ TEST_CASE("requests: an Autotune takes the daemon's kernel cycles file") {
   CHECK(!options.packaging.has_value());
 }
 
-TEST_CASE("requests: budget_seconds is a finite device time, 0 for none") {
-  v1::AutotuneRequest request;
-  *request.mutable_calls() = testing::AddSiluCalls();
-  REQUIRE(ValidateAutotuneRequest(request).ok());
-  CHECK(AutotuneOptionsOf(request, "").budget_seconds == 0);
-  for (double bad : {-1.0, -1e-9, std::nan(""), HUGE_VAL, -HUGE_VAL}) {
-    request.set_budget_seconds(bad);
-    const absl::Status s = ValidateAutotuneRequest(request);
-    INFO(bad << ": " << s.ToString());
-    CHECK(absl::IsInvalidArgument(s));
-    CHECK(absl::StartsWith(s.message(), "budget_seconds"));
-  }
-  for (double good : {0.0, 0.25, 90.0, 86400.0}) {
-    request.set_budget_seconds(good);
-    CHECK(ValidateAutotuneRequest(request).ok());
-    CHECK(AutotuneOptionsOf(request, "").budget_seconds == good);
-  }
-}
-
 }  // namespace
 }  // namespace irontune
 
@@ -160,25 +141,6 @@ TEST_CASE("requests: an undefined priority is refused") {
   CHECK(s.message() == "priority: 77 is not a Priority");
 }
 
-TEST_CASE("requests: budget_seconds is a finite device time, 0 for none") {
-  v1::AutotuneRequest request;
-  *request.mutable_calls() = testing::AddSiluCalls();
-  REQUIRE(ValidateAutotuneRequest(request).ok());
-  CHECK(AutotuneOptionsOf(request, "").budget_seconds == 0);
-  for (double bad : {-1.0, -1e-9, std::nan(""), HUGE_VAL, -HUGE_VAL}) {
-    request.set_budget_seconds(bad);
-    const absl::Status s = ValidateAutotuneRequest(request);
-    INFO(bad << ": " << s.ToString());
-    CHECK(absl::IsInvalidArgument(s));
-    CHECK(absl::StartsWith(s.message(), "budget_seconds"));
-  }
-  for (double good : {0.0, 0.25, 90.0, 86400.0}) {
-    request.set_budget_seconds(good);
-    CHECK(ValidateAutotuneRequest(request).ok());
-    CHECK(AutotuneOptionsOf(request, "").budget_seconds == good);
-  }
-}
-
 }  // namespace
 }  // namespace irontune
 
@@ -207,25 +169,6 @@ TEST_CASE("requests: a job id must be there and printable") {
   CHECK(absl::IsInvalidArgument(ValidateJobId(std::string(65, 'a'))));
   CHECK(absl::IsInvalidArgument(ValidateJobId(std::string("j-\0x", 4))));
   CHECK(absl::IsInvalidArgument(ValidateJobId("j 1")));
-}
-
-TEST_CASE("requests: budget_seconds is a finite device time, 0 for none") {
-  v1::AutotuneRequest request;
-  *request.mutable_calls() = testing::AddSiluCalls();
-  REQUIRE(ValidateAutotuneRequest(request).ok());
-  CHECK(AutotuneOptionsOf(request, "").budget_seconds == 0);
-  for (double bad : {-1.0, -1e-9, std::nan(""), HUGE_VAL, -HUGE_VAL}) {
-    request.set_budget_seconds(bad);
-    const absl::Status s = ValidateAutotuneRequest(request);
-    INFO(bad << ": " << s.ToString());
-    CHECK(absl::IsInvalidArgument(s));
-    CHECK(absl::StartsWith(s.message(), "budget_seconds"));
-  }
-  for (double good : {0.0, 0.25, 90.0, 86400.0}) {
-    request.set_budget_seconds(good);
-    CHECK(ValidateAutotuneRequest(request).ok());
-    CHECK(AutotuneOptionsOf(request, "").budget_seconds == good);
-  }
 }
 
 }  // namespace
