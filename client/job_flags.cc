@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "common/defaults.h"
 
@@ -74,9 +75,12 @@ void AddJobFlags(CLI::App& cmd, JobFlags* f) {
         ->check(CLI::Validator(
             [](std::string& text) -> std::string {
               absl::StatusOr<double> s = ParseBudget(text);
-              return s.ok() ? "" : std::string(s.status().message());
+              // CLI11 names the flag itself.
+              return s.ok() ? ""
+                            : std::string(absl::StripPrefix(
+                                  s.status().message(), "--budget: "));
             },
-            "DURATION"));
+            ""));
   }
 }
 
