@@ -109,6 +109,48 @@ float LoadElement(v1::DType dtype, const char* data, uint64_t i) {
   }
 }
 
+namespace {
+
+// out[j] = convert(element begin + j) for elements of type T.
+template <typename T, typename Convert>
+void LoadRun(const char* data, uint64_t begin, uint64_t n, float* out,
+             Convert convert) {
+  const char* p = data + begin * sizeof(T);
+  for (uint64_t j = 0; j < n; ++j)
+    out[j] = convert(LoadAs<T>(p + j * sizeof(T)));
+}
+
+}  // namespace
+
+void LoadElements(v1::DType dtype, const char* data, uint64_t begin, uint64_t n,
+                  float* out) {
+  auto same = [](auto v) { return static_cast<float>(v); };
+  switch (dtype) {
+    case v1::DTYPE_BF16:
+      return LoadRun<uint16_t>(data, begin, n, out, Bf16ToFloat);
+    case v1::DTYPE_F16:
+      return LoadRun<uint16_t>(data, begin, n, out, F16ToFloat);
+    case v1::DTYPE_F32:
+      return LoadRun<float>(data, begin, n, out, same);
+    case v1::DTYPE_I8:
+      return LoadRun<int8_t>(data, begin, n, out, same);
+    case v1::DTYPE_U8:
+      return LoadRun<uint8_t>(data, begin, n, out, same);
+    case v1::DTYPE_I16:
+      return LoadRun<int16_t>(data, begin, n, out, same);
+    case v1::DTYPE_U16:
+      return LoadRun<uint16_t>(data, begin, n, out, same);
+    case v1::DTYPE_I32:
+      return LoadRun<int32_t>(data, begin, n, out, same);
+    case v1::DTYPE_U32:
+      return LoadRun<uint32_t>(data, begin, n, out, same);
+    case v1::DTYPE_I64:
+      return LoadRun<int64_t>(data, begin, n, out, same);
+    default:
+      std::fill(out, out + n, 0.0f);
+  }
+}
+
 void StoreElement(v1::DType dtype, char* data, uint64_t i, float v) {
   switch (dtype) {
     case v1::DTYPE_BF16:

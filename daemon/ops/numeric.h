@@ -29,6 +29,10 @@ uint16_t FloatToF16(float value);
 // Element `i` of a buffer of `dtype` at `data` (little-endian), as a float;
 // 0 for DTYPE_UNSPECIFIED. REQUIRES: `data` holds element i.
 float LoadElement(v1::DType dtype, const char* data, uint64_t i);
+// Elements [begin, begin + n) into out[0, n), each as LoadElement reads it,
+// the dtype looked at once. REQUIRES: `data` holds them; `out` has n slots.
+void LoadElements(v1::DType dtype, const char* data, uint64_t begin, uint64_t n,
+                  float* out);
 // Stores `v` as element `i`: floats rounded to nearest even, integers
 // rounded and saturated (NaN as 0). REQUIRES: `data` holds element i.
 void StoreElement(v1::DType dtype, char* data, uint64_t i, float v);

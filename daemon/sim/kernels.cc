@@ -29,6 +29,16 @@ class In {
   float operator[](uint64_t i) const {
     return data_ == nullptr ? 0 : LoadElement(dtype_, data_, i);
   }
+  // Elements [begin, begin + n) as floats into `out` (resized to n): the
+  // values operator[] reads, decoded in one pass.
+  void Load(uint64_t begin, uint64_t n, std::vector<float>& out) const {
+    out.resize(n);
+    if (data_ == nullptr) {
+      std::fill(out.begin(), out.end(), 0.0f);
+    } else {
+      LoadElements(dtype_, data_, begin, n, out.data());
+    }
+  }
 
  private:
   v1::DType dtype_;
@@ -57,6 +67,14 @@ class Out {
   int width_;
   char* data_ = nullptr;
   uint64_t size_ = 0;
+};
+
+// Decoded elements [first, first + n) of a buffer, read by the buffer's
+// own index.
+struct Window {
+  const float* data;
+  int64_t first;
+  float operator[](int64_t i) const { return data[i - first]; }
 };
 
 void CopyFirstInput(const std::vector<StepBuffer>& ins,
@@ -170,14 +188,22 @@ bool Gemv(const OpView& op, const std::vector<StepBuffer>& ins,
   const int64_t used = op.Extent("M", m);
   Out y(bufs[r.out[0]]);
   const int64_t rows = SampledRows(used, k * batches, used);
-  std::vector<float> lanes(v);
+  std::vector<float> lanes(v), xs, row;
   for (int64_t bt = 0; bt < batches; ++bt) {
     const int64_t a_base = a_per_batch ? bt * m * k : 0;
+    x.Load(bt * k, k, xs);
     for (int64_t j = 0; j < rows; ++j) {
       const int64_t i = SampleRow(j, rows, used);
+      a.Load(a_base + i * k, k, row);
       std::fill(lanes.begin(), lanes.end(), 0.0f);
-      for (int64_t kk = 0; kk < k; ++kk)
-        lanes[kk % v] += a[a_base + i * k + kk] * x[bt * k + kk];
+      // Lane l sums elements l, l + v, l + 2v, ... in that order.
+      for (int64_t k0 = 0; k0 < k; k0 += v) {
+        const int64_t width = std::min(v, k - k0);
+        const float* __restrict rv = row.data() + k0;
+        const float* __restrict xv = xs.data() + k0;
+        float* __restrict lv = lanes.data();
+        for (int64_t l = 0; l < width; ++l) lv[l] += rv[l] * xv[l];
+      }
       for (int64_t stride = 1; stride < v; stride *= 2) {
         for (int64_t l = 0; l + stride < v; l += 2 * stride)
           lanes[l] += lanes[l + stride];
@@ -330,10 +356,21 @@ bool Mha(const OpView& op, const std::vector<StepBuffer>& ins,
   const int64_t group = std::max<int64_t>(heads / kv_heads, 1);
   const int64_t sampled = SampledRows(heads, 2 * len * d, heads);
   std::vector<float> y(sampled * d), p(len);
+  // The rows AttendRow reads, decoded once: q's row, and the K and V rows
+  // of the head's KV group (reused while the group stays the same).
+  std::vector<float> qs, ks, vs;
+  int64_t decoded = -1;
   for (int64_t j = 0; j < sampled; ++j) {
     const int64_t h = SampleRow(j, sampled, heads);
     const int64_t base = std::min(h / group, kv_heads - 1) * pad * d;
-    AttendRow(q, kc, vc, h, base, len, d, p, &y[j * d]);
+    if (base != decoded) {
+      kc.Load(base, len * d, ks);
+      vc.Load(base, len * d, vs);
+      decoded = base;
+    }
+    q.Load(h * d, d, qs);
+    AttendRow(Window{qs.data(), h * d}, Window{ks.data(), base},
+              Window{vs.data(), base}, h, base, len, d, p, &y[j * d]);
   }
   Out out(bufs[r.out[0]]);
   for (int64_t j = 0; j < sampled; ++j) {

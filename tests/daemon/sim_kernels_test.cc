@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "daemon/ops/numeric.h"
 #include "daemon/sim/kernels.h"
 #include "tests/testing/sim_fixtures.h"
 
@@ -169,6 +170,63 @@ TEST_CASE("GEMV lanes follow kernel_vector_size, bounded rows stay zero",
   CHECK(testing::Bf16At(y, 4) != 0);
   CHECK(testing::Bf16At(y, 5) == 0);
   CHECK(testing::Bf16At(y, 7) == 0);
+}
+
+TEST_CASE("GEMV sums each lane in order, a partial last chunk included",
+          "[sim][kernels]") {
+  // K = 100 is not a multiple of the 16 lanes: the last chunk is 4 wide.
+  v1::Operator op = testing::Gemv(3, 100, 1, 4, 16, 1);
+  const std::string a = testing::RandomBf16(3 * 100, 5),
+                    x = testing::RandomBf16(100, 6);
+  const std::string y = Run(op, {a, x})[0];
+  for (int row = 0; row < 3; ++row) {
+    std::vector<float> lanes(16, 0.0f);
+    for (int k = 0; k < 100; ++k) {
+      lanes[k % 16] +=
+          testing::Bf16At(a, row * 100 + k) * testing::Bf16At(x, k);
+    }
+    for (int stride = 1; stride < 16; stride *= 2) {
+      for (int l = 0; l + stride < 16; l += 2 * stride) {
+        lanes[l] += lanes[l + stride];
+      }
+    }
+    CHECK(testing::Bf16At(y, row) == RoundTo(v1::DTYPE_BF16, lanes[0]));
+  }
+}
+
+// Reads a bf16 buffer element by element, as the reference does.
+struct Bf16Elements {
+  const std::string& bytes;
+  float operator[](int64_t i) const {
+    return LoadElement(v1::DTYPE_BF16, bytes.data(), i);
+  }
+};
+
+TEST_CASE("MHA gives bit for bit what attending element by element gives",
+          "[sim][kernels]") {
+  v1::Operator op;
+  op.set_class_name("MHA");
+  AddParam(op, "num_heads", 4);
+  AddParam(op, "num_KV_heads", 2);
+  AddParam(op, "d", 8);
+  AddParam(op, "seq_pad", 6);
+  AddBuffer(op, "q", v1::BUFFER_ROLE_IN, {4, 8}, v1::DTYPE_BF16);
+  AddBuffer(op, "k", v1::BUFFER_ROLE_IN, {2, 6, 8}, v1::DTYPE_BF16);
+  AddBuffer(op, "v", v1::BUFFER_ROLE_IN, {2, 6, 8}, v1::DTYPE_BF16);
+  AddBuffer(op, "o", v1::BUFFER_ROLE_OUT, {4, 8}, v1::DTYPE_BF16);
+  const std::string q = testing::RandomBf16(4 * 8, 7),
+                    k = testing::RandomBf16(2 * 6 * 8, 8),
+                    v = testing::RandomBf16(2 * 6 * 8, 9);
+  const std::string o = Run(op, {q, k, v})[0];
+  std::vector<float> p(6);
+  for (int h = 0; h < 4; ++h) {
+    std::vector<float> y(8, 0.0f);
+    AttendRow(Bf16Elements{q}, Bf16Elements{k}, Bf16Elements{v}, h,
+              (h / 2) * 6 * 8, 6, 8, p, y.data());
+    for (int i = 0; i < 8; ++i) {
+      CHECK(testing::Bf16At(o, h * 8 + i) == RoundTo(v1::DTYPE_BF16, y[i]));
+    }
+  }
 }
 
 TEST_CASE("unknown classes copy their first input", "[sim][kernels]") {
