@@ -123,7 +123,7 @@ TEST_CASE("usage errors of the remote commands exit 2 before any call") {
   CHECK_THAT(err, Catch::Contains("exactly one of --op and --shape"));
 }
 
-TEST_CASE("--budget takes a duration and names itself when it is bad") {
+TEST_CASE("submit --budget takes a duration, and names itself when bad") {
   CHECK(ParseBudget("90s").value() == 90);
   CHECK(ParseBudget("15m").value() == 900);
   CHECK(ParseBudget("1h").value() == 3600);
