@@ -27,7 +27,11 @@ constexpr std::pair<std::string_view, std::string_view> kCommandHelp[] = {
      "the diff against the profile is printed. A setting replaces the one "
      "the profile runs only when it is faster beyond the noise and by more "
      "than --min-gain of the step, and wins again when re-timed; so "
-     "`submit --check --remeasure` of a tuned profile passes."},
+     "`submit --check --remeasure` of a tuned profile passes. Shapes are "
+     "tuned most weighted time first; the eta is the plan of NPU time left, "
+     "corrected by what the shapes done took. --budget caps the NPU time: "
+     "a shape begins only while some is left and is then finished, and the "
+     "shapes never begun keep their entries and are listed as untuned."},
     {"watch",
      "Follow a job's events (those so far, then the rest) and print its "
      "result."},

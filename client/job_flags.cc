@@ -4,6 +4,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/time/time.h"
 #include "common/defaults.h"
 
 namespace irontune {
@@ -64,7 +66,39 @@ void AddJobFlags(CLI::App& cmd, JobFlags* f) {
                    "the least gain, as a share of the step time, for which a "
                    "setting replaces the one the profile runs (default 0.005)")
         ->check(CLI::Range(0.0, 1.0));
+    cmd.add_option("--budget", f->budget,
+                   "cap the job's device time, e.g. 90s, 15m, 1h: the shapes "
+                   "with the most weighted time are tuned first, and those "
+                   "not begun when it is spent keep their entries and are "
+                   "listed as untuned (default: no cap)")
+        ->type_name("DURATION")
+        ->check(CLI::Validator(
+            [](std::string& text) -> std::string {
+              absl::StatusOr<double> s = ParseBudget(text);
+              // CLI11 names the flag itself.
+              return s.ok() ? ""
+                            : std::string(absl::StripPrefix(
+                                  s.status().message(), "--budget: "));
+            },
+            ""));
   }
+}
+
+absl::StatusOr<double> ParseBudget(const std::string& text) {
+  absl::Duration d;
+  if (!absl::ParseDuration(text, &d)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--budget: '", text,
+        "' is not a duration; give a number with a unit, e.g. 90s, 15m, "
+        "1h, 1h30m"));
+  }
+  if (d <= absl::ZeroDuration() || d == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--budget: '", text,
+        "' is not a positive, finite duration; leave the flag out for no "
+        "cap"));
+  }
+  return absl::ToDoubleSeconds(d);
 }
 
 std::string ClientName(const JobFlags& f, const ClientEnvironment& env) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <type_traits>
 
+#include "absl/status/statusor.h"
 #include "client/cli.h"
 #include "irontune/v1/tuner.pb.h"
 
@@ -32,11 +33,19 @@ struct JobFlags {
   bool remeasure = false;
   // --min-gain (submit only): NaN unless given.
   double min_gain = std::numeric_limits<double>::quiet_NaN();
+  // --budget (submit only): as given, "" unless given; checked by
+  // ParseBudget when parsed.
+  std::string budget;
 };
+
+// A --budget DURATION ("90s", "15m", "1h30m"; absl::ParseDuration's units)
+// in seconds. InvalidArgument naming the flag and the value for text that
+// is not a duration, or one that is not positive and finite.
+absl::StatusOr<double> ParseBudget(const std::string& text);
 
 // Registers the flags on `cmd`, bound to `*f`, which must outlive the
 // parse. The Timing and --repeats help quotes common/defaults.h. A command
-// named "submit" also gets --min-gain.
+// named "submit" also gets --min-gain and --budget.
 void AddJobFlags(CLI::App& cmd, JobFlags* f);
 
 // The client name a request carries: --client, else $USER, else
@@ -62,6 +71,10 @@ void ApplyJobFlags(const JobFlags& f, const ClientEnvironment& env,
   request->set_seed(f.seed);
   if constexpr (std::is_same_v<Request, v1::AutotuneRequest>) {
     if (!std::isnan(f.min_gain)) request->set_min_gain(f.min_gain);
+    if (!f.budget.empty()) {
+      // Checked when parsed; a bad one would be 0, no budget.
+      request->set_budget_seconds(ParseBudget(f.budget).value_or(0));
+    }
   }
 }
 

@@ -224,6 +224,18 @@ std::string RenderDiffSummary(const v1::ProfileDiff& diff,
         std::fabs(diff.recording_gain_us()), diff.recording_noise_us(),
         diff.recording_gain_us() >= 0 ? "faster" : "slower");
   }
+  if (diff.untuned_size() > 0) {
+    absl::StrAppendFormat(&out,
+                          "%d %s left untuned, their entries kept as "
+                          "submitted:\n",
+                          diff.untuned_size(),
+                          diff.untuned_size() == 1 ? "shape" : "shapes");
+    for (const v1::UntunedShape& u : diff.untuned()) {
+      absl::StrAppendFormat(&out, "  %s: %s (planned %s on the NPU)\n",
+                            u.shape(), u.reason(),
+                            FormatDuration(u.planned_device_seconds()));
+    }
+  }
   if (stats != nullptr) {
     absl::StrAppendFormat(
         &out,
@@ -249,6 +261,13 @@ std::string RenderProgress(const v1::ShapeProgress& p, ProgressStyle style,
   if (p.eta_seconds() > 0)
     eta = absl::StrCat("eta ", FormatDuration(p.eta_seconds()));
   if (style == ProgressStyle::kLines) {
+    if (p.planned_device_seconds() > 0) {
+      absl::StrAppendFormat(&eta, "%sNPU %s used, about %s to go",
+                            eta.empty() ? "" : " (",
+                            FormatDuration(p.used_device_seconds()),
+                            FormatDuration(p.remaining_device_seconds()));
+      if (p.eta_seconds() > 0) absl::StrAppend(&eta, ")");
+    }
     std::string line = absl::StrFormat(
         "shape %d/%d %s: %d settings timed, %d from the cache", p.index() + 1,
         p.total(), p.shape(), p.settings_timed(), p.cache_hits());

@@ -41,8 +41,8 @@ std::string FormatGain(double gain_us, double noise_us);
 std::string RenderDiffTable(const v1::ProfileDiff& diff);
 
 // The model-level summary: entry counts, the model's gain per call with
-// its noise where measured, and `stats` (shapes, settings timed, cache
-// hits, NPU and wall time) where given.
+// its noise where measured, the shapes left untuned with why, and `stats`
+// (shapes, settings timed, cache hits, NPU and wall time) where given.
 std::string RenderDiffSummary(const v1::ProfileDiff& diff,
                               const v1::AutotuneStats* stats);
 
@@ -51,8 +51,10 @@ enum class ProgressStyle {
   kLines,  // a pipe or a file: a full sentence per update
 };
 
-// One progress update, without a newline. `width` bounds a kBar line in
-// display columns; kLines ignores it.
+// One progress update, without a newline, with the ETA ("eta 3m12s",
+// eta_seconds) where the daemon sent one; kLines also gives the NPU time
+// used and still to go. `width` bounds a kBar line in display columns;
+// kLines ignores it.
 std::string RenderProgress(const v1::ShapeProgress& progress,
                            ProgressStyle style, int width);
 

@@ -203,6 +203,11 @@ absl::StatusOr<JobCost> AdmitAutotune(const v1::AutotuneRequest& request,
     peak = std::max(peak, OperatorMemory(op, at_once, repeats, platform));
     cost.device_seconds += DeviceSeconds(n, request.timing(), repeats);
   }
+  // A budget stops the job from beginning a shape past it.
+  if (request.budget_seconds() > 0) {
+    cost.device_seconds =
+        std::min(cost.device_seconds, request.budget_seconds());
+  }
   cost.memory_bytes = Add(peak, request.ByteSizeLong());
   RETURN_IF_ERROR(CheckCost(cost, limits));
   return cost;

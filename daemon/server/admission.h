@@ -20,7 +20,8 @@
 //     `calls` times a round for `rounds` rounds, each run costing at least
 //     a dispatch and a step floor per step (docs/npu-facts.md, "Call costs").
 //     An Autotune counts every setting of every shape (its settings, as
-//     tune/settings.h enumerates them).
+//     tune/settings.h enumerates them), at most its budget_seconds where
+//     it has one.
 //
 // Thread-safe (pure functions).
 #ifndef IRONTUNE_DAEMON_SERVER_ADMISSION_H_
@@ -32,6 +33,7 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/npu/device.h"
+#include "daemon/tune/plan.h"
 #include "irontune/v1/tuner.pb.h"
 
 namespace irontune {
@@ -69,11 +71,8 @@ struct JobCost {
   double device_seconds = 0;
 };
 
-// The floor a run of N steps costs: a dispatch plus N step floors
-// (docs/npu-facts.md, "Call costs": 49-56 us a call; about 1 us a step in a
-// runlist).
-inline constexpr double kDispatchFloorUs = 49;
-inline constexpr double kStepFloorUs = 1;
+// The floor a run of N steps costs, kDispatchFloorUs plus N kStepFloorUs,
+// is daemon/tune/plan.h's, which plans an Autotune's device time.
 
 // The estimates of a Measure on `platform`, or ResourceExhausted naming the
 // figure and the limit it exceeds. REQUIRES: ValidateMeasureRequest passed.

@@ -1,5 +1,6 @@
 #include "daemon/server/job_context.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -53,13 +54,18 @@ void JobContext::OnShape(int index, int total, const std::string& key) {
   total_ = total;
   timed_ = 0;
   best_.reset();
-  v1::AutotuneEvent event = Progress();
-  if (index > 0) {
-    const double per_shape = wall_seconds() / index;
-    event.mutable_progress()->set_eta_seconds(per_shape * (total - index));
-  }
   last_progress_ = absl::Now();
-  Emit(std::move(event));
+  Emit(Progress());
+}
+
+void JobContext::OnEstimate(const JobEstimate& estimate) {
+  estimate_ = estimate;
+  estimate_at_ = device_seconds();
+  if (estimate.total > 0 && estimate.done == estimate.total) {
+    SetShapes(estimate.done, estimate.total);
+    total_ = estimate.total;
+    Emit(Progress());
+  }
 }
 
 void JobContext::OnTrial(int index, const Comparison& trial) {
@@ -105,6 +111,20 @@ v1::AutotuneEvent JobContext::Progress() const {
   p->set_index(index_);
   p->set_total(total_);
   p->set_shape(shape_);
+  if (!estimate_) return event;
+  // Within a shape, the device time it used since the estimate comes off
+  // that shape's part of it.
+  const double used = device_seconds();
+  const double since = std::max(0.0, used - estimate_at_);
+  const double remaining =
+      std::max(0.0, estimate_->remaining_seconds -
+                        std::min(since, estimate_->current_seconds));
+  p->set_done(static_cast<uint32_t>(estimate_->done));
+  p->set_planned_device_seconds(estimate_->planned_seconds);
+  p->set_used_device_seconds(used);
+  p->set_remaining_device_seconds(remaining);
+  // Wall time follows device time at the job's ratio so far.
+  p->set_eta_seconds(used > 0 ? remaining * wall_seconds() / used : remaining);
   return event;
 }
 

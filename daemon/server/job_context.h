@@ -1,7 +1,8 @@
 // JobContext: one running job's view of the device worker, the TuneContext
 // the method runs against. It meters the device for the job's statistics,
 // keeps the job's seeded inputs, turns progress into the job's events
-// (log lines, shape progress with an ETA, trials) and reads cancellation
+// (log lines, shape progress with the job's device-time estimate and an
+// ETA, trials) and reads cancellation
 // from the job. It also stops the job (Job::Cancel) at its bounds
 // (Job::Bounds): past the client's deadline (DeadlineExceeded) or once its
 // device time passes its limit (ResourceExhausted). The method looks at
@@ -48,6 +49,9 @@ class JobContext : public TuneContext {
   void OnTrials(int index, const std::vector<Comparison>& trials) override;
   // The progress's best is the search's Pick(), the rule it decides by.
   void OnPick(int index, const Comparison* pick) override;
+  // Keeps the estimate for the progress events; once every shape is done,
+  // emits a last progress event (remaining 0).
+  void OnEstimate(const JobEstimate& estimate) override;
 
   // Appends an event to the job's log.
   void Emit(v1::AutotuneEvent event) { job_->Emit(std::move(event)); }
@@ -76,6 +80,9 @@ class JobContext : public TuneContext {
   uint32_t timed_ = 0;
   std::optional<Comparison> best_;
   absl::Time last_progress_ = absl::InfinitePast();
+  // The last estimate, and the device seconds when it was made.
+  std::optional<JobEstimate> estimate_;
+  double estimate_at_ = 0;
 };
 
 }  // namespace irontune

@@ -201,6 +201,14 @@ absl::Status CheckMinGain(const v1::AutotuneRequest& request) {
                               " is not a share of the step time in [0, 1)"));
 }
 
+absl::Status CheckBudget(const v1::AutotuneRequest& request) {
+  const double b = request.budget_seconds();
+  if (std::isfinite(b) && b >= 0) return absl::OkStatus();
+  return Invalid(absl::StrCat(
+      "budget_seconds: ", b,
+      " is not a device time in seconds (finite, at least 0; 0: no budget)"));
+}
+
 }  // namespace
 
 absl::Status ValidateMeasureRequest(const v1::MeasureRequest& request) {
@@ -223,6 +231,7 @@ absl::Status ValidateAutotuneRequest(const v1::AutotuneRequest& request) {
   RETURN_IF_ERROR(CheckTiming(request.timing()));
   RETURN_IF_ERROR(CheckPriority(request.priority()));
   RETURN_IF_ERROR(CheckMinGain(request));
+  RETURN_IF_ERROR(CheckBudget(request));
   return CheckRepeats(request.repeats());
 }
 
@@ -287,6 +296,7 @@ AutotuneOptions AutotuneOptionsOf(const v1::AutotuneRequest& request,
   options.seed = request.seed();
   options.cycles_path = cycles_path;
   if (request.has_min_gain()) options.min_gain = request.min_gain();
+  options.budget_seconds = request.budget_seconds();
   return options;
 }
 

@@ -37,8 +37,9 @@ inline constexpr uint32_t kMaxCalls = 100000;
 absl::Status ValidateMeasureRequest(const v1::MeasureRequest& request);
 
 // Checks what an Autotune relies on: calls present and valid
-// (ValidateRecording), Timing, priority and repeats as above. InvalidArgument
-// naming the field path.
+// (ValidateRecording), Timing, priority and repeats as above, min_gain in
+// [0, 1), budget_seconds finite and not negative (0: no budget).
+// InvalidArgument naming the field path.
 absl::Status ValidateAutotuneRequest(const v1::AutotuneRequest& request);
 
 // Checks a job id a client names (Cancel, Watch, GetResult): not empty,

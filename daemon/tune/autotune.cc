@@ -8,15 +8,18 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "daemon/npu/metered.h"
 #include "daemon/tune/settings.h"
 
 namespace irontune {
 
-// The run's context, its progress lines also in irontuned's log.
+// The run's context, its progress lines also in irontuned's log and its
+// device metered for the budget and the estimate.
 class AutotuneRun::Logged : public TuneContext {
  public:
-  explicit Logged(TuneContext& inner) : inner_(inner) {}
-  Device& device() override { return inner_.device(); }
+  explicit Logged(TuneContext& inner)
+      : inner_(inner), meter_(&inner.device()) {}
+  Device& device() override { return meter_; }
   Builder& builder() override { return inner_.builder(); }
   Cache* cache() override { return inner_.cache(); }
   InputCache& inputs() override { return inner_.inputs(); }
@@ -38,9 +41,14 @@ class AutotuneRun::Logged : public TuneContext {
   void OnPick(int index, const Comparison* pick) override {
     inner_.OnPick(index, pick);
   }
+  void OnEstimate(const JobEstimate& estimate) override {
+    inner_.OnEstimate(estimate);
+  }
+  double device_seconds() const { return meter_.device_us() / 1e6; }
 
  private:
   TuneContext& inner_;
+  MeteredDevice meter_;
 };
 
 AutotuneRun::AutotuneRun(const v1::Calls& calls, const AutotuneOptions& options,
@@ -48,6 +56,8 @@ AutotuneRun::AutotuneRun(const v1::Calls& calls, const AutotuneOptions& options,
     : calls_(calls),
       options_(options),
       logged_(std::make_unique<Logged>(context)) {}
+
+AutotuneRun::~AutotuneRun() = default;
 
 absl::StatusOr<std::unique_ptr<AutotuneRun>> AutotuneRun::Start(
     const v1::Calls& calls, const Profile& profile,
@@ -63,33 +73,89 @@ absl::StatusOr<std::unique_ptr<AutotuneRun>> AutotuneRun::Start(
   ASSIGN_OR_RETURN(run->shapes_,
                    Shapes(calls, options.space, run->platform_.generation));
   run->profile_ = std::make_unique<TunedProfile>(calls, profile, run->shapes_);
+  ASSIGN_OR_RETURN(
+      std::vector<ShapeCost> costs,
+      PlanShapes(run->shapes_, calls, run->platform_, options, run->cycles_));
+  run->order_ = TuneOrder(costs);
+  run->estimator_ =
+      std::make_unique<JobEstimator>(std::move(costs), options.budget_seconds);
+  run->results_.resize(run->shapes_.size());
+  run->tuned_.assign(run->shapes_.size(), false);
+  run->untuned_.resize(run->shapes_.size());
+  for (size_t s = 0; s < run->shapes_.size(); ++s) {
+    run->results_[s].key = run->shapes_[s].key;
+  }
+  run->Tell(std::nullopt);
   return run;
 }
 
+double AutotuneRun::device_seconds() const { return logged_->device_seconds(); }
+
+void AutotuneRun::Tell(std::optional<size_t> current) {
+  logged_->OnEstimate(estimator_->Estimate(device_seconds(), current, 0));
+}
+
+bool AutotuneRun::BudgetSpent() const {
+  return options_.budget_seconds > 0 &&
+         device_seconds() >= options_.budget_seconds;
+}
+
+void AutotuneRun::LeaveUntuned() {
+  const std::string why = absl::StrFormat(
+      "the budget of %.4g s of device time was spent (%.4g s used)",
+      options_.budget_seconds, device_seconds());
+  logged_->Log(absl::StrCat(total() - done_, " of ", total(),
+                            " shapes left untuned: ", why));
+  for (; done_ < total(); ++done_) {
+    const size_t s = order_[done_];
+    untuned_[s] = why;
+    estimator_->Finished(s, 0, /*tuned=*/false);
+  }
+  Tell(std::nullopt);
+}
+
 absl::Status AutotuneRun::Next() {
-  const size_t s = results_.size();
+  if (BudgetSpent()) {
+    LeaveUntuned();
+    return absl::OkStatus();
+  }
+  const int position = done_;
+  const size_t s = order_[position];
   const Shape& shape = shapes_[s];
-  logged_->OnShape(static_cast<int>(s), total(), shape.key);
-  logged_->Log(absl::StrCat("[", s + 1, "/", shapes_.size(), "] ", shape.key));
+  Tell(s);
+  logged_->OnShape(position, total(), shape.key);
+  logged_->Log(absl::StrCat("[", position + 1, "/", total(), "] ", shape.key));
   const TunableValues incumbent = profile_->Incumbent(
       s,
       RecordedSetting(calls_.operators(static_cast<int>(shape.members[0].op))));
-  ASSIGN_OR_RETURN(
-      ShapeResult timed,
-      TimeShape(shape, calls_, platform_, options_, cycles_, *logged_, &stats_,
-                static_cast<int>(s), &incumbent));
+  const double before = device_seconds();
+  ASSIGN_OR_RETURN(ShapeResult timed,
+                   TimeShape(shape, calls_, platform_, options_, cycles_,
+                             *logged_, &stats_, position, &incumbent));
   if (timed.best != timed.incumbent) {
     const Comparison& gain = timed.against_incumbent.trial;
     logged_->Log(absl::StrFormat(
         "    %s: %+.1f ± %.1f us against the incumbent",
         SettingText(gain.tunables), gain.delta_us, gain.noise_us.value_or(0)));
   }
-  profile_->Add(s, timed);
-  results_.push_back(std::move(timed));
+  results_[s] = std::move(timed);
+  tuned_[s] = true;
+  estimator_->Finished(s, device_seconds() - before, /*tuned=*/true);
+  ++done_;
+  Tell(std::nullopt);
   return absl::OkStatus();
 }
 
 TuneResult AutotuneRun::Finish() && {
+  // In Shapes() order, so the profile and the diff do not follow the order
+  // the shapes were tuned in.
+  for (size_t s = 0; s < shapes_.size(); ++s) {
+    if (tuned_[s]) {
+      profile_->Add(s, results_[s]);
+    } else {
+      profile_->Untuned(s, untuned_[s], estimator_->cost(s).device_seconds);
+    }
+  }
   TuneResult result;
   auto [profile, diff] = std::move(*profile_).Finish(results_);
   result.profile = std::move(profile);

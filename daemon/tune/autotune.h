@@ -9,7 +9,14 @@
 //
 // AutotuneRun is an Autotune advanced one shape at a time, so whoever runs
 // it (irontuned's device worker) decides between shapes what runs next.
-// Autotune() runs one to its end.
+// Autotune() runs one to its end. The shapes are tuned in TuneOrder
+// (plan.h: the most weighted time first); the context hears them by their
+// position in that order, with the job's JobEstimate as each begins and
+// ends. With options.budget_seconds, a shape begins only while the run's
+// device time is below the budget; a shape once begun is finished, so the
+// budget may be passed by the last shape's time. The shapes not begun are
+// left untuned: their profile entries stay as submitted, and the diff
+// lists them (ProfileDiff.untuned).
 //
 // Threads: the context's (the thread that owns the Device and the
 // Builder). Failure: device, builder and cache errors come back as the
@@ -20,6 +27,8 @@
 #define IRONTUNE_DAEMON_TUNE_AUTOTUNE_H_
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -27,6 +36,7 @@
 #include "daemon/npu/device.h"
 #include "daemon/tune/autotune_options.h"
 #include "daemon/tune/kernel_cycles.h"
+#include "daemon/tune/plan.h"
 #include "daemon/tune/shapes.h"
 #include "daemon/tune/time_shape.h"
 #include "daemon/tune/tune_context.h"
@@ -39,7 +49,8 @@ namespace irontune {
 struct TuneResult {
   Profile profile;
   v1::ProfileDiff diff;
-  std::vector<ShapeResult> shapes;  // in Shapes() order
+  // In Shapes() order; a shape left untuned has its key and no trials.
+  std::vector<ShapeResult> shapes;
   TuneStats stats;
 };
 
@@ -54,15 +65,22 @@ class AutotuneRun {
       const v1::Calls& calls, const Profile& profile,
       const AutotuneOptions& options, TuneContext& context);
 
+  ~AutotuneRun();
   AutotuneRun(const AutotuneRun&) = delete;
   AutotuneRun& operator=(const AutotuneRun&) = delete;
 
   int total() const { return static_cast<int>(shapes_.size()); }
-  int done() const { return static_cast<int>(results_.size()); }
+  // Shapes finished: tuned, or left untuned once the budget was spent.
+  int done() const { return done_; }
   bool finished() const { return done() == total(); }
   const TuneStats& stats() const { return stats_; }
+  // Device seconds the run's images took so far.
+  double device_seconds() const;
+  // Shape indices (into Shapes()) in the order they are tuned.
+  const std::vector<size_t>& order() const { return order_; }
 
-  // Searches the next shape (TimeShape), telling the context first.
+  // Searches the next shape (TimeShape), telling the context first; once
+  // the budget is spent, leaves every shape not begun untuned instead.
   // REQUIRES: !finished().
   absl::Status Next();
 
@@ -75,15 +93,26 @@ class AutotuneRun {
   class Logged;
   AutotuneRun(const v1::Calls& calls, const AutotuneOptions& options,
               TuneContext& context);
+  bool BudgetSpent() const;
+  void LeaveUntuned();
+  void Tell(std::optional<size_t> current);
 
   const v1::Calls& calls_;
   const AutotuneOptions& options_;
-  std::unique_ptr<TuneContext> logged_;  // the context, lines also logged
+  // The context, lines also logged and the device metered.
+  std::unique_ptr<Logged> logged_;
   Platform platform_;
   KernelCycles cycles_;
   std::vector<Shape> shapes_;
   std::unique_ptr<TunedProfile> profile_;
+  std::vector<size_t> order_;
+  std::unique_ptr<JobEstimator> estimator_;
+  // By shape index: the search's result, whether the shape was tuned, and
+  // why not where it was left untuned.
   std::vector<ShapeResult> results_;
+  std::vector<bool> tuned_;
+  std::vector<std::string> untuned_;
+  int done_ = 0;
   TuneStats stats_;
 };
 

@@ -48,6 +48,10 @@ struct AutotuneOptions {
   // within reach of the best (docs/search.md, "Racing"). false: every
   // setting tried gets `timing`.
   bool race = true;
+  // Device seconds the job may spend (docs/search.md, "Shape order and the
+  // budget"): a shape begins only while less has been spent; the shapes
+  // not begun are left untuned. 0: no budget. REQUIRES: >= 0.
+  double budget_seconds = 0;
 };
 
 struct TuneStats {

@@ -26,6 +26,19 @@ namespace irontune {
 
 class Cache;
 
+// A running job's device time: planned, used and still to spend
+// (daemon/tune/plan.h).
+struct JobEstimate {
+  int done = 0;                // shapes finished (tuned or left untuned)
+  int total = 0;               // shapes in all
+  double planned_seconds = 0;  // every shape's plan, summed
+  double used_seconds = 0;     // device time measured so far
+  // The device time still to spend (0 once every shape is finished), and
+  // of it the shape under way's part.
+  double remaining_seconds = 0;
+  double current_seconds = 0;
+};
+
 class TuneContext {
  public:
   virtual ~TuneContext() = default;
@@ -63,6 +76,10 @@ class TuneContext {
   // OnTrial()s of each batch, and once more when the shape's choice is
   // confirmed. `pick` is borrowed for the call only.
   virtual void OnPick(int /*index*/, const Comparison* /*pick*/) {}
+  // The job's device time, planned, used and still to spend:
+  // before the first shape, as each shape begins and as each ends (the
+  // last with remaining_seconds 0).
+  virtual void OnEstimate(const JobEstimate& /*estimate*/) {}
 };
 
 }  // namespace irontune

@@ -141,6 +141,14 @@ void TunedProfile::Add(size_t s, const ShapeResult& result) {
   out_.Put(std::move(entry));
 }
 
+void TunedProfile::Untuned(size_t s, const std::string& reason,
+                           double planned_seconds) {
+  v1::UntunedShape& u = untuned_.emplace_back();
+  u.set_shape(shapes_[s].key);
+  u.set_reason(reason);
+  u.set_planned_device_seconds(planned_seconds);
+}
+
 namespace {
 
 // The gain of the new entry `entry` made for a shape: its confirmation
@@ -194,6 +202,7 @@ std::pair<Profile, v1::ProfileDiff> TunedProfile::Finish(
   diff.set_has_recording_gain(recording.has_value());
   diff.set_recording_gain_us(recording ? recording_gain_ : 0);
   diff.set_recording_noise_us(recording.value_or(0));
+  for (v1::UntunedShape& u : untuned_) *diff.add_untuned() = std::move(u);
   return {std::move(out_), std::move(diff)};
 }
 

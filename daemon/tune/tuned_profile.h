@@ -9,7 +9,9 @@
 // incumbent stays) and two model-level gains, each shape's member gains
 // weighted by how many steps run the member, summed, noises in quadrature:
 // against the submitted profile (0 where nothing changed), and against the
-// recorded settings (the trials' deltas), labelled per recording.
+// recorded settings (the trials' deltas), labelled per recording. A shape
+// left untuned (Untuned) keeps its submitted entries and is listed in the
+// diff's `untuned`.
 //
 // Threads: one at a time. Ownership: `calls` and `shapes` are borrowed and
 // must outlive the builder.
@@ -43,6 +45,12 @@ class TunedProfile {
   // each shape added once, result.trials non-empty.
   void Add(size_t s, const ShapeResult& result);
 
+  // Leaves shape `s` untuned for `reason`: its submitted entries stay as
+  // they are, and the diff lists it in `untuned` (in the order of these
+  // calls) with `planned_seconds`, the device time its tuning was planned
+  // to take. REQUIRES: s < shapes.size(), not added.
+  void Untuned(size_t s, const std::string& reason, double planned_seconds);
+
   // The tuned profile and its diff against the submitted one, given every
   // shape's result by index (those added).
   std::pair<Profile, v1::ProfileDiff> Finish(
@@ -66,6 +74,7 @@ class TunedProfile {
   std::vector<std::pair<v1::ProfileEntry, size_t>> made_;
   double model_gain_ = 0;
   std::vector<std::optional<double>> model_noise_;
+  std::vector<v1::UntunedShape> untuned_;
   double recording_gain_ = 0;
   std::vector<std::optional<double>> recording_noise_;
 };

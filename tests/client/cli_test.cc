@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "client/job_flags.h"
+
 namespace irontune {
 namespace {
 
@@ -119,6 +121,41 @@ TEST_CASE("usage errors of the remote commands exit 2 before any call") {
   CHECK(RunCode({"cache", "import"}) == kExitUsage);
   CHECK(RunCode({"measure", kExample}, &err) == kExitUsage);
   CHECK_THAT(err, Catch::Contains("exactly one of --op and --shape"));
+}
+
+TEST_CASE("submit --budget takes a duration, and names itself when bad") {
+  CHECK(ParseBudget("90s").value() == 90);
+  CHECK(ParseBudget("15m").value() == 900);
+  CHECK(ParseBudget("1h").value() == 3600);
+  CHECK(ParseBudget("1h30m").value() == 5400);
+  CHECK(ParseBudget("2.5s").value() == 2.5);
+  for (const char* bad :
+       {"", "90", "abc", "15 minutes", "-5s", "0s", "0", "inf"}) {
+    INFO(bad);
+    const absl::StatusOr<double> s = ParseBudget(bad);
+    REQUIRE_FALSE(s.ok());
+    CHECK(absl::IsInvalidArgument(s.status()));
+    CHECK_THAT(std::string(s.status().message()),
+               Catch::StartsWith(std::string("--budget: '") + bad + "'"));
+  }
+  std::string err;
+  CHECK(RunCode({"submit", kExample, "--budget", "soon"}, &err) == kExitUsage);
+  CHECK_THAT(err, Catch::Contains("--budget"));
+  CHECK_THAT(err, Catch::Contains("'soon' is not a duration"));
+  CHECK(RunCode({"submit", kExample, "--budget", "-1m"}, &err) == kExitUsage);
+  CHECK_THAT(err, Catch::Contains("not a positive, finite duration"));
+  // Only submit has it.
+  CHECK(RunCode({"measure", kExample, "--shape", "GEMV M=2048 K=8192",
+                 "--budget", "1m"}) == kExitUsage);
+
+  // The request carries it in seconds; left out, no budget.
+  JobFlags flags;
+  v1::AutotuneRequest request;
+  ApplyJobFlags(flags, ClientEnvironment(), &request);
+  CHECK(request.budget_seconds() == 0);
+  flags.budget = "15m";
+  ApplyJobFlags(flags, ClientEnvironment(), &request);
+  CHECK(request.budget_seconds() == 900);
 }
 
 TEST_CASE("a bad recording is refused locally, naming the file") {

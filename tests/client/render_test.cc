@@ -129,6 +129,42 @@ TEST_CASE("progress: a bar on a terminal, a sentence otherwise") {
         "cache, best tile_m=128: -3.20 ± 0.40 µs, eta 1m20s");
 }
 
+TEST_CASE("progress: the NPU time used and to go, beside the eta") {
+  v1::ShapeProgress p;
+  p.set_index(1);
+  p.set_total(3);
+  p.set_shape("GEMV M=128256 K=2048");
+  p.set_planned_device_seconds(600);
+  p.set_used_device_seconds(75);
+  p.set_remaining_device_seconds(192);
+  p.set_eta_seconds(200);
+  const std::string line = RenderProgress(p, ProgressStyle::kLines, 0);
+  CHECK_THAT(line,
+             Catch::EndsWith("eta 3m20s (NPU 1m15s used, about 3m12s to go)"));
+  CHECK_THAT(RenderProgress(p, ProgressStyle::kBar, 200),
+             Catch::EndsWith("eta 3m20s"));
+  // The end of the job: nothing to go, no eta.
+  p.set_remaining_device_seconds(0);
+  p.set_eta_seconds(0);
+  CHECK_THAT(RenderProgress(p, ProgressStyle::kLines, 0),
+             Catch::EndsWith("NPU 1m15s used, about 0.0 s to go"));
+}
+
+TEST_CASE("the summary lists the shapes the budget left untuned") {
+  v1::ProfileDiff diff;
+  v1::UntunedShape* u = diff.add_untuned();
+  u->set_shape("GEMM M=128 K=128 N=128");
+  u->set_reason("the budget of 90.0 s of device time was spent (95.2 s used)");
+  u->set_planned_device_seconds(42);
+  const std::string out = RenderDiffSummary(diff, nullptr);
+  CHECK_THAT(out, Catch::Contains("1 shape left untuned, their entries kept "
+                                  "as submitted:\n  GEMM M=128 K=128 N=128: "
+                                  "the budget of 90.0 s"));
+  CHECK_THAT(out, Catch::Contains("(planned 42 s on the NPU)"));
+  CHECK_THAT(RenderDiffSummary(v1::ProfileDiff(), nullptr),
+             !Catch::Contains("untuned"));
+}
+
 TEST_CASE(
     "the status view shows the device, the running job, queue and cache") {
   v1::StatusResponse s;

@@ -130,5 +130,24 @@ TEST_CASE("admission: the example model is admitted under the defaults") {
   CHECK(cost->memory_bytes > 0);
 }
 
+TEST_CASE("admission: a budget caps an Autotune's device-time estimate") {
+  auto calls = LoadRecording(std::string(IRONTUNE_SOURCE_DIR) +
+                             "/examples/llama-3.2-1b.rec");
+  REQUIRE(calls.ok());
+  v1::AutotuneRequest request;
+  *request.mutable_calls() = *calls;
+  const auto full = AdmitAutotune(request, Strix(), AdmissionLimits());
+  REQUIRE(full.ok());
+  REQUIRE(full->device_seconds > 2);
+  AdmissionLimits limits;
+  limits.job_device_seconds = full->device_seconds / 2;
+  CHECK(absl::IsResourceExhausted(
+      AdmitAutotune(request, Strix(), limits).status()));
+  request.set_budget_seconds(full->device_seconds / 4);
+  const auto capped = AdmitAutotune(request, Strix(), limits);
+  REQUIRE(capped.ok());
+  CHECK(capped->device_seconds == request.budget_seconds());
+}
+
 }  // namespace
 }  // namespace irontune

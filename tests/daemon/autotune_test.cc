@@ -1002,6 +1002,113 @@ TEST_CASE("Autotune: +-2 noises cover a search's recorded step time") {
   CHECK(rms_z <= 1.2);
 }
 
+// A LocalTuneContext that keeps the estimates it is told.
+struct EstimateRecorder : testing::LocalTuneContext {
+  using LocalTuneContext::LocalTuneContext;
+  void OnEstimate(const JobEstimate& e) override { estimates.push_back(e); }
+  std::vector<JobEstimate> estimates;
+};
+
+// A small GEMM run once and a large GEMV run twice: in Shapes() order the
+// GEMM comes first, by weighted time the GEMV.
+v1::Calls SmallGemmLargeGemv() {
+  return MakeCalls(
+      {SearchGemm(128, 128, 128, 64, 64, 1), SearchGemv(2048, 2048)},
+      {0, 1, 1});
+}
+
+TEST_CASE("Autotune: the most weighted time first, results in Shapes order") {
+  const v1::Calls calls = SmallGemmLargeGemv();
+  Rig rig;
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing = Quick();
+  EstimateRecorder context(rig.device.get(), &rig.builder);
+  auto result = Autotune(calls, Profile(), options, context);
+  REQUIRE(result.ok());
+  REQUIRE(context.shapes.size() == 2);
+  CHECK(absl::StartsWith(context.shapes[0], "GEMV M=2048 K=2048"));
+  CHECK(absl::StartsWith(context.shapes[1], "GEMM M=128"));
+  REQUIRE(result->shapes.size() == 2);
+  CHECK(absl::StartsWith(result->shapes[0].key, "GEMM"));
+  CHECK(absl::StartsWith(result->shapes[1].key, "GEMV"));
+  CHECK(result->diff.untuned_size() == 0);
+
+  // The estimate: planned before the first shape, told as each begins and
+  // ends, used never falling, nothing left at the end.
+  REQUIRE(context.estimates.size() == 1 + 2 * 2);
+  const JobEstimate& first = context.estimates.front();
+  CHECK(first.done == 0);
+  CHECK(first.total == 2);
+  CHECK(first.planned_seconds > 0);
+  CHECK(first.used_seconds == 0);
+  CHECK(first.remaining_seconds == Approx(first.planned_seconds));
+  for (size_t i = 1; i < context.estimates.size(); ++i) {
+    const JobEstimate& e = context.estimates[i];
+    CHECK(e.planned_seconds == first.planned_seconds);
+    CHECK(e.used_seconds >= context.estimates[i - 1].used_seconds);
+    CHECK(e.remaining_seconds >= 0);
+  }
+  const JobEstimate& last = context.estimates.back();
+  CHECK(last.done == 2);
+  CHECK(last.remaining_seconds == 0);
+  CHECK(last.used_seconds > 0);
+  // After the first shape, the rest is its plan scaled by what the first
+  // measured over its plan: corrected, so no longer the plan itself.
+  const JobEstimate& after_one = context.estimates[2];
+  CHECK(after_one.done == 1);
+  CHECK(after_one.remaining_seconds != Approx(after_one.planned_seconds));
+}
+
+TEST_CASE("Autotune: a spent budget leaves the rest untuned, entries kept") {
+  const v1::Calls calls = SmallGemmLargeGemv();
+  Profile before;
+  const v1::ProfileEntry gemm_entry =
+      Entry("GEMM", Dims({{"M", 128}, {"K", 128}, {"N", 128}}),
+            Dims({{"tile_m", 64}, {"tile_n", 64}, {"num_aie_columns", 1}}));
+  before.Add(gemm_entry);
+  Rig rig;
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing = Quick();
+  // Spent by the first shape's first run: the GEMV is tuned (a shape once
+  // begun is finished), the GEMM never begins.
+  options.budget_seconds = 1e-9;
+  EstimateRecorder context(rig.device.get(), &rig.builder);
+  auto result = Autotune(calls, before, options, context);
+  REQUIRE(result.ok());
+  REQUIRE(context.shapes.size() == 1);
+  CHECK(absl::StartsWith(context.shapes[0], "GEMV"));
+  REQUIRE(result->diff.untuned_size() == 1);
+  const v1::UntunedShape& untuned = result->diff.untuned(0);
+  CHECK(absl::StartsWith(untuned.shape(), "GEMM M=128"));
+  CHECK_THAT(untuned.reason(), Catch::Contains("budget"));
+  CHECK(untuned.planned_device_seconds() > 0);
+  CHECK(Saw(context.lines, "1 of 2 shapes left untuned"));
+  // The GEMM's entry is as submitted; the GEMV got one.
+  REQUIRE(result->diff.kept_size() == 1);
+  CHECK(result->diff.kept(0).SerializeAsString() ==
+        gemm_entry.SerializeAsString());
+  CHECK(result->diff.changed_size() == 0);
+  REQUIRE(result->diff.added_size() == 1);
+  CHECK(result->diff.added(0).operator_class() == "GEMV");
+  CHECK(result->shapes[0].trials.empty());
+  CHECK_FALSE(result->shapes[1].trials.empty());
+  // The estimate ends at 0 with both shapes done; the untuned one's plan
+  // was dropped from what remained.
+  REQUIRE_FALSE(context.estimates.empty());
+  CHECK(context.estimates.back().done == 2);
+  CHECK(context.estimates.back().remaining_seconds == 0);
+
+  // Without a budget both shapes are tuned.
+  options.budget_seconds = 0;
+  EstimateRecorder full(rig.device.get(), &rig.builder);
+  auto all = Autotune(calls, before, options, full);
+  REQUIRE(all.ok());
+  CHECK(full.shapes.size() == 2);
+  CHECK(all->diff.untuned_size() == 0);
+}
+
 }  // namespace
 }  // namespace irontune
 

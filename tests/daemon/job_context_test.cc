@@ -65,5 +65,52 @@ TEST_CASE("a batch of trials is one trial event, in order") {
   CHECK(trials[0].trials(2).refused() == "does not build");
 }
 
+TEST_CASE("progress carries the job's device-time estimate and its end") {
+  auto job = std::make_shared<Job>("j3", Job::Request(v1::AutotuneRequest()),
+                                   "ann", v1::PRIORITY_INTERACTIVE,
+                                   /*detach=*/false);
+  auto device = MakeSimDevice("sim:npu2", SimOptions());
+  REQUIRE(device.ok());
+  SimBuilder builder;
+  JobContext context(job, **device, builder, nullptr);
+  JobEstimate e;
+  e.total = 2;
+  e.planned_seconds = 30;
+  e.remaining_seconds = 30;
+  e.current_seconds = 10;
+  context.OnEstimate(e);
+  context.OnShape(0, 2, "GEMM 1");
+  e.done = 1;
+  e.used_seconds = 12;
+  e.remaining_seconds = 24;
+  e.current_seconds = 0;
+  context.OnEstimate(e);
+  context.OnShape(1, 2, "GEMM 2");
+  e.done = 2;
+  e.remaining_seconds = 0;
+  context.OnEstimate(e);
+  bool done = false;
+  std::vector<v1::ShapeProgress> progress;
+  for (const v1::AutotuneEvent& ev :
+       job->EventsFrom(0, absl::ZeroDuration(), &done)) {
+    if (ev.has_progress()) progress.push_back(ev.progress());
+  }
+  // One per shape, and one more once every shape is done.
+  REQUIRE(progress.size() == 3);
+  for (const v1::ShapeProgress& p : progress) {
+    CHECK(p.planned_device_seconds() == 30);
+    CHECK(p.total() == 2);
+  }
+  CHECK(progress[0].remaining_device_seconds() == 30);
+  CHECK(progress[0].done() == 0);
+  CHECK(progress[1].remaining_device_seconds() == 24);
+  CHECK(progress[1].done() == 1);
+  CHECK(progress[1].eta_seconds() > 0);
+  CHECK(progress[2].remaining_device_seconds() == 0);
+  CHECK(progress[2].eta_seconds() == 0);
+  CHECK(progress[2].done() == 2);
+  CHECK(job->Summary().shapes_done() == 2);
+}
+
 }  // namespace
 }  // namespace irontune

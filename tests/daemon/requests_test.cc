@@ -273,5 +273,24 @@ TEST_CASE("requests: min_gain is a share of the step, at least 0 and below 1") {
   }
 }
 
+TEST_CASE("requests: budget_seconds is a finite device time, 0 for none") {
+  v1::AutotuneRequest request;
+  *request.mutable_calls() = testing::AddSiluCalls();
+  REQUIRE(ValidateAutotuneRequest(request).ok());
+  CHECK(AutotuneOptionsOf(request, "").budget_seconds == 0);
+  for (double bad : {-1.0, -1e-9, std::nan(""), HUGE_VAL, -HUGE_VAL}) {
+    request.set_budget_seconds(bad);
+    const absl::Status s = ValidateAutotuneRequest(request);
+    INFO(bad << ": " << s.ToString());
+    CHECK(absl::IsInvalidArgument(s));
+    CHECK(absl::StartsWith(s.message(), "budget_seconds"));
+  }
+  for (double good : {0.0, 0.25, 90.0, 86400.0}) {
+    request.set_budget_seconds(good);
+    CHECK(ValidateAutotuneRequest(request).ok());
+    CHECK(AutotuneOptionsOf(request, "").budget_seconds == good);
+  }
+}
+
 }  // namespace
 }  // namespace irontune

@@ -113,6 +113,36 @@ TEST_CASE("e2e: submit tunes a recording and prints the diff") {
   CHECK(daemon.Stop() == 0);
 }
 
+TEST_CASE("e2e: submit --budget leaves the shapes not begun untuned") {
+  const std::string dir = TempDir("budget");
+  Daemon daemon(dir);
+  // The virtual clock's device time: the first shape alone passes 1 ms.
+  Result r = daemon.Client(SubmitSmall(dir, {"--budget", "1ms", "--json"}));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  const nlohmann::json& untuned = doc["diff"]["untuned"];
+  REQUIRE(untuned.size() == 1);
+  CHECK_THAT(untuned[0]["reason"].get<std::string>(),
+             Catch::Contains("budget of 0.001 s"));
+  CHECK(untuned[0]["planned_device_seconds"].get<double>() > 0);
+  // One shape tuned: one entry added, the untuned one has none.
+  CHECK(doc["diff"]["added"].size() == 1);
+  CHECK(doc["stats"]["device_seconds"].get<double>() > 0.001);
+  // Progress on stderr carried the estimate down to nothing left.
+  CHECK_THAT(r.err, Catch::Contains("about 0.0 s to go"));
+  // The table names the untuned shape (timed again: cached figures cost no
+  // device time); a bad budget never reaches the daemon.
+  Result table =
+      daemon.Client(SubmitSmall(dir, {"--budget", "1ms", "--remeasure"}));
+  REQUIRE(table.code == 0);
+  CHECK_THAT(table.out, Catch::Contains("1 shape left untuned"));
+  Result bad = daemon.Client(SubmitSmall(dir, {"--budget", "soon"}));
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--budget"));
+  CHECK(daemon.Stop() == 0);
+}
+
 TEST_CASE("e2e: a profile that differs fails --check with exit 3") {
   const std::string dir = TempDir("check");
   Daemon daemon(dir);

@@ -212,7 +212,9 @@ TEST_CASE("robustness: after kill -9 the job reads interrupted") {
     // Builds cost little here: the test is about what a kill leaves.
     Irontuned daemon(dir, {"--sim-build-seconds", "0.02"}, "", "realtime");
     REQUIRE(daemon.Up());
-    auto client = daemon.StartClient({"submit", kExample});
+    // A short Timing: the example's heaviest shapes are tuned first.
+    auto client = daemon.StartClient(
+        {"submit", kExample, "--rounds", "2", "--calls", "5"});
     // Two shapes begun: the first one's end is on record.
     job = daemon.WaitForShapes(2);
     REQUIRE(!job.empty());
