@@ -492,11 +492,11 @@ TEST_CASE("security: clearing the cache needs admin, the next job re-times") {
   const nlohmann::json cache = nlohmann::json::parse(stats.out)["cache"];
   CHECK((!cache.contains("rows") || cache["rows"] == "0"));
 
-  // The next submit times afresh every figure the cache served before (a
-  // winner's re-timing depends on which setting wins, so the totals may
-  // differ from the first job's).
+  // The next submit takes nothing from the cache and times afresh (which
+  // settings a race keeps for the full Timing, and which wins, follow the
+  // noise, so the totals may differ from the first job's).
   const nlohmann::json again = SubmitStats(daemon.Client("ci", submit));
-  CHECK(again.value("settings_timed", 0) >= cached.value("cache_hits", 0));
+  CHECK(again.value("settings_timed", 0) > 0);
   CHECK(again.value("cache_hits", 0) == 0);
   CHECK_THAT(daemon.Log(), Catch::Contains("cleared by ops@ipv4:127.0.0.1"));
 }
