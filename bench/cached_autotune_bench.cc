@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/percentile.h"
 #include "common/profile.h"
 #include "common/recording.h"
 #include "daemon/npu/device.h"
@@ -31,10 +32,14 @@
 #include "daemon/tune/settings.h"
 #include "daemon/tune/shapes.h"
 #include "spdlog/spdlog.h"
+#include "tests/testing/counting_fakes.h"
 #include "tests/testing/tune_context.h"
 
 namespace irontune {
 namespace {
+
+using testing::CountingBuilder;
+using testing::CountingDevice;
 
 const std::string kSource = IRONTUNE_SOURCE_DIR;
 
@@ -50,48 +55,11 @@ double WallSeconds() {
       .count();
 }
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t rank = static_cast<size_t>(p / 100.0 * v.size() + 0.999999);
-  rank = std::clamp<size_t>(rank, 1, v.size());
-  return v[rank - 1];
-}
-
 void Print(const char* what, const std::vector<double>& s) {
   std::printf("  %-40s p50 %8.2f ms  p99 %8.2f ms  min %8.2f ms\n", what,
               Percentile(s, 50) * 1e3, Percentile(s, 99) * 1e3,
               *std::min_element(s.begin(), s.end()) * 1e3);
 }
-
-// Counts what the run asks of the builder.
-class CountingBuilder : public Builder {
- public:
-  explicit CountingBuilder(Builder& inner) : inner_(inner) {}
-  absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override {
-    ++builds;
-    return inner_.Build(request);
-  }
-  void Prefetch(const BuildRequest&) override { ++prefetches; }
-  std::string Environment() const override { return inner_.Environment(); }
-  int builds = 0;
-  int prefetches = 0;
-
- private:
-  Builder& inner_;
-};
-
-// Counts the device's loads.
-class CountingDevice : public DeviceWrapper {
- public:
-  using DeviceWrapper::DeviceWrapper;
-  absl::StatusOr<std::unique_ptr<Image>> Load(
-      const Artifact& artifact) override {
-    ++loads;
-    return DeviceWrapper::Load(artifact);
-  }
-  int loads = 0;
-};
 
 struct Args {
   int runs = 30;

@@ -51,6 +51,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "bench/percentile.h"
 #include "common/profile.h"
 #include "common/recording.h"
 #include "common/value.h"
@@ -77,15 +78,6 @@ const std::string kProfile = kSource + "/examples/profiles/npu2.json";
 
 double Since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// Nearest-rank percentile of `v` (sorted in place), p in [0, 100].
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t rank = static_cast<size_t>(p / 100.0 * v.size() + 0.999999);
-  rank = std::clamp<size_t>(rank, 1, v.size());
-  return v[rank - 1];
 }
 
 void PrintLatencies(const char* what, const std::vector<double>& s) {

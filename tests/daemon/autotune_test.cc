@@ -27,6 +27,7 @@
 #include "daemon/tune/settings.h"
 #include "daemon/tune/time_shape.h"
 #include "daemon/tune/verdicts.h"
+#include "tests/testing/counting_fakes.h"
 #include "tests/testing/sim_fixtures.h"
 #include "tests/testing/tune_context.h"
 
@@ -1115,32 +1116,6 @@ TEST_CASE("Autotune: a spent budget leaves the rest untuned, entries kept") {
 namespace irontune {
 namespace {
 
-// Counts what a run asks of the builder.
-class CountingBuilder : public Builder {
- public:
-  absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override {
-    ++builds;
-    return inner.Build(request);
-  }
-  void Prefetch(const BuildRequest&) override { ++prefetches; }
-  std::string Environment() const override { return inner.Environment(); }
-  SimBuilder inner;
-  int builds = 0;
-  int prefetches = 0;
-};
-
-// Counts the device's loads.
-class CountingDevice : public DeviceWrapper {
- public:
-  using DeviceWrapper::DeviceWrapper;
-  absl::StatusOr<std::unique_ptr<Image>> Load(
-      const Artifact& artifact) override {
-    ++loads;
-    return DeviceWrapper::Load(artifact);
-  }
-  int loads = 0;
-};
-
 TEST_CASE("Autotune: a cached rerun builds, loads, seeds and judges nothing") {
   // A GEMM and a GEMV whose settings build, run and are judged afresh.
   v1::Operator gemm = testing::Gemm(128, 256, 128, 64, 64, 64, 1);
@@ -1167,8 +1142,9 @@ TEST_CASE("Autotune: a cached rerun builds, loads, seeds and judges nothing") {
   REQUIRE(cache.ok());
 
   Rig rig;
-  CountingBuilder first_builder;
-  CountingDevice first_device(rig.device.get());
+  SimBuilder first_sim;
+  testing::CountingBuilder first_builder(first_sim);
+  testing::CountingDevice first_device(rig.device.get());
   testing::LocalTuneContext first(&first_device, &first_builder, cache->get());
   auto timed = Autotune(calls, Profile(), options, first);
   REQUIRE(timed.ok());
@@ -1178,8 +1154,9 @@ TEST_CASE("Autotune: a cached rerun builds, loads, seeds and judges nothing") {
   REQUIRE(first.inputs_asked > 0);
 
   judged = 0;
-  CountingBuilder builder;
-  CountingDevice device(rig.device.get());
+  SimBuilder sim_builder;
+  testing::CountingBuilder builder(sim_builder);
+  testing::CountingDevice device(rig.device.get());
   testing::LocalTuneContext again(&device, &builder, cache->get());
   auto cached = Autotune(calls, Profile(), options, again);
   REQUIRE(cached.ok());

@@ -1,0 +1,49 @@
+// Seam wrappers that count what a run asks of the builder and the device,
+// so a test or a benchmark can say that a cached run built or loaded
+// nothing.
+//
+// Threads: one at a time, as the seams they wrap. Ownership: the wrapped
+// builder or device is borrowed and must outlive the wrapper.
+#ifndef IRONTUNE_TESTS_TESTING_COUNTING_FAKES_H_
+#define IRONTUNE_TESTS_TESTING_COUNTING_FAKES_H_
+
+#include <memory>
+#include <string>
+
+#include "daemon/npu/builder.h"
+#include "daemon/npu/device.h"
+
+namespace irontune::testing {
+
+// Counts builds and prefetches; builds through `inner`, prefetches nothing.
+class CountingBuilder : public Builder {
+ public:
+  explicit CountingBuilder(Builder& inner) : inner_(inner) {}
+  absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override {
+    ++builds;
+    return inner_.Build(request);
+  }
+  void Prefetch(const BuildRequest&) override { ++prefetches; }
+  std::string Environment() const override { return inner_.Environment(); }
+  int builds = 0;
+  int prefetches = 0;
+
+ private:
+  Builder& inner_;
+};
+
+// Counts the device's loads.
+class CountingDevice : public DeviceWrapper {
+ public:
+  using DeviceWrapper::DeviceWrapper;
+  absl::StatusOr<std::unique_ptr<Image>> Load(
+      const Artifact& artifact) override {
+    ++loads;
+    return DeviceWrapper::Load(artifact);
+  }
+  int loads = 0;
+};
+
+}  // namespace irontune::testing
+
+#endif  // IRONTUNE_TESTS_TESTING_COUNTING_FAKES_H_
