@@ -9,7 +9,8 @@
 // CPU); --cache keeps it in PATH for the next invocation. Each further run
 // is timed by the wall clock and by the thread's CPU clock (the figure to
 // trust on a loaded box), with the Settings enumeration and the admission's
-// share timed apart.
+// share timed apart: first as irontuned runs it (each shape's search kept
+// in the shape memo), then with the memo emptied before each run.
 #include <time.h>
 
 #include <algorithm>
@@ -30,6 +31,7 @@
 #include "daemon/store/cache.h"
 #include "daemon/tune/autotune.h"
 #include "daemon/tune/settings.h"
+#include "daemon/tune/shape_memo.h"
 #include "daemon/tune/shapes.h"
 #include "spdlog/spdlog.h"
 #include "tests/testing/counting_fakes.h"
@@ -103,6 +105,70 @@ double SettingsSeconds(const v1::Calls& calls, const Platform& platform) {
   return CpuSeconds() - start;
 }
 
+// Times args.runs fully cached Autotunes; with `kept` false, the shape
+// memo (daemon/tune/shape_memo.h) is emptied before each, so every search
+// reads its figures from the cache again. False when a run fails.
+bool CachedRuns(const Args& args, bool kept, const v1::Calls& calls,
+                const Profile& profile, const AutotuneOptions& options,
+                const v1::AutotuneRequest& request, const Platform& platform,
+                Builder& sim_builder, Device* sim, Cache* cache) {
+  std::printf("  %s\n", kept ? "searches kept in the shape memo (the daemon's "
+                               "path):"
+                             : "shape memo emptied before each run (every "
+                               "figure read from the cache):");
+  std::vector<double> wall, cpu, admit, settings;
+  TuneStats stats;
+  int builds = 0, prefetches = 0, loads = 0, inputs = 0, trials = 0, lines = 0;
+  int judged = 0;
+  for (int r = 0; r < args.runs; ++r) {
+    CountingBuilder builder(sim_builder);
+    CountingDevice device(sim);
+    testing::LocalTuneContext context(&device, &builder, cache);
+    AutotuneOptions counted = options;
+    counted.judge = [&judged](const v1::Operator& d, const v1::Operator& op,
+                              const std::map<std::string, std::string>& in,
+                              const std::map<std::string, std::string>& out,
+                              const CallValues& values) {
+      ++judged;
+      return Judge(d, op, in, out, values);
+    };
+    double c0 = CpuSeconds();
+    (void)AdmitAutotune(request, platform, AdmissionLimits());
+    admit.push_back(CpuSeconds() - c0);
+    settings.push_back(SettingsSeconds(calls, platform));
+    if (!kept) ForgetKeptShapes();
+    const double w = WallSeconds();
+    c0 = CpuSeconds();
+    auto run = Autotune(calls, profile, counted, context);
+    cpu.push_back(CpuSeconds() - c0);
+    wall.push_back(WallSeconds() - w);
+    if (!run.ok()) {
+      std::printf("run %d: %s\n", r, run.status().ToString().c_str());
+      return false;
+    }
+    stats = run->stats;
+    builds = builder.builds;
+    prefetches = builder.prefetches;
+    loads = device.loads;
+    inputs = context.inputs_asked;
+    trials = context.trials;
+    lines = static_cast<int>(context.lines.size());
+  }
+  std::printf(
+      "    each cached run: %lld measure calls, %lld cache hits, %lld timed; "
+      "builds %d, prefetches %d, device loads %d, seeded inputs asked %d, "
+      "judged %d; OnTrial %d, log lines %d\n",
+      static_cast<long long>(stats.measure_calls),
+      static_cast<long long>(stats.cache_hits),
+      static_cast<long long>(stats.device_timed), builds, prefetches, loads,
+      inputs, judged, trials, lines);
+  Print("  Autotune, wall", wall);
+  Print("  Autotune, thread CPU", cpu);
+  Print("  AdmitAutotune (server), thread CPU", admit);
+  Print("  Settings of every shape, thread CPU", settings);
+  return true;
+}
+
 int Run(const Args& args) {
   spdlog::set_level(spdlog::level::warn);
   auto calls = LoadRecording(kSource + "/examples/llama-3.2-1b.rec");
@@ -154,55 +220,12 @@ int Run(const Args& args) {
                 static_cast<long long>(first->stats.cache_hits));
   }
 
-  std::vector<double> wall, cpu, admit, settings;
-  TuneStats stats;
-  int builds = 0, prefetches = 0, loads = 0, inputs = 0, trials = 0, lines = 0;
-  int judged = 0;
-  for (int r = 0; r < args.runs; ++r) {
-    CountingBuilder builder(sim_builder);
-    CountingDevice device(sim->get());
-    testing::LocalTuneContext context(&device, &builder, cache->get());
-    AutotuneOptions counted = options;
-    counted.judge = [&judged](const v1::Operator& d, const v1::Operator& op,
-                              const std::map<std::string, std::string>& in,
-                              const std::map<std::string, std::string>& out,
-                              const CallValues& values) {
-      ++judged;
-      return Judge(d, op, in, out, values);
-    };
-    double c0 = CpuSeconds();
-    (void)AdmitAutotune(request, *platform, AdmissionLimits());
-    admit.push_back(CpuSeconds() - c0);
-    settings.push_back(SettingsSeconds(*calls, *platform));
-    const double w = WallSeconds();
-    c0 = CpuSeconds();
-    auto run = Autotune(*calls, *profile, counted, context);
-    cpu.push_back(CpuSeconds() - c0);
-    wall.push_back(WallSeconds() - w);
-    if (!run.ok()) {
-      std::printf("run %d: %s\n", r, run.status().ToString().c_str());
+  for (const bool kept : {true, false}) {
+    if (!CachedRuns(args, kept, *calls, *profile, options, request, *platform,
+                    sim_builder, sim->get(), cache->get())) {
       return 1;
     }
-    stats = run->stats;
-    builds = builder.builds;
-    prefetches = builder.prefetches;
-    loads = device.loads;
-    inputs = context.inputs_asked;
-    trials = context.trials;
-    lines = static_cast<int>(context.lines.size());
   }
-  std::printf(
-      "  each cached run: %lld measure calls, %lld cache hits, %lld timed; "
-      "builds %d, prefetches %d, device loads %d, seeded inputs asked %d, "
-      "judged %d; OnTrial %d, log lines %d\n",
-      static_cast<long long>(stats.measure_calls),
-      static_cast<long long>(stats.cache_hits),
-      static_cast<long long>(stats.device_timed), builds, prefetches, loads,
-      inputs, judged, trials, lines);
-  Print("Autotune, wall", wall);
-  Print("Autotune, thread CPU", cpu);
-  Print("AdmitAutotune (server), thread CPU", admit);
-  Print("Settings of every shape, thread CPU", settings);
   return 0;
 }
 

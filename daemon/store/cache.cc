@@ -276,6 +276,7 @@ Cache::Cache(std::unique_ptr<sqlite::Db> db, int64_t partition_id,
       partition_id_(partition_id),
       reads_(nullptr, db_.get(), std::move(platform), power_mode) {
   reads_.partition_id_ = partition_id;
+  Changed();
 }
 
 absl::StatusOr<std::unique_ptr<Cache>> Cache::Open(
@@ -417,6 +418,7 @@ absl::Status Cache::Put(const CacheKey& key, const v1::Measurement& m) {
 
 absl::Status Cache::Put(std::string_view digest, const v1::Measurement& m) {
   RETURN_IF_ERROR(Validate(digest, m));
+  Changed();
   // One statement in autocommit mode: one transaction.
   return Insert(put_.measurement, digest, kCacheRowSchema, m);
 }
@@ -425,12 +427,25 @@ absl::Status Cache::PutMany(absl::Span<const CacheEntry> entries) {
   for (const CacheEntry& entry : entries) {
     RETURN_IF_ERROR(Validate(entry.key, entry.measurement));
   }
+  Changed();
   ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(*db_));
   for (const CacheEntry& entry : entries) {
     RETURN_IF_ERROR(Insert(put_.measurement, entry.key, kCacheRowSchema,
                            entry.measurement));
   }
   return txn.Commit();
+}
+
+namespace {
+
+// The last generation given to any Cache of the process.
+std::atomic<uint64_t> last_generation{0};
+
+}  // namespace
+
+void Cache::Changed() {
+  generation_.store(last_generation.fetch_add(1) + 1,
+                    std::memory_order_release);
 }
 
 namespace {
@@ -484,6 +499,7 @@ absl::StatusOr<std::vector<std::optional<std::string>>> Cache::GetVerdicts(
 
 absl::Status Cache::PutVerdict(const VerdictKey& key,
                                std::string_view verdict) {
+  Changed();
   verdict_memo_.erase(VerdictMemoKey(key));
   return InsertVerdict(put_.verdict, key, kCacheRowSchema, verdict);
 }

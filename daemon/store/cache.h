@@ -35,6 +35,7 @@
 #ifndef IRONTUNE_DAEMON_STORE_CACHE_H_
 #define IRONTUNE_DAEMON_STORE_CACHE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <iosfwd>
@@ -316,6 +317,15 @@ class Cache {
   const std::string& platform() const { return reads_.platform(); }
   PowerMode power_mode() const { return reads_.power_mode(); }
 
+  // A value that changes whenever this Cache writes (Put, PutMany,
+  // PutVerdict, Import, ImportIronCosts, DropImport, Clear; also a write
+  // that fails), unique across every Cache of the process: what was worked
+  // out from the cache's contents while generation() returned G still
+  // holds while it returns G (the file has no other writer). Any thread.
+  uint64_t generation() const {
+    return generation_.load(std::memory_order_acquire);
+  }
+
  private:
   Cache(std::unique_ptr<sqlite::Db> db, int64_t partition_id,
         std::string platform, PowerMode power_mode);
@@ -369,6 +379,9 @@ class Cache {
   // Verdicts found or stored, by VerdictMemoKey.
   absl::flat_hash_map<std::string, std::string> verdict_memo_;
   void KeepVerdict(const VerdictKey& key, std::string verdict);
+  // Moves generation() on, to a value no Cache of the process had before.
+  void Changed();
+  std::atomic<uint64_t> generation_;
 };
 
 }  // namespace irontune

@@ -177,6 +177,7 @@ absl::Status CacheReader::ExportVerdicts(std::ostream& out) {
 absl::StatusOr<ImportCounts> Cache::Import(std::istream& in,
                                            const ImportOrigin& origin) {
   verdict_memo_.clear();
+  Changed();
   ASSIGN_OR_RETURN(Inserts add, PrepareInserts(*db_, "IGNORE"));
   ImportCounts counts;
   ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(*db_));
@@ -224,6 +225,7 @@ absl::StatusOr<int64_t> Cache::RecordImport(const ImportOrigin& origin) {
 
 absl::StatusOr<int64_t> Cache::DropImport(int64_t id) {
   verdict_memo_.clear();
+  Changed();
   ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(*db_));
   ASSIGN_OR_RETURN(sqlite::Statement find,
                    db_->Prepare("SELECT dropped FROM imports WHERE id = ?1"));
@@ -258,6 +260,7 @@ absl::StatusOr<int64_t> Cache::DropImport(int64_t id) {
 
 absl::StatusOr<ClearCounts> Cache::Clear() {
   verdict_memo_.clear();
+  Changed();
   ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(*db_));
   ClearCounts counts;
   const std::pair<const char*, int64_t*> tables[] = {
@@ -380,6 +383,7 @@ absl::Status Cache::ImportIronFile(Inserts& add, const ImportLine& line,
 // IRON's cost cache
 
 absl::StatusOr<ImportCounts> Cache::ImportIronCosts(const fs::path& root) {
+  Changed();
   const fs::path dir =
       root / platform() / std::string(PowerModeName(power_mode()));
   ASSIGN_OR_RETURN(std::vector<fs::path> files, ListIronFiles(dir));

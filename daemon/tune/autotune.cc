@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "daemon/npu/metered.h"
 #include "daemon/tune/settings.h"
+#include "daemon/tune/shape_memo.h"
 
 namespace irontune {
 
@@ -130,8 +131,8 @@ absl::Status AutotuneRun::Next() {
       RecordedSetting(calls_.operators(static_cast<int>(shape.members[0].op))));
   const double before = device_seconds();
   ASSIGN_OR_RETURN(ShapeResult timed,
-                   TimeShape(shape, calls_, platform_, options_, cycles_,
-                             *logged_, &stats_, position, &incumbent));
+                   TimeShapeKept(shape, calls_, platform_, options_, cycles_,
+                                 *logged_, &stats_, position, &incumbent));
   if (timed.best != timed.incumbent) {
     const Comparison& gain = timed.against_incumbent.trial;
     logged_->Log(absl::StrFormat(

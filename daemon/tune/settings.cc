@@ -206,6 +206,12 @@ SearchSpace CompleteSearchSpace(const SearchSpace& space) {
   return out;
 }
 
+bool IsDefaultSpace(const SearchSpace& space) {
+  return Holds(space.domain, &DefaultDomain) &&
+         Holds(space.violation, &DefaultViolation) &&
+         Holds(space.identity, &DefaultIdentity);
+}
+
 namespace {
 
 // Settings' list, and its line about dropped combinations ("" for none).
@@ -266,13 +272,6 @@ absl::StatusOr<Enumerated> Enumerate(const v1::Operator& op,
                      " settings dropped (first: ", first_reason, ")");
   }
   return out;
-}
-
-// Whether `space` is DefaultSearchSpace()'s, member by member.
-bool IsDefaultSpace(const SearchSpace& space) {
-  return Holds(space.domain, &DefaultDomain) &&
-         Holds(space.violation, &DefaultViolation) &&
-         Holds(space.identity, &DefaultIdentity);
 }
 
 // What Settings gave in the default space, by operator, platform and pins:

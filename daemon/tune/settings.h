@@ -54,6 +54,10 @@ struct SearchSpace {
 // resolve).
 SearchSpace DefaultSearchSpace();
 
+// Whether `space` is DefaultSearchSpace()'s, member by member (each one the
+// default's own function, not an equal one).
+bool IsDefaultSpace(const SearchSpace& space);
+
 // `space` with each member it leaves unset taken from DefaultSearchSpace().
 SearchSpace CompleteSearchSpace(const SearchSpace& space);
 

@@ -25,6 +25,7 @@
 #include "daemon/store/cache.h"
 #include "daemon/tune/kernel_cycles.h"
 #include "daemon/tune/settings.h"
+#include "daemon/tune/shape_memo.h"
 #include "daemon/tune/time_shape.h"
 #include "daemon/tune/verdicts.h"
 #include "tests/testing/counting_fakes.h"
@@ -1213,6 +1214,118 @@ TEST_CASE("Settings: the default space's answer is kept, another's is not") {
   auto merged = Settings(op, platform, {}, coarse);
   REQUIRE(merged.ok());
   CHECK(merged->size() < first->size());
+}
+
+// A fully cached Autotune in the default space (the shape memo keeps only
+// those) of one GEMV, with the counts the memo must leave as they were.
+struct CachedRun {
+  TuneResult result;
+  int64_t reads = 0;  // figures the run read from the cache file
+  int trials = 0;
+  std::vector<std::string> lines;
+  int builds = 0;
+};
+
+CachedRun RunCached(Rig& rig, Cache& cache, const v1::Calls& calls,
+                    const AutotuneOptions& options) {
+  const int64_t hits = cache.Stats()->hits;
+  SimBuilder sim_builder;
+  testing::CountingBuilder builder(sim_builder);
+  testing::LocalTuneContext context(rig.device.get(), &builder, &cache);
+  auto run = Autotune(calls, Profile(), options, context);
+  REQUIRE(run.ok());
+  return {*std::move(run), cache.Stats()->hits - hits, context.trials,
+          context.lines, builder.builds};
+}
+
+void CheckSameRun(const CachedRun& a, const CachedRun& b) {
+  CHECK(a.result.profile.ToJson() == b.result.profile.ToJson());
+  CHECK(a.result.diff.SerializeAsString() == b.result.diff.SerializeAsString());
+  CHECK(a.result.stats.cache_hits == b.result.stats.cache_hits);
+  CHECK(a.result.stats.measure_calls == b.result.stats.measure_calls);
+  CHECK(a.result.stats.settings_timed == b.result.stats.settings_timed);
+  CHECK(a.result.stats.device_timed == b.result.stats.device_timed);
+  CHECK(a.trials == b.trials);
+  CHECK(a.lines == b.lines);
+  REQUIRE(a.result.shapes.size() == b.result.shapes.size());
+  for (size_t s = 0; s < a.result.shapes.size(); ++s) {
+    CHECK(a.result.shapes[s].best == b.result.shapes[s].best);
+    CHECK(a.result.shapes[s].trials.size() == b.result.shapes[s].trials.size());
+  }
+}
+
+TEST_CASE(
+    "Autotune: a search that timed nothing is kept until the cache "
+    "changes") {
+  ForgetKeptShapes();
+  const v1::Calls calls = MakeCalls({SearchGemv(512, 256)}, {0});
+  AutotuneOptions options;
+  options.timing = Quick();
+  auto cache =
+      Cache::Open(TempPath("shape_memo.db"), "NPU Strix", PowerMode::kDefault);
+  REQUIRE(cache.ok());
+  Rig rig;
+  const CachedRun timed = RunCached(rig, **cache, calls, options);
+  REQUIRE(timed.result.stats.device_timed > 0);
+  REQUIRE(timed.builds > 0);
+
+  // The first cached run reads its figures from the file and is kept.
+  const CachedRun read = RunCached(rig, **cache, calls, options);
+  CHECK(read.result.stats.device_timed == 0);
+  CHECK(read.reads > 0);
+  CHECK(read.builds == 0);
+  CHECK(read.result.profile.ToJson() == timed.result.profile.ToJson());
+  // The next is answered from the memo: no figure read, the same answer,
+  // stats, trials and lines.
+  const CachedRun kept = RunCached(rig, **cache, calls, options);
+  CHECK(kept.reads == 0);
+  CheckSameRun(kept, read);
+
+  // Another margin is another search: read from the file again.
+  AutotuneOptions other = options;
+  other.min_gain = 0.01;
+  CHECK(RunCached(rig, **cache, calls, other).reads > 0);
+
+  // Any write to the cache forgets what was kept.
+  const v1::Measurement unrelated;
+  CacheKey key;
+  key.recipe_hash = std::string(64, 'a');
+  key.artifact_hash = std::string(64, 'b');
+  REQUIRE((*cache)->Put(key, unrelated).ok());
+  const CachedRun after_write = RunCached(rig, **cache, calls, options);
+  CHECK(after_write.reads > 0);
+  CheckSameRun(after_write, read);
+
+  // A remeasure is never answered from the memo.
+  AutotuneOptions remeasure = options;
+  remeasure.remeasure = true;
+  const CachedRun again = RunCached(rig, **cache, calls, remeasure);
+  CHECK(again.result.stats.device_timed > 0);
+}
+
+TEST_CASE("Cache: every write moves the generation on, unique per cache") {
+  auto a = Cache::Open(TempPath("generation_a.db"), "NPU Strix",
+                       PowerMode::kDefault);
+  auto b = Cache::Open(TempPath("generation_b.db"), "NPU Strix",
+                       PowerMode::kDefault);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK((*a)->generation() != (*b)->generation());
+  uint64_t last = (*a)->generation();
+  CacheKey key;
+  key.recipe_hash = std::string(64, 'c');
+  key.artifact_hash = std::string(64, 'd');
+  REQUIRE((*a)->Put(key, v1::Measurement()).ok());
+  CHECK((*a)->generation() != last);
+  last = (*a)->generation();
+  REQUIRE((*a)->PutVerdict({std::string(64, 'e'), "env"}, "fits").ok());
+  CHECK((*a)->generation() != last);
+  last = (*a)->generation();
+  REQUIRE((*a)->Stats().ok());
+  REQUIRE((*a)->Get(key).ok());
+  CHECK((*a)->generation() == last);  // reads leave it
+  REQUIRE((*a)->Clear().ok());
+  CHECK((*a)->generation() != last);
 }
 
 }  // namespace
