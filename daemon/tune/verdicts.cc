@@ -199,12 +199,10 @@ OutputJudge::~OutputJudge() = default;
 absl::Status OutputJudge::Start(const MeasurePlan& plan, MeasureOutcome outcome,
                                 const std::vector<int>& settings) {
   if (pending_ != nullptr) {
-    return absl::InternalError(
-        "a judging was started before the last one "
-        "was finished");
+    return absl::InternalError("judging started before the last finished");
   }
   auto pending = std::make_unique<Pending>();
-  const std::string given = GivenText(plan);
+  std::optional<std::string> given;  // GivenText, once a key needs it
   std::vector<int> unknown;
   std::vector<VerdictKey> keys;
   const std::string& want = outcome.measurements.at(0).output();
@@ -214,8 +212,9 @@ absl::Status OutputJudge::Start(const MeasurePlan& plan, MeasureOutcome outcome,
       pending->known[i] = "";
       continue;
     }
+    if (!given) given = GivenText(plan);
     unknown.push_back(i);
-    keys.push_back(JudgementKey(options_, plan, i, want, got, given));
+    keys.push_back(JudgementKey(options_, plan, i, want, got, *given));
   }
   ASSIGN_OR_RETURN(std::vector<std::optional<std::string>> kept,
                    KeptVerdicts(options_.cache, keys, kAdmitted));
@@ -241,7 +240,7 @@ absl::Status OutputJudge::Start(const MeasurePlan& plan, MeasureOutcome outcome,
     work.values = plan.values;
     work.inputs_id = absl::StrCat(
         RecipeKeyHash(plan.settings[0], options_.platform, options_.packaging),
-        "\n", options_.seed, given);
+        "\n", options_.seed, *given);
     pending->judged =
         std::async(std::launch::async,
                    [this, work = std::move(work)] { return JudgeAll(work); });
