@@ -39,6 +39,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -409,6 +410,29 @@ struct From {
   bool remeasure = false;
 };
 
+// Settings judged and CPU references computed by every Autotune this run
+// (the judge runs on a helper thread).
+std::atomic<int64_t> g_judged{0};
+std::atomic<int64_t> g_references{0};
+
+// The default judge and reference, counted.
+void CountJudging(AutotuneOptions& options) {
+  options.judge = [](const v1::Operator& d, const v1::Operator& op,
+                     const std::map<std::string, std::string>& in,
+                     const std::map<std::string, std::string>& out,
+                     const CallValues& values,
+                     const ReferenceLookup& reference) {
+    ++g_judged;
+    return Judge(d, op, in, out, values, reference);
+  };
+  options.reference = [](const v1::Operator& op,
+                         const std::map<std::string, std::string>& in,
+                         const CallValues& values) {
+    ++g_references;
+    return ReferenceOutputs(op, in, values);
+  };
+}
+
 absl::StatusOr<Run> Tune(const v1::Calls& calls, const Config& config,
                          uint64_t seed, int exhaustive,
                          const TunableValues* watch = nullptr, From from = {}) {
@@ -426,6 +450,7 @@ absl::StatusOr<Run> Tune(const v1::Calls& calls, const Config& config,
   // Timing every setting means the full Timing for each: no race.
   options.race = exhaustive < (1 << 30);
   options.remeasure = from.remeasure;
+  CountJudging(options);
   const Profile empty;
   auto result =
       Autotune(calls, from.profile ? *from.profile : empty, options, deps);
@@ -826,6 +851,11 @@ void PrintCost(const std::vector<Row>& rows) {
   std::printf(
       "  exhaustive choices within 1%% of the admitted optimum: %d of %d\n",
       ex_within, n);
+  std::printf(
+      "  judging (every search this run): %lld settings judged, %lld CPU "
+      "references computed\n",
+      static_cast<long long>(g_judged.load()),
+      static_cast<long long>(g_references.load()));
   PrintNoiseCalibration(rows);
 }
 

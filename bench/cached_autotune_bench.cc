@@ -128,9 +128,10 @@ bool CachedRuns(const Args& args, bool kept, const v1::Calls& calls,
     counted.judge = [&judged](const v1::Operator& d, const v1::Operator& op,
                               const std::map<std::string, std::string>& in,
                               const std::map<std::string, std::string>& out,
-                              const CallValues& values) {
+                              const CallValues& values,
+                              const ReferenceLookup& reference) {
       ++judged;
-      return Judge(d, op, in, out, values);
+      return Judge(d, op, in, out, values, reference);
     };
     double c0 = CpuSeconds();
     (void)AdmitAutotune(request, platform, AdmissionLimits());

@@ -69,6 +69,21 @@ uint64_t OperatorMemory(const v1::Operator& op, uint64_t settings, int repeats,
   return Add(Mul(bytes.in, distinct_steps), Add(images, judged));
 }
 
+// What an Autotune's judging of `shape` adds to its Measure's peak
+// (tune/verdicts.h): the last point's outputs (`settings` of them) and the
+// default's inputs, held while the next point is measured, and the shape's
+// CPU references, one per point of each member, each as large as the
+// outputs.
+uint64_t JudgingMemory(const Shape& shape, const v1::Operator& op,
+                       uint64_t settings) {
+  const Bytes bytes = BufferBytes(op);
+  uint64_t points = 0;
+  for (const ShapeMember& member : shape.members) {
+    points = Add(points, member.points.size());
+  }
+  return Add(Add(Mul(settings, bytes.out), bytes.in), Mul(points, bytes.out));
+}
+
 // Device seconds at least, for `settings` settings timed at `timing`.
 double DeviceSeconds(uint64_t settings, const v1::Timing& timing, int repeats) {
   const v1::Timing t = WithDefaults(timing);
@@ -200,7 +215,8 @@ absl::StatusOr<JobCost> AdmitAutotune(const v1::AutotuneRequest& request,
                      Settings(op, platform, shape.pinned, space));
     const uint64_t n = std::max<uint64_t>(settings.size(), 1);
     const uint64_t at_once = SettingsAtOnce(settings);
-    peak = std::max(peak, OperatorMemory(op, at_once, repeats, platform));
+    peak = std::max(peak, Add(OperatorMemory(op, at_once, repeats, platform),
+                              JudgingMemory(shape, op, at_once)));
     cost.device_seconds += DeviceSeconds(n, request.timing(), repeats);
   }
   // A budget stops the job from beginning a shape past it.

@@ -15,7 +15,10 @@
 //     plus each setting's outputs as read back for judging and the
 //     default's inputs (the one copy the judge reads: every setting is
 //     given the same inputs), plus the request itself. An Autotune's figure is
-//     its largest shape's.
+//     its largest shape's, with what judging adds: a point's outputs and
+//     inputs once more (judged while the next point is measured) and the
+//     shape's CPU references, one per point of each member, each as large
+//     as the outputs.
 //   - device time, a lower bound: every setting runs its two images
 //     `calls` times a round for `rounds` rounds, each run costing at least
 //     a dispatch and a step floor per step (docs/npu-facts.md, "Call costs").

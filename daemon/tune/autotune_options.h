@@ -37,6 +37,9 @@ struct AutotuneOptions {
   SearchSpace space = DefaultSearchSpace();
   // The operator's CPU reference under both gates (judge.h).
   JudgeFn judge = Judge;
+  // Computes the CPU reference the judge asks for (null: ReferenceOutputs),
+  // at most once per operator point of a shape (OutputJudge, verdicts.h).
+  ReferenceFn reference;
   // Names the judge in the cache's judgement verdicts, so another judge
   // decides afresh.
   std::string judge_id = "reference/1";

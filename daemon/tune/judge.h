@@ -30,7 +30,11 @@
 // compared bit for bit. A class without a reference admits only a
 // bit-identical output.
 //
-// Thread-safe (pure functions).
+// The reference does not depend on the tunables, only on the operator's
+// class, params, buffers and call values, the per-call values and the
+// inputs: a ReferenceMemo computes it once for every setting of one point.
+//
+// Thread-safe (pure functions), except ReferenceMemo (one thread at a time).
 #ifndef IRONTUNE_DAEMON_TUNE_JUDGE_H_
 #define IRONTUNE_DAEMON_TUNE_JUDGE_H_
 
@@ -39,13 +43,53 @@
 #include <optional>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "common/expression.h"
+#include "daemon/ops/reference.h"
 #include "irontune/v1/recording.pb.h"
 
 namespace irontune {
 
 inline constexpr char kOnlyBitIdentical[] =
     "only a bit-identical output is admitted";
+
+// Computes the CPU reference of `op` on `inputs` at per-call `values`, as
+// ReferenceOutputs (daemon/ops/reference.h) does; tests count calls.
+using ReferenceFn = std::function<absl::StatusOr<Reference>(
+    const v1::Operator& op, const std::map<std::string, std::string>& inputs,
+    const CallValues& values)>;
+
+// Where a judge takes the reference of `op` on `inputs` at `values` from:
+// the reference or why there is none (ReferenceOutputs' error). The
+// pointer stays valid while the judge's call lasts.
+using ReferenceLookup = std::function<absl::StatusOr<const Reference*>(
+    const v1::Operator& op, const std::map<std::string, std::string>& inputs,
+    const CallValues& values)>;
+
+// References computed once and kept, by what they depend on: the caller's
+// `inputs_id` (naming the inputs: equal ids must mean equal inputs), the
+// operator as a design without its tunables (class, params, buffers, call
+// values) and the per-call values. It holds every reference asked for
+// until it is destroyed (each as large as the operator's outputs): keep
+// one for as long as its points are judged again (one shape's search).
+// Not thread-safe: one thread at a time.
+class ReferenceMemo {
+ public:
+  // `compute` null: ReferenceOutputs.
+  explicit ReferenceMemo(ReferenceFn compute = {});
+
+  // The reference of `op` on `inputs` at `values`, computed on the first
+  // ask under its key; the pointer stays valid while the memo lives.
+  // REQUIRES: every ask with `inputs_id` gives the same `inputs`.
+  absl::StatusOr<const Reference*> Get(
+      const std::string& inputs_id, const v1::Operator& op,
+      const std::map<std::string, std::string>& inputs,
+      const CallValues& values);
+
+ private:
+  ReferenceFn compute_;
+  std::map<std::string, absl::StatusOr<Reference>> kept_;  // by key
+};
 
 // Why `op`'s output `written` (drained buffers by operator buffer name, raw
 // bytes) on `inputs` (filled buffers by name) may not replace the output of
@@ -55,12 +99,14 @@ inline constexpr char kOnlyBitIdentical[] =
 // element (its index into the buffer), its error and its bound, e.g.
 //   "C under the default's gate: 3 of 4096 elements miss (0 allowed); worst
 //    element 1234 off by 0.31 > 0.05".
+// The reference is asked of `reference` (null: computed here) only where
+// the gates and the bounds leave the output to compare.
 // REQUIRES: `default_op` and `op` are settings of one design.
 std::optional<std::string> Judge(
     const v1::Operator& default_op, const v1::Operator& op,
     const std::map<std::string, std::string>& inputs,
-    const std::map<std::string, std::string>& written,
-    const CallValues& values);
+    const std::map<std::string, std::string>& written, const CallValues& values,
+    const ReferenceLookup& reference = {});
 
 // The bytes of drained buffer `buffer` of `op` that lie under the call's
 // bounds (IRON's `Standalone.written`): along each axis that a CallValue
@@ -82,13 +128,14 @@ std::string OutputDigest(const v1::Operator& op,
 
 // A judge: decides whether `op`'s output may replace `default_op`'s, given
 // what the recorded setting was fed (`inputs`) and what `op` wrote
-// (`written`), at per-call `values`; nullopt = admitted, else why not.
-// Judge above is the default; tests substitute their own.
+// (`written`), at per-call `values`, taking the CPU reference (if it needs
+// one) from `reference`; nullopt = admitted, else why not. Judge above is
+// the default; tests substitute their own.
 using JudgeFn = std::function<std::optional<std::string>(
     const v1::Operator& default_op, const v1::Operator& op,
     const std::map<std::string, std::string>& inputs,
-    const std::map<std::string, std::string>& written,
-    const CallValues& values)>;
+    const std::map<std::string, std::string>& written, const CallValues& values,
+    const ReferenceLookup& reference)>;
 
 // A judge that admits only a bit-identical output, so it refuses every
 // output it is asked about (equal outputs never reach a judge).

@@ -57,10 +57,9 @@ class SettingsTimer {
     }
   }
 
-  // Adds one Measure of member `m` at a point of weight `w`; `judge`
-  // decides each admitted setting's output.
-  absl::Status Add(size_t m, double w, const MeasurePlan& plan,
-                   const MeasureOutcome& outcome, const OutputJudge& judge) {
+  // Adds one Measure of member `m` at a point of weight `w`; the outputs
+  // are judged apart (ToJudge, Refuse).
+  void Add(size_t m, double w, const MeasureOutcome& outcome) {
     const v1::Measurement& recorded = outcome.measurements.at(0);
     recorded_us_ += w * recorded.t_step_us();
     recorded_noise_.push_back(
@@ -88,12 +87,28 @@ class SettingsTimer {
       trials_[i].member_delta_us[m] += w * d.delta_us;
       noises_[i][m].push_back(
           d.noise_us ? std::optional<double>(w * *d.noise_us) : std::nullopt);
-      if (i == 0 || base_ != 0 || !trial.refused.empty()) continue;
-      ASSIGN_OR_RETURN(std::string why,
-                       judge.Verdict(plan, outcome, static_cast<int>(i)));
-      if (!why.empty()) trial.refused = std::move(why);
     }
-    return absl::OkStatus();
+  }
+
+  // The settings of `outcome` (as Add took it) whose output is to be
+  // judged: against the recorded setting, measured, not refused so far.
+  std::vector<int> ToJudge(const MeasureOutcome& outcome) const {
+    std::vector<int> out;
+    if (base_ != 0) return out;
+    for (size_t i = 1; i < trials_.size(); ++i) {
+      if (outcome.measurements.count(static_cast<int>(i)) > 0 &&
+          trials_[i].trial.refused.empty()) {
+        out.push_back(static_cast<int>(i));
+      }
+    }
+    return out;
+  }
+
+  // Takes the judge's verdicts, by setting ("" admitted).
+  void Refuse(const std::map<int, std::string>& verdicts) {
+    for (const auto& [i, why] : verdicts) {
+      if (!why.empty()) trials_[i].trial.refused = why;
+    }
   }
 
   TimedBatch Finish() && {
@@ -137,6 +152,8 @@ class ShapeSearch {
         platform_(platform),
         options_(options),
         packaging_(PackagingFor(options, platform)),
+        judge_({platform, packaging_, options.seed, options.judge,
+                options.judge_id, options.reference, context.cache()}),
         cycles_(cycles),
         context_(context),
         stats_(stats),
@@ -476,9 +493,11 @@ class ShapeSearch {
     for (int base : bases) {
       timers.emplace_back(todo, shape_.members.size(), base);
     }
-    const OutputJudge judge{platform_,         packaging_,
-                            options_.seed,     options_.judge,
-                            options_.judge_id, context_.cache()};
+    // Only a timer against the recorded setting judges.
+    SettingsTimer* judged = nullptr;
+    for (size_t b = 0; b < bases.size(); ++b) {
+      if (bases[b] == 0) judged = &timers[b];
+    }
     for (size_t m = 0; m < shape_.members.size(); ++m) {
       const ShapeMember& member = shape_.members[m];
       MeasurePlan plan = PlanFor(member, todo);
@@ -487,20 +506,40 @@ class ShapeSearch {
       plan.cache_tag = cache_tag;
       for (const WeightedValues& point : member.points) {
         if (context_.cancelled()) {
+          judge_.Finish().IgnoreError();  // keeps what was judged
           return absl::CancelledError("autotune cancelled");
         }
         plan.values = point.values;
-        ASSIGN_OR_RETURN(MeasureOutcome outcome, Measure(plan, context_));
-        Count(outcome);
-        for (SettingsTimer& timer : timers) {
-          RETURN_IF_ERROR(timer.Add(m, point.weight, plan, outcome, judge));
+        absl::StatusOr<MeasureOutcome> outcome = Measure(plan, context_);
+        if (!outcome.ok()) {
+          judge_.Finish().IgnoreError();  // keeps what was judged
+          return outcome.status();
         }
+        Count(*outcome);
+        // The last point's verdicts, judged while this point ran.
+        RETURN_IF_ERROR(JudgeDone(judged));
+        for (SettingsTimer& timer : timers) {
+          timer.Add(m, point.weight, *outcome);
+        }
+        if (judged == nullptr) continue;
+        const std::vector<int> to_judge = judged->ToJudge(*outcome);
+        RETURN_IF_ERROR(judge_.Start(plan, *std::move(outcome), to_judge));
       }
     }
+    RETURN_IF_ERROR(JudgeDone(judged));
     std::vector<TimedBatch> out;
     for (SettingsTimer& timer : timers)
       out.push_back(std::move(timer).Finish());
     return out;
+  }
+
+  // Waits for the judging under way (judge_), giving its verdicts to
+  // `timer` (may be null).
+  absl::Status JudgeDone(SettingsTimer* timer) {
+    using Verdicts = std::map<int, std::string>;
+    ASSIGN_OR_RETURN(const Verdicts verdicts, judge_.Finish());
+    if (timer != nullptr) timer->Refuse(verdicts);
+    return absl::OkStatus();
   }
 
   MeasurePlan PlanFor(const ShapeMember& member,
@@ -826,6 +865,8 @@ class ShapeSearch {
   const Platform& platform_;
   const AutotuneOptions& options_;
   const v1::Packaging packaging_;
+  // Judges outputs on a helper thread; holds the shape's CPU references.
+  OutputJudge judge_;
   const KernelCycles& cycles_;
   TuneContext& context_;
   TuneStats& stats_;

@@ -17,10 +17,12 @@
 // the cache, timing nothing, and takes what the run that timed it took.
 // docs/search.md says why each step is as it is.
 //
-// Threads: the context's (the device worker's). Failure: device, builder
-// and cache errors come back as they were; cancellation is Cancelled. A
-// setting the builder refuses or whose output is not admitted is a refused
-// Comparison, not an error.
+// Threads: the context's (the device worker's); outputs are judged on a
+// helper thread (OutputJudge, verdicts.h), each point's while the next
+// point is measured, its verdicts taken before the next point is judged.
+// Failure: device, builder and cache errors come back as they were;
+// cancellation is Cancelled. A setting the builder refuses or whose output
+// is not admitted is a refused Comparison, not an error.
 #ifndef IRONTUNE_DAEMON_TUNE_TIME_SHAPE_H_
 #define IRONTUNE_DAEMON_TUNE_TIME_SHAPE_H_
 

@@ -3,13 +3,17 @@
 // output may replace the recorded setting's (OutputJudge).
 //
 // Threads: the device worker's (they use the Builder and the writing
-// Cache). Failure: the builder's and the cache's errors come back as they
-// were; a refusal is a verdict, not an error.
+// Cache); OutputJudge judges on a helper thread of its own. Failure: the
+// builder's and the cache's errors come back as they were; a refusal is a
+// verdict, not an error.
 #ifndef IRONTUNE_DAEMON_TUNE_VERDICTS_H_
 #define IRONTUNE_DAEMON_TUNE_VERDICTS_H_
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,22 +59,65 @@ absl::StatusOr<std::vector<std::string>> Refusals(
 // judgement in the cache under the two designs, the two output digests, the
 // per-call values, the seed, the tolerance and the given inputs, and the
 // judge's id (so another judge decides afresh).
-struct OutputJudge {
-  Platform platform;
-  v1::Packaging packaging = v1::PACKAGING_FULL_ELF;
-  uint64_t seed = 0;
-  JudgeFn judge;  // null: BitIdenticalJudge()
-  std::string judge_id;
-  Cache* cache = nullptr;  // may be null; not owned
+//
+// The work is split so the device thread does only the cache's part: Start
+// answers each setting whose verdict needs no judging (equal output
+// digests; a kept judgement, the point's looked up together; a figure from
+// the cache, which carries no output) and hands the rest, with the outputs
+// they need, to a helper thread, which runs the judge while the caller
+// goes on (the next Measure); Finish waits for it, keeps its judgements in
+// the cache and gives every verdict of the Start. The helper takes each
+// CPU reference from a ReferenceMemo this OutputJudge owns, keyed under the
+// recorded setting's design, the seed and the given inputs (which decide
+// the inputs the judge is given), so one point's reference is computed
+// once for as long as the OutputJudge lives (one shape's search), however
+// many settings and Measure calls it judges.
+//
+// Threads: Start, Finish and the destructor on the device worker's (they
+// use the writing Cache); one Start at a time. Failure: the cache's errors,
+// from Start (lookups) or Finish (keeping); a refusal is a verdict.
+class OutputJudge {
+ public:
+  struct Options {
+    Platform platform;
+    v1::Packaging packaging = v1::PACKAGING_FULL_ELF;
+    uint64_t seed = 0;
+    JudgeFn judge;  // null: BitIdenticalJudge()
+    std::string judge_id;
+    ReferenceFn reference;   // null: ReferenceOutputs
+    Cache* cache = nullptr;  // may be null; not owned
+  };
 
-  // Why setting `i` of `plan` may not replace setting 0 by what `outcome`
-  // holds of both; "" where it may (always so for equal output digests).
-  // A figure from the cache carries no output: without a kept judgement it
-  // is refused, with a reason that says to remeasure.
-  // REQUIRES: outcome.measurements holds 0 and i.
-  absl::StatusOr<std::string> Verdict(const MeasurePlan& plan,
-                                      const MeasureOutcome& outcome,
-                                      int i) const;
+  explicit OutputJudge(Options options);
+  // Waits for a judging under way; its judgements are not kept.
+  ~OutputJudge();
+  OutputJudge(const OutputJudge&) = delete;
+  OutputJudge& operator=(const OutputJudge&) = delete;
+
+  // Starts deciding, for each of `settings` (indices into plan.settings,
+  // none 0), whether it may replace setting 0 by what `outcome` holds of
+  // both. A setting whose figure came from the cache and has no kept
+  // judgement is refused, with a reason that says to remeasure.
+  // REQUIRES: outcome.measurements holds 0 and each of `settings`; the
+  // last Start, if any, was finished.
+  absl::Status Start(const MeasurePlan& plan, MeasureOutcome outcome,
+                     const std::vector<int>& settings);
+
+  // The verdicts of the last Start by setting ("" where it may replace
+  // setting 0), once its judging is done and kept; empty with no Start
+  // outstanding.
+  absl::StatusOr<std::map<int, std::string>> Finish();
+
+ private:
+  struct Work;
+  struct Pending;
+
+  std::vector<std::string> JudgeAll(const Work& work);
+
+  const Options options_;
+  ReferenceMemo memo_;  // the helper's; one judging at a time
+  // After memo_, so a judging under way is waited for before it goes.
+  std::unique_ptr<Pending> pending_;
 };
 
 }  // namespace irontune

@@ -1134,9 +1134,10 @@ TEST_CASE("Autotune: a cached rerun builds, loads, seeds and judges nothing") {
   options.judge = [&judged](const v1::Operator& d, const v1::Operator& op,
                             const std::map<std::string, std::string>& in,
                             const std::map<std::string, std::string>& out,
-                            const CallValues& values) {
+                            const CallValues& values,
+                            const ReferenceLookup& reference) {
     ++judged;
-    return Judge(d, op, in, out, values);
+    return Judge(d, op, in, out, values, reference);
   };
   auto cache = Cache::Open(TempPath("cached_rerun.db"), "NPU Strix",
                            PowerMode::kDefault);
@@ -1183,6 +1184,69 @@ TEST_CASE("Autotune: a cached rerun builds, loads, seeds and judges nothing") {
     }
   }
   CHECK(again.trials == first.trials);
+}
+
+TEST_CASE(
+    "Autotune: a shape's reference is computed once and its verdicts stay") {
+  // One GEMM call: one point, whose settings write other bytes than the
+  // recorded one (other tile orders), judged under a tight gate so some
+  // are refused and some admitted.
+  v1::Operator gemm = testing::Gemm(256, 256, 256, 64, 64, 64, 1);
+  SetDomain(gemm, "tile_m", {32, 64});
+  SetDomain(gemm, "tile_k", {32, 64, 128});
+  SetDomain(gemm, "tile_n", {64});
+  SetDomain(gemm, "num_aie_columns", {1});
+  gemm.mutable_tolerance()->mutable_close()->set_atol(0);
+  gemm.mutable_tolerance()->mutable_close()->set_rtol(1.0 / 512);
+  const v1::Calls calls = MakeCalls({gemm}, {0});
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing = Quick();
+  int references = 0, judged = 0;
+  options.reference = [&references](
+                          const v1::Operator& op,
+                          const std::map<std::string, std::string>& in,
+                          const CallValues& values) {
+    ++references;
+    return ReferenceOutputs(op, in, values);
+  };
+  options.judge = [&judged](const v1::Operator& d, const v1::Operator& op,
+                            const std::map<std::string, std::string>& in,
+                            const std::map<std::string, std::string>& out,
+                            const CallValues& values,
+                            const ReferenceLookup& reference) {
+    ++judged;
+    return Judge(d, op, in, out, values, reference);
+  };
+  Rig rig;
+  auto shared = Autotune(calls, Profile(), options, rig.Context());
+  REQUIRE(shared.ok());
+  REQUIRE(judged >= 3);
+  CHECK(references == 1);
+
+  // Each judgement computing its own reference, as every judge did before
+  // the memo: the same verdicts, the same search.
+  options.reference = nullptr;
+  options.judge = Judge;
+  Rig alone_rig;
+  auto alone = Autotune(calls, Profile(), options, alone_rig.Context());
+  REQUIRE(alone.ok());
+  REQUIRE(shared->shapes.size() == 1);
+  REQUIRE(alone->shapes.size() == 1);
+  const ShapeResult& a = shared->shapes[0];
+  const ShapeResult& b = alone->shapes[0];
+  CHECK(a.best == b.best);
+  REQUIRE(a.trials.size() == b.trials.size());
+  int refused = 0, admitted = 0;
+  for (size_t i = 0; i < a.trials.size(); ++i) {
+    CHECK(a.trials[i].trial.refused == b.trials[i].trial.refused);
+    if (absl::StrContains(a.trials[i].trial.refused, "gate")) ++refused;
+    if (a.trials[i].trial.refused.empty()) ++admitted;
+  }
+  // The tight gate refuses some outputs and admits others (the recorded
+  // setting's among them).
+  CHECK(refused > 0);
+  CHECK(admitted > 1);
 }
 
 TEST_CASE("Settings: the default space's answer is kept, another's is not") {
