@@ -533,11 +533,14 @@ void Utilisation(const char* title, const v1::AutotuneRequest& request,
       "    %u shapes, %u settings timed, %u from the cache\n"
       "    device %.2f s / job wall %.2f s = utilisation %.4f (goal >= 0.95), "
       "engine overhead (wall / device) %.3f; client wall %.2f s; peak RSS "
-      "%.1f MiB\n",
+      "%.1f MiB\n"
+      "    of the job's wall time: %.2f s on the device, %.2f s waiting for "
+      "builds, %.2f s the rest (CPU work, the host)\n",
       s.shapes(), s.settings_timed(), s.cache_hits(), s.device_seconds(),
       s.wall_seconds(), s.device_seconds() / s.wall_seconds(),
       s.wall_seconds() / s.device_seconds(), client_wall,
-      peak_kib.load() / 1024.0);
+      peak_kib.load() / 1024.0, s.device_seconds(), s.build_wait_seconds(),
+      s.wall_seconds() - s.device_seconds() - s.build_wait_seconds());
 }
 
 // `service_bench utilisation [decode] [irontuned flags...]`: the flags

@@ -240,10 +240,15 @@ std::string RenderDiffSummary(const v1::ProfileDiff& diff,
     absl::StrAppendFormat(
         &out,
         "%d shapes, %d settings timed, %d from the cache; %s on the NPU, "
-        "%s wall\n",
+        "%s wall",
         stats->shapes(), stats->settings_timed(), stats->cache_hits(),
         FormatDuration(stats->device_seconds()),
         FormatDuration(stats->wall_seconds()));
+    if (stats->build_wait_seconds() > 0) {
+      absl::StrAppend(&out, " (", FormatDuration(stats->build_wait_seconds()),
+                      " of it waiting for builds)");
+    }
+    absl::StrAppend(&out, "\n");
   }
   return out;
 }

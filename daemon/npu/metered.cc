@@ -25,4 +25,20 @@ std::unique_ptr<Image> MeteredDevice::WrapImage(std::unique_ptr<Image> image,
   return std::make_unique<MeteredImage>(std::move(image), this);
 }
 
+absl::StatusOr<BuildOutcome> MeteredBuilder::Build(
+    const BuildRequest& request) {
+  const absl::Time start = now_();
+  absl::StatusOr<BuildOutcome> outcome = target_->Build(request);
+  waited_seconds_ += absl::ToDoubleSeconds(now_() - start);
+  return outcome;
+}
+
+absl::StatusOr<BuildOutcome> MeteredBuilder::Await(
+    const BuildRequest& request, const std::function<bool()>& cancelled) {
+  const absl::Time start = now_();
+  absl::StatusOr<BuildOutcome> outcome = target_->Await(request, cancelled);
+  waited_seconds_ += absl::ToDoubleSeconds(now_() - start);
+  return outcome;
+}
+
 }  // namespace irontune

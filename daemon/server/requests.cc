@@ -344,6 +344,7 @@ v1::AutotuneResult AutotuneResultOf(const TuneResult& tuned,
   stats->set_cache_hits(static_cast<uint32_t>(tuned.stats.cache_hits));
   stats->set_device_seconds(device_seconds);
   stats->set_wall_seconds(wall_seconds);
+  stats->set_build_wait_seconds(tuned.build_wait_seconds);
   return result;
 }
 

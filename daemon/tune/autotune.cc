@@ -19,9 +19,9 @@ namespace irontune {
 class AutotuneRun::Logged : public TuneContext {
  public:
   explicit Logged(TuneContext& inner)
-      : inner_(inner), meter_(&inner.device()) {}
+      : inner_(inner), meter_(&inner.device()), builds_(&inner.builder()) {}
   Device& device() override { return meter_; }
-  Builder& builder() override { return inner_.builder(); }
+  Builder& builder() override { return builds_; }
   Cache* cache() override { return inner_.cache(); }
   InputCache& inputs() override { return inner_.inputs(); }
   bool cancelled() override { return inner_.cancelled(); }
@@ -46,10 +46,12 @@ class AutotuneRun::Logged : public TuneContext {
     inner_.OnEstimate(estimate);
   }
   double device_seconds() const { return meter_.device_us() / 1e6; }
+  double build_wait_seconds() const { return builds_.waited_seconds(); }
 
  private:
   TuneContext& inner_;
   MeteredDevice meter_;
+  MeteredBuilder builds_;
 };
 
 AutotuneRun::AutotuneRun(const v1::Calls& calls, const AutotuneOptions& options,
@@ -163,6 +165,7 @@ TuneResult AutotuneRun::Finish() && {
   result.diff = std::move(diff);
   result.shapes = std::move(results_);
   result.stats = stats_;
+  result.build_wait_seconds = logged_->build_wait_seconds();
   return result;
 }
 

@@ -52,6 +52,9 @@ struct TuneResult {
   // In Shapes() order; a shape left untuned has its key and no trials.
   std::vector<ShapeResult> shapes;
   TuneStats stats;
+  // Wall seconds the run waited in the builder (Build, Await): the device
+  // was idle meanwhile.
+  double build_wait_seconds = 0;
 };
 
 class AutotuneRun {

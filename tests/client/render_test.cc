@@ -88,7 +88,11 @@ TEST_CASE("the summary counts entries and gives the model's gain and stats") {
   CHECK_THAT(s, Catch::Contains("model: 45.20 ± 1.10 µs faster per call"));
   CHECK_THAT(
       s, Catch::Contains("12 shapes, 340 settings timed, 120 from the cache"));
-  CHECK_THAT(s, Catch::Contains("2m05s wall"));
+  CHECK_THAT(s, Catch::Contains("2m05s wall\n"));
+  CHECK_THAT(s, !Catch::Contains("waiting for builds"));
+  stats.set_build_wait_seconds(61);
+  CHECK_THAT(RenderDiffSummary(SampleDiff(), &stats),
+             Catch::Contains("2m05s wall (1m01s of it waiting for builds)\n"));
   v1::ProfileDiff slower;
   slower.set_has_model_gain(true);
   slower.set_model_gain_us(-3);

@@ -5,8 +5,10 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "daemon/npu/metered.h"
 #include "daemon/sim/sim_builder.h"
 #include "tests/testing/operator_fixtures.h"
+#include "tests/testing/sim_fixtures.h"
 
 namespace irontune {
 namespace {
@@ -220,6 +222,46 @@ TEST_CASE("a stopped pool drops its queue and its running build ends") {
         absl::StatusCode::kCancelled);
   // The cancelled build was not remembered as built.
   CHECK(pool.stats().remembered == 0);
+}
+
+// A Builder whose every build takes `cost` on a clock of its own.
+class ClockedBuilder : public Builder {
+ public:
+  ClockedBuilder(absl::Time* clock, absl::Duration cost)
+      : clock_(clock), cost_(cost) {}
+  absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override {
+    *clock_ += cost_;
+    ++builds;
+    return inner_.Build(request);
+  }
+  void Prefetch(const BuildRequest&) override { ++prefetches; }
+  std::string Environment() const override { return "clocked/1"; }
+  int builds = 0;
+  int prefetches = 0;
+
+ private:
+  absl::Time* clock_;
+  absl::Duration cost_;
+  SimBuilder inner_;
+};
+
+TEST_CASE("MeteredBuilder: adds up what its caller waited in Build and Await") {
+  absl::Time now = absl::UnixEpoch();
+  ClockedBuilder inner(&now, absl::Seconds(3));
+  MeteredBuilder metered(&inner, [&now] { return now; });
+  const BuildRequest request{testing::Gemm(256, 256, 256, 64, 64, 64, 1),
+                             testing::PlatformOf("npu2")};
+  CHECK(metered.waited_seconds() == 0);
+  REQUIRE(metered.Build(request).ok());
+  CHECK(metered.waited_seconds() == 3);
+  REQUIRE(metered.Await(request, [] { return false; }).ok());
+  CHECK(metered.waited_seconds() == 6);
+  // A prefetch is passed on and is no wait.
+  metered.Prefetch(request);
+  CHECK(inner.prefetches == 1);
+  CHECK(inner.builds == 2);
+  CHECK(metered.waited_seconds() == 6);
+  CHECK(metered.Environment() == "clocked/1");
 }
 
 }  // namespace
