@@ -164,7 +164,7 @@ int Run(const Args& args) {
     testing::LocalTuneContext context(&device, &builder, cache->get());
     AutotuneOptions counted = options;
     counted.judge = [&judged](const v1::Operator& d, const v1::Operator& op,
-                              const std::map<std::string, std::string>& in,
+                              const SharedInputs& in,
                               const std::map<std::string, std::string>& out,
                               const CallValues& values) {
       ++judged;

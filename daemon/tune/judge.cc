@@ -247,7 +247,7 @@ std::string OutputDigest(const v1::Operator& op,
 
 std::optional<std::string> Judge(
     const v1::Operator& default_op, const v1::Operator& op,
-    const std::map<std::string, std::string>& inputs,
+    const SharedInputs& inputs,
     const std::map<std::string, std::string>& written,
     const CallValues& values) {
   const std::pair<const char*, const v1::Operator*> gates[] = {
@@ -282,8 +282,7 @@ std::optional<std::string> Judge(
 }
 
 JudgeFn BitIdenticalJudge() {
-  return [](const v1::Operator&, const v1::Operator&,
-            const std::map<std::string, std::string>&,
+  return [](const v1::Operator&, const v1::Operator&, const SharedInputs&,
             const std::map<std::string, std::string>&,
             const CallValues&) -> std::optional<std::string> {
     return std::string(kOnlyBitIdentical);

@@ -40,6 +40,7 @@
 #include <string>
 
 #include "common/expression.h"
+#include "daemon/ops/reference.h"
 #include "irontune/v1/recording.pb.h"
 
 namespace irontune {
@@ -49,7 +50,8 @@ inline constexpr char kOnlyBitIdentical[] =
 
 // Why `op`'s output `written` (drained buffers by operator buffer name, raw
 // bytes) on `inputs` (filled buffers by name) may not replace the output of
-// `default_op`; nullopt when it may. `values` are the per-call values by
+// `default_op`; nullopt when it may. `inputs` are only read (shared with
+// the images that were fed them). `values` are the per-call values by
 // CallValue name, as MeasurePlan.values.
 // Details name the buffer, the gate, how many elements miss, the worst
 // element (its index into the buffer), its error and its bound, e.g.
@@ -58,7 +60,7 @@ inline constexpr char kOnlyBitIdentical[] =
 // REQUIRES: `default_op` and `op` are settings of one design.
 std::optional<std::string> Judge(
     const v1::Operator& default_op, const v1::Operator& op,
-    const std::map<std::string, std::string>& inputs,
+    const SharedInputs& inputs,
     const std::map<std::string, std::string>& written,
     const CallValues& values);
 
@@ -86,7 +88,7 @@ std::string OutputDigest(const v1::Operator& op,
 // Judge above is the default; tests substitute their own.
 using JudgeFn = std::function<std::optional<std::string>(
     const v1::Operator& default_op, const v1::Operator& op,
-    const std::map<std::string, std::string>& inputs,
+    const SharedInputs& inputs,
     const std::map<std::string, std::string>& written,
     const CallValues& values)>;
 

@@ -1131,7 +1131,7 @@ TEST_CASE("Autotune: a cached rerun builds, loads, seeds and judges nothing") {
   options.timing = Quick();
   int judged = 0;
   options.judge = [&judged](const v1::Operator& d, const v1::Operator& op,
-                            const std::map<std::string, std::string>& in,
+                            const SharedInputs& in,
                             const std::map<std::string, std::string>& out,
                             const CallValues& values) {
     ++judged;
