@@ -947,12 +947,13 @@ int BigJob() {
     const double extra = static_cast<double>(peak - before) * 1024;
     std::printf(
         "  %s, repeats %u: %s; estimate %s; VmRSS before %ld KiB, VmHWM "
-        "during %ld KiB%s: the job's peak %.1f MiB = %.3f of the estimate\n",
+        "during %ld KiB%s: the job's peak %.1f MiB; estimate / peak = %.3f "
+        "(goal: near 1, never under)\n",
         ShapeText(request.operator_()).c_str(), request.repeats(),
         s.ok() && result ? "timed" : s.error_message().c_str(),
         FormatBytes(cost.memory_bytes).c_str(), before, peak,
         reset ? "" : " (VmHWM not reset: since start)", extra / (1 << 20),
-        extra / static_cast<double>(cost.memory_bytes));
+        static_cast<double>(cost.memory_bytes) / extra);
   }
   return 0;
 }
