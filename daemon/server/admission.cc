@@ -221,7 +221,8 @@ absl::StatusOr<JobCost> AdmitAutotune(const v1::AutotuneRequest& request,
     cost.device_seconds =
         std::min(cost.device_seconds, request.budget_seconds());
   }
-  cost.memory_bytes = Add(peak, Add(request.ByteSizeLong(), kJobOverheadBytes));
+  cost.memory_bytes = Add(Add(peak, kAutotuneSlackBytes),
+                          Add(request.ByteSizeLong(), kJobOverheadBytes));
   RETURN_IF_ERROR(CheckCost(cost, limits));
   return cost;
 }

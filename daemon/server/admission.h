@@ -19,7 +19,7 @@
 //     plus the request and kJobOverheadBytes. An Autotune's figure is its
 //     largest shape's, its inputs counted at least at the input cache's cap
 //     (InputCache::kDefaultBytes: what the job may keep of earlier shapes'
-//     beside a shape's own).
+//     beside a shape's own), plus kAutotuneSlackBytes.
 //   - device time, a lower bound: every setting runs its two images
 //     `calls` times a round for `rounds` rounds, each run costing at least
 //     a dispatch and a step floor per step (docs/npu-facts.md, "Call costs").
@@ -73,6 +73,13 @@ struct AdmissionLimits {
 // stacks, events, the cache's pages (about 3 MiB by service_bench
 // --big-job; bench/README.md).
 inline constexpr uint64_t kJobOverheadBytes = uint64_t{8} << 20;
+
+// What an Autotune's earlier shapes may leave mapped besides: buffers freed
+// that the allocator keeps rather than returning them at once (glibc keeps
+// up to twice its mmap threshold, at most 64 MiB, free at a heap's top; the
+// worker returns the rest when idle). The example's Autotune peaks about
+// 20 MiB above its largest shape's own figure (bench/README.md).
+inline constexpr uint64_t kAutotuneSlackBytes = uint64_t{64} << 20;
 
 // A job's estimates.
 struct JobCost {
