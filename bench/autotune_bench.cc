@@ -417,16 +417,14 @@ std::atomic<int64_t> g_references{0};
 
 // The default judge and reference, counted.
 void CountJudging(AutotuneOptions& options) {
-  options.judge = [](const v1::Operator& d, const v1::Operator& op,
-                     const std::map<std::string, std::string>& in,
-                     const std::map<std::string, std::string>& out,
-                     const CallValues& values,
-                     const ReferenceLookup& reference) {
-    ++g_judged;
-    return Judge(d, op, in, out, values, reference);
-  };
-  options.reference = [](const v1::Operator& op,
-                         const std::map<std::string, std::string>& in,
+  options.judge =
+      [](const v1::Operator& d, const v1::Operator& op, const SharedInputs& in,
+         const std::map<std::string, std::string>& out,
+         const CallValues& values, const ReferenceLookup& reference) {
+        ++g_judged;
+        return Judge(d, op, in, out, values, reference);
+      };
+  options.reference = [](const v1::Operator& op, const SharedInputs& in,
                          const CallValues& values) {
     ++g_references;
     return ReferenceOutputs(op, in, values);

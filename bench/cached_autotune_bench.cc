@@ -126,7 +126,7 @@ bool CachedRuns(const Args& args, bool kept, const v1::Calls& calls,
     testing::LocalTuneContext context(&device, &builder, cache);
     AutotuneOptions counted = options;
     counted.judge = [&judged](const v1::Operator& d, const v1::Operator& op,
-                              const std::map<std::string, std::string>& in,
+                              const SharedInputs& in,
                               const std::map<std::string, std::string>& out,
                               const CallValues& values,
                               const ReferenceLookup& reference) {

@@ -330,9 +330,9 @@ int64_t ComputedRows::ElementIndex(int64_t k) const {
          e * element_stride;
 }
 
-absl::StatusOr<Reference> ReferenceOutputs(
-    const v1::Operator& op, const std::map<std::string, std::string>& inputs,
-    const CallValues& values) {
+absl::StatusOr<Reference> ReferenceOutputs(const v1::Operator& op,
+                                           const SharedInputs& inputs,
+                                           const CallValues& values) {
   const std::string& cls = op.class_name();
   Result (*compute)(const Ctx&) = nullptr;
   if (cls == "GEMM") {
@@ -362,7 +362,7 @@ absl::StatusOr<Reference> ReferenceOutputs(
   Ctx ctx{op, values, {}, FindRoles(op)};
   for (const v1::Buffer& b : op.buffers()) {
     auto it = inputs.find(b.name());
-    const std::string* bytes = it == inputs.end() ? nullptr : &it->second;
+    const std::string* bytes = it == inputs.end() ? nullptr : it->second.get();
     if (bytes != nullptr && bytes->size() != Elements(b) * DTypeSize(b.dtype()))
       return absl::InvalidArgumentError(
           absl::StrCat("input \"", b.name(), "\" holds ", bytes->size(),

@@ -34,6 +34,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,12 @@ struct ComputedRows {
   int64_t ElementIndex(int64_t k) const;
 };
 
+// Bytes several holders share and none changes: an input buffer's, held by
+// the images fed it and by whoever judges with it.
+using SharedBytes = std::shared_ptr<const std::string>;
+// Input buffers by operator buffer name, shared, not copied.
+using SharedInputs = std::map<std::string, SharedBytes>;
+
 struct Reference {
   // Drained buffers by operator buffer name, raw bytes in the buffer's
   // dtype, each the buffer's full size (uncomputed elements zero).
@@ -74,15 +81,16 @@ struct Reference {
 };
 
 // The reference outputs of `op` for `inputs` (filled buffers by operator
-// buffer name, raw bytes in their dtypes; a missing input reads as zeros),
+// buffer name, raw bytes in their dtypes; a missing or null input reads as
+// zeros; only read, never copied),
 // `values` the per-call values by CallValue name.
 // Errors: Unimplemented for a class without a reference, a dtype the
 // reference does not read, or buffers that do not fit the family's layout
 // (the sim copies its first input there: only a bit-identical output can be
 // judged); InvalidArgument for an input whose size is not its buffer's.
-absl::StatusOr<Reference> ReferenceOutputs(
-    const v1::Operator& op, const std::map<std::string, std::string>& inputs,
-    const CallValues& values);
+absl::StatusOr<Reference> ReferenceOutputs(const v1::Operator& op,
+                                           const SharedInputs& inputs,
+                                           const CallValues& values);
 
 }  // namespace irontune
 

@@ -15,6 +15,7 @@
 #include "common/status_macros.h"
 #include "daemon/server/requests.h"
 #include "daemon/tune/autotune_options.h"
+#include "daemon/tune/inputs.h"
 #include "daemon/tune/measure.h"
 #include "daemon/tune/settings.h"
 #include "daemon/tune/shapes.h"
@@ -53,11 +54,17 @@ Bytes BufferBytes(const v1::Operator& op) {
 }
 
 // What timing `settings` settings of `op` in one Measure holds at its peak
-// (admission.h): the inputs once per distinct step (every image shares
-// them), each loaded setting's outputs per step of its two images, each
-// setting's outputs as read back for judging, and the default's inputs.
-uint64_t OperatorMemory(const v1::Operator& op, uint64_t settings, int repeats,
-                        const Platform& platform) {
+// (admission.h), split into the seeded inputs (once per distinct step,
+// every image and the judge sharing them) and the rest: each loaded
+// setting's outputs per step of its two images, and the outputs read back
+// (each setting's, kept for judging, and the default's of two batches).
+struct OperatorBytes {
+  uint64_t inputs = 0;
+  uint64_t rest = 0;
+};
+
+OperatorBytes OperatorMemory(const v1::Operator& op, uint64_t settings,
+                             int repeats, const Platform& platform) {
   const Bytes bytes = BufferBytes(op);
   const uint64_t batch =
       std::min<uint64_t>(settings, std::max(1, platform.hw_contexts / 2));
@@ -65,15 +72,15 @@ uint64_t OperatorMemory(const v1::Operator& op, uint64_t settings, int repeats,
                                       ? static_cast<uint64_t>(repeats)
                                       : 1;
   const uint64_t images = Mul(batch, Mul(bytes.out, 1 + distinct_steps));
-  const uint64_t judged = Add(Mul(settings, bytes.out), bytes.in);
-  return Add(Mul(bytes.in, distinct_steps), Add(images, judged));
+  const uint64_t read = Mul(Add(settings, 1), bytes.out);
+  return {Mul(bytes.in, distinct_steps), Add(images, read)};
 }
 
 // What an Autotune's judging of `shape` adds to its Measure's peak
-// (tune/verdicts.h): the last point's outputs (`settings` of them) and the
-// default's inputs, held while the next point is measured, and the shape's
-// CPU references, one per point of each member, each as large as the
-// outputs.
+// (tune/verdicts.h): the last point's outputs (`settings` of them), held
+// while the next point is measured (the default's inputs with them are
+// shared, counted once already), and the shape's CPU references, one per
+// point of each member, each as large as the outputs.
 uint64_t JudgingMemory(const Shape& shape, const v1::Operator& op,
                        uint64_t settings) {
   const Bytes bytes = BufferBytes(op);
@@ -81,7 +88,7 @@ uint64_t JudgingMemory(const Shape& shape, const v1::Operator& op,
   for (const ShapeMember& member : shape.members) {
     points = Add(points, member.points.size());
   }
-  return Add(Add(Mul(settings, bytes.out), bytes.in), Mul(points, bytes.out));
+  return Add(Mul(settings, bytes.out), Mul(points, bytes.out));
 }
 
 // Device seconds at least, for `settings` settings timed at `timing`.
@@ -185,9 +192,11 @@ absl::StatusOr<JobCost> AdmitMeasure(const v1::MeasureRequest& request,
   const int repeats = RepeatsOf(request.repeats());
   const uint64_t settings = 1 + static_cast<uint64_t>(request.settings_size());
   JobCost cost;
-  cost.memory_bytes =
-      Add(OperatorMemory(request.operator_(), settings, repeats, platform),
-          request.ByteSizeLong());
+  // A Measure's seeded inputs are its own: its job's cache starts empty.
+  const OperatorBytes bytes =
+      OperatorMemory(request.operator_(), settings, repeats, platform);
+  cost.memory_bytes = Add(Add(bytes.inputs, bytes.rest),
+                          Add(request.ByteSizeLong(), kJobOverheadBytes));
   cost.device_seconds = DeviceSeconds(settings, request.timing(), repeats);
   RETURN_IF_ERROR(CheckCost(cost, limits));
   return cost;
@@ -215,8 +224,13 @@ absl::StatusOr<JobCost> AdmitAutotune(const v1::AutotuneRequest& request,
                      Settings(op, platform, shape.pinned, space));
     const uint64_t n = std::max<uint64_t>(settings.size(), 1);
     const uint64_t at_once = SettingsAtOnce(settings);
-    peak = std::max(peak, Add(OperatorMemory(op, at_once, repeats, platform),
-                              JudgingMemory(shape, op, at_once)));
+    // Besides a shape's own inputs, the job's input cache may still keep
+    // up to its cap of earlier shapes' (inputs.h).
+    const OperatorBytes bytes = OperatorMemory(op, at_once, repeats, platform);
+    peak = std::max(
+        peak,
+        Add(Add(std::max(bytes.inputs, InputCache::kDefaultBytes), bytes.rest),
+            JudgingMemory(shape, op, at_once)));
     cost.device_seconds += DeviceSeconds(n, request.timing(), repeats);
   }
   // A budget stops the job from beginning a shape past it.
@@ -224,7 +238,8 @@ absl::StatusOr<JobCost> AdmitAutotune(const v1::AutotuneRequest& request,
     cost.device_seconds =
         std::min(cost.device_seconds, request.budget_seconds());
   }
-  cost.memory_bytes = Add(peak, request.ByteSizeLong());
+  cost.memory_bytes = Add(Add(peak, kAutotuneSlackBytes),
+                          Add(request.ByteSizeLong(), kJobOverheadBytes));
   RETURN_IF_ERROR(CheckCost(cost, limits));
   return cost;
 }

@@ -7,18 +7,22 @@
 //
 // The estimates (docs/operations.md, "Admission and limits"):
 //   - peak memory: per timed operator, its inputs once per distinct step
-//     (each distinct step has its own seeded inputs, which every image
-//     shares); a batch of settings loaded at once, each as a 1-step and a
-//     `repeats`-step image holding its outputs per distinct step (every
-//     step when the buffers are at most kDistinctBytes, else one), so
+//     (each distinct step has its own seeded inputs, which every image and
+//     the judge share); a batch of settings loaded at once, each as a
+//     1-step and a `repeats`-step image holding its outputs per distinct
+//     step (every step when the buffers are at most kDistinctBytes, else
+//     one), so
 //       batch × output bytes × (1 + distinct steps);
-//     plus each setting's outputs as read back for judging and the
-//     default's inputs (the one copy the judge reads: every setting is
-//     given the same inputs), plus the request itself. An Autotune's figure is
-//     its largest shape's, with what judging adds: a point's outputs and
-//     inputs once more (judged while the next point is measured) and the
-//     shape's CPU references, one per point of each member, each as large
-//     as the outputs.
+//     plus the outputs read back: each setting's (kept for judging where
+//     it differs from the default's) and the default's of two batches (one
+//     digested while the next is timed), (settings + 1) × output bytes;
+//     plus the request and kJobOverheadBytes. An Autotune's figure is its
+//     largest shape's, its inputs counted at least at the input cache's cap
+//     (InputCache::kDefaultBytes: what the job may keep of earlier shapes'
+//     beside a shape's own), plus what judging adds (a point's outputs once
+//     more, judged while the next point is measured, and the shape's CPU
+//     references, one per point of each member, each as large as the
+//     outputs), plus kAutotuneSlackBytes.
 //   - device time, a lower bound: every setting runs its two images
 //     `calls` times a round for `rounds` rounds, each run costing at least
 //     a dispatch and a step floor per step (docs/npu-facts.md, "Call costs").
@@ -67,6 +71,18 @@ struct AdmissionLimits {
   // a job whose estimate exceeds it is refused.
   uint64_t memory_limit_bytes = uint64_t{16} << 30;
 };
+
+// What any job allocates besides its buffers and request: helper threads'
+// stacks, events, the cache's pages (about 3 MiB by service_bench
+// --big-job; bench/README.md).
+inline constexpr uint64_t kJobOverheadBytes = uint64_t{8} << 20;
+
+// What an Autotune's earlier shapes may leave mapped besides: buffers freed
+// that the allocator keeps rather than returning them at once (glibc keeps
+// up to twice its mmap threshold, at most 64 MiB, free at a heap's top; the
+// worker returns the rest when idle). The example's Autotune peaks about
+// 20 MiB above its largest shape's own figure (bench/README.md).
+inline constexpr uint64_t kAutotuneSlackBytes = uint64_t{64} << 20;
 
 // A job's estimates.
 struct JobCost {

@@ -4,7 +4,6 @@
 #include <atomic>
 #include <cstring>
 #include <random>
-#include <set>
 #include <thread>
 
 #include "common/recording.h"
@@ -139,13 +138,17 @@ std::shared_ptr<const std::string> InputCache::Get(v1::DType dtype,
 
 void InputCache::MakeAll(const std::vector<Want>& wants, int threads) {
   std::vector<Key> todo;
-  std::set<Key> seen;
+  uint64_t needed = 0;
+  in_use_.clear();
   for (const Want& w : wants) {
     const Key key{w.dtype, w.nbytes, w.seed};
-    if (entries_.count(key) == 0 && seen.insert(key).second) {
+    if (entries_.count(key) == 0 && !in_use_.count(key)) {
       todo.push_back(key);
+      needed += w.nbytes;
     }
+    in_use_.insert(key);
   }
+  Trim(needed);  // what the batch does not use goes first
   if (todo.size() < 2 || threads < 2) {
     for (const Key& k : todo) {
       Get(static_cast<v1::DType>(std::get<0>(k)), std::get<1>(k),
@@ -170,16 +173,28 @@ void InputCache::MakeAll(const std::vector<Want>& wants, int threads) {
   for (size_t i = 0; i < todo.size(); ++i) Keep(todo[i], std::move(made[i]));
 }
 
+void InputCache::Trim(uint64_t more) {
+  std::deque<Key> kept;
+  while (!order_.empty()) {
+    const Key key = order_.front();
+    order_.pop_front();
+    auto it = entries_.find(key);
+    if (bytes_ + more > max_bytes_ && !in_use_.count(key)) {
+      bytes_ -= it->second->size();
+      entries_.erase(it);
+    } else {
+      kept.push_back(key);
+    }
+  }
+  order_ = std::move(kept);
+}
+
 std::shared_ptr<const std::string> InputCache::Keep(
     const Key& key, std::shared_ptr<const std::string> made) {
   const uint64_t nbytes = made->size();
-  if (nbytes > max_bytes_) return made;
-  while (bytes_ + nbytes > max_bytes_ && !order_.empty()) {
-    auto oldest = entries_.find(order_.front());
-    bytes_ -= oldest->second->size();
-    entries_.erase(oldest);
-    order_.pop_front();
-  }
+  const bool in_use = in_use_.count(key) > 0;
+  if (nbytes > max_bytes_ && !in_use) return made;
+  Trim(in_use ? 0 : nbytes);
   entries_.emplace(key, made);
   order_.push_back(key);
   bytes_ += nbytes;

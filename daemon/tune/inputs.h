@@ -8,6 +8,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -28,14 +29,21 @@ uint64_t InputSeed(uint64_t seed, int step, int op_buffer);
 std::string SeededInput(v1::DType dtype, uint64_t nbytes, uint64_t seed);
 
 // Seeded inputs kept for reuse, so the settings of a design, and the
-// designs of one job, share one copy of each (images may keep the pointer:
-// Image::ShareBuffer). Holds at most `max_bytes`, dropping the oldest first;
-// an input larger than that is made but not kept.
+// designs of one job, share one copy of each (images keep the pointer where
+// they can: Image::ShareBuffer). The inputs of the last MakeAll (what the
+// batch being timed holds anyway) are always kept; besides them it keeps
+// at most `max_bytes`, dropping the oldest first, so what it holds is at
+// most max(max_bytes, the last MakeAll's inputs). An input larger than the
+// cap that the last MakeAll did not ask for is made but not kept.
 // Threads: one thread at a time (the device worker's); MakeAll uses helper
 // threads of its own inside the call.
 class InputCache {
  public:
-  static constexpr uint64_t kDefaultBytes = 1ull << 30;
+  // What a job keeps beyond the inputs in use: enough for the small inputs
+  // its shapes have in common (a vector, an activation), not for a large
+  // weight that only its own shape reads. Admission counts it
+  // (daemon/server/admission.h).
+  static constexpr uint64_t kDefaultBytes = 256ull << 20;
   explicit InputCache(uint64_t max_bytes = kDefaultBytes)
       : max_bytes_(max_bytes) {}
 
@@ -51,18 +59,26 @@ class InputCache {
   };
   // Makes those of `wants` not kept yet at once, on up to `threads` helper
   // threads (each buffer on one; the values are Get's), and keeps them as
-  // Get would. Returns when all are made. Memory: at most the kept inputs
-  // plus those being made.
+  // Get would, whatever their size; they stay kept until the next MakeAll.
+  // Returns when all are made. Memory: at most the kept inputs plus those
+  // being made; inputs kept beyond the cap, other than these, are dropped.
   void MakeAll(const std::vector<Want>& wants, int threads);
+
+  // Bytes kept now.
+  uint64_t bytes() const { return bytes_; }
 
  private:
   using Key = std::tuple<int, uint64_t, uint64_t>;
-  // Keeps `made` under `key` (unless larger than the cap), dropping the
-  // oldest beyond it; returns it.
+  // Keeps `made` under `key` (unless larger than the cap and not in use),
+  // dropping the oldest beyond it; returns it.
   std::shared_ptr<const std::string> Keep(
       const Key& key, std::shared_ptr<const std::string> made);
+  // Drops the oldest kept inputs not in use until `more` bytes fit under
+  // the cap, or none but those in use is left.
+  void Trim(uint64_t more);
   uint64_t max_bytes_;
   uint64_t bytes_ = 0;
+  std::set<Key> in_use_;  // the last MakeAll's
   std::map<Key, std::shared_ptr<const std::string>> entries_;
   std::deque<Key> order_;  // oldest first
 };

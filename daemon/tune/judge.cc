@@ -248,7 +248,7 @@ std::string OutputDigest(const v1::Operator& op,
 
 std::optional<std::string> Judge(
     const v1::Operator& default_op, const v1::Operator& op,
-    const std::map<std::string, std::string>& inputs,
+    const SharedInputs& inputs,
     const std::map<std::string, std::string>& written, const CallValues& values,
     const ReferenceLookup& reference) {
   const std::pair<const char*, const v1::Operator*> gates[] = {
@@ -291,8 +291,7 @@ std::optional<std::string> Judge(
 }
 
 JudgeFn BitIdenticalJudge() {
-  return [](const v1::Operator&, const v1::Operator&,
-            const std::map<std::string, std::string>&,
+  return [](const v1::Operator&, const v1::Operator&, const SharedInputs&,
             const std::map<std::string, std::string>&, const CallValues&,
             const ReferenceLookup&) -> std::optional<std::string> {
     return std::string(kOnlyBitIdentical);
@@ -304,8 +303,7 @@ ReferenceMemo::ReferenceMemo(ReferenceFn compute)
 
 absl::StatusOr<const Reference*> ReferenceMemo::Get(
     const std::string& inputs_id, const v1::Operator& op,
-    const std::map<std::string, std::string>& inputs,
-    const CallValues& values) {
+    const SharedInputs& inputs, const CallValues& values) {
   v1::Operator design = DesignOf(op);
   design.clear_tunables();
   const std::string bytes = DeterministicBytes(design);

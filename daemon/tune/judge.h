@@ -56,14 +56,14 @@ inline constexpr char kOnlyBitIdentical[] =
 // Computes the CPU reference of `op` on `inputs` at per-call `values`, as
 // ReferenceOutputs (daemon/ops/reference.h) does; tests count calls.
 using ReferenceFn = std::function<absl::StatusOr<Reference>(
-    const v1::Operator& op, const std::map<std::string, std::string>& inputs,
+    const v1::Operator& op, const SharedInputs& inputs,
     const CallValues& values)>;
 
 // Where a judge takes the reference of `op` on `inputs` at `values` from:
 // the reference or why there is none (ReferenceOutputs' error). The
 // pointer stays valid while the judge's call lasts.
 using ReferenceLookup = std::function<absl::StatusOr<const Reference*>(
-    const v1::Operator& op, const std::map<std::string, std::string>& inputs,
+    const v1::Operator& op, const SharedInputs& inputs,
     const CallValues& values)>;
 
 // References computed once and kept, by what they depend on: the caller's
@@ -81,10 +81,10 @@ class ReferenceMemo {
   // The reference of `op` on `inputs` at `values`, computed on the first
   // ask under its key; the pointer stays valid while the memo lives.
   // REQUIRES: every ask with `inputs_id` gives the same `inputs`.
-  absl::StatusOr<const Reference*> Get(
-      const std::string& inputs_id, const v1::Operator& op,
-      const std::map<std::string, std::string>& inputs,
-      const CallValues& values);
+  absl::StatusOr<const Reference*> Get(const std::string& inputs_id,
+                                       const v1::Operator& op,
+                                       const SharedInputs& inputs,
+                                       const CallValues& values);
 
  private:
   ReferenceFn compute_;
@@ -93,7 +93,8 @@ class ReferenceMemo {
 
 // Why `op`'s output `written` (drained buffers by operator buffer name, raw
 // bytes) on `inputs` (filled buffers by name) may not replace the output of
-// `default_op`; nullopt when it may. `values` are the per-call values by
+// `default_op`; nullopt when it may. `inputs` are only read (shared with
+// the images that were fed them). `values` are the per-call values by
 // CallValue name, as MeasurePlan.values.
 // Details name the buffer, the gate, how many elements miss, the worst
 // element (its index into the buffer), its error and its bound, e.g.
@@ -104,7 +105,7 @@ class ReferenceMemo {
 // REQUIRES: `default_op` and `op` are settings of one design.
 std::optional<std::string> Judge(
     const v1::Operator& default_op, const v1::Operator& op,
-    const std::map<std::string, std::string>& inputs,
+    const SharedInputs& inputs,
     const std::map<std::string, std::string>& written, const CallValues& values,
     const ReferenceLookup& reference = {});
 
@@ -133,7 +134,7 @@ std::string OutputDigest(const v1::Operator& op,
 // the default; tests substitute their own.
 using JudgeFn = std::function<std::optional<std::string>(
     const v1::Operator& default_op, const v1::Operator& op,
-    const std::map<std::string, std::string>& inputs,
+    const SharedInputs& inputs,
     const std::map<std::string, std::string>& written, const CallValues& values,
     const ReferenceLookup& reference)>;
 

@@ -45,6 +45,8 @@ struct Probe {
   Artifact one_artifact;
   std::unique_ptr<Image> one;
   std::unique_ptr<Image> many;
+  // The inputs `one` was given, by operator buffer name.
+  std::map<std::string, SharedBytes> fed;
 };
 
 // The given inputs' sha256s by name, sorted: part of the cache key.
@@ -56,11 +58,16 @@ std::map<std::string, std::string> GivenDigests(const MeasurePlan& request) {
   return out;
 }
 
-// Seeded inputs by (dtype, bytes, seed): every setting of a design gets the
-// same ones, so they are made once per Measure call.
+// Writes the per-call values and hands `image` its inputs: those given
+// (`given`, the plan's inputs made shared once per Measure call) and the
+// rest seeded, from `memo` by (dtype, bytes, seed), so every setting of a
+// design shares one copy of each. Each input handed over is also put in
+// `fed` (may be null) by operator buffer name.
 absl::Status PrepareImage(const v1::Operator& op, const Artifact& artifact,
-                          const MeasurePlan& request, InputCache& memo,
-                          Image& image) {
+                          const MeasurePlan& request,
+                          const std::map<std::string, SharedBytes>& given,
+                          InputCache& memo, Image& image,
+                          std::map<std::string, SharedBytes>* fed) {
   std::map<std::string, int64_t> symbols;
   for (const auto& [value_name, value] : request.values) {
     const std::string& name = value_name;  // a lambda cannot capture a binding
@@ -82,20 +89,20 @@ absl::Status PrepareImage(const v1::Operator& op, const Artifact& artifact,
                                               " names no operator buffer"));
     }
     const v1::Buffer& ob = op.buffers(buf.op_buffer);
-    auto given = request.inputs.find(ob.name());
-    if (given != request.inputs.end()) {
-      if (given->second.size() != buf.nbytes) {
+    SharedBytes bytes;
+    if (auto it = given.find(ob.name()); it != given.end()) {
+      if (it->second->size() != buf.nbytes) {
         return absl::InvalidArgumentError(
             absl::StrFormat("inputs.%s: %d bytes given, the buffer holds %d",
-                            ob.name(), given->second.size(), buf.nbytes));
+                            ob.name(), it->second->size(), buf.nbytes));
       }
-      RETURN_IF_ERROR(image.WriteBuffer(buf.name, given->second));
+      bytes = it->second;
     } else {
-      RETURN_IF_ERROR(image.ShareBuffer(
-          buf.name,
-          memo.Get(ob.dtype(), buf.nbytes,
-                   InputSeed(request.seed, buf.step, buf.op_buffer))));
+      bytes = memo.Get(ob.dtype(), buf.nbytes,
+                       InputSeed(request.seed, buf.step, buf.op_buffer));
     }
+    if (fed != nullptr) (*fed)[ob.name()] = bytes;
+    RETURN_IF_ERROR(image.ShareBuffer(buf.name, std::move(bytes)));
   }
   return absl::OkStatus();
 }
@@ -108,23 +115,33 @@ bool InPlace(const Artifact& artifact) {
       [](const ArtifactBuffer& b) { return b.fills && b.drains; });
 }
 
-// What the 1-step image wrote and, when `keep_inputs` (the default
-// setting), what it was given. REQUIRES: the image has run, and no run
-// since the first changed its outputs (see InPlace).
-absl::StatusOr<SettingOutput> ReadOutput(const v1::Operator& op,
-                                         const Artifact& artifact, Image& image,
-                                         bool keep_inputs) {
-  SettingOutput out;
-  for (const ArtifactBuffer& buf : artifact.buffers) {
+// What the 1-step image of `p` wrote. REQUIRES: the image has run, and no
+// run since the first changed its outputs (see InPlace).
+absl::StatusOr<OutputMap> ReadWritten(const v1::Operator& op, const Probe& p) {
+  OutputMap written;
+  for (const ArtifactBuffer& buf : p.one_artifact.buffers) {
     if (buf.op_buffer < 0 || buf.op_buffer >= op.buffers_size()) continue;
+    if (!buf.drains) continue;
+    ASSIGN_OR_RETURN(written[op.buffers(buf.op_buffer).name()],
+                     p.one->ReadBuffer(buf.name));
+  }
+  return written;
+}
+
+// The inputs the 1-step image of `p` was given that no run changes (those
+// a run also writes are its output): the same bytes, shared.
+std::map<std::string, SharedBytes> InputsOf(const v1::Operator& op,
+                                            const Probe& p) {
+  std::map<std::string, SharedBytes> inputs;
+  for (const ArtifactBuffer& buf : p.one_artifact.buffers) {
+    if (buf.op_buffer < 0 || buf.op_buffer >= op.buffers_size()) continue;
+    if (!buf.fills || buf.drains) continue;
     const std::string& name = op.buffers(buf.op_buffer).name();
-    if (buf.drains) {
-      ASSIGN_OR_RETURN(out.written[name], image.ReadBuffer(buf.name));
-    } else if (buf.fills && keep_inputs) {
-      ASSIGN_OR_RETURN(out.inputs[name], image.ReadBuffer(buf.name));
+    if (auto it = p.fed.find(name); it != p.fed.end()) {
+      inputs[name] = it->second;
     }
   }
-  return out;
+  return inputs;
 }
 
 std::string Today() {
@@ -229,6 +246,9 @@ class Measurer {
   // batch will run.
   absl::Status Plan() {
     given_ = GivenDigests(plan_);
+    for (const auto& [name, bytes] : plan_.inputs) {
+      given_bytes_[name] = std::make_shared<const std::string>(bytes);
+    }
     std::vector<bool> known(n_, false);
     RETURN_IF_ERROR(KnownFigures(known));
     std::vector<int> build;
@@ -358,11 +378,12 @@ class Measurer {
       RETURN_IF_ERROR(context_.cache()->CheckPowerMode(before.power_mode));
     }
     ASSIGN_OR_RETURN(std::vector<Probe> probes, Load(batch));
-    std::vector<const Probe*> later;  // outputs read after the timing
+    std::vector<const Probe*> later;   // outputs read after the timing
+    std::map<int, OutputMap> written;  // by setting, until digested
     for (Probe& p : probes) {
       RETURN_IF_ERROR(p.one->Run().status());
       if (InPlace(p.one_artifact)) {
-        RETURN_IF_ERROR(KeepOutput(p));
+        RETURN_IF_ERROR(KeepOutput(p, written));
       } else {
         p.one->PrepareOutputs();
         later.push_back(&p);
@@ -382,58 +403,78 @@ class Measurer {
                      TimeInterleaved(images, groups, timing_, fastest_,
                                      plan_.idle, context_));
     RETURN_IF_ERROR(FinishDigests());
-    for (const Probe* p : later) RETURN_IF_ERROR(KeepOutput(*p));
+    for (const Probe* p : later) RETURN_IF_ERROR(KeepOutput(*p, written));
     ASSIGN_OR_RETURN(Platform after, context_.device().GetPlatform());
     RETURN_IF_ERROR(SamePowerMode(before, after));
-    return Record(probes, times, after);
+    return Record(probes, times, after, std::move(written));
     // The probes release their contexts here, before the next batch loads.
   }
 
-  absl::Status KeepOutput(const Probe& p) {
-    ASSIGN_OR_RETURN(outcome_.outputs[p.index],
-                     ReadOutput(plan_.settings[p.index], p.one_artifact, *p.one,
-                                /*keep_inputs=*/p.index == 0));
+  // Reads what `p`'s 1-step image wrote into `written`; for the default,
+  // keeps the inputs it was given (shared, not read back) for judging.
+  absl::Status KeepOutput(const Probe& p, std::map<int, OutputMap>& written) {
+    const v1::Operator& op = plan_.settings[p.index];
+    ASSIGN_OR_RETURN(written[p.index], ReadWritten(op, p));
+    if (p.index == 0) outcome_.outputs[0].inputs = InputsOf(op, p);
     return absl::OkStatus();
   }
+
+  // A setting's output digest, with the output until it is known whether
+  // a judge needs it.
+  struct Digested {
+    std::string digest;
+    OutputMap written;
+  };
 
   // The figures of the last batch recorded, waiting for their digests.
   struct Pending {
     std::vector<int> index;  // the setting of each measurement
     std::vector<v1::Measurement> measurements;
-    std::future<std::vector<std::string>> digests;
+    std::future<std::vector<Digested>> digests;
   };
 
-  // Digests the outputs of `probes` on a helper thread (nothing writes
-  // those outputs meanwhile: each batch's settings are its own).
-  std::future<std::vector<std::string>> StartDigests(
-      const std::vector<Probe>& probes) {
-    std::vector<std::pair<const v1::Operator*, const OutputMap*>> of;
-    for (const Probe& p : probes) {
-      of.emplace_back(&plan_.settings[p.index],
-                      &outcome_.outputs.at(p.index).written);
-    }
-    return std::async(std::launch::async, [of, this] {
-      std::vector<std::string> out;
-      for (const auto& [op, written] : of) {
-        out.push_back(OutputDigest(*op, *written, plan_.values));
-      }
-      return out;
-    });
+  // Digests `written` (by setting; each batch's outputs are its own) on a
+  // helper thread, which holds them meanwhile.
+  std::future<std::vector<Digested>> StartDigests(
+      const std::vector<int>& index, std::map<int, OutputMap> written) {
+    return std::async(
+        std::launch::async, [index, written = std::move(written), this] {
+          std::vector<Digested> out;
+          for (int i : index) {
+            Digested d;
+            auto it = written.find(i);
+            if (it != written.end()) d.written = std::move(it->second);
+            d.digest = OutputDigest(plan_.settings[i], d.written, plan_.values);
+            out.push_back(std::move(d));
+          }
+          return out;
+        });
   }
 
-  // Waits for the pending digests, then caches and keeps the figures.
+  // Waits for the pending digests, then caches and keeps the figures; keeps
+  // a setting's output only where its digest differs from the default's
+  // (MeasureOutcome::outputs).
   absl::Status FinishDigests() {
     if (!pending_) return absl::OkStatus();
     Pending done = *std::move(pending_);
     pending_.reset();
-    const std::vector<std::string> digests = done.digests.get();
+    std::vector<Digested> digested = done.digests.get();
+    const auto def = std::find(done.index.begin(), done.index.end(), 0);
+    const std::string* default_digest =
+        def == done.index.end() ? nullptr
+                                : &digested[def - done.index.begin()].digest;
     for (size_t j = 0; j < done.index.size(); ++j) {
+      const int i = done.index[j];
       v1::Measurement& m = done.measurements[j];
-      m.set_output(digests[j]);
+      m.set_output(digested[j].digest);
       if (context_.cache() != nullptr) {
-        RETURN_IF_ERROR(context_.cache()->Put(keys_[done.index[j]], m));
+        RETURN_IF_ERROR(context_.cache()->Put(keys_[i], m));
       }
-      outcome_.measurements[done.index[j]] = std::move(m);
+      outcome_.measurements[i] = std::move(m);
+      if (i != 0 && (default_digest == nullptr ||
+                     digested[j].digest != *default_digest)) {
+        outcome_.outputs[i].written = std::move(digested[j].written);
+      }
     }
     return absl::OkStatus();
   }
@@ -468,8 +509,9 @@ class Measurer {
       // A failed load is the device's state, not the setting's: not caught.
       ASSIGN_OR_RETURN(probe.one, context_.device().Load(ones_[i]));
       ASSIGN_OR_RETURN(probe.many, context_.device().Load(many));
-      RETURN_IF_ERROR(Fill(plan_.settings[i], ones_[i], *probe.one));
-      RETURN_IF_ERROR(Fill(plan_.settings[i], many, *probe.many));
+      RETURN_IF_ERROR(
+          Fill(plan_.settings[i], ones_[i], *probe.one, &probe.fed));
+      RETURN_IF_ERROR(Fill(plan_.settings[i], many, *probe.many, nullptr));
       probes.push_back(std::move(probe));
     }
     return probes;
@@ -515,8 +557,9 @@ class Measurer {
   }
 
   absl::Status Fill(const v1::Operator& op, const Artifact& artifact,
-                    Image& image) {
-    return PrepareImage(op, artifact, plan_, context_.inputs(), image);
+                    Image& image, std::map<std::string, SharedBytes>* fed) {
+    return PrepareImage(op, artifact, plan_, given_bytes_, context_.inputs(),
+                        image, fed);
   }
 
   absl::Status SamePowerMode(const Platform& before, const Platform& after) {
@@ -535,7 +578,8 @@ class Measurer {
   // Each probe's step times, from its 1-step and many-step rounds, as a
   // Measurement, cached and kept.
   absl::Status Record(const std::vector<Probe>& probes,
-                      const InterleaveResult& times, const Platform& after) {
+                      const InterleaveResult& times, const Platform& after,
+                      std::map<int, OutputMap> written) {
     const std::string run =
         Sha256Hex(absl::StrCat(plan_.seed, "/", batch_number_++, "/", keys_[0],
                                "/", absl::ToUnixNanos(absl::Now())))
@@ -571,7 +615,7 @@ class Measurer {
       pending.measurements.push_back(std::move(out));
       fastest_ = std::min(fastest_, Median(many));
     }
-    pending.digests = StartDigests(probes);
+    pending.digests = StartDigests(pending.index, std::move(written));
     pending_ = std::move(pending);
     return absl::OkStatus();
   }
@@ -606,14 +650,16 @@ class Measurer {
   std::vector<Artifact> ones_;                // each setting's 1-step artifact
   std::vector<std::string> keys_;             // each setting's cache key
   std::map<std::string, std::string> given_;  // GivenDigests
-  std::string environment_;                   // of IdentityKey
-  std::vector<int> todo_;  // settings to time, default left out
+  // The plan's inputs, made shared once for every image of the call.
+  std::map<std::string, SharedBytes> given_bytes_;
+  std::string environment_;  // of IdentityKey
+  std::vector<int> todo_;    // settings to time, default left out
   double fastest_ = std::numeric_limits<double>::infinity();
   int batch_number_ = 0;
   std::vector<double> default_batches_;  // the default's figure, each batch
   MeasureOutcome outcome_;
-  // After outcome_, so its digests are waited for before the outputs they
-  // read are destroyed.
+  // Last, so its digests are waited for before the members they read (the
+  // plan's settings and values) are gone.
   std::optional<Pending> pending_;
 };
 

@@ -32,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "common/defaults.h"
 #include "common/expression.h"
+#include "daemon/ops/reference.h"
 #include "daemon/tune/interleave.h"
 #include "daemon/tune/tune_context.h"
 #include "irontune/v1/measurement.pb.h"
@@ -73,11 +74,12 @@ struct MeasurePlan {
 };
 
 // What one setting wrote when run once, for judging its output. Every
-// setting is given the same seeded inputs, so only the default's are kept:
-// a judge reads the default's inputs and each setting's written buffers.
+// setting is given the same inputs, so only the default's are kept: a judge
+// reads the default's inputs and a setting's written buffers.
 struct SettingOutput {
   // By operator buffer name; empty for a setting other than the default.
-  std::map<std::string, std::string> inputs;
+  // The very bytes the images were given (Image::ShareBuffer), not a copy.
+  SharedInputs inputs;
   std::map<std::string, std::string> written;  // drained buffers, by name
 };
 
@@ -89,7 +91,13 @@ struct MeasureOutcome {
   std::map<int, std::string> refused;
   // Indices taken from the cache.
   std::vector<int> cached;
-  // What each setting built in this call wrote (not those from the cache).
+  // What judging needs of the settings timed in this call (not those from
+  // the cache): the default's inputs (at 0, whenever a batch ran) and what
+  // each other setting wrote where its output digest differs from the
+  // default's. Outputs are dropped once digested otherwise: equal digests
+  // need no judging (OutputJudge::Verdict), and no judge reads the
+  // default's output, so the outputs held at once are at most two batches'
+  // (the one timed, the one digested beside it) plus those kept.
   std::map<int, SettingOutput> outputs;
 };
 

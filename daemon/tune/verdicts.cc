@@ -176,7 +176,7 @@ absl::StatusOr<std::vector<std::string>> Refusals(
 // the outputs they need (moved out of the outcome).
 struct OutputJudge::Work {
   v1::Operator default_op;
-  std::map<std::string, std::string> inputs;  // the default's
+  SharedInputs inputs;  // the default's, shared with its images
   CallValues values;
   std::string inputs_id;  // names `inputs` in the memo
   std::vector<v1::Operator> ops;
@@ -251,12 +251,11 @@ absl::Status OutputJudge::Start(const MeasurePlan& plan, MeasureOutcome outcome,
 
 std::vector<std::string> OutputJudge::JudgeAll(const Work& work) {
   const JudgeFn& fn = options_.judge ? options_.judge : BitIdenticalJudge();
-  const ReferenceLookup reference =
-      [this, &work](const v1::Operator& op,
-                    const std::map<std::string, std::string>& inputs,
-                    const CallValues& values) {
-        return memo_.Get(work.inputs_id, op, inputs, values);
-      };
+  const ReferenceLookup reference = [this, &work](const v1::Operator& op,
+                                                  const SharedInputs& inputs,
+                                                  const CallValues& values) {
+    return memo_.Get(work.inputs_id, op, inputs, values);
+  };
   std::vector<std::string> out;
   for (size_t k = 0; k < work.ops.size(); ++k) {
     out.push_back(fn(work.default_op, work.ops[k], work.inputs, work.written[k],

@@ -1132,7 +1132,7 @@ TEST_CASE("Autotune: a cached rerun builds, loads, seeds and judges nothing") {
   options.timing = Quick();
   int judged = 0;
   options.judge = [&judged](const v1::Operator& d, const v1::Operator& op,
-                            const std::map<std::string, std::string>& in,
+                            const SharedInputs& in,
                             const std::map<std::string, std::string>& out,
                             const CallValues& values,
                             const ReferenceLookup& reference) {
@@ -1203,15 +1203,14 @@ TEST_CASE(
   options.space = RecordingSearchSpace();
   options.timing = Quick();
   int references = 0, judged = 0;
-  options.reference = [&references](
-                          const v1::Operator& op,
-                          const std::map<std::string, std::string>& in,
-                          const CallValues& values) {
+  options.reference = [&references](const v1::Operator& op,
+                                    const SharedInputs& in,
+                                    const CallValues& values) {
     ++references;
     return ReferenceOutputs(op, in, values);
   };
   options.judge = [&judged](const v1::Operator& d, const v1::Operator& op,
-                            const std::map<std::string, std::string>& in,
+                            const SharedInputs& in,
                             const std::map<std::string, std::string>& out,
                             const CallValues& values,
                             const ReferenceLookup& reference) {

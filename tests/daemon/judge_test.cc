@@ -15,6 +15,7 @@ namespace {
 using testing::BuildOrDie;
 using testing::Gemm;
 using testing::RandomBf16;
+using testing::Shared;
 
 v1::Tolerance Close(double atol, double rtol) {
   v1::Tolerance t;
@@ -39,8 +40,9 @@ v1::Operator GemmOp(int64_t tile_k, v1::Tolerance gate = Bf16Gate()) {
   return op;
 }
 
-std::map<std::string, std::string> Inputs() {
-  return {{"a", RandomBf16(256 * 256, 7)}, {"b", RandomBf16(256 * 256, 8)}};
+SharedInputs Inputs() {
+  return Shared(
+      {{"a", RandomBf16(256 * 256, 7)}, {"b", RandomBf16(256 * 256, 8)}});
 }
 
 // Adds 1.0 to elements 3 and 700 of every drained buffer read back.
@@ -71,16 +73,16 @@ class CorruptingDevice : public DeviceWrapper {
 };
 
 // What `op` writes on `device` for `inputs`, by operator buffer name.
-std::map<std::string, std::string> RunOnSim(
-    Device& device, const v1::Operator& op,
-    const std::map<std::string, std::string>& inputs) {
+std::map<std::string, std::string> RunOnSim(Device& device,
+                                            const v1::Operator& op,
+                                            const SharedInputs& inputs) {
   BuildOutcome built = BuildOrDie(op, "npu2");
   REQUIRE(built.artifact.has_value());
   absl::StatusOr<std::unique_ptr<Image>> image = device.Load(*built.artifact);
   REQUIRE(image.ok());
   for (const ArtifactBuffer& b : built.artifact->buffers) {
     const std::string& name = op.buffers(b.op_buffer).name();
-    if (b.fills) REQUIRE((*image)->WriteBuffer(b.name, inputs.at(name)).ok());
+    if (b.fills) REQUIRE((*image)->WriteBuffer(b.name, *inputs.at(name)).ok());
   }
   REQUIRE((*image)->Run().ok());
   std::map<std::string, std::string> written;
@@ -216,7 +218,7 @@ v1::Tolerance Ulps(int n, double atol = 0, double frac = 0) {
 }
 
 // Inputs whose sums are normal bf16 values well away from zero.
-std::map<std::string, std::string> AddInputs() {
+SharedInputs AddInputs() {
   std::string a(2 * kN, '\0'), b(2 * kN, '\0');
   for (int i = 0; i < kN; ++i) {
     const uint16_t x = sim::FloatToBf16(1.0f + i / 16.0f);
@@ -224,7 +226,7 @@ std::map<std::string, std::string> AddInputs() {
     std::memcpy(a.data() + 2 * i, &x, 2);
     std::memcpy(b.data() + 2 * i, &z, 2);
   }
-  return {{"a", a}, {"b", b}};
+  return Shared({{"a", a}, {"b", b}});
 }
 
 // The exact sums, with elements `moved` shifted by `ulps` bf16 steps.
@@ -233,8 +235,8 @@ std::map<std::string, std::string> Sums(const std::vector<int>& moved,
   const auto in = AddInputs();
   std::string y(2 * kN, '\0');
   for (int i = 0; i < kN; ++i) {
-    uint16_t bits = sim::FloatToBf16(testing::Bf16At(in.at("a"), i) +
-                                     testing::Bf16At(in.at("b"), i));
+    uint16_t bits = sim::FloatToBf16(testing::Bf16At(*in.at("a"), i) +
+                                     testing::Bf16At(*in.at("b"), i));
     if (std::find(moved.begin(), moved.end(), i) != moved.end()) bits += ulps;
     std::memcpy(y.data() + 2 * i, &bits, 2);
   }

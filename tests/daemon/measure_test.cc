@@ -10,6 +10,8 @@
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
 #include "daemon/store/cache.h"
+#include "daemon/tune/inputs.h"
+#include "daemon/tune/judge.h"
 #include "tests/testing/operator_fixtures.h"
 #include "tests/testing/tune_context.h"
 
@@ -117,20 +119,149 @@ TEST_CASE("every setting pairs with the default, round by round") {
   }
 }
 
-TEST_CASE("only the default's inputs are kept for judging") {
+// Images that keep what they were handed: the bytes written (copied) and
+// the inputs shared, by buffer name. Inputs shared are passed on to the
+// sim, which keeps the pointer.
+struct Handed {
+  uint64_t written_bytes = 0;
+  std::vector<std::pair<std::string, SharedBytes>> shared;
+};
+
+class HandingImage : public ImageWrapper {
+ public:
+  HandingImage(std::unique_ptr<Image> image, Handed* handed)
+      : ImageWrapper(std::move(image)), handed_(handed) {}
+  absl::Status WriteBuffer(std::string_view name,
+                           std::string_view bytes) override {
+    handed_->written_bytes += bytes.size();
+    return ImageWrapper::WriteBuffer(name, bytes);
+  }
+  absl::Status ShareBuffer(std::string_view name, SharedBytes bytes) override {
+    handed_->shared.emplace_back(std::string(name), bytes);
+    return ImageWrapper::ShareBuffer(name, std::move(bytes));
+  }
+
+ private:
+  Handed* handed_;
+};
+
+class HandingDevice : public DeviceWrapper {
+ public:
+  using DeviceWrapper::DeviceWrapper;
+  Handed handed;
+
+ protected:
+  std::unique_ptr<Image> WrapImage(std::unique_ptr<Image> image,
+                                   const Artifact&) override {
+    return std::make_unique<HandingImage>(std::move(image), &handed);
+  }
+};
+
+// Images whose shared inputs are copied in, as the seam's default does: a
+// device that cannot keep a pointer.
+class CopyingImage : public ImageWrapper {
+ public:
+  using ImageWrapper::ImageWrapper;
+  absl::Status ShareBuffer(std::string_view name, SharedBytes bytes) override {
+    return ImageWrapper::WriteBuffer(name, *bytes);
+  }
+};
+
+class CopyingDevice : public DeviceWrapper {
+ public:
+  using DeviceWrapper::DeviceWrapper;
+
+ protected:
+  std::unique_ptr<Image> WrapImage(std::unique_ptr<Image> image,
+                                   const Artifact&) override {
+    return std::make_unique<CopyingImage>(std::move(image));
+  }
+};
+
+TEST_CASE(
+    "seeded inputs are shared with every image and the judge and not copied") {
+  Rig rig;
+  HandingDevice device(rig.device.get());
+  testing::LocalTuneContext context(&device, &rig.builder);
+  auto result = Measure(Request(ThreeSettings()), context);
+  REQUIRE(result.ok());
+  REQUIRE(result->measurements.size() == 3);
+  // Nothing was copied in through the seam: every input was shared.
+  CHECK(device.handed.written_bytes == 0);
+  // Step 0's A of every image is one object, the input cache's; the judge
+  // keeps that very object as the default's A.
+  const SharedBytes cached =
+      context.inputs().Get(v1::DTYPE_BF16, 256 * 512 * 2, InputSeed(0, 0, 0));
+  int fed_a = 0;
+  for (const auto& [name, bytes] : device.handed.shared) {
+    if (name != "s0.a" && name != "s0.A") continue;
+    ++fed_a;
+    CHECK(bytes.get() == cached.get());
+  }
+  CHECK(fed_a == 6);  // three settings, two images each
+  const SettingOutput& def = result->outputs.at(0);
+  CHECK(def.inputs.size() == 2);
+  CHECK(def.inputs.at("A").get() == cached.get());
+}
+
+TEST_CASE("outputs are dropped once digested unless a judge needs them") {
   Rig rig;
   std::vector<v1::Operator> settings = ThreeSettings();
   auto result = Measure(Request(settings), *rig.Context());
   REQUIRE(result.ok());
-  REQUIRE(result->outputs.size() == 3);
-  // The default's A and B as given, every setting's C as written.
-  const SettingOutput& def = result->outputs.at(0);
-  CHECK(def.inputs.size() == 2);
-  CHECK(def.inputs.at("A").size() == 256 * 512 * 2);
-  for (int i : {0, 1, 2}) {
-    const SettingOutput& out = result->outputs.at(i);
-    CHECK(out.written.size() == 1);
-    if (i != 0) CHECK(out.inputs.empty());
+  const auto& m = result->measurements;
+  REQUIRE(m.size() == 3);
+  // Setting 1 differs from the default in tile_m only: the same output.
+  // Setting 2 sums K in other chunks: another output, to be judged.
+  REQUIRE(m.at(1).output() == m.at(0).output());
+  REQUIRE(m.at(2).output() != m.at(0).output());
+  // The default keeps its inputs and no output; setting 1 keeps nothing;
+  // setting 2 keeps what it wrote.
+  REQUIRE(result->outputs.count(0) == 1);
+  CHECK(result->outputs.at(0).written.empty());
+  CHECK(result->outputs.count(1) == 0);
+  REQUIRE(result->outputs.count(2) == 1);
+  CHECK(result->outputs.at(2).inputs.empty());
+  REQUIRE(result->outputs.at(2).written.size() == 1);
+  CHECK(result->outputs.at(2).written.at("C").size() == 256 * 512 * 2);
+  // What it kept is what it wrote: its digest is the measurement's.
+  CHECK(OutputDigest(settings[2], result->outputs.at(2).written, {}) ==
+        m.at(2).output());
+}
+
+TEST_CASE("sharing inputs or copying them gives the same results bit for bit") {
+  // Nine settings: two batches on npu2, so outputs are digested beside the
+  // next batch.
+  std::vector<v1::Operator> settings;
+  for (int64_t tile_m : {64, 32, 16}) {
+    for (int64_t tile_k : {64, 32, 16}) {
+      settings.push_back(Gemm(256, 512, 512, tile_m, tile_k, 64, 8));
+    }
+  }
+  Rig shared("sim:npu2", 5), copied("sim:npu2", 5);
+  CopyingDevice copying(copied.device.get());
+  testing::LocalTuneContext copy_context(&copying, &copied.builder);
+  auto a = Measure(Request(settings), *shared.Context());
+  auto b = Measure(Request(settings), copy_context);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  REQUIRE(a->measurements.size() == settings.size());
+  REQUIRE(b->measurements.size() == settings.size());
+  for (const auto& [i, x] : a->measurements) {
+    const v1::Measurement& y = b->measurements.at(i);
+    CHECK(x.t_step_us() == y.t_step_us());
+    CHECK(x.t_step_noise_us() == y.t_step_noise_us());
+    CHECK(x.output() == y.output());
+    CHECK(std::vector<double>(x.round_us().begin(), x.round_us().end()) ==
+          std::vector<double>(y.round_us().begin(), y.round_us().end()));
+    CHECK(std::vector<double>(x.default_round_us().begin(),
+                              x.default_round_us().end()) ==
+          std::vector<double>(y.default_round_us().begin(),
+                              y.default_round_us().end()));
+  }
+  REQUIRE(a->outputs.size() == b->outputs.size());
+  for (const auto& [i, out] : a->outputs) {
+    CHECK(out.written == b->outputs.at(i).written);
   }
 }
 

@@ -37,7 +37,8 @@ v1::Operator Op(const std::string& cls) {
 Reference Run(const v1::Operator& op,
               const std::map<std::string, std::string>& inputs,
               const CallValues& values = {}) {
-  absl::StatusOr<Reference> r = ReferenceOutputs(op, inputs, values);
+  absl::StatusOr<Reference> r =
+      ReferenceOutputs(op, testing::Shared(inputs), values);
   REQUIRE(r.ok());
   return *std::move(r);
 }
@@ -263,8 +264,9 @@ TEST_CASE("no reference for unknown classes or odd buffers", "[reference]") {
   // An input of the wrong size.
   gemm.mutable_buffers(0)->set_shape(1, 4);
   gemm.mutable_buffers(0)->set_shape(0, 4);
-  CHECK(ReferenceOutputs(gemm, {{"A", F32({1})}}, {}).status().code() ==
-        absl::StatusCode::kInvalidArgument);
+  CHECK(ReferenceOutputs(gemm, testing::Shared({{"A", F32({1})}}), {})
+            .status()
+            .code() == absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

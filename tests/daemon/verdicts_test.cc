@@ -34,7 +34,8 @@ std::map<std::string, std::string> Inputs() {
 
 // The reference's C, with `add` added to element `at` (none when at < 0).
 std::string C(double add = 0, int at = -1) {
-  absl::StatusOr<Reference> want = ReferenceOutputs(GemmAt(64), Inputs(), {});
+  absl::StatusOr<Reference> want =
+      ReferenceOutputs(GemmAt(64), testing::Shared(Inputs()), {});
   REQUIRE(want.ok());
   std::string c = want->outputs.at("c");
   if (at >= 0) {
@@ -61,7 +62,7 @@ Point MakePoint(const std::vector<std::string>& written, bool outputs = true) {
     if (!outputs) continue;
     p.outcome.outputs[static_cast<int>(i)].written = {{"c", written[i]}};
   }
-  if (outputs) p.outcome.outputs[0].inputs = Inputs();
+  if (outputs) p.outcome.outputs[0].inputs = testing::Shared(Inputs());
   return p;
 }
 
@@ -83,14 +84,13 @@ OutputJudge::Options CountingOptions(Counts& counts, Cache* cache = nullptr) {
   options.platform.generation = "npu2";
   options.judge_id = "test/1";
   options.cache = cache;
-  options.reference = [&counts](const v1::Operator& op,
-                                const std::map<std::string, std::string>& in,
+  options.reference = [&counts](const v1::Operator& op, const SharedInputs& in,
                                 const CallValues& values) {
     ++counts.references;
     return ReferenceOutputs(op, in, values);
   };
   options.judge = [&counts](const v1::Operator& d, const v1::Operator& op,
-                            const std::map<std::string, std::string>& in,
+                            const SharedInputs& in,
                             const std::map<std::string, std::string>& out,
                             const CallValues& values,
                             const ReferenceLookup& reference) {
@@ -123,8 +123,9 @@ TEST_CASE("OutputJudge: one reference for all of a point's settings",
   CHECK(verdicts.at(4).empty());
   // The verdict a judge computing its own reference gives, word for word.
   const Point p = MakePoint(FiveOutputs());
-  const std::string alone = *Judge(p.plan.settings[0], p.plan.settings[3],
-                                   Inputs(), {{"c", C(1.0, 3)}}, {});
+  const std::string alone =
+      *Judge(p.plan.settings[0], p.plan.settings[3], testing::Shared(Inputs()),
+             {{"c", C(1.0, 3)}}, {});
   CHECK(absl::StartsWith(alone, "c under the default's gate: "));
   CHECK(verdicts.at(3) == alone);
 
@@ -179,9 +180,9 @@ TEST_CASE("OutputJudge: a reference's error refuses and is computed once",
           "[verdicts]") {
   Counts counts;
   OutputJudge::Options options = CountingOptions(counts);
-  options.reference =
-      [&counts](const v1::Operator&, const std::map<std::string, std::string>&,
-                const CallValues&) -> absl::StatusOr<Reference> {
+  options.reference = [&counts](
+                          const v1::Operator&, const SharedInputs&,
+                          const CallValues&) -> absl::StatusOr<Reference> {
     ++counts.references;
     return absl::UnimplementedError("no reference here");
   };
@@ -200,11 +201,10 @@ TEST_CASE("OutputJudge: a judge's failure reaches the caller at Finish",
           "[verdicts]") {
   OutputJudge::Options options;
   options.platform.generation = "npu2";
-  options.judge = [](const v1::Operator&, const v1::Operator&,
-                     const std::map<std::string, std::string>&,
-                     const std::map<std::string, std::string>&,
-                     const CallValues&,
-                     const ReferenceLookup&) -> std::optional<std::string> {
+  options.judge =
+      [](const v1::Operator&, const v1::Operator&, const SharedInputs&,
+         const std::map<std::string, std::string>&, const CallValues&,
+         const ReferenceLookup&) -> std::optional<std::string> {
     throw std::runtime_error("the judge broke");
   };
   OutputJudge judge(std::move(options));

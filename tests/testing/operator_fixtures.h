@@ -8,11 +8,14 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <map>
+#include <memory>
 #include <string>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "common/value.h"
+#include "daemon/ops/reference.h"
 #include "irontune/v1/recording.pb.h"
 
 namespace irontune::testing {
@@ -115,6 +118,15 @@ inline v1::Operator Gemv(int64_t m, int64_t k, int64_t tsi, int64_t tso,
   AddBuffer(op, "x", v1::BUFFER_ROLE_IN, {dim(k)});
   AddBuffer(op, "y", v1::BUFFER_ROLE_OUT, {dim(m)});
   return op;
+}
+
+// `inputs` as a judge or reference reads them (shared, by buffer name).
+inline SharedInputs Shared(std::map<std::string, std::string> inputs) {
+  SharedInputs out;
+  for (auto& [name, bytes] : inputs) {
+    out[name] = std::make_shared<const std::string>(std::move(bytes));
+  }
+  return out;
 }
 
 }  // namespace irontune::testing
