@@ -244,7 +244,7 @@ std::string RenderDiffSummary(const v1::ProfileDiff& diff,
         stats->shapes(), stats->settings_timed(), stats->cache_hits(),
         FormatDuration(stats->device_seconds()),
         FormatDuration(stats->wall_seconds()));
-    if (stats->build_wait_seconds() > 0) {
+    if (stats->build_wait_seconds() >= 0.1) {  // what rounds to 0.0 s is none
       absl::StrAppend(&out, " (", FormatDuration(stats->build_wait_seconds()),
                       " of it waiting for builds)");
     }

@@ -90,6 +90,9 @@ TEST_CASE("the summary counts entries and gives the model's gain and stats") {
       s, Catch::Contains("12 shapes, 340 settings timed, 120 from the cache"));
   CHECK_THAT(s, Catch::Contains("2m05s wall\n"));
   CHECK_THAT(s, !Catch::Contains("waiting for builds"));
+  stats.set_build_wait_seconds(0.03);  // rounds to none
+  CHECK_THAT(RenderDiffSummary(SampleDiff(), &stats),
+             !Catch::Contains("waiting for builds"));
   stats.set_build_wait_seconds(61);
   CHECK_THAT(RenderDiffSummary(SampleDiff(), &stats),
              Catch::Contains("2m05s wall (1m01s of it waiting for builds)\n"));
