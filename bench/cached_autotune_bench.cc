@@ -125,14 +125,7 @@ bool CachedRuns(const Args& args, bool kept, const v1::Calls& calls,
     CountingDevice device(sim);
     testing::LocalTuneContext context(&device, &builder, cache);
     AutotuneOptions counted = options;
-    counted.judge = [&judged](const v1::Operator& d, const v1::Operator& op,
-                              const SharedInputs& in,
-                              const std::map<std::string, std::string>& out,
-                              const CallValues& values,
-                              const ReferenceLookup& reference) {
-      ++judged;
-      return Judge(d, op, in, out, values, reference);
-    };
+    counted.judge = testing::CountingJudge(&judged);
     double c0 = CpuSeconds();
     (void)AdmitAutotune(request, platform, AdmissionLimits());
     admit.push_back(CpuSeconds() - c0);

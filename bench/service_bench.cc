@@ -917,6 +917,12 @@ std::string ShapeText(const v1::Operator& op) {
   return out;
 }
 
+// The daemon's status through `stub`; false when the call fails.
+bool GetStatusOf(v1::Tuner::Stub& stub, v1::StatusResponse* status) {
+  grpc::ClientContext context;
+  return stub.GetStatus(&context, v1::GetStatusRequest(), status).ok();
+}
+
 // The example's Autotune at the default Timing (the lm-head GEMV its
 // largest shape): its real peak RSS, measured as BigJob's, against
 // admission's estimate.
@@ -925,12 +931,7 @@ int BigAutotune() {
   if (!daemon.up()) return 1;
   auto stub = v1::Tuner::NewStub(daemon.Channel());
   v1::StatusResponse status;
-  {
-    grpc::ClientContext context;
-    if (!stub->GetStatus(&context, v1::GetStatusRequest(), &status).ok()) {
-      return 1;
-    }
-  }
+  if (!GetStatusOf(*stub, &status)) return 1;
   v1::AutotuneRequest request = ExampleRequest(0, 0);
   request.clear_timing();
   spdlog::set_level(spdlog::level::warn);  // the settings' domain notes
@@ -971,12 +972,7 @@ int BigJob() {
     if (!daemon.up()) return 1;
     auto stub = v1::Tuner::NewStub(daemon.Channel());
     v1::StatusResponse status;
-    {
-      grpc::ClientContext context;
-      if (!stub->GetStatus(&context, v1::GetStatusRequest(), &status).ok()) {
-        return 1;
-      }
-    }
+    if (!GetStatusOf(*stub, &status)) return 1;
     auto [request, cost] = BiggestMeasure(PlatformOf(status), repeats);
     if (cost.memory_bytes == 0) {
       std::printf("  repeats %u: no operator admitted\n", repeats);

@@ -1131,14 +1131,7 @@ TEST_CASE("Autotune: a cached rerun builds, loads, seeds and judges nothing") {
   options.space = RecordingSearchSpace();
   options.timing = Quick();
   int judged = 0;
-  options.judge = [&judged](const v1::Operator& d, const v1::Operator& op,
-                            const SharedInputs& in,
-                            const std::map<std::string, std::string>& out,
-                            const CallValues& values,
-                            const ReferenceLookup& reference) {
-    ++judged;
-    return Judge(d, op, in, out, values, reference);
-  };
+  options.judge = testing::CountingJudge(&judged);
   auto cache = Cache::Open(TempPath("cached_rerun.db"), "NPU Strix",
                            PowerMode::kDefault);
   REQUIRE(cache.ok());
@@ -1203,20 +1196,8 @@ TEST_CASE(
   options.space = RecordingSearchSpace();
   options.timing = Quick();
   int references = 0, judged = 0;
-  options.reference = [&references](const v1::Operator& op,
-                                    const SharedInputs& in,
-                                    const CallValues& values) {
-    ++references;
-    return ReferenceOutputs(op, in, values);
-  };
-  options.judge = [&judged](const v1::Operator& d, const v1::Operator& op,
-                            const SharedInputs& in,
-                            const std::map<std::string, std::string>& out,
-                            const CallValues& values,
-                            const ReferenceLookup& reference) {
-    ++judged;
-    return Judge(d, op, in, out, values, reference);
-  };
+  options.reference = testing::CountingReference(&references);
+  options.judge = testing::CountingJudge(&judged);
   Rig rig;
   auto shared = Autotune(calls, Profile(), options, rig.Context());
   REQUIRE(shared.ok());

@@ -12,6 +12,7 @@
 #include "daemon/base/sha256.h"
 #include "daemon/ops/numeric.h"
 #include "daemon/store/cache.h"
+#include "tests/testing/counting_fakes.h"
 #include "tests/testing/sim_fixtures.h"
 
 namespace irontune {
@@ -84,19 +85,8 @@ OutputJudge::Options CountingOptions(Counts& counts, Cache* cache = nullptr) {
   options.platform.generation = "npu2";
   options.judge_id = "test/1";
   options.cache = cache;
-  options.reference = [&counts](const v1::Operator& op, const SharedInputs& in,
-                                const CallValues& values) {
-    ++counts.references;
-    return ReferenceOutputs(op, in, values);
-  };
-  options.judge = [&counts](const v1::Operator& d, const v1::Operator& op,
-                            const SharedInputs& in,
-                            const std::map<std::string, std::string>& out,
-                            const CallValues& values,
-                            const ReferenceLookup& reference) {
-    ++counts.judged;
-    return Judge(d, op, in, out, values, reference);
-  };
+  options.reference = testing::CountingReference(&counts.references);
+  options.judge = testing::CountingJudge(&counts.judged);
   return options;
 }
 

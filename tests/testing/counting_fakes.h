@@ -1,17 +1,20 @@
-// Seam wrappers that count what a run asks of the builder and the device,
-// so a test or a benchmark can say that a cached run built or loaded
-// nothing.
+// Seam wrappers that count what a run asks of the builder, the device, the
+// judge and the CPU reference, so a test or a benchmark can say that a
+// cached run built, loaded or judged nothing.
 //
 // Threads: one at a time, as the seams they wrap. Ownership: the wrapped
 // builder or device is borrowed and must outlive the wrapper.
 #ifndef IRONTUNE_TESTS_TESTING_COUNTING_FAKES_H_
 #define IRONTUNE_TESTS_TESTING_COUNTING_FAKES_H_
 
+#include <map>
 #include <memory>
 #include <string>
 
 #include "daemon/npu/builder.h"
 #include "daemon/npu/device.h"
+#include "daemon/ops/reference.h"
+#include "daemon/tune/judge.h"
 
 namespace irontune::testing {
 
@@ -43,6 +46,28 @@ class CountingDevice : public DeviceWrapper {
   }
   int loads = 0;
 };
+
+// The default judge (Judge), adding one to `*judged` per call. `judged`
+// must outlive the function.
+inline JudgeFn CountingJudge(int* judged) {
+  return [judged](const v1::Operator& d, const v1::Operator& op,
+                  const SharedInputs& in,
+                  const std::map<std::string, std::string>& out,
+                  const CallValues& values, const ReferenceLookup& reference) {
+    ++*judged;
+    return Judge(d, op, in, out, values, reference);
+  };
+}
+
+// The CPU reference (ReferenceOutputs), adding one to `*computed` per call.
+// `computed` must outlive the function.
+inline ReferenceFn CountingReference(int* computed) {
+  return [computed](const v1::Operator& op, const SharedInputs& in,
+                    const CallValues& values) {
+    ++*computed;
+    return ReferenceOutputs(op, in, values);
+  };
+}
 
 }  // namespace irontune::testing
 
