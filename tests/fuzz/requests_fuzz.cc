@@ -15,7 +15,7 @@
 
 namespace {
 
-irontune::Platform Strix() {
+[[maybe_unused]] irontune::Platform Strix() {
   irontune::Platform p;
   p.name = "NPU Strix";
   p.generation = "npu2";
