@@ -117,6 +117,29 @@ void AutotuneRun::LeaveUntuned() {
   Tell(std::nullopt);
 }
 
+std::vector<BuildRequest> AutotuneRun::BuildsOf(int position) {
+  absl::StatusOr<std::vector<BuildRequest>> builds =
+      ShapeBuilds(shapes_[order_[position]], calls_, platform_, options_,
+                  cycles_, *logged_);
+  // Only a hint: the search meets an error of its own when it asks.
+  return builds.ok() ? *std::move(builds) : std::vector<BuildRequest>();
+}
+
+void AutotuneRun::BuildAhead(int position) {
+  Builder& builder = logged_->builder();
+  for (const BuildRequest& r : BuildsOf(position)) builder.Prefetch(r);
+  if (position + 1 >= total() || logged_->cancelled()) return;
+  // The next shape may not begin: the budget spent by this one as planned.
+  const double planned = estimator_->cost(order_[position]).device_seconds;
+  if (options_.budget_seconds > 0 &&
+      device_seconds() + planned >= options_.budget_seconds) {
+    return;
+  }
+  for (const BuildRequest& r : BuildsOf(position + 1)) {
+    builder.PrefetchLater(r);
+  }
+}
+
 absl::Status AutotuneRun::Next() {
   if (BudgetSpent()) {
     LeaveUntuned();
@@ -131,6 +154,7 @@ absl::Status AutotuneRun::Next() {
   const TunableValues incumbent = profile_->Incumbent(
       s,
       RecordedSetting(calls_.operators(static_cast<int>(shape.members[0].op))));
+  BuildAhead(position);
   const double before = device_seconds();
   ASSIGN_OR_RETURN(ShapeResult timed,
                    TimeShapeKept(shape, calls_, platform_, options_, cycles_,
