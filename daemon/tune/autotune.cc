@@ -82,6 +82,11 @@ absl::StatusOr<std::unique_ptr<AutotuneRun>> AutotuneRun::Start(
   run->order_ = TuneOrder(costs);
   run->estimator_ =
       std::make_unique<JobEstimator>(std::move(costs), options.budget_seconds);
+  absl::StatusOr<std::vector<bool>> before = SearchedBefore(
+      run->shapes_, calls, run->platform_, options, *run->logged_);
+  // Only a hint for building ahead: none known where the cache fails.
+  run->searched_before_ =
+      before.ok() ? *std::move(before) : std::vector<bool>(run->shapes_.size());
   run->results_.resize(run->shapes_.size());
   run->tuned_.assign(run->shapes_.size(), false);
   run->untuned_.resize(run->shapes_.size());
@@ -118,6 +123,7 @@ void AutotuneRun::LeaveUntuned() {
 }
 
 std::vector<BuildRequest> AutotuneRun::BuildsOf(int position) {
+  if (searched_before_[order_[position]]) return {};
   absl::StatusOr<std::vector<BuildRequest>> builds =
       ShapeBuilds(shapes_[order_[position]], calls_, platform_, options_,
                   cycles_, *logged_);
@@ -127,7 +133,12 @@ std::vector<BuildRequest> AutotuneRun::BuildsOf(int position) {
 
 void AutotuneRun::BuildAhead(int position) {
   Builder& builder = logged_->builder();
-  for (const BuildRequest& r : BuildsOf(position)) builder.Prefetch(r);
+  // The list made for this shape as the next one, where it was.
+  const std::vector<BuildRequest> now =
+      ahead_position_ == position ? std::move(ahead_) : BuildsOf(position);
+  ahead_.clear();
+  ahead_position_ = -1;
+  for (const BuildRequest& r : now) builder.Prefetch(r);
   if (position + 1 >= total() || logged_->cancelled()) return;
   // The next shape may not begin: the budget spent by this one as planned.
   const double planned = estimator_->cost(order_[position]).device_seconds;
@@ -135,9 +146,9 @@ void AutotuneRun::BuildAhead(int position) {
       device_seconds() + planned >= options_.budget_seconds) {
     return;
   }
-  for (const BuildRequest& r : BuildsOf(position + 1)) {
-    builder.PrefetchLater(r);
-  }
+  ahead_ = BuildsOf(position + 1);
+  ahead_position_ = position + 1;
+  for (const BuildRequest& r : ahead_) builder.PrefetchLater(r);
 }
 
 absl::Status AutotuneRun::Next() {

@@ -105,11 +105,13 @@ class AutotuneRun {
               TuneContext& context);
   bool BudgetSpent() const;
   // The builds the search of the shape at `position` in order_ will ask
-  // for (ShapeBuilds); none where they cannot be told.
+  // for (ShapeBuilds); none where the shape was searched before or they
+  // cannot be told.
   std::vector<BuildRequest> BuildsOf(int position);
-  // Queues the builds of the shape at `position` (Builder::Prefetch) and,
-  // unless it is the last or the budget will be spent by its planned
-  // time, those of the next one behind them (Builder::PrefetchLater).
+  // Queues the builds of the shape at `position` (Builder::Prefetch; the
+  // list made for it as the next shape where there is one) and, unless it
+  // is the last or the budget will be spent by its planned time, those of
+  // the next one behind them (Builder::PrefetchLater).
   void BuildAhead(int position);
   void LeaveUntuned();
   void Tell(std::optional<size_t> current);
@@ -131,6 +133,13 @@ class AutotuneRun {
   std::vector<std::string> untuned_;
   int done_ = 0;
   TuneStats stats_;
+  // The builds queued for later for the shape at ahead_position_ in order_
+  // (-1: none), queued again first when it begins.
+  std::vector<BuildRequest> ahead_;
+  int ahead_position_ = -1;
+  // By shape index: searched before the run began (SearchedBefore), so
+  // nothing is built ahead for it.
+  std::vector<bool> searched_before_;
 };
 
 // Runs an AutotuneRun from Start to Finish.

@@ -923,6 +923,36 @@ absl::StatusOr<std::vector<TunableValues>> ShapeSettings(
   return found;
 }
 
+absl::StatusOr<std::vector<bool>> SearchedBefore(
+    const std::vector<Shape>& shapes, const v1::Calls& calls,
+    const Platform& platform, const AutotuneOptions& options,
+    TuneContext& context) {
+  std::vector<bool> out(shapes.size(), false);
+  Cache* cache = context.cache();
+  if (cache == nullptr) return out;
+  const v1::Packaging packaging = PackagingFor(options, platform);
+  const std::string environment = context.builder().Environment();
+  // The first member's recorded design: the shape's own (WithSetting of
+  // its recorded setting is the operator as it is).
+  std::vector<VerdictKey> ids;
+  std::vector<size_t> shape_of;
+  for (size_t s = 0; s < shapes.size(); ++s) {
+    if (shapes[s].members.empty()) continue;
+    const v1::Operator& op =
+        calls.operators(static_cast<int>(shapes[s].members[0].op));
+    ids.push_back(BuiltIdentityKey(
+        MeasureRequest(op, op, platform, 1, packaging), environment));
+    shape_of.push_back(s);
+  }
+  if (ids.empty()) return out;
+  ASSIGN_OR_RETURN(std::vector<std::optional<std::string>> kept,
+                   cache->GetVerdicts(ids));
+  for (size_t k = 0; k < ids.size(); ++k) {
+    out[shape_of[k]] = kept[k].has_value();
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<BuildRequest>> ShapeBuilds(
     const Shape& shape, const v1::Calls& calls, const Platform& platform,
     const AutotuneOptions& options, const KernelCycles& cycles,
@@ -930,6 +960,7 @@ absl::StatusOr<std::vector<BuildRequest>> ShapeBuilds(
   ASSIGN_OR_RETURN(std::vector<TunableValues> found,
                    ShapeSettings(shape, calls, platform, options.space));
   const v1::Packaging packaging = PackagingFor(options, platform);
+  const std::string environment = context.builder().Environment();
   // Every member at every setting, with its recorded design.
   std::vector<v1::Operator> ops, recorded;
   std::vector<size_t> setting;
@@ -941,7 +972,6 @@ absl::StatusOr<std::vector<BuildRequest>> ShapeBuilds(
       setting.push_back(i);
     }
   }
-  const std::string environment = context.builder().Environment();
   ASSIGN_OR_RETURN(
       std::vector<std::optional<std::string>> verdicts,
       KeptRefusals(ops, platform, packaging, environment, context.cache()));

@@ -144,6 +144,18 @@ absl::StatusOr<std::vector<BuildRequest>> ShapeBuilds(
     const AutotuneOptions& options, const KernelCycles& cycles,
     TuneContext& context);
 
+// For each of `shapes`, whether the context's cache keeps the built
+// identity (BuiltIdentityKey, with the context's builder) of its first
+// member's recorded 1-step design: the shape was searched before, and its
+// search asks the builder for little or nothing (a search cut short may
+// still build some). Costs a hash a shape and one lookup for all
+// (ShapeBuilds costs a few per setting); all false without a cache.
+// Errors: the cache's.
+absl::StatusOr<std::vector<bool>> SearchedBefore(
+    const std::vector<Shape>& shapes, const v1::Calls& calls,
+    const Platform& platform, const AutotuneOptions& options,
+    TuneContext& context);
+
 // The packaging an Autotune uses on `platform`: the asked one, else full
 // ELF where the platform has it, else the xclbin chain.
 v1::Packaging PackagingFor(const AutotuneOptions& options,
