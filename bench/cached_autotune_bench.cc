@@ -118,7 +118,8 @@ bool CachedRuns(const Args& args, bool kept, const v1::Calls& calls,
                                "figure read from the cache):");
   std::vector<double> wall, cpu, admit, settings;
   TuneStats stats;
-  int builds = 0, prefetches = 0, loads = 0, inputs = 0, trials = 0, lines = 0;
+  int builds = 0, prefetches = 0, later = 0, loads = 0, inputs = 0, trials = 0,
+      lines = 0;
   int judged = 0;
   for (int r = 0; r < args.runs; ++r) {
     CountingBuilder builder(sim_builder);
@@ -143,6 +144,7 @@ bool CachedRuns(const Args& args, bool kept, const v1::Calls& calls,
     stats = run->stats;
     builds = builder.builds;
     prefetches = builder.prefetches;
+    later = builder.later_prefetches;
     loads = device.loads;
     inputs = context.inputs_asked;
     trials = context.trials;
@@ -150,12 +152,13 @@ bool CachedRuns(const Args& args, bool kept, const v1::Calls& calls,
   }
   std::printf(
       "    each cached run: %lld measure calls, %lld cache hits, %lld timed; "
-      "builds %d, prefetches %d, device loads %d, seeded inputs asked %d, "
+      "builds %d, prefetches %d (for a next shape %d), device loads %d, seeded "
+      "inputs asked %d, "
       "judged %d; OnTrial %d, log lines %d\n",
       static_cast<long long>(stats.measure_calls),
       static_cast<long long>(stats.cache_hits),
-      static_cast<long long>(stats.device_timed), builds, prefetches, loads,
-      inputs, judged, trials, lines);
+      static_cast<long long>(stats.device_timed), builds, prefetches, later,
+      loads, inputs, judged, trials, lines);
   Print("  Autotune, wall", wall);
   Print("  Autotune, thread CPU", cpu);
   Print("  AdmitAutotune (server), thread CPU", admit);

@@ -1,5 +1,6 @@
 #include "daemon/npu/build_pool.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -46,8 +47,13 @@ BuildPool::~BuildPool() {
 void BuildPool::DropQueue() {
   absl::MutexLock lock(&mu_);
   stopping_ = true;
-  for (const std::string& key : queue_) entries_[key].queued = false;
-  queue_.clear();
+  for (std::deque<std::string>* queue : {&queue_, &later_}) {
+    for (const std::string& key : *queue) {
+      entries_[key].queued = false;
+      entries_[key].later = false;
+    }
+    queue->clear();
+  }
 }
 
 void BuildPool::Stop() {
@@ -73,11 +79,41 @@ void BuildPool::Prefetch(const BuildRequest& request) {
   absl::MutexLock lock(&mu_);
   if (stopping_) return;
   Entry& e = EntryFor(key, request);
+  if (e.queued && e.later) Unqueue(key);  // wanted sooner than thought
+  Enqueue(key, request, /*later=*/false);
+}
+
+void BuildPool::PrefetchLater(const BuildRequest& request) {
+  if (options_.threads == 0) return;
+  const std::string key = RequestKey(request);
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return;
+  Enqueue(key, request, /*later=*/true);
+}
+
+void BuildPool::Enqueue(const std::string& key, const BuildRequest& request,
+                        bool later) {
+  Entry& e = EntryFor(key, request);
   if (e.queued || e.running || (e.done && e.outcome.ok())) return;
   e.done = false;
   e.queued = true;
+  e.later = later;
   e.prefetched = true;
-  queue_.push_back(key);
+  (later ? later_ : queue_).push_back(key);
+}
+
+void BuildPool::Unqueue(const std::string& key) {
+  Entry& e = entries_[key];
+  std::deque<std::string>& queue = e.later ? later_ : queue_;
+  auto it = std::find(queue.begin(), queue.end(), key);
+  if (it != queue.end()) queue.erase(it);
+  e.queued = false;
+  e.later = false;
+}
+
+bool BuildPool::HasWork() const {
+  return !queue_.empty() ||
+         (!later_.empty() && kept_bytes_ < options_.memory_bytes / 2);
 }
 
 void BuildPool::Loop() {
@@ -85,14 +121,17 @@ void BuildPool::Loop() {
   while (true) {
     mu_.Await(absl::Condition(
         +[](BuildPool* p) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-          return p->stopping_ || !p->queue_.empty();
+          return p->stopping_ || p->HasWork();
         },
         this));
     if (stopping_) return;
-    const std::string key = std::move(queue_.front());
-    queue_.pop_front();
+    std::deque<std::string>& queue = queue_.empty() ? later_ : queue_;
+    const std::string key = std::move(queue.front());
+    queue.pop_front();
     Entry& e = entries_[key];
+    if (e.later) ++stats_.later;
     e.queued = false;
+    e.later = false;
     if (e.prefetched) ++stats_.prefetched;
     RunBuild(key);
   }
@@ -168,15 +207,8 @@ absl::StatusOr<BuildOutcome> BuildPool::Await(
       RunBuild(key);
       return Take(key);
     }
-    // Ahead of the queue: the caller needs it now.
-    if (e->queued) {
-      for (auto it = queue_.begin(); it != queue_.end(); ++it) {
-        if (*it == key) {
-          queue_.erase(it);
-          break;
-        }
-      }
-    }
+    // Ahead of both queues: the caller needs it now.
+    if (e->queued) Unqueue(key);
     e->done = false;
     e->queued = true;
     e->prefetched = false;

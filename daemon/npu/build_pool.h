@@ -6,11 +6,18 @@
 //   takes it (first queued, first built). The method prefetches the designs
 //   of the batches after the one on the device, so the device does not wait
 //   for a build (daemon/tune/measure.h).
+// - PrefetchLater(request) queues a build on a second, lower queue, taken
+//   only when the first is empty and while the outcomes remembered hold
+//   under half of `memory_bytes` (so building ahead does not push out what
+//   the work under way still needs). AutotuneRun queues the next shape's
+//   designs there while one shape is searched (daemon/tune/autotune.h). A
+//   Prefetch of a build queued there moves it to the first queue's back.
 // - Build(request) answers from memory when the request was built before,
 //   waits for it when it is being built (by a pool thread or another
 //   caller: one build of a request at a time, its outcome shared with every
-//   caller), and otherwise builds it: on a pool thread, ahead of the queue,
-//   when there are threads, else on the caller's.
+//   caller), and otherwise builds it: on a pool thread, ahead of both
+//   queues (taken from either where it waits there), when there are
+//   threads, else on the caller's.
 // - Await(request, cancelled) is Build that gives up with Cancelled once
 //   `cancelled()` turns true (looked at every 20 ms): the build goes on in
 //   the pool and is remembered, so cancelling a job does not wait for it.
@@ -59,7 +66,8 @@ struct BuildPoolOptions {
 // What the pool did since it was made.
 struct BuildPoolStats {
   int64_t builds = 0;         // inner builds run
-  int64_t prefetched = 0;     // of those, queued by Prefetch
+  int64_t prefetched = 0;     // of those, queued by Prefetch or PrefetchLater
+  int64_t later = 0;          // of those, taken from PrefetchLater's queue
   int64_t remembered = 0;     // Build calls answered from memory
   int64_t merged = 0;         // Build calls that waited for a running build
   double build_seconds = 0;   // wall time inside the inner builder, summed
@@ -85,6 +93,7 @@ class BuildPool : public Builder {
       const BuildRequest& request,
       const std::function<bool()>& cancelled) override;
   void Prefetch(const BuildRequest& request) override;
+  void PrefetchLater(const BuildRequest& request) override;
   // Drops the queued builds, stops prefetching and stops the inner builder
   // (so running builds end with Cancelled); later builds run on the
   // caller's thread and meet the stopped inner builder.
@@ -99,6 +108,7 @@ class BuildPool : public Builder {
   struct Entry {
     BuildRequest request;
     bool queued = false;   // waiting for a pool thread
+    bool later = false;    // of those, in later_ (else in queue_)
     bool running = false;  // being built
     bool done = false;
     bool prefetched = false;
@@ -111,6 +121,16 @@ class BuildPool : public Builder {
   void DropQueue() ABSL_LOCKS_EXCLUDED(mu_);
   // Runs queued builds until the pool stops.
   void Loop();
+  // Whether a pool thread has a build to take: from queue_, else from
+  // later_ while the outcomes kept are under half the memory cap.
+  bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues `key`'s request (made for `request` when new) at the back of
+  // queue_ or of later_; nothing where it is queued, running or
+  // remembered already.
+  void Enqueue(const std::string& key, const BuildRequest& request, bool later)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes `key` out of the queue it waits in. REQUIRES: it is queued.
+  void Unqueue(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Builds `key`'s request with the inner builder (without the lock) and
   // publishes its outcome.
   void RunBuild(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -129,7 +149,8 @@ class BuildPool : public Builder {
   mutable absl::Mutex mu_;
   std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> queue_ ABSL_GUARDED_BY(mu_);
-  std::list<std::string> lru_ ABSL_GUARDED_BY(mu_);  // most recent first
+  std::deque<std::string> later_ ABSL_GUARDED_BY(mu_);  // PrefetchLater's
+  std::list<std::string> lru_ ABSL_GUARDED_BY(mu_);     // most recent first
   uint64_t kept_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   BuildPoolStats stats_ ABSL_GUARDED_BY(mu_);

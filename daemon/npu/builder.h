@@ -69,6 +69,13 @@ class Builder {
   // (BuildPool) starts on it. The default does nothing.
   virtual void Prefetch(const BuildRequest& request) { (void)request; }
 
+  // A hint that `request` will be built later, after what Prefetch queued
+  // (the next shape's designs while this one is timed): a builder with
+  // threads (BuildPool) starts on it only when nothing Prefetch queued is
+  // waiting. A later Prefetch, Build or Await of it takes it ahead. The
+  // default does nothing.
+  virtual void PrefetchLater(const BuildRequest& request) { (void)request; }
+
   // Irontuned is shutting down: builds running now end soon and later ones
   // do not start; both return Cancelled, never a refusal. Called from any
   // thread, once or more; the builder stays stopped. The default does

@@ -69,6 +69,9 @@ class HeartbeatBuilder : public Builder {
   void Prefetch(const BuildRequest& request) override {
     target_->Prefetch(request);
   }
+  void PrefetchLater(const BuildRequest& request) override {
+    target_->PrefetchLater(request);
+  }
   void Stop() override { target_->Stop(); }
   std::string Environment() const override { return target_->Environment(); }
 

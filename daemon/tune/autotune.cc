@@ -82,6 +82,11 @@ absl::StatusOr<std::unique_ptr<AutotuneRun>> AutotuneRun::Start(
   run->order_ = TuneOrder(costs);
   run->estimator_ =
       std::make_unique<JobEstimator>(std::move(costs), options.budget_seconds);
+  absl::StatusOr<std::vector<bool>> before = SearchedBefore(
+      run->shapes_, calls, run->platform_, options, *run->logged_);
+  // Only a hint for building ahead: none known where the cache fails.
+  run->searched_before_ =
+      before.ok() ? *std::move(before) : std::vector<bool>(run->shapes_.size());
   run->results_.resize(run->shapes_.size());
   run->tuned_.assign(run->shapes_.size(), false);
   run->untuned_.resize(run->shapes_.size());
@@ -117,6 +122,35 @@ void AutotuneRun::LeaveUntuned() {
   Tell(std::nullopt);
 }
 
+std::vector<BuildRequest> AutotuneRun::BuildsOf(int position) {
+  if (searched_before_[order_[position]]) return {};
+  absl::StatusOr<std::vector<BuildRequest>> builds =
+      ShapeBuilds(shapes_[order_[position]], calls_, platform_, options_,
+                  cycles_, *logged_);
+  // Only a hint: the search meets an error of its own when it asks.
+  return builds.ok() ? *std::move(builds) : std::vector<BuildRequest>();
+}
+
+void AutotuneRun::BuildAhead(int position) {
+  Builder& builder = logged_->builder();
+  // The list made for this shape as the next one, where it was.
+  const std::vector<BuildRequest> now =
+      ahead_position_ == position ? std::move(ahead_) : BuildsOf(position);
+  ahead_.clear();
+  ahead_position_ = -1;
+  for (const BuildRequest& r : now) builder.Prefetch(r);
+  if (position + 1 >= total() || logged_->cancelled()) return;
+  // The next shape may not begin: the budget spent by this one as planned.
+  const double planned = estimator_->cost(order_[position]).device_seconds;
+  if (options_.budget_seconds > 0 &&
+      device_seconds() + planned >= options_.budget_seconds) {
+    return;
+  }
+  ahead_ = BuildsOf(position + 1);
+  ahead_position_ = position + 1;
+  for (const BuildRequest& r : ahead_) builder.PrefetchLater(r);
+}
+
 absl::Status AutotuneRun::Next() {
   if (BudgetSpent()) {
     LeaveUntuned();
@@ -131,6 +165,7 @@ absl::Status AutotuneRun::Next() {
   const TunableValues incumbent = profile_->Incumbent(
       s,
       RecordedSetting(calls_.operators(static_cast<int>(shape.members[0].op))));
+  BuildAhead(position);
   const double before = device_seconds();
   ASSIGN_OR_RETURN(ShapeResult timed,
                    TimeShapeKept(shape, calls_, platform_, options_, cycles_,

@@ -18,6 +18,13 @@
 // left untuned: their profile entries stay as submitted, and the diff
 // lists them (ProfileDiff.untuned).
 //
+// Builds ahead: as a shape begins, the builds its search will ask for
+// first are queued (ShapeBuilds, Builder::Prefetch), and behind them, at a
+// lower priority (Builder::PrefetchLater), the next shape's, so a builder
+// with threads (BuildPool) builds the next shape's designs while this one
+// is timed and the device does not wait for them when it begins. Designs
+// the cache knows are not queued, so a cached run builds nothing.
+//
 // Threads: the context's (the thread that owns the Device and the
 // Builder). Failure: device, builder and cache errors come back as the
 // Status they were; cancellation is Cancelled. A setting the builder
@@ -97,6 +104,15 @@ class AutotuneRun {
   AutotuneRun(const v1::Calls& calls, const AutotuneOptions& options,
               TuneContext& context);
   bool BudgetSpent() const;
+  // The builds the search of the shape at `position` in order_ will ask
+  // for (ShapeBuilds); none where the shape was searched before or they
+  // cannot be told.
+  std::vector<BuildRequest> BuildsOf(int position);
+  // Queues the builds of the shape at `position` (Builder::Prefetch; the
+  // list made for it as the next shape where there is one) and, unless it
+  // is the last or the budget will be spent by its planned time, those of
+  // the next one behind them (Builder::PrefetchLater).
+  void BuildAhead(int position);
   void LeaveUntuned();
   void Tell(std::optional<size_t> current);
 
@@ -117,6 +133,13 @@ class AutotuneRun {
   std::vector<std::string> untuned_;
   int done_ = 0;
   TuneStats stats_;
+  // The builds queued for later for the shape at ahead_position_ in order_
+  // (-1: none), queued again first when it begins.
+  std::vector<BuildRequest> ahead_;
+  int ahead_position_ = -1;
+  // By shape index: searched before the run began (SearchedBefore), so
+  // nothing is built ahead for it.
+  std::vector<bool> searched_before_;
 };
 
 // Runs an AutotuneRun from Start to Finish.

@@ -221,16 +221,19 @@ class Measurer {
       RETURN_IF_ERROR(context_.cache()->CheckPowerMode(platform_.power_mode));
     }
     timing_ = WithDefaults(plan_.timing);
-    distinct_ = TotalBytes(plan_.settings[0]) <= kDistinctBytes;
+    distinct_ = MeasureRequest(plan_.settings[0], plan_.settings[0], platform_,
+                               plan_.repeats, plan_.packaging)
+                    .distinct;
     return absl::OkStatus();
   }
 
   BuildRequest OneStep(int i) const {
-    return {plan_.settings[i], platform_, 1, true, plan_.packaging};
+    return MeasureRequest(plan_.settings[i], plan_.settings[0], platform_, 1,
+                          plan_.packaging);
   }
   BuildRequest ManySteps(int i) const {
-    return {plan_.settings[i], platform_, plan_.repeats, distinct_,
-            plan_.packaging};
+    return MeasureRequest(plan_.settings[i], plan_.settings[0], platform_,
+                          plan_.repeats, plan_.packaging);
   }
 
   // The builder's outcome for `request`, giving up once cancelled.
@@ -299,10 +302,8 @@ class Measurer {
 
   // Where the cache keeps what `request` built as: "RECIPE ARTIFACT".
   VerdictKey IdentityKey(const BuildRequest& request) {
-    if (environment_.empty()) {
-      environment_ = "built:" + context_.builder().Environment();
-    }
-    return VerdictKey{RequestKey(request), environment_};
+    if (environment_.empty()) environment_ = context_.builder().Environment();
+    return BuiltIdentityKey(request, environment_);
   }
 
   // Setting `i`'s 1-step build: refused (left out; the default's refusal
@@ -652,7 +653,7 @@ class Measurer {
   std::map<std::string, std::string> given_;  // GivenDigests
   // The plan's inputs, made shared once for every image of the call.
   std::map<std::string, SharedBytes> given_bytes_;
-  std::string environment_;  // of IdentityKey
+  std::string environment_;  // the builder's, for IdentityKey
   std::vector<int> todo_;    // settings to time, default left out
   double fastest_ = std::numeric_limits<double>::infinity();
   int batch_number_ = 0;
@@ -664,6 +665,19 @@ class Measurer {
 };
 
 }  // namespace
+
+BuildRequest MeasureRequest(const v1::Operator& op,
+                            const v1::Operator& recorded,
+                            const Platform& platform, int steps,
+                            v1::Packaging packaging) {
+  const bool distinct = steps == 1 || TotalBytes(recorded) <= kDistinctBytes;
+  return {op, platform, steps, distinct, packaging};
+}
+
+VerdictKey BuiltIdentityKey(const BuildRequest& one_step,
+                            const std::string& environment) {
+  return VerdictKey{RequestKey(one_step), "built:" + environment};
+}
 
 absl::StatusOr<MeasureOutcome> Measure(const MeasurePlan& plan,
                                        TuneContext& context) {

@@ -32,7 +32,9 @@
 #include "absl/status/statusor.h"
 #include "common/defaults.h"
 #include "common/expression.h"
+#include "daemon/npu/builder.h"
 #include "daemon/ops/reference.h"
+#include "daemon/store/cache.h"
 #include "daemon/tune/interleave.h"
 #include "daemon/tune/tune_context.h"
 #include "irontune/v1/measurement.pb.h"
@@ -72,6 +74,24 @@ struct MeasurePlan {
   uint64_t seed = 0;
   IdleRules idle;
 };
+
+// The build Measure asks for of `op`, one of the settings of a plan whose
+// recorded setting (settings[0]) is `recorded`, packaged as `steps` steps:
+// 1 (its 1-step design) or the plan's `repeats` (its many-step design,
+// distinct unless the recorded setting's buffers pass kDistinctBytes). The
+// one home of these requests' fields, so builds queued elsewhere (Refusals
+// in verdicts.h, ShapeBuilds in time_shape.h) are the very requests a
+// Measure waits for, merged by a BuildPool.
+BuildRequest MeasureRequest(const v1::Operator& op,
+                            const v1::Operator& recorded,
+                            const Platform& platform, int steps,
+                            v1::Packaging packaging);
+
+// Where the cache keeps what the 1-step request `one_step` built as
+// ("RECIPE ARTIFACT"), under the builder's `environment`: a Measure finds a
+// setting's cached figure through it without building.
+VerdictKey BuiltIdentityKey(const BuildRequest& one_step,
+                            const std::string& environment);
 
 // What one setting wrote when run once, for judging its output. Every
 // setting is given the same inputs, so only the default's are kept: a judge

@@ -14,11 +14,19 @@
 #include "common/value.h"
 #include "daemon/base/sha256.h"
 #include "daemon/base/stats.h"
+#include "daemon/store/cache.h"
 #include "daemon/tune/measure.h"
 #include "daemon/tune/verdicts.h"
 
 namespace irontune {
 namespace {
+
+// Whether a search of `shape` bounds settings by their kernel cycles (and
+// may leave some untimed): a GEMM shape, with cycles and a core clock.
+bool MayBeBounded(const Shape& shape, const Platform& platform,
+                  const KernelCycles& cycles) {
+  return !cycles.empty() && platform.core_mhz > 0 && shape.class_name == "GEMM";
+}
 
 ShapeTrial Untimed(const TunableValues& s, size_t members) {
   ShapeTrial t;
@@ -203,24 +211,11 @@ class ShapeSearch {
 
   // The settings every member has, the recorded one first.
   absl::Status FindCandidates() {
-    auto log = [this](const std::string& line) { context_.Log("    " + line); };
-    ASSIGN_OR_RETURN(found_, Settings(OpOf(shape_.members[0]), platform_,
-                                      shape_.pinned, options_.space, log));
-    for (size_t m = 1; m < shape_.members.size(); ++m) {
-      ASSIGN_OR_RETURN(std::vector<TunableValues> others,
-                       Settings(OpOf(shape_.members[m]), platform_,
-                                shape_.pinned, options_.space, log));
-      std::vector<TunableValues> shared = {found_[0]};
-      for (size_t i = 1; i < found_.size(); ++i) {
-        if (std::any_of(others.begin(), others.end(),
-                        [&](const TunableValues& o) {
-                          return SettingsEqual(o, found_[i]);
-                        })) {
-          shared.push_back(std::move(found_[i]));
-        }
-      }
-      found_ = std::move(shared);
-    }
+    ASSIGN_OR_RETURN(found_,
+                     ShapeSettings(shape_, calls_, platform_, options_.space,
+                                   [this](const std::string& line) {
+                                     context_.Log("    " + line);
+                                   }));
     return absl::OkStatus();
   }
 
@@ -295,10 +290,7 @@ class ShapeSearch {
                                   "one is the incumbent"));
       }
     }
-    if (cycles_.empty() || platform_.core_mhz <= 0 ||
-        shape_.class_name != "GEMM") {
-      return;
-    }
+    if (!MayBeBounded(shape_, platform_, cycles_)) return;
     for (size_t i = 1; i < found_.size(); ++i) {
       least_[Id(found_[i])] = LeastUsOf(found_[i]);
     }
@@ -900,6 +892,121 @@ v1::Timing ScreenTiming(const v1::Timing& full) {
   screen.set_rounds(std::min(screen.rounds(), kScreenRounds));
   screen.set_calls(std::max<uint32_t>(2, screen.calls() / kScreenCallShare));
   return screen;
+}
+
+absl::StatusOr<std::vector<TunableValues>> ShapeSettings(
+    const Shape& shape, const v1::Calls& calls, const Platform& platform,
+    const SearchSpace& space,
+    const std::function<void(const std::string&)>& log) {
+  auto op_of = [&calls](const ShapeMember& m) -> const v1::Operator& {
+    return calls.operators(static_cast<int>(m.op));
+  };
+  if (shape.members.empty()) return std::vector<TunableValues>();
+  ASSIGN_OR_RETURN(
+      std::vector<TunableValues> found,
+      Settings(op_of(shape.members[0]), platform, shape.pinned, space, log));
+  for (size_t m = 1; m < shape.members.size(); ++m) {
+    ASSIGN_OR_RETURN(
+        std::vector<TunableValues> others,
+        Settings(op_of(shape.members[m]), platform, shape.pinned, space, log));
+    std::vector<TunableValues> shared = {found[0]};
+    for (size_t i = 1; i < found.size(); ++i) {
+      if (std::any_of(others.begin(), others.end(),
+                      [&](const TunableValues& o) {
+                        return SettingsEqual(o, found[i]);
+                      })) {
+        shared.push_back(std::move(found[i]));
+      }
+    }
+    found = std::move(shared);
+  }
+  return found;
+}
+
+absl::StatusOr<std::vector<bool>> SearchedBefore(
+    const std::vector<Shape>& shapes, const v1::Calls& calls,
+    const Platform& platform, const AutotuneOptions& options,
+    TuneContext& context) {
+  std::vector<bool> out(shapes.size(), false);
+  Cache* cache = context.cache();
+  if (cache == nullptr) return out;
+  const v1::Packaging packaging = PackagingFor(options, platform);
+  const std::string environment = context.builder().Environment();
+  // The first member's recorded design: the shape's own (WithSetting of
+  // its recorded setting is the operator as it is).
+  std::vector<VerdictKey> ids;
+  std::vector<size_t> shape_of;
+  for (size_t s = 0; s < shapes.size(); ++s) {
+    if (shapes[s].members.empty()) continue;
+    const v1::Operator& op =
+        calls.operators(static_cast<int>(shapes[s].members[0].op));
+    ids.push_back(BuiltIdentityKey(
+        MeasureRequest(op, op, platform, 1, packaging), environment));
+    shape_of.push_back(s);
+  }
+  if (ids.empty()) return out;
+  ASSIGN_OR_RETURN(std::vector<std::optional<std::string>> kept,
+                   cache->GetVerdicts(ids));
+  for (size_t k = 0; k < ids.size(); ++k) {
+    out[shape_of[k]] = kept[k].has_value();
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<BuildRequest>> ShapeBuilds(
+    const Shape& shape, const v1::Calls& calls, const Platform& platform,
+    const AutotuneOptions& options, const KernelCycles& cycles,
+    TuneContext& context) {
+  ASSIGN_OR_RETURN(std::vector<TunableValues> found,
+                   ShapeSettings(shape, calls, platform, options.space));
+  const v1::Packaging packaging = PackagingFor(options, platform);
+  const std::string environment = context.builder().Environment();
+  // Every member at every setting, with its recorded design.
+  std::vector<v1::Operator> ops, recorded;
+  std::vector<size_t> setting;
+  for (size_t i = 0; i < found.size(); ++i) {
+    for (const ShapeMember& m : shape.members) {
+      const v1::Operator& op = calls.operators(static_cast<int>(m.op));
+      ops.push_back(WithSetting(op, found[i]));
+      recorded.push_back(WithSetting(op, found[0]));
+      setting.push_back(i);
+    }
+  }
+  ASSIGN_OR_RETURN(
+      std::vector<std::optional<std::string>> verdicts,
+      KeptRefusals(ops, platform, packaging, environment, context.cache()));
+  for (size_t k = 0; k < ops.size() && setting[k] == 0; ++k) {
+    // The recorded setting refused: the search builds nothing.
+    if (verdicts[k] && !verdicts[k]->empty())
+      return std::vector<BuildRequest>();
+  }
+  std::vector<BuildRequest> one_step;
+  std::vector<VerdictKey> ids;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    one_step.push_back(
+        MeasureRequest(ops[k], recorded[k], platform, 1, packaging));
+    ids.push_back(BuiltIdentityKey(one_step.back(), environment));
+  }
+  std::vector<std::optional<std::string>> built(ops.size());
+  if (context.cache() != nullptr && !ops.empty()) {
+    ASSIGN_OR_RETURN(built, context.cache()->GetVerdicts(ids));
+  }
+  // A search times settings beyond the recorded one where there are some;
+  // all of them (less those refused) only where it is exhaustive and
+  // unbounded.
+  const bool all_timed = static_cast<int>(found.size()) <= options.exhaustive &&
+                         !MayBeBounded(shape, platform, cycles);
+  std::vector<BuildRequest> ones, manys;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    if (verdicts[k] || built[k]) continue;  // the cache knows it: no build
+    ones.push_back(std::move(one_step[k]));
+    if (found.size() > 1 && (setting[k] == 0 || all_timed)) {
+      manys.push_back(MeasureRequest(ops[k], recorded[k], platform,
+                                     options.repeats, packaging));
+    }
+  }
+  ones.insert(ones.end(), manys.begin(), manys.end());
+  return ones;
 }
 
 v1::Packaging PackagingFor(const AutotuneOptions& options,

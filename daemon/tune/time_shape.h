@@ -26,11 +26,13 @@
 #ifndef IRONTUNE_DAEMON_TUNE_TIME_SHAPE_H_
 #define IRONTUNE_DAEMON_TUNE_TIME_SHAPE_H_
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "daemon/npu/builder.h"
 #include "daemon/npu/device.h"
 #include "daemon/tune/autotune_options.h"
 #include "daemon/tune/kernel_cycles.h"
@@ -112,6 +114,47 @@ absl::StatusOr<ShapeResult> TimeShape(
     const AutotuneOptions& options, const KernelCycles& cycles,
     TuneContext& context, TuneStats* stats, int shape_index = 0,
     const TunableValues* incumbent = nullptr);
+
+// The settings every member of `shape` has (Settings with shape.pinned in
+// `space`, intersected), the recorded setting first: those TimeShape
+// searches. Lines go to `log` (may be null) as Settings logs them.
+absl::StatusOr<std::vector<TunableValues>> ShapeSettings(
+    const Shape& shape, const v1::Calls& calls, const Platform& platform,
+    const SearchSpace& space,
+    const std::function<void(const std::string&)>& log = nullptr);
+
+// The builds a TimeShape of `shape` will ask the context's builder for
+// first, as Refusals and Measure ask (MeasureRequest): each member's 1-step
+// design at each setting of ShapeSettings, then the options.repeats-step
+// designs of the settings the search times (each setting where they are at
+// most options.exhaustive and no kernel bound may leave some untimed, else
+// the recorded one; none where the recorded setting is alone). A design the
+// context's cache knows (a builder verdict or a built identity, measure.h
+// BuiltIdentityKey) is left out with its many-step design: the search
+// takes it from the cache without building, so a cached search gives none;
+// none at all where the cache keeps a refusal of the recorded setting (the
+// search then builds nothing; where that is not known yet, the list is
+// built and a refusal makes it useless).
+// Does not look at remeasure. Builds nothing; errors are Settings' and the
+// cache's. Where the builder turns out to refuse settings, the many-step
+// designs the search then does not time are in the list all the same (a
+// prefetch builds them for nothing).
+absl::StatusOr<std::vector<BuildRequest>> ShapeBuilds(
+    const Shape& shape, const v1::Calls& calls, const Platform& platform,
+    const AutotuneOptions& options, const KernelCycles& cycles,
+    TuneContext& context);
+
+// For each of `shapes`, whether the context's cache keeps the built
+// identity (BuiltIdentityKey, with the context's builder) of its first
+// member's recorded 1-step design: the shape was searched before, and its
+// search asks the builder for little or nothing (a search cut short may
+// still build some). Costs a hash a shape and one lookup for all
+// (ShapeBuilds costs a few per setting); all false without a cache.
+// Errors: the cache's.
+absl::StatusOr<std::vector<bool>> SearchedBefore(
+    const std::vector<Shape>& shapes, const v1::Calls& calls,
+    const Platform& platform, const AutotuneOptions& options,
+    TuneContext& context);
 
 // The packaging an Autotune uses on `platform`: the asked one, else full
 // ELF where the platform has it, else the xclbin chain.

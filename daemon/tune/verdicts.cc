@@ -112,21 +112,33 @@ std::string RecipeKeyHash(const v1::Operator& op, const Platform& platform,
                                 DesignBytes(op)));
 }
 
+VerdictKey BuilderVerdictKey(const v1::Operator& op, const Platform& platform,
+                             v1::Packaging packaging,
+                             const std::string& environment) {
+  return VerdictKey{RecipeKeyHash(op, platform, packaging), environment};
+}
+
+absl::StatusOr<std::vector<std::optional<std::string>>> KeptRefusals(
+    const std::vector<v1::Operator>& ops, const Platform& platform,
+    v1::Packaging packaging, const std::string& environment, Cache* cache) {
+  std::vector<VerdictKey> keys;
+  for (const v1::Operator& op : ops) {
+    keys.push_back(BuilderVerdictKey(op, platform, packaging, environment));
+  }
+  return KeptVerdicts(cache, keys, kFits);
+}
+
 absl::StatusOr<std::string> Refusal(const v1::Operator& op,
                                     const Platform& platform,
                                     v1::Packaging packaging, Builder& builder,
                                     Cache* cache) {
-  const VerdictKey key{RecipeKeyHash(op, platform, packaging),
-                       builder.Environment()};
+  const VerdictKey key =
+      BuilderVerdictKey(op, platform, packaging, builder.Environment());
   ASSIGN_OR_RETURN(std::optional<std::string> kept,
                    KeptVerdict(cache, key, kFits));
   if (kept) return *kept;
-  BuildRequest request;
-  request.op = op;
-  request.platform = platform;
-  request.steps = 1;
-  request.packaging = packaging;
-  ASSIGN_OR_RETURN(BuildOutcome outcome, builder.Build(request));
+  ASSIGN_OR_RETURN(BuildOutcome outcome, builder.Build(MeasureRequest(
+                                             op, op, platform, 1, packaging)));
   std::string why = outcome.artifact ? std::string() : outcome.refusal;
   if (!outcome.artifact && why.empty()) why = "refused without a reason";
   RETURN_IF_ERROR(KeepVerdict(cache, key, kFits, why));
@@ -138,36 +150,32 @@ absl::StatusOr<std::vector<std::string>> Refusals(
     v1::Packaging packaging, Builder& builder, Cache* cache,
     const std::function<bool()>& cancelled) {
   const std::string environment = builder.Environment();
-  std::vector<VerdictKey> keys;
-  for (const v1::Operator& op : ops) {
-    keys.push_back({RecipeKeyHash(op, platform, packaging), environment});
-  }
-  std::vector<std::optional<std::string>> kept(ops.size());
-  if (cache != nullptr) {
-    ASSIGN_OR_RETURN(kept, cache->GetVerdicts(keys));
-  }
+  ASSIGN_OR_RETURN(std::vector<std::optional<std::string>> kept,
+                   KeptRefusals(ops, platform, packaging, environment, cache));
   std::vector<std::string> out(ops.size());
   std::vector<size_t> todo;
+  auto request = [&](size_t i) {
+    return MeasureRequest(ops[i], ops[i], platform, 1, packaging);
+  };
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (kept[i] && *kept[i] == kFits) continue;
-    if (kept[i] && kept[i]->starts_with(kRefusedPrefix)) {
-      out[i] = kept[i]->substr(kRefusedPrefixSize);
+    if (kept[i]) {
+      out[i] = *kept[i];
       continue;
     }
     todo.push_back(i);
-    builder.Prefetch(BuildRequest{ops[i], platform, 1, true, packaging});
+    builder.Prefetch(request(i));
   }
   const std::function<bool()> never = [] { return false; };
   for (size_t i : todo) {
-    ASSIGN_OR_RETURN(
-        BuildOutcome outcome,
-        builder.Await(BuildRequest{ops[i], platform, 1, true, packaging},
-                      cancelled ? cancelled : never));
+    ASSIGN_OR_RETURN(BuildOutcome outcome,
+                     builder.Await(request(i), cancelled ? cancelled : never));
     out[i] = outcome.artifact ? std::string() : outcome.refusal;
     if (!outcome.artifact && out[i].empty()) {
       out[i] = "refused without a reason";
     }
-    RETURN_IF_ERROR(KeepVerdict(cache, keys[i], kFits, out[i]));
+    RETURN_IF_ERROR(KeepVerdict(
+        cache, BuilderVerdictKey(ops[i], platform, packaging, environment),
+        kFits, out[i]));
   }
   return out;
 }

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "daemon/npu/builder.h"
 #include "daemon/npu/device.h"
+#include "daemon/store/cache.h"
 #include "daemon/tune/judge.h"
 #include "daemon/tune/measure.h"
 #include "irontune/v1/measurement.pb.h"
@@ -27,13 +28,24 @@
 
 namespace irontune {
 
-class Cache;
-
 // sha256 hex of `op` as a design (class, params, tunables and buffers;
 // domains, pinned and tolerance left out), the generation and the
 // packaging: what a builder verdict follows besides the builder.
 std::string RecipeKeyHash(const v1::Operator& op, const Platform& platform,
                           v1::Packaging packaging);
+
+// Where the builder's verdict on `op` (Refusal) is kept: the design's
+// RecipeKeyHash under the builder's `environment`.
+VerdictKey BuilderVerdictKey(const v1::Operator& op, const Platform& platform,
+                             v1::Packaging packaging,
+                             const std::string& environment);
+
+// The builder verdicts `cache` (may be null: none) keeps of `ops`, looked
+// up together: nullopt where none is kept, "" where the builder takes the
+// design, else its reason. Builds nothing.
+absl::StatusOr<std::vector<std::optional<std::string>>> KeptRefusals(
+    const std::vector<v1::Operator>& ops, const Platform& platform,
+    v1::Packaging packaging, const std::string& environment, Cache* cache);
 
 // Whether the builder takes `op` (at its tunables' values) alone on
 // `platform`: "" where it does, else the builder's reason (the refusal of a

@@ -19,6 +19,7 @@
 #include "common/profile.h"
 #include "common/recording.h"
 #include "common/value.h"
+#include "daemon/npu/build_pool.h"
 #include "daemon/sim/design.h"
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
@@ -1159,6 +1160,7 @@ TEST_CASE("Autotune: a cached rerun builds, loads, seeds and judges nothing") {
   CHECK(cached->stats.cache_hits > 0);
   CHECK(builder.builds == 0);
   CHECK(builder.prefetches == 0);
+  CHECK(builder.later_prefetches == 0);
   CHECK(device.loads == 0);
   CHECK(again.inputs_asked == 0);
   CHECK(judged == 0);
@@ -1177,6 +1179,66 @@ TEST_CASE("Autotune: a cached rerun builds, loads, seeds and judges nothing") {
     }
   }
   CHECK(again.trials == first.trials);
+}
+
+// Notes each build and each prefetch for later with the shape begun when
+// it came (the context's OnShape count less one; -1 before the first).
+class ShapeNotingBuilder : public Builder {
+ public:
+  explicit ShapeNotingBuilder(Builder& inner) : inner_(inner) {}
+  absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override {
+    built.emplace_back(Now(), RequestKey(request));
+    return inner_.Build(request);
+  }
+  void PrefetchLater(const BuildRequest& request) override {
+    later.emplace_back(Now(), RequestKey(request));
+  }
+  std::string Environment() const override { return inner_.Environment(); }
+  // The OnShape keys of the context the run tells. REQUIRES: set.
+  const std::vector<std::string>* shapes = nullptr;
+  std::vector<std::pair<int, std::string>> built, later;
+
+ private:
+  int Now() const { return static_cast<int>(shapes->size()) - 1; }
+  Builder& inner_;
+};
+
+TEST_CASE("Autotune: the next shape's designs are queued while one is timed") {
+  // Two shapes whose recorded settings build.
+  v1::Operator gemm = testing::Gemm(256, 256, 256, 64, 64, 64, 1);
+  SetDomain(gemm, "tile_m", {32, 64});
+  SetDomain(gemm, "tile_k", {32, 64});
+  SetDomain(gemm, "tile_n", {64});
+  SetDomain(gemm, "num_aie_columns", {1, 2});
+  gemm.mutable_tolerance()->mutable_close()->set_atol(1.0 / 32);
+  gemm.mutable_tolerance()->mutable_close()->set_rtol(1.0 / 64);
+  const v1::Calls calls = MakeCalls({gemm, SearchGemv(512, 256)}, {0, 1});
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing = Quick();
+  Rig rig;
+  SimBuilder sim;
+  ShapeNotingBuilder noting(sim);
+  testing::LocalTuneContext run(rig.device.get(), &noting);
+  noting.shapes = &run.shapes;
+  auto tuned = Autotune(calls, Profile(), options, run);
+  REQUIRE(tuned.ok());
+  REQUIRE(run.shapes.size() == 2);
+  REQUIRE_FALSE(noting.later.empty());
+  std::set<std::string> queued, second_built, all_built;
+  for (const auto& [shape, key] : noting.later) {
+    CHECK(shape == 0);  // while the first shape was searched
+    queued.insert(key);
+  }
+  for (const auto& [shape, key] : noting.built) {
+    all_built.insert(key);
+    if (shape == 1) second_built.insert(key);
+  }
+  // Every build the second shape asked for was queued before it began,
+  // and nothing was queued that no shape built.
+  REQUIRE_FALSE(second_built.empty());
+  for (const std::string& key : second_built) CHECK(queued.count(key) == 1);
+  for (const std::string& key : queued) CHECK(all_built.count(key) == 1);
 }
 
 TEST_CASE(

@@ -13,14 +13,16 @@
 namespace irontune {
 namespace {
 
-// A Builder that counts its builds, fails the first `fail_first`, refuses
-// tile_m 32, and holds each build until the gate is open.
+// A Builder that counts its builds (and notes each one's steps in the order
+// they started), fails the first `fail_first`, refuses tile_m 32, and holds
+// each build until the gate is open.
 class GatedBuilder : public Builder {
  public:
   absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override {
     {
       absl::MutexLock lock(&mu_);
       ++started_;
+      steps_started_.push_back(request.steps);
       mu_.Await(absl::Condition(&open_));
       ++builds_;
       if (fail_first_ > 0) {
@@ -49,6 +51,10 @@ class GatedBuilder : public Builder {
     absl::MutexLock lock(&mu_);
     return builds_;
   }
+  std::vector<int> steps_started() {
+    absl::MutexLock lock(&mu_);
+    return steps_started_;
+  }
   // Waits (at most 10 s) until `n` builds have started.
   bool WaitStarted(int n) {
     absl::MutexLock lock(&mu_);
@@ -64,6 +70,7 @@ class GatedBuilder : public Builder {
   int started_ ABSL_GUARDED_BY(mu_) = 0;
   int builds_ ABSL_GUARDED_BY(mu_) = 0;
   int fail_first_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<int> steps_started_ ABSL_GUARDED_BY(mu_);
 };
 
 BuildRequest Request(int64_t tile_m, int steps = 1) {
@@ -142,6 +149,62 @@ TEST_CASE("prefetched builds run ahead on the pool's threads") {
   const BuildPoolStats stats = pool.stats();
   CHECK(stats.builds == 2);
   CHECK(stats.prefetched == 2);
+}
+
+TEST_CASE("builds prefetched for later wait until the first queue is empty") {
+  GatedBuilder inner;
+  inner.Open(false);
+  BuildPool pool(&inner, BuildPoolOptions{1});
+  pool.Prefetch(Request(64, 1));  // taken by the one thread, held
+  REQUIRE(inner.WaitStarted(1));
+  pool.PrefetchLater(Request(64, 2));
+  pool.PrefetchLater(Request(64, 3));
+  pool.Prefetch(Request(64, 4));
+  pool.Prefetch(Request(64, 3));       // wanted sooner: behind 4
+  pool.PrefetchLater(Request(64, 4));  // queued already: stays first
+  inner.Open(true);
+  REQUIRE(inner.WaitStarted(4));
+  CHECK(inner.steps_started() == std::vector<int>{1, 4, 3, 2});
+  const BuildPoolStats stats = pool.stats();
+  CHECK(stats.prefetched == 4);
+  CHECK(stats.later == 1);  // only 2 came from the later queue
+}
+
+TEST_CASE("a build wanted while queued for later runs next") {
+  GatedBuilder inner;
+  inner.Open(false);
+  BuildPool pool(&inner, BuildPoolOptions{1});
+  pool.Prefetch(Request(64, 1));  // taken by the one thread, held
+  REQUIRE(inner.WaitStarted(1));
+  pool.Prefetch(Request(64, 3));
+  pool.PrefetchLater(Request(64, 2));
+  absl::StatusOr<BuildOutcome> wanted;
+  std::thread caller([&] { wanted = pool.Build(Request(64, 2)); });
+  // Wait (at most 10 s) until the caller has taken it to the front.
+  for (int i = 0; i < 1000 && pool.stats().merged == 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  REQUIRE(pool.stats().merged == 1);
+  inner.Open(true);
+  caller.join();
+  REQUIRE(wanted.ok());
+  REQUIRE(wanted->artifact);
+  CHECK(wanted->artifact->steps == 2);
+  REQUIRE(inner.WaitStarted(3));
+  CHECK(inner.steps_started() == std::vector<int>{1, 2, 3});
+  CHECK(pool.stats().later == 0);
+}
+
+TEST_CASE("builds for later are not started past half the memory cap") {
+  GatedBuilder inner;
+  BuildPool pool(&inner, BuildPoolOptions{1, 0});  // remembers nothing
+  pool.PrefetchLater(Request(64, 2));
+  pool.Prefetch(Request(64, 1));
+  REQUIRE(pool.Build(Request(64, 1)).ok());
+  // Still queued for later, never started: the caller builds it.
+  REQUIRE(pool.Build(Request(64, 2)).ok());
+  CHECK(pool.stats().later == 0);
+  CHECK(inner.builds() == 2);
 }
 
 TEST_CASE("callers of one running build share it") {
@@ -235,9 +298,11 @@ class ClockedBuilder : public Builder {
     return inner_.Build(request);
   }
   void Prefetch(const BuildRequest&) override { ++prefetches; }
+  void PrefetchLater(const BuildRequest&) override { ++later_prefetches; }
   std::string Environment() const override { return "clocked/1"; }
   int builds = 0;
   int prefetches = 0;
+  int later_prefetches = 0;
 
  private:
   absl::Time* clock_;
@@ -256,9 +321,11 @@ TEST_CASE("MeteredBuilder: adds up what its caller waited in Build and Await") {
   CHECK(metered.waited_seconds() == 3);
   REQUIRE(metered.Await(request, [] { return false; }).ok());
   CHECK(metered.waited_seconds() == 6);
-  // A prefetch is passed on and is no wait.
+  // A prefetch of either priority is passed on and is no wait.
   metered.Prefetch(request);
   CHECK(inner.prefetches == 1);
+  metered.PrefetchLater(request);
+  CHECK(inner.later_prefetches == 1);
   CHECK(inner.builds == 2);
   CHECK(metered.waited_seconds() == 6);
   CHECK(metered.Environment() == "clocked/1");

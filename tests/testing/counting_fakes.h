@@ -18,7 +18,8 @@
 
 namespace irontune::testing {
 
-// Counts builds and prefetches; builds through `inner`, prefetches nothing.
+// Counts builds and prefetches of either priority; builds through
+// `inner`, prefetches nothing.
 class CountingBuilder : public Builder {
  public:
   explicit CountingBuilder(Builder& inner) : inner_(inner) {}
@@ -27,9 +28,11 @@ class CountingBuilder : public Builder {
     return inner_.Build(request);
   }
   void Prefetch(const BuildRequest&) override { ++prefetches; }
+  void PrefetchLater(const BuildRequest&) override { ++later_prefetches; }
   std::string Environment() const override { return inner_.Environment(); }
   int builds = 0;
   int prefetches = 0;
+  int later_prefetches = 0;
 
  private:
   Builder& inner_;
