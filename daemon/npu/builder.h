@@ -87,6 +87,36 @@ class Builder {
   virtual std::string Environment() const = 0;
 };
 
+// A Builder that passes every call on to `target` (not owned; it must
+// outlive the wrapper): the base of wrappers that add to some calls
+// (MeteredBuilder, the device worker's heartbeat) and forward the rest.
+class BuilderWrapper : public Builder {
+ public:
+  explicit BuilderWrapper(Builder* target) : target_(target) {}
+  absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override {
+    return target_->Build(request);
+  }
+  absl::StatusOr<BuildOutcome> Await(
+      const BuildRequest& request,
+      const std::function<bool()>& cancelled) override {
+    return target_->Await(request, cancelled);
+  }
+  void Prefetch(const BuildRequest& request) override {
+    target_->Prefetch(request);
+  }
+  void PrefetchLater(const BuildRequest& request) override {
+    target_->PrefetchLater(request);
+  }
+  void Stop() override { target_->Stop(); }
+  std::string Environment() const override { return target_->Environment(); }
+
+ protected:
+  Builder& target() { return *target_; }
+
+ private:
+  Builder* const target_;
+};
+
 }  // namespace irontune
 
 #endif  // IRONTUNE_DAEMON_NPU_BUILDER_H_

@@ -28,7 +28,7 @@ std::unique_ptr<Image> MeteredDevice::WrapImage(std::unique_ptr<Image> image,
 absl::StatusOr<BuildOutcome> MeteredBuilder::Build(
     const BuildRequest& request) {
   const absl::Time start = now_();
-  absl::StatusOr<BuildOutcome> outcome = target_->Build(request);
+  absl::StatusOr<BuildOutcome> outcome = BuilderWrapper::Build(request);
   waited_seconds_ += absl::ToDoubleSeconds(now_() - start);
   return outcome;
 }
@@ -36,7 +36,8 @@ absl::StatusOr<BuildOutcome> MeteredBuilder::Build(
 absl::StatusOr<BuildOutcome> MeteredBuilder::Await(
     const BuildRequest& request, const std::function<bool()>& cancelled) {
   const absl::Time start = now_();
-  absl::StatusOr<BuildOutcome> outcome = target_->Await(request, cancelled);
+  absl::StatusOr<BuildOutcome> outcome =
+      BuilderWrapper::Await(request, cancelled);
   waited_seconds_ += absl::ToDoubleSeconds(now_() - start);
   return outcome;
 }

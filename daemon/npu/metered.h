@@ -40,13 +40,13 @@ class MeteredDevice : public DeviceWrapper {
   int64_t runs_ = 0;
 };
 
-class MeteredBuilder : public Builder {
+class MeteredBuilder : public BuilderWrapper {
  public:
   // `target` is not owned and must outlive the wrapper; `now` is the
   // clock the waits are read from.
   explicit MeteredBuilder(Builder* target,
                           std::function<absl::Time()> now = absl::Now)
-      : target_(target), now_(std::move(now)) {}
+      : BuilderWrapper(target), now_(std::move(now)) {}
 
   // Seconds spent in Build and Await so far: the caller waited for them.
   double waited_seconds() const { return waited_seconds_; }
@@ -55,17 +55,8 @@ class MeteredBuilder : public Builder {
   absl::StatusOr<BuildOutcome> Await(
       const BuildRequest& request,
       const std::function<bool()>& cancelled) override;
-  void Prefetch(const BuildRequest& request) override {
-    target_->Prefetch(request);
-  }
-  void PrefetchLater(const BuildRequest& request) override {
-    target_->PrefetchLater(request);
-  }
-  void Stop() override { target_->Stop(); }
-  std::string Environment() const override { return target_->Environment(); }
 
  private:
-  Builder* const target_;
   const std::function<absl::Time()> now_;
   double waited_seconds_ = 0;
 };

@@ -48,10 +48,12 @@ SettingCounts CountSettings(const JobResultVariant& result) {
 // A Builder that beats `heartbeat` while the worker waits for a build
 // (the builds run on the pool's threads: waiting for them is not a hang),
 // then forwards to the owned `target`.
-class HeartbeatBuilder : public Builder {
+class HeartbeatBuilder : public BuilderWrapper {
  public:
   HeartbeatBuilder(std::unique_ptr<Builder> target, Heartbeat* heartbeat)
-      : target_(std::move(target)), heartbeat_(heartbeat) {}
+      : BuilderWrapper(target.get()),
+        owned_(std::move(target)),
+        heartbeat_(heartbeat) {}
   absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override {
     return Await(request, [] { return false; });
   }
@@ -59,24 +61,16 @@ class HeartbeatBuilder : public Builder {
       const BuildRequest& request,
       const std::function<bool()>& cancelled) override {
     heartbeat_->Beat();
-    absl::StatusOr<BuildOutcome> out = target_->Await(request, [&] {
+    absl::StatusOr<BuildOutcome> out = BuilderWrapper::Await(request, [&] {
       heartbeat_->Beat();
       return cancelled();
     });
     heartbeat_->Beat();
     return out;
   }
-  void Prefetch(const BuildRequest& request) override {
-    target_->Prefetch(request);
-  }
-  void PrefetchLater(const BuildRequest& request) override {
-    target_->PrefetchLater(request);
-  }
-  void Stop() override { target_->Stop(); }
-  std::string Environment() const override { return target_->Environment(); }
 
  private:
-  const std::unique_ptr<Builder> target_;
+  const std::unique_ptr<Builder> owned_;  // the wrapper's target
   Heartbeat* const heartbeat_;
 };
 

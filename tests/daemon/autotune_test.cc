@@ -1118,16 +1118,22 @@ TEST_CASE("Autotune: a spent budget leaves the rest untuned, entries kept") {
 namespace irontune {
 namespace {
 
-TEST_CASE("Autotune: a cached rerun builds, loads, seeds and judges nothing") {
-  // A GEMM and a GEMV whose settings build, run and are judged afresh.
-  v1::Operator gemm = testing::Gemm(128, 256, 128, 64, 64, 64, 1);
+// A GEMM (M = N = `m`, K = 256) searching tile_m, tile_k
+// and columns with a gate its settings pass, then a GEMV: two shapes.
+v1::Calls GemmAndGemv(int64_t m) {
+  v1::Operator gemm = testing::Gemm(m, 256, m, 64, 64, 64, 1);
   SetDomain(gemm, "tile_m", {32, 64});
   SetDomain(gemm, "tile_k", {32, 64});
   SetDomain(gemm, "tile_n", {64});
   SetDomain(gemm, "num_aie_columns", {1, 2});
   gemm.mutable_tolerance()->mutable_close()->set_atol(1.0 / 32);
   gemm.mutable_tolerance()->mutable_close()->set_rtol(1.0 / 64);
-  const v1::Calls calls = MakeCalls({gemm, SearchGemv(512, 256)}, {0, 1});
+  return MakeCalls({gemm, SearchGemv(512, 256)}, {0, 1});
+}
+
+TEST_CASE("Autotune: a cached rerun builds, loads, seeds and judges nothing") {
+  // A GEMM and a GEMV whose settings build, run and are judged afresh.
+  const v1::Calls calls = GemmAndGemv(128);
   AutotuneOptions options;
   options.space = RecordingSearchSpace();
   options.timing = Quick();
@@ -1205,14 +1211,7 @@ class ShapeNotingBuilder : public Builder {
 
 TEST_CASE("Autotune: the next shape's designs are queued while one is timed") {
   // Two shapes whose recorded settings build.
-  v1::Operator gemm = testing::Gemm(256, 256, 256, 64, 64, 64, 1);
-  SetDomain(gemm, "tile_m", {32, 64});
-  SetDomain(gemm, "tile_k", {32, 64});
-  SetDomain(gemm, "tile_n", {64});
-  SetDomain(gemm, "num_aie_columns", {1, 2});
-  gemm.mutable_tolerance()->mutable_close()->set_atol(1.0 / 32);
-  gemm.mutable_tolerance()->mutable_close()->set_rtol(1.0 / 64);
-  const v1::Calls calls = MakeCalls({gemm, SearchGemv(512, 256)}, {0, 1});
+  const v1::Calls calls = GemmAndGemv(256);
   AutotuneOptions options;
   options.space = RecordingSearchSpace();
   options.timing = Quick();
