@@ -70,6 +70,23 @@ struct TuneStats {
   int64_t confirm_batches = 0;   // batches timed to confirm
   int64_t screened = 0;          // settings given a screening figure
   int64_t screened_out = 0;      // of them, those given no full Timing
+
+  // Adds `more`'s counts to these, field by field.
+  TuneStats& operator+=(const TuneStats& more) {
+    settings_timed += more.settings_timed;
+    cache_hits += more.cache_hits;
+    device_timed += more.device_timed;
+    measure_calls += more.measure_calls;
+    skipped_by_bound += more.skipped_by_bound;
+    builder_refused += more.builder_refused;
+    confirmations += more.confirmations;
+    confirmed += more.confirmed;
+    confirm_timed += more.confirm_timed;
+    confirm_batches += more.confirm_batches;
+    screened += more.screened;
+    screened_out += more.screened_out;
+    return *this;
+  }
 };
 
 }  // namespace irontune

@@ -94,21 +94,6 @@ void Replay(const std::vector<Told>& told, int index, TuneContext& context) {
   }
 }
 
-void AddStats(TuneStats& to, const TuneStats& more) {
-  to.settings_timed += more.settings_timed;
-  to.cache_hits += more.cache_hits;
-  to.device_timed += more.device_timed;
-  to.measure_calls += more.measure_calls;
-  to.skipped_by_bound += more.skipped_by_bound;
-  to.builder_refused += more.builder_refused;
-  to.confirmations += more.confirmations;
-  to.confirmed += more.confirmed;
-  to.confirm_timed += more.confirm_timed;
-  to.confirm_batches += more.confirm_batches;
-  to.screened += more.screened;
-  to.screened_out += more.screened_out;
-}
-
 // The kept searches, by key; the oldest dropped beyond kShapeMemoEntries.
 class Memo {
  public:
@@ -235,7 +220,7 @@ absl::StatusOr<ShapeResult> TimeShapeKept(
   }
   if (std::shared_ptr<const Kept> kept = Memo::Get().Find(*key)) {
     Replay(kept->told, shape_index, context);
-    if (stats != nullptr) AddStats(*stats, kept->stats);
+    if (stats != nullptr) *stats += kept->stats;
     return kept->result;
   }
   const uint64_t generation = context.cache()->generation();
@@ -244,7 +229,7 @@ absl::StatusOr<ShapeResult> TimeShapeKept(
   ASSIGN_OR_RETURN(kept->result,
                    TimeShape(shape, calls, platform, options, cycles, recorder,
                              &kept->stats, shape_index, incumbent));
-  if (stats != nullptr) AddStats(*stats, kept->stats);
+  if (stats != nullptr) *stats += kept->stats;
   if (kept->stats.device_timed == 0 &&
       context.cache()->generation() == generation) {
     kept->told = std::move(recorder).Take();
