@@ -169,7 +169,8 @@ absl::Status AutotuneRun::Next() {
   const double before = device_seconds();
   ASSIGN_OR_RETURN(ShapeResult timed,
                    TimeShapeKept(shape, calls_, platform_, options_, cycles_,
-                                 *logged_, &stats_, position, &incumbent));
+                                 *logged_, &stats_, position,
+                                 profile_->Covered(s) ? &incumbent : nullptr));
   if (timed.best != timed.incumbent) {
     const Comparison& gain = timed.against_incumbent.trial;
     logged_->Log(absl::StrFormat(

@@ -365,7 +365,7 @@ class ShapeSearch {
     if (todo.size() == 1 && !recorded_alone && tried_.contains(recorded_id_)) {
       return absl::OkStatus();
     }
-    if (options_.race && todo.size() > 2) {
+    if (options_.race && RacesAny(todo)) {
       ASSIGN_OR_RETURN(todo, Screen(todo));
       if (todo.size() == 1 && tried_.contains(recorded_id_)) {
         return absl::OkStatus();
@@ -385,6 +385,14 @@ class ShapeSearch {
     for (const ShapeTrial& t : timed.trials) trials.push_back(t.trial);
     context_.OnTrials(shape_index_, trials);
     return absl::OkStatus();
+  }
+
+  // Whether `todo` (the recorded setting first) holds a setting the race
+  // may leave out: one other than the incumbent, which always stays.
+  bool RacesAny(const std::vector<TunableValues>& todo) const {
+    return std::any_of(
+        todo.begin() + 1, todo.end(),
+        [&](const TunableValues& s) { return Id(s) != incumbent_id_; });
   }
 
   // Screens `todo` (the recorded setting first) at ScreenTiming, cached
@@ -664,10 +672,13 @@ class ShapeSearch {
     ASSIGN_OR_RETURN(Confirmed confirmed,
                      Confirm(out, contenders, incumbent_us));
     // A confirmation that ended open is decided on its point estimates
-    // (z 0) against the practical margin, which after kMostConfirmBatches
-    // lies many noises above a tie; without a practical margin the noises
-    // stay in.
-    const double z = confirmed.open && options_.min_gain > 0 ? 0.0 : kGainZ;
+    // (z 0) against the practical margin where no profile entry decided
+    // the incumbent; an incumbent an entry gives keeps an open call (the
+    // noises stay in), so a re-tune of a tuned profile moves only on a
+    // gain that clears. Without a practical margin the noises stay in.
+    const bool estimate =
+        confirmed.open && options_.min_gain > 0 && incumbent_ == nullptr;
+    const double z = estimate ? 0.0 : kGainZ;
     const int pick = PickConfirmed(confirmed.figures, incumbent.trial.tunables,
                                    incumbent_us, options_.min_gain, z);
     if (pick < 0) {

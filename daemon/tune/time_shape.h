@@ -51,17 +51,17 @@ namespace irontune {
 // confirmation batch times 1/kConfirmCallShare of the Timing's calls a
 // round (at least 2), so a clear call stops after a small share of one
 // full batch, and the batches a close call may take hold as many calls as
-// 16 batches at the full Timing.
+// 6 batches at the full Timing.
 inline constexpr int kMostContenders = 4;
 inline constexpr int kConfirmCallShare = 4;
-inline constexpr int kMostConfirmBatches = 16 * kConfirmCallShare;
+inline constexpr int kMostConfirmBatches = 6 * kConfirmCallShare;
 
 // Racing (docs/search.md, "Racing"): each setting is first screened at
 // ScreenTiming, at most kScreenRounds rounds of 1/kScreenCallShare of the
 // calls, and given the full Timing only where its screening figure
 // Reaches the best one's with kScreenZ noises to spare.
 inline constexpr uint32_t kScreenRounds = 3;
-inline constexpr uint32_t kScreenCallShare = 10;
+inline constexpr uint32_t kScreenCallShare = 25;
 inline constexpr double kScreenZ = 3.0;
 
 // The screening Timing of `full` (zero fields are IRON's defaults): its
@@ -101,8 +101,12 @@ struct ShapeResult {
 };
 
 // Times `shape`'s settings (see the top of this file). Trials are in
-// Settings order, the recorded one first. `incumbent` (may be null: the
-// recorded setting) is the setting the submitted profile runs; `best` is
+// Settings order, the recorded one first. `incumbent` is the setting the
+// submitted profile's entries covering the shape run; null where no entry
+// covers it (the recorded setting runs, and no tune decided it). A
+// confirmation still open after its last batch keeps a given incumbent
+// unless a challenger's gain clears, and is decided on its point
+// estimates where none is given (docs/statistics.md, "Close calls"); `best` is
 // the trial PickConfirmed() takes from the confirmation of the challengers
 // the search nominates (options.min_gain of a step time is the practical
 // margin), else the incumbent. One setting left gives [{recorded, 0, 0}]. A

@@ -41,6 +41,11 @@ class TunedProfile {
   // the tunables its covering entries set. REQUIRES: s < shapes.size().
   TunableValues Incumbent(size_t s, const TunableValues& recorded) const;
 
+  // Whether some entry of the submitted profile covers shape `s` (its
+  // class, and dims the shape matches): a decision was made for it.
+  // REQUIRES: s < shapes.size().
+  bool Covered(size_t s) const { return !covering_[s].empty(); }
+
   // Adds shape `s`'s entry, from its search. REQUIRES: s < shapes.size(),
   // each shape added once, result.trials non-empty.
   void Add(size_t s, const ShapeResult& result);
