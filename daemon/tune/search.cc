@@ -352,8 +352,44 @@ int PickConfirmed(const Confirmation& c, const TunableValues& incumbent,
   return pick;
 }
 
-bool ConfirmationOpen(const Confirmation& c, double incumbent_us,
-                      double min_gain, double z, std::vector<int>& still) {
+namespace {
+
+// Which challengers of `c` PickConfirmed could no longer take, whatever
+// more batches show of them: a winner that is settled now comes before
+// them (fewer ChangedTunables from `incumbent`, then the first).
+std::vector<bool> Outranked(const Confirmation& c,
+                            const TunableValues& incumbent, double incumbent_us,
+                            double min_gain, double z) {
+  const int n = static_cast<int>(c.against_incumbent.size());
+  const double practical = min_gain * std::max(0.0, incumbent_us);
+  std::vector<int> winners;
+  std::vector<int> changed(n);
+  for (int i = 0; i < n; ++i) {
+    changed[i] = ChangedTunables(c.against_incumbent[i].tunables, incumbent);
+    if (Weigh(c.against_incumbent[i], z, practical) == Evidence::kClears) {
+      winners.push_back(i);
+    }
+  }
+  std::vector<bool> out(n, false);
+  for (int k : winners) {
+    if (MostAnotherGains(c, winners, k, z) >
+        PracticalFor(c, k, incumbent_us, min_gain)) {
+      continue;
+    }
+    for (int j = 0; j < n; ++j) {
+      if (changed[k] < changed[j] || (changed[k] == changed[j] && k < j)) {
+        out[j] = true;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+bool ConfirmationOpen(const Confirmation& c, const TunableValues& incumbent,
+                      double incumbent_us, double min_gain, double z,
+                      std::vector<int>& still) {
   const int n = static_cast<int>(c.against_incumbent.size());
   const double practical = min_gain * std::max(0.0, incumbent_us);
   std::vector<bool> open(n, false);
@@ -374,9 +410,12 @@ bool ConfirmationOpen(const Confirmation& c, double incumbent_us,
       }
     }
   }
+  // Whether j is settled matters only while j may still be taken.
+  const std::vector<bool> outranked =
+      Outranked(c, incumbent, incumbent_us, min_gain, z);
   for (int i = 0; i < n; ++i) {
     for (int j = 0; j < n; ++j) {
-      if (i == j || !may_settle[i] || !may_settle[j]) continue;
+      if (i == j || !may_settle[i] || !may_settle[j] || outranked[j]) continue;
       const double margin = PracticalFor(c, j, incumbent_us, min_gain);
       if (Weigh(c.versus[i][j], z, margin) == Evidence::kOpen) {
         open[i] = true;

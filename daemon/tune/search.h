@@ -205,15 +205,19 @@ int PickConfirmed(const Confirmation& c, const TunableValues& incumbent,
 
 // Whether the confirmation of `c` is still open (measure again): some
 // challenger's figure against the incumbent is Weigh's kOpen, or two
-// challengers that may still be taken (neither kFallsShort against the
+// challengers that may still be settled (neither kFallsShort against the
 // incumbent, nor cleared against by another that may win: kClears of
 // another's figure against it) have a figure against each other that is
 // kOpen either way, each held to the margin it would hold as the
-// incumbent. With min_gain 0 a tie between two such challengers stays
-// open: no figure falls short of a margin of 0. `still` gets the
-// challengers that keep being timed: those in an open figure.
-bool ConfirmationOpen(const Confirmation& c, double incumbent_us,
-                      double min_gain, double z, std::vector<int>& still);
+// incumbent; a pair is not open for the one whose being settled no longer
+// matters, because PickConfirmed (with `incumbent`, the setting it runs)
+// could not take it: a winner settled now has fewer ChangedTunables, or
+// as many and comes first. With min_gain 0 a tie between two such
+// challengers stays open: no figure falls short of a margin of 0. `still`
+// gets the challengers that keep being timed: those in an open figure.
+bool ConfirmationOpen(const Confirmation& c, const TunableValues& incumbent,
+                      double incumbent_us, double min_gain, double z,
+                      std::vector<int>& still);
 
 // The settings of `found` a coordinate descent tries for tunable `name`
 // from `through`: for each distinct value of `name` among `found`

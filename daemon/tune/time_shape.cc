@@ -17,7 +17,6 @@
 #include "daemon/store/cache.h"
 #include "daemon/tune/measure.h"
 #include "daemon/tune/verdicts.h"
-
 namespace irontune {
 namespace {
 
@@ -754,8 +753,8 @@ class ShapeSearch {
       RETURN_IF_ERROR(
           ConfirmBatch(out, contenders, open, batches, figures, pairs));
       done = PooledConfirmation(figures, pairs);
-      ConfirmationOpen(done.figures, incumbent_us, options_.min_gain, kGainZ,
-                       open);
+      ConfirmationOpen(done.figures, out.trials[out.incumbent].trial.tunables,
+                       incumbent_us, options_.min_gain, kGainZ, open);
     }
     stats_.confirm_batches += batches;
     done.open = !open.empty();

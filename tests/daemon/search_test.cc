@@ -739,29 +739,57 @@ TEST_CASE("ConfirmationOpen: open figures and open pairs are timed again",
   // 0.4 +- 0.1 holds the margin: both are timed again.
   Confirmation c = Confirmed(
       {Trial(32, 32, -10, 0.4), Trial(64, 32, -9.6, 0.4)}, {-10, -9.6}, 0.1);
-  CHECK(ConfirmationOpen(c, 100, 0.005, 2.0, still));
+  CHECK(ConfirmationOpen(c, Trial(64, 64, 0, 0).tunables, 100, 0.005, 2.0,
+                         still));
   CHECK(still == std::vector<int>{0, 1});
   // Measured well enough to tell: closed.
   c = Confirmed({Trial(32, 32, -10, 0.4), Trial(64, 32, -9.6, 0.4)},
                 {-10, -9.6}, 0.01);
-  CHECK_FALSE(ConfirmationOpen(c, 100, 0.005, 2.0, still));
+  CHECK_FALSE(ConfirmationOpen(c, Trial(64, 64, 0, 0).tunables, 100, 0.005, 2.0,
+                               still));
   CHECK(still.empty());
   // One holds the margin against the incumbent; the other falls short of
   // it, so their pair does not matter: only the first is timed again.
   c = Confirmed({Trial(32, 32, -0.8, 0.2), Trial(64, 32, -0.1, 0.1)},
                 {-0.8, -0.1}, 1.0);
-  CHECK(ConfirmationOpen(c, 100, 0.005, 2.0, still));
+  CHECK(ConfirmationOpen(c, Trial(64, 64, 0, 0).tunables, 100, 0.005, 2.0,
+                         still));
   CHECK(still == std::vector<int>{0});
   // Two tied winners both clearly slower than a third: their pair no
   // longer matters, and the confirmation is closed.
   c = Confirmed({Trial(32, 32, -10, 0.2), Trial(64, 32, -10, 0.2),
                  Trial(128, 64, -14, 0.2)},
                 {-10, -10, -14}, 0.3);
-  CHECK_FALSE(ConfirmationOpen(c, 100, 0.005, 2.0, still));
+  CHECK_FALSE(ConfirmationOpen(c, Trial(64, 64, 0, 0).tunables, 100, 0.005, 2.0,
+                               still));
   // Without the third, their pair holds the margin: both timed again.
   c = Confirmed({Trial(32, 32, -10, 0.2), Trial(64, 32, -10, 0.2)}, {-10, -10},
                 0.3);
-  CHECK(ConfirmationOpen(c, 100, 0.005, 2.0, still));
+  CHECK(ConfirmationOpen(c, Trial(64, 64, 0, 0).tunables, 100, 0.005, 2.0,
+                         still));
+  CHECK(still == std::vector<int>{0, 1});
+}
+
+TEST_CASE(
+    "ConfirmationOpen: a pair is closed once its outcome cannot change the "
+    "pick",
+    "[search]") {
+  std::vector<int> still;
+  const TunableValues recorded = Trial(64, 64, 0, 0).tunables;
+  // 64x32 (one change) is 0.4 +- 0.1 faster than 32x32 (two changes): it
+  // is settled (32x32 cannot beat it), and it is taken whether or not
+  // 32x32 would be settled too, so their pair, which holds 32x32's margin,
+  // is timed no more.
+  Confirmation c = Confirmed(
+      {Trial(64, 32, -10, 0.4), Trial(32, 32, -9.6, 0.4)}, {-10, -9.6}, 0.1);
+  CHECK_FALSE(ConfirmationOpen(c, recorded, 100, 0.005, 2.0, still));
+  CHECK(still.empty());
+  CHECK(PickConfirmed(c, recorded, 100, 0.005, 2.0) == 0);
+  // The same figures with the changes the other way round: were 64x32 the
+  // slower one settled too, it would be taken, so the pair stays open.
+  c = Confirmed({Trial(32, 32, -10, 0.4), Trial(64, 32, -9.6, 0.4)},
+                {-10, -9.6}, 0.1);
+  CHECK(ConfirmationOpen(c, recorded, 100, 0.005, 2.0, still));
   CHECK(still == std::vector<int>{0, 1});
 }
 
