@@ -342,9 +342,11 @@ class ShapeSearch {
 
   // Times the settings of `batch` not yet tried (and not ruled out by the
   // bound) beside the recorded setting; with `recorded_alone`, the recorded
-  // setting even when nothing else is left.
+  // setting even when nothing else is left. With `whole` (the batch is the
+  // whole search), a race that leaves no more in reach than a confirmation
+  // holds nominates them from their screening figures (Nominate).
   absl::Status TimeBatch(const std::vector<TunableValues>& batch,
-                         bool recorded_alone) {
+                         bool recorded_alone, bool whole = false) {
     std::vector<TunableValues> todo = {found_[0]};
     int skipped = 0;
     for (const TunableValues& s : batch) {
@@ -369,6 +371,7 @@ class ShapeSearch {
       if (todo.size() == 1 && tried_.contains(recorded_id_)) {
         return absl::OkStatus();
       }
+      if (whole && Nominate(todo)) return absl::OkStatus();
     }
     ASSIGN_OR_RETURN(TimedBatch timed, TimeSettings(todo, false));
     recorded_us_ = timed.recorded_us;
@@ -384,6 +387,35 @@ class ShapeSearch {
     for (const ShapeTrial& t : timed.trials) trials.push_back(t.trial);
     context_.OnTrials(shape_index_, trials);
     return absl::OkStatus();
+  }
+
+  // Where the settings a screen left in reach (`todo`, the recorded setting
+  // first, then the incumbent among them) other than the incumbent are no
+  // more than MostContenders(): they keep their screening figures as their
+  // trials and are all nominated for confirmation (nominated_), with no
+  // full Timing, which would only choose the contenders among them; the
+  // confirmation times them afresh against the incumbent. Else false, and
+  // nothing is done.
+  bool Nominate(const std::vector<TunableValues>& todo) {
+    std::vector<std::string> challengers;
+    for (size_t i = 1; i < todo.size(); ++i) {
+      if (Id(todo[i]) != incumbent_id_) challengers.push_back(Id(todo[i]));
+    }
+    if (static_cast<int>(challengers.size()) >
+        MostContenders(incumbent_id_ != recorded_id_)) {
+      return false;
+    }
+    stats_.screened_out += static_cast<int64_t>(todo.size()) - 1;
+    for (const TunableValues& s : todo) {
+      auto it = screened_in_.find(Id(s));
+      if (it == screened_in_.end()) continue;
+      if (!tried_.contains(it->first)) ++stats_.settings_timed;
+      tried_.insert_or_assign(it->first, it->second);
+      context_.OnTrial(shape_index_, it->second.trial);
+    }
+    nominated_ = std::move(challengers);
+    ReportPick();
+    return true;
   }
 
   // Whether `todo` (the recorded setting first) holds a setting the race
@@ -431,6 +463,7 @@ class ShapeSearch {
       const std::string key = Id(t.trial.tunables);
       if (key == incumbent_id_ || Reaches(t.trial, best, kScreenZ, practical)) {
         reach.push_back(&t);
+        screened_in_.insert_or_assign(key, t);
         continue;
       }
       ++stats_.settings_timed;
@@ -438,6 +471,7 @@ class ShapeSearch {
       tried_.insert_or_assign(key, t);
       context_.OnTrial(shape_index_, t.trial);
     }
+    screened_in_.insert_or_assign(recorded_id_, batch.trials.front());
     if (!tried_.contains(recorded_id_) && reach.empty()) {
       tried_.insert_or_assign(recorded_id_, batch.trials.front());
       ++stats_.settings_timed;
@@ -569,7 +603,7 @@ class ShapeSearch {
                                      [](const auto& l) { return l.second; });
     // The recorded setting's own time first, which a bound is held to.
     if (bounded) RETURN_IF_ERROR(TimeBatch({}, true));
-    return TimeBatch(found_, false);
+    return TimeBatch(found_, false, /*whole=*/true);
   }
 
   // Passes over the tunables from the incumbent, each timing the Line()
@@ -663,7 +697,8 @@ class ShapeSearch {
     const double practical = PracticalUs(incumbent);
     const int screen_pick = Pick(screened, out.incumbent, kGainZ, practical);
     const std::vector<int> contenders =
-        ContendersOf(out, screened, screen_pick, practical);
+        nominated_ ? NominatedOf(out)
+                   : ContendersOf(out, screened, screen_pick, practical);
     if (contenders.empty()) return absl::OkStatus();
     stats_.confirmations += static_cast<int64_t>(contenders.size());
     const double incumbent_us =
@@ -694,6 +729,29 @@ class ShapeSearch {
     return absl::OkStatus();
   }
 
+  // The indices into out.trials of the nominated_ settings, admitted, in
+  // trials' order.
+  std::vector<int> NominatedOf(const ShapeResult& out) const {
+    std::vector<int> out_indices;
+    for (size_t i = 0; i < out.trials.size(); ++i) {
+      const Comparison& t = out.trials[i].trial;
+      if (static_cast<int>(i) != out.incumbent && t.refused.empty() &&
+          absl::c_linear_search(*nominated_, Id(t.tunables))) {
+        out_indices.push_back(static_cast<int>(i));
+      }
+    }
+    return out_indices;
+  }
+
+  // How many challengers one confirmation batch holds beside the recorded
+  // setting and, where it is another (`incumbent_apart`), the incumbent:
+  // at most kMostContenders.
+  int MostContenders(bool incumbent_apart) const {
+    const int room =
+        std::max(1, platform_.hw_contexts / 2 - 1) - (incumbent_apart ? 1 : 0);
+    return std::max(1, std::min(room, kMostContenders));
+  }
+
   // Contenders() of `screened` against the incumbent, as many as one batch
   // holds beside the recorded setting and the incumbent (at most
   // kMostContenders); the search's own Pick(), `screen_pick`, is always
@@ -701,9 +759,7 @@ class ShapeSearch {
   std::vector<int> ContendersOf(const ShapeResult& out,
                                 const std::vector<Comparison>& screened,
                                 int screen_pick, double practical) const {
-    const int room = std::max(1, platform_.hw_contexts / 2 - 1) -
-                     (out.incumbent == 0 ? 0 : 1);
-    const int most = std::max(1, std::min(room, kMostContenders));
+    const int most = MostContenders(out.incumbent != 0);
     std::vector<int> contenders =
         Contenders(screened, out.incumbent, kGainZ, practical, most);
     if (screen_pick == out.incumbent ||
@@ -884,7 +940,9 @@ class ShapeSearch {
   std::map<std::string, std::optional<double>> least_;  // by identity
   std::map<std::string, ShapeTrial> tried_;             // by identity
   std::optional<double> recorded_us_;
-  const TunableValues* incumbent_;  // may be null: the recorded setting
+  // The setting profile entries give the shape; null where none covers it
+  // (the recorded setting is the incumbent).
+  const TunableValues* incumbent_;
   std::string incumbent_id_;
   int incumbent_index_ = 0;  // into found_
   // The recorded setting's figure and its standard error, each batch.
@@ -893,6 +951,11 @@ class ShapeSearch {
   // The same from screening batches while no full batch timed it.
   std::vector<double> screen_recorded_;
   std::vector<std::optional<double>> screen_recorded_within_;
+  // Screening figures of the settings a screen left in reach, and of the
+  // recorded setting, by identity.
+  std::map<std::string, ShapeTrial> screened_in_;
+  // The challengers Nominate() chose for confirmation, where it did.
+  std::optional<std::vector<std::string>> nominated_;
 };
 
 }  // namespace
