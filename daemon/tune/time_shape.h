@@ -8,7 +8,9 @@
 // a core clock, a GEMM setting whose LeastUs (summed as the delta is) is no
 // less than the recorded setting's time plus the best gain so far is not
 // timed. The setting taken is then chosen with hysteresis (Pick: the
-// incumbent keeps ties) and confirmed: the challengers that contend are
+// incumbent keeps ties) and confirmed: the challengers that contend (or,
+// where a race over every setting leaves no more in reach than a batch
+// holds, all of those, without the full Timing) are
 // re-timed against the incumbent and each other in batches of their own
 // (interleaved, never the search's figures) and one is taken only if it
 // wins again and no other winner may be faster than it by its margin
