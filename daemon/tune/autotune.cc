@@ -123,10 +123,14 @@ void AutotuneRun::LeaveUntuned() {
 }
 
 std::vector<BuildRequest> AutotuneRun::BuildsOf(int position) {
-  if (searched_before_[order_[position]]) return {};
-  absl::StatusOr<std::vector<BuildRequest>> builds =
-      ShapeBuilds(shapes_[order_[position]], calls_, platform_, options_,
-                  cycles_, *logged_);
+  const size_t s = order_[position];
+  if (searched_before_[s]) return {};
+  const Shape& shape = shapes_[s];
+  const TunableValues incumbent = profile_->Incumbent(
+      s,
+      RecordedSetting(calls_.operators(static_cast<int>(shape.members[0].op))));
+  absl::StatusOr<std::vector<BuildRequest>> builds = ShapeBuilds(
+      shape, calls_, platform_, options_, cycles_, *logged_, &incumbent);
   // Only a hint: the search meets an error of its own when it asks.
   return builds.ok() ? *std::move(builds) : std::vector<BuildRequest>();
 }

@@ -3,7 +3,10 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <set>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/value.h"
 #include "daemon/base/stats.h"
 #include "daemon/npu/build_pool.h"
@@ -609,6 +612,38 @@ TEST_CASE("a fully cached Measure builds nothing, even in a new daemon") {
   CHECK(fresh.builds == 0);
   CHECK(second->measurements.at(2).t_step_us() ==
         first->measurements.at(2).t_step_us());
+}
+
+// Notes, in order, each prefetch ("P<steps>") and build ("B<steps>").
+class OrderNotingBuilder : public Builder {
+ public:
+  absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override {
+    calls.push_back(absl::StrCat("B", request.steps));
+    return inner.Build(request);
+  }
+  void Prefetch(const BuildRequest& request) override {
+    calls.push_back(absl::StrCat("P", request.steps));
+  }
+  std::string Environment() const override { return inner.Environment(); }
+  SimBuilder inner;
+  std::vector<std::string> calls;
+};
+
+TEST_CASE("a Measure queues every design it builds before it waits for one") {
+  Rig rig;
+  OrderNotingBuilder noting;
+  testing::LocalTuneContext context(rig.device.get(), &noting);
+  MeasurePlan plan = Request({Gemm(256, 512, 512, 64, 64, 64, 8),
+                              Gemm(256, 512, 512, 32, 64, 64, 8),
+                              Gemm(256, 512, 512, 64, 32, 64, 8)});
+  auto result = Measure(plan, context);
+  REQUIRE(result.ok());
+  const std::string many = absl::StrCat("P", plan.repeats);
+  const std::vector<std::string> queued = {"P1", "P1", "P1", many, many, many};
+  REQUIRE(noting.calls.size() >= queued.size());
+  CHECK(std::vector<std::string>(noting.calls.begin(),
+                                 noting.calls.begin() + queued.size()) ==
+        queued);
 }
 
 TEST_CASE("a build that fails is the setting's verdict, not the call's") {

@@ -18,8 +18,9 @@
 
 namespace irontune::testing {
 
-// Counts builds and prefetches of either priority; builds through
-// `inner`, prefetches nothing.
+// Counts builds, fit checks and prefetches of either priority; builds and
+// checks fits through `inner` (a fit check that builds counts as a
+// build), prefetches nothing.
 class CountingBuilder : public Builder {
  public:
   explicit CountingBuilder(Builder& inner) : inner_(inner) {}
@@ -27,10 +28,17 @@ class CountingBuilder : public Builder {
     ++builds;
     return inner_.Build(request);
   }
+  absl::StatusOr<std::string> Fit(const BuildRequest& request) override {
+    if (!ChecksFit()) return Builder::Fit(request);
+    ++fits;
+    return inner_.Fit(request);
+  }
+  bool ChecksFit() const override { return inner_.ChecksFit(); }
   void Prefetch(const BuildRequest&) override { ++prefetches; }
   void PrefetchLater(const BuildRequest&) override { ++later_prefetches; }
   std::string Environment() const override { return inner_.Environment(); }
   int builds = 0;
+  int fits = 0;
   int prefetches = 0;
   int later_prefetches = 0;
 
