@@ -430,6 +430,7 @@ class ShapeSearch {
     }
     if (options_.race && todo.size() > 2) {
       ASSIGN_OR_RETURN(todo, Screen(todo));
+      RETURN_IF_ERROR(BuildNextLines(todo));
       if (todo.size() == 1 && tried_.contains(recorded_id_)) {
         return absl::OkStatus();
       }
@@ -633,17 +634,25 @@ class ShapeSearch {
   absl::Status CoordinateDescent() {
     TunableValues best = found_[incumbent_index_];
     const std::vector<v1::Field>& tunables = found_[0];
+    ASSIGN_OR_RETURN(const bool replayed, RecordedBuilt());
+    guess_builds_ = !replayed;
     bool moved = true;
     while (moved) {
       moved = false;
       for (size_t k = 0; k < tunables.size(); ++k) {
-        // The next Line, should this one not move `best`, builds meanwhile.
+        // The next Line, should this one not move `best`, builds meanwhile;
+        // once screened, also the next Line through its fastest
+        // (BuildNextLines).
+        next_tunable_ = tunables[(k + 1) % tunables.size()].name();
+        next_through_ = best;
         if (k + 1 < tunables.size() || moved) {
-          RETURN_IF_ERROR(BuildLater(
-              Line(found_, best, tunables[(k + 1) % tunables.size()].name())));
+          RETURN_IF_ERROR(
+              QueueBuilds(Line(found_, best, next_tunable_), /*later=*/true));
         }
-        RETURN_IF_ERROR(
-            TimeBatch(Line(found_, best, tunables[k].name()), false));
+        absl::Status timed =
+            TimeBatch(Line(found_, best, tunables[k].name()), false);
+        next_tunable_.clear();
+        RETURN_IF_ERROR(timed);
         std::vector<ShapeTrial> trials;
         const int pick = PickAmong(TriedInOrder(trials), trials);
         if (pick >= 0 && Id(trials[pick].trial.tunables) != Id(best)) {
@@ -656,12 +665,15 @@ class ShapeSearch {
   }
 
   // Queues the builds Measure asks of the settings of `batch` not tried
-  // yet (each member's 1-step and options.repeats-step designs) behind all
-  // else (Builder::PrefetchLater): a guess at the next batch, built while
-  // this one is timed, which never delays a build the search waits for.
+  // yet (each member's 1-step and options.repeats-step designs): a guess at
+  // a later batch, built while this one is timed. With `later`, behind all
+  // else (Builder::PrefetchLater), so it never delays a build the search
+  // waits for; else at the back of the first queue (Builder::Prefetch).
   // Designs whose built identity the cache keeps are left out, so a
   // search replayed from the cache queues nothing.
-  absl::Status BuildLater(const std::vector<TunableValues>& batch) {
+  absl::Status QueueBuilds(const std::vector<TunableValues>& batch,
+                           bool later) {
+    if (!guess_builds_) return absl::OkStatus();
     std::vector<BuildRequest> one_step, many_step;
     for (const TunableValues& s : batch) {
       if (tried_.contains(Id(s))) continue;
@@ -677,12 +689,46 @@ class ShapeSearch {
     ASSIGN_OR_RETURN(const std::vector<bool> built,
                      KnownBuilt(one_step, context_.builder().Environment(),
                                 context_.cache()));
-    for (size_t k = 0; k < one_step.size(); ++k) {
-      if (built[k]) continue;
-      context_.builder().PrefetchLater(one_step[k]);
-      context_.builder().PrefetchLater(many_step[k]);
+    for (const std::vector<BuildRequest>* requests : {&one_step, &many_step}) {
+      for (size_t k = 0; k < requests->size(); ++k) {
+        if (built[k]) continue;
+        if (later) {
+          context_.builder().PrefetchLater((*requests)[k]);
+        } else {
+          context_.builder().Prefetch((*requests)[k]);
+        }
+      }
     }
     return absl::OkStatus();
+  }
+
+  // Whether the cache keeps the built identity of the first member's
+  // recorded 1-step design: the shape was searched before (SearchedBefore),
+  // and its search replays figures from the cache, which a guess at its
+  // next line would build for nothing.
+  absl::StatusOr<bool> RecordedBuilt() {
+    const v1::Operator recorded =
+        WithSetting(OpOf(shape_.members[0]), found_[0]);
+    ASSIGN_OR_RETURN(
+        const std::vector<bool> built,
+        KnownBuilt(
+            {MeasureRequest(recorded, recorded, platform_, 1, packaging_)},
+            context_.builder().Environment(), context_.cache()));
+    return built[0];
+  }
+
+  // Within a coordinate descent, once a line is screened (`screened`: the
+  // recorded setting, then those in reach, fastest first), every build it
+  // needs is done: the next line's designs are queued on the first queue,
+  // through the setting taken so far and through the fastest screened
+  // (the setting taken next where it wins), ahead of the next shape's.
+  absl::Status BuildNextLines(const std::vector<TunableValues>& screened) {
+    if (next_tunable_.empty()) return absl::OkStatus();
+    RETURN_IF_ERROR(QueueBuilds(Line(found_, next_through_, next_tunable_),
+                                /*later=*/false));
+    if (screened.size() < 2) return absl::OkStatus();
+    return QueueBuilds(Line(found_, screened[1], next_tunable_),
+                       /*later=*/false);
   }
 
   // The tried trials in Settings order into `trials`; the incumbent's index
@@ -977,6 +1023,12 @@ class ShapeSearch {
   const TunableValues* incumbent_;  // may be null: the recorded setting
   std::string incumbent_id_;
   int incumbent_index_ = 0;  // into found_
+  // While a coordinate descent times a line: the tunable of the line it
+  // times next ("" otherwise) and the setting taken before this line.
+  std::string next_tunable_;
+  TunableValues next_through_;
+  // Whether QueueBuilds guesses: not in a search of a shape searched before.
+  bool guess_builds_ = false;
   // The recorded setting's figure and its standard error, each batch.
   std::vector<double> recorded_batches_;
   std::vector<std::optional<double>> recorded_within_;

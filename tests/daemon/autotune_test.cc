@@ -1466,6 +1466,7 @@ struct FitRun {
   TuneResult result;
   int builds = 0;
   int fits = 0;
+  int prefetches = 0;  // of either priority
   int trials = 0;
   std::vector<std::string> lines;
 };
@@ -1480,8 +1481,9 @@ FitRun RunFits(const v1::Calls& calls, const AutotuneOptions& options,
   testing::LocalTuneContext context(rig.device.get(), &builder);
   auto tuned = Autotune(calls, Profile(), options, context);
   REQUIRE(tuned.ok());
-  return {*std::move(tuned), builder.builds, builder.fits, context.trials,
-          context.lines};
+  return {*std::move(tuned), builder.builds,
+          builder.fits,      builder.prefetches + builder.later_prefetches,
+          context.trials,    context.lines};
 }
 
 TEST_CASE("Autotune: fit checks build only what is timed and decide the same") {
@@ -1559,6 +1561,39 @@ TEST_CASE("ShapeBuilds: with fit checks only what the search builds first") {
   std::set<std::string> built;
   for (const auto& [shape, key] : noting.built) built.insert(key);
   for (const BuildRequest& r : *listed) CHECK(built.count(RequestKey(r)) == 1);
+}
+
+TEST_CASE(
+    "Autotune: a descent guesses its next lines and a rerun guesses none") {
+  v1::Operator op = SearchGemm(512, 256, 1024, 64, 64, 1);
+  SetDomain(op, "tile_m", {32, 64, 128});
+  SetDomain(op, "tile_n", {32, 64, 128});
+  SetDomain(op, "num_aie_columns", {1, 2, 4, 8});
+  const v1::Calls calls = MakeCalls({op}, {0});
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing = Quick();
+  options.exhaustive = 8;
+  auto cache = Cache::Open(TempPath("descent_guesses.db"), "NPU Strix",
+                           PowerMode::kDefault);
+  REQUIRE(cache.ok());
+  Rig rig;
+  SimBuilder sim;
+  testing::CountingBuilder first(sim);
+  testing::LocalTuneContext first_run(rig.device.get(), &first, cache->get());
+  auto timed = Autotune(calls, Profile(), options, first_run);
+  REQUIRE(timed.ok());
+  // Besides the shape's own list (Prefetch), guesses for later.
+  CHECK(first.later_prefetches > 0);
+  testing::CountingBuilder again(sim);
+  testing::LocalTuneContext second_run(rig.device.get(), &again, cache->get());
+  auto cached = Autotune(calls, Profile(), options, second_run);
+  REQUIRE(cached.ok());
+  CHECK(cached->stats.device_timed == 0);
+  CHECK(again.builds == 0);
+  CHECK(again.prefetches == 0);
+  CHECK(again.later_prefetches == 0);
+  CHECK(cached->profile.ToJson() == timed->profile.ToJson());
 }
 
 }  // namespace
