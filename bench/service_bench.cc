@@ -509,6 +509,9 @@ void PrintBuilds(const v1::AutotuneStats& s) {
       "    builds: asked %llu 1-step + %llu many-step (%llu waited for), "
       "built %llu + %llu, %.1f s of builds on %u jobs (%.1f s each), "
       "%llu fit checks (%.2f s), %llu from the pool's memory\n"
+      "    waited %.1f s for builds in the pool: %.1f s for builds not queued "
+      "ahead, %.1f s for builds queued but not started, the rest for builds "
+      "running\n"
       "    utilisation bound (device / max(device, build time / jobs)): "
       "%.4f\n",
       static_cast<unsigned long long>(b.asked_one_step()),
@@ -518,7 +521,8 @@ void PrintBuilds(const v1::AutotuneStats& s) {
       static_cast<unsigned long long>(b.built_many_step()), b.build_seconds(),
       b.jobs(), b.jobs() > 0 ? b.build_seconds() / b.jobs() : 0.0,
       static_cast<unsigned long long>(b.fit_checks()), b.fit_seconds(),
-      static_cast<unsigned long long>(b.remembered()),
+      static_cast<unsigned long long>(b.remembered()), b.waited_seconds(),
+      b.waited_unqueued_seconds(), b.waited_queued_seconds(),
       UtilisationBound(s.device_seconds(), b));
 }
 

@@ -29,6 +29,10 @@ BuildPoolStats StatsSince(const BuildPoolStats& after,
   d.merged = after.merged - before.merged;
   d.build_seconds = after.build_seconds - before.build_seconds;
   d.waited_seconds = after.waited_seconds - before.waited_seconds;
+  d.waited_unqueued_seconds =
+      after.waited_unqueued_seconds - before.waited_unqueued_seconds;
+  d.waited_queued_seconds =
+      after.waited_queued_seconds - before.waited_queued_seconds;
   d.asked_one_step = after.asked_one_step - before.asked_one_step;
   d.asked_many_step = after.asked_many_step - before.asked_many_step;
   d.needed = after.needed - before.needed;
@@ -227,6 +231,12 @@ void BuildPool::Evict() {
   }
 }
 
+void BuildPool::AddWait(absl::Time start, double* as) {
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  stats_.waited_seconds += seconds;
+  if (as != nullptr) *as += seconds;
+}
+
 absl::StatusOr<BuildOutcome> BuildPool::Build(const BuildRequest& request) {
   return Await(request, [] { return false; });
 }
@@ -248,6 +258,9 @@ absl::StatusOr<BuildOutcome> BuildPool::Await(
   if (e->running || e->queued) {
     ++stats_.merged;
   }
+  double* waited_as = e->running  ? nullptr
+                      : e->queued ? &stats_.waited_queued_seconds
+                                  : &stats_.waited_unqueued_seconds;
   if (!e->running) {
     if (options_.threads == 0 || stopping_) {
       // Built here; an earlier error is tried again.
@@ -267,11 +280,11 @@ absl::StatusOr<BuildOutcome> BuildPool::Await(
     mu_.AwaitWithTimeout(absl::Condition(&e->done), kCancelPoll);
     if (e->done) break;
     if (cancelled()) {
-      stats_.waited_seconds += absl::ToDoubleSeconds(absl::Now() - start);
+      AddWait(start, waited_as);
       return absl::CancelledError("cancelled while waiting for a build");
     }
   }
-  stats_.waited_seconds += absl::ToDoubleSeconds(absl::Now() - start);
+  AddWait(start, waited_as);
   return Take(key);
 }
 

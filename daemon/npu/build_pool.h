@@ -73,6 +73,11 @@ struct BuildPoolStats {
   int64_t merged = 0;         // Build calls that waited for a running build
   double build_seconds = 0;   // wall time inside the inner builder, summed
   double waited_seconds = 0;  // wall time Build callers waited, summed
+  // Of that, waits for a build not queued before it was waited for (the
+  // caller asked first), and for one queued ahead that no thread had
+  // started yet (the pool was busy); the rest waited for running builds.
+  double waited_unqueued_seconds = 0;
+  double waited_queued_seconds = 0;
   // Requests asked (queued or waited for; not Fit checks; one asked again
   // after it was forgotten counts again), by kind.
   int64_t asked_one_step = 0;
@@ -167,6 +172,9 @@ class BuildPool : public Builder {
   // Hands out a finished entry's outcome; forgets an error.
   absl::StatusOr<BuildOutcome> Take(const std::string& key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds the wait since `start` to waited_seconds and to `*as` (may be
+  // null: a wait for a running build).
+  void AddWait(absl::Time start, double* as) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Forgets the least recently used outcomes beyond the memory cap.
   void Evict() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -345,6 +345,9 @@ v1::BuildStats BuildStatsOf(const BuildPoolStats& stats, int jobs) {
   out.set_fit_checks(static_cast<uint64_t>(stats.fit_checks));
   out.set_fit_seconds(stats.fit_seconds);
   out.set_remembered(static_cast<uint64_t>(stats.remembered));
+  out.set_waited_seconds(stats.waited_seconds);
+  out.set_waited_unqueued_seconds(stats.waited_unqueued_seconds);
+  out.set_waited_queued_seconds(stats.waited_queued_seconds);
   return out;
 }
 

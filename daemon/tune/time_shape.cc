@@ -549,6 +549,10 @@ class ShapeSearch {
     for (int base : bases) {
       timers.emplace_back(todo, shape_.members.size(), base);
     }
+    // Every member's designs at once: a Measure queues only its own.
+    if (shape_.members.size() > 1) {
+      RETURN_IF_ERROR(QueueBuilds(todo, /*later=*/false, /*guess=*/false));
+    }
     // Only a timer against the recorded setting judges.
     SettingsTimer* judged = nullptr;
     for (size_t b = 0; b < bases.size(); ++b) {
@@ -665,15 +669,16 @@ class ShapeSearch {
   }
 
   // Queues the builds Measure asks of the settings of `batch` not tried
-  // yet (each member's 1-step and options.repeats-step designs): a guess at
-  // a later batch, built while this one is timed. With `later`, behind all
-  // else (Builder::PrefetchLater), so it never delays a build the search
-  // waits for; else at the back of the first queue (Builder::Prefetch).
-  // Designs whose built identity the cache keeps are left out, so a
-  // search replayed from the cache queues nothing.
-  absl::Status QueueBuilds(const std::vector<TunableValues>& batch,
-                           bool later) {
-    if (!guess_builds_) return absl::OkStatus();
+  // yet (each member's 1-step and options.repeats-step designs). With
+  // `guess` (a later batch's, built while this one is timed; nothing
+  // unless guess_builds_) and `later`, behind all else
+  // (Builder::PrefetchLater), so it never delays a build the search waits
+  // for; else at the back of the first queue (Builder::Prefetch). Designs
+  // whose built identity the cache keeps are left out, so a search
+  // replayed from the cache queues nothing.
+  absl::Status QueueBuilds(const std::vector<TunableValues>& batch, bool later,
+                           bool guess = true) {
+    if (guess && !guess_builds_) return absl::OkStatus();
     std::vector<BuildRequest> one_step, many_step;
     for (const TunableValues& s : batch) {
       if (tried_.contains(Id(s))) continue;

@@ -1596,5 +1596,42 @@ TEST_CASE(
   CHECK(cached->profile.ToJson() == timed->profile.ToJson());
 }
 
+TEST_CASE("TimeShape: every member's designs are queued before one is built") {
+  v1::Operator gemm = SearchGemm(256, 256, 256, 64, 64, 1);
+  SetDomain(gemm, "tile_m", {32, 64});
+  SetDomain(gemm, "num_aie_columns", {1, 2});
+  v1::Operator other = gemm;
+  other.mutable_buffers(0)->set_name("a2");  // another design, same shape
+  const v1::Calls calls = MakeCalls({gemm, other}, {0, 1});
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing = Quick();
+  auto shapes = Shapes(calls, options.space, "npu2");
+  REQUIRE(shapes.ok());
+  REQUIRE(shapes->size() == 1);
+  REQUIRE((*shapes)[0].members.size() == 2);
+  Rig rig;
+  SimBuilder sim;
+  testing::NotingBuilder noting(&sim);
+  testing::LocalTuneContext context(rig.device.get(), &noting);
+  auto result = TimeShape((*shapes)[0], calls, rig.platform(), options, {},
+                          context, nullptr);
+  REQUIRE(result.ok());
+  REQUIRE(result->trials.size() > 1);
+  std::set<std::string> queued_first, built;
+  bool building = false;
+  for (const testing::NotingBuilder::Call& call : noting.calls) {
+    if (call.what == 'B') {
+      building = true;
+      built.insert(call.key);
+    } else if (!building) {
+      queued_first.insert(call.key);
+    }
+  }
+  REQUIRE_FALSE(built.empty());
+  // Both members' designs, 1-step and many-step, before the first build.
+  for (const std::string& key : built) CHECK(queued_first.count(key) == 1);
+}
+
 }  // namespace
 }  // namespace irontune

@@ -312,6 +312,29 @@ TEST_CASE("the pool counts requests asked and waited for and builds by kind") {
   CHECK(stats.fit_checks == 0);
 }
 
+TEST_CASE("the pool tells waits for queued builds from waits for others") {
+  GatedBuilder inner;
+  inner.Open(false);
+  BuildPool pool(&inner, BuildPoolOptions{1});
+  pool.Prefetch(Request(64, 1));  // taken by the one thread, held
+  REQUIRE(inner.WaitStarted(1));
+  pool.Prefetch(Request(64, 2));  // queued behind it
+  std::thread opener([&inner] {
+    absl::SleepFor(absl::Milliseconds(50));
+    inner.Open(true);
+  });
+  REQUIRE(pool.Build(Request(64, 2)).ok());  // waited while it was queued
+  opener.join();
+  BuildPoolStats stats = pool.stats();
+  CHECK(stats.waited_queued_seconds > 0);
+  CHECK(stats.waited_unqueued_seconds == 0);
+  REQUIRE(pool.Build(Request(64, 3)).ok());  // never queued before
+  stats = pool.stats();
+  CHECK(stats.waited_unqueued_seconds > 0);
+  CHECK(stats.waited_seconds >=
+        stats.waited_queued_seconds + stats.waited_unqueued_seconds);
+}
+
 TEST_CASE("StatsSince takes each figure's difference") {
   BuildPoolStats before, after;
   before.builds = 2;

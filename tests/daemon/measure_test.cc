@@ -15,6 +15,7 @@
 #include "daemon/store/cache.h"
 #include "daemon/tune/inputs.h"
 #include "daemon/tune/judge.h"
+#include "tests/testing/counting_fakes.h"
 #include "tests/testing/operator_fixtures.h"
 #include "tests/testing/tune_context.h"
 
@@ -614,24 +615,10 @@ TEST_CASE("a fully cached Measure builds nothing, even in a new daemon") {
         first->measurements.at(2).t_step_us());
 }
 
-// Notes, in order, each prefetch ("P<steps>") and build ("B<steps>").
-class OrderNotingBuilder : public Builder {
- public:
-  absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override {
-    calls.push_back(absl::StrCat("B", request.steps));
-    return inner.Build(request);
-  }
-  void Prefetch(const BuildRequest& request) override {
-    calls.push_back(absl::StrCat("P", request.steps));
-  }
-  std::string Environment() const override { return inner.Environment(); }
-  SimBuilder inner;
-  std::vector<std::string> calls;
-};
-
 TEST_CASE("a Measure queues every design it builds before it waits for one") {
   Rig rig;
-  OrderNotingBuilder noting;
+  SimBuilder sim;
+  testing::NotingBuilder noting(&sim);
   testing::LocalTuneContext context(rig.device.get(), &noting);
   MeasurePlan plan = Request({Gemm(256, 512, 512, 64, 64, 64, 8),
                               Gemm(256, 512, 512, 32, 64, 64, 8),
@@ -640,10 +627,13 @@ TEST_CASE("a Measure queues every design it builds before it waits for one") {
   REQUIRE(result.ok());
   const std::string many = absl::StrCat("P", plan.repeats);
   const std::vector<std::string> queued = {"P1", "P1", "P1", many, many, many};
-  REQUIRE(noting.calls.size() >= queued.size());
-  CHECK(std::vector<std::string>(noting.calls.begin(),
-                                 noting.calls.begin() + queued.size()) ==
-        queued);
+  std::vector<std::string> calls;
+  for (const testing::NotingBuilder::Call& call : noting.calls) {
+    calls.push_back(absl::StrCat(std::string(1, call.what), call.steps));
+  }
+  REQUIRE(calls.size() >= queued.size());
+  CHECK(std::vector<std::string>(calls.begin(),
+                                 calls.begin() + queued.size()) == queued);
 }
 
 TEST_CASE("a build that fails is the setting's verdict, not the call's") {

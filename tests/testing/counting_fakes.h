@@ -7,10 +7,13 @@
 #ifndef IRONTUNE_TESTS_TESTING_COUNTING_FAKES_H_
 #define IRONTUNE_TESTS_TESTING_COUNTING_FAKES_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "daemon/npu/build_pool.h"
 #include "daemon/npu/builder.h"
 #include "daemon/npu/device.h"
 #include "daemon/ops/reference.h"
@@ -44,6 +47,33 @@ class CountingBuilder : public Builder {
 
  private:
   Builder& inner_;
+};
+
+// Notes, in order, each prefetch of either priority and each build that
+// `target` is asked for; builds through it, prefetches nothing.
+class NotingBuilder : public BuilderWrapper {
+ public:
+  struct Call {
+    char what;  // 'P' Prefetch, 'L' PrefetchLater, 'B' Build
+    int steps;
+    std::string key;  // RequestKey
+  };
+  using BuilderWrapper::BuilderWrapper;
+  absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override {
+    calls.push_back({'B', request.steps, RequestKey(request)});
+    return BuilderWrapper::Build(request);
+  }
+  absl::StatusOr<BuildOutcome> Await(const BuildRequest& request,
+                                     const std::function<bool()>&) override {
+    return Build(request);
+  }
+  void Prefetch(const BuildRequest& request) override {
+    calls.push_back({'P', request.steps, RequestKey(request)});
+  }
+  void PrefetchLater(const BuildRequest& request) override {
+    calls.push_back({'L', request.steps, RequestKey(request)});
+  }
+  std::vector<Call> calls;
 };
 
 // Counts the device's loads.
