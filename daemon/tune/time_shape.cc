@@ -644,17 +644,19 @@ class ShapeSearch {
     while (moved) {
       moved = false;
       for (size_t k = 0; k < tunables.size(); ++k) {
-        // The next Line, should this one not move `best`, builds meanwhile;
-        // once screened, also the next Line through its fastest
-        // (BuildNextLines).
+        // The next Line, should this one not move `best`, builds meanwhile,
+        // queued behind this one's; once screened, also the next Line
+        // through its fastest (BuildNextLines).
+        const std::vector<TunableValues> line =
+            Line(found_, best, tunables[k].name());
         next_tunable_ = tunables[(k + 1) % tunables.size()].name();
         next_through_ = best;
         if (k + 1 < tunables.size() || moved) {
+          RETURN_IF_ERROR(QueueBuilds(line, /*later=*/false));
           RETURN_IF_ERROR(
-              QueueBuilds(Line(found_, best, next_tunable_), /*later=*/true));
+              QueueBuilds(Line(found_, best, next_tunable_), /*later=*/false));
         }
-        absl::Status timed =
-            TimeBatch(Line(found_, best, tunables[k].name()), false);
+        absl::Status timed = TimeBatch(line, false);
         next_tunable_.clear();
         RETURN_IF_ERROR(timed);
         std::vector<ShapeTrial> trials;

@@ -17,6 +17,14 @@
 // the cache, timing nothing, and takes what the run that timed it took.
 // docs/search.md says why each step is as it is.
 //
+// Builds: refusals are asked with Builder::Fit (Refusals), so where the
+// builder checks fits only the settings timed are built. A batch's
+// designs are queued (Builder::Prefetch) for every member before the
+// first member's Measure; a coordinate descent also queues, behind each
+// line's designs, its guesses at the next line (through the setting taken
+// so far, and once screened through the fastest screened), except in a
+// search of a shape searched before (replayed from the cache).
+//
 // Threads: the context's (the device worker's); outputs are judged on a
 // helper thread (OutputJudge, verdicts.h), each point's while the next
 // point is measured, its verdicts taken before the next point is judged.

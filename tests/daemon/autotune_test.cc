@@ -1583,8 +1583,27 @@ TEST_CASE(
   testing::LocalTuneContext first_run(rig.device.get(), &first, cache->get());
   auto timed = Autotune(calls, Profile(), options, first_run);
   REQUIRE(timed.ok());
-  // Besides the shape's own list (Prefetch), guesses for later.
-  CHECK(first.later_prefetches > 0);
+  CHECK(first.prefetches > 0);
+  // Before its first build, the descent has queued its first line and
+  // its guess at the next: more than the shape's own first list.
+  auto shapes = Shapes(calls, options.space, "npu2");
+  REQUIRE(shapes.ok());
+  Rig fresh;
+  SimBuilder fresh_sim;
+  testing::NotingBuilder noting(&fresh_sim);
+  testing::LocalTuneContext context(fresh.device.get(), &noting);
+  auto listed =
+      ShapeBuilds((*shapes)[0], calls, fresh.platform(), options, {}, context);
+  REQUIRE(listed.ok());
+  REQUIRE(TimeShape((*shapes)[0], calls, fresh.platform(), options, {}, context,
+                    nullptr)
+              .ok());
+  std::set<std::string> before_first_build;
+  for (const testing::NotingBuilder::Call& call : noting.calls) {
+    if (call.what == 'B') break;
+    before_first_build.insert(call.key);
+  }
+  CHECK(before_first_build.size() > listed->size());
   testing::CountingBuilder again(sim);
   testing::LocalTuneContext second_run(rig.device.get(), &again, cache->get());
   auto cached = Autotune(calls, Profile(), options, second_run);
