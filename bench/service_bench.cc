@@ -500,6 +500,32 @@ int Concurrent() {
 
 // ----------------------------------------------------------- utilisation
 
+// The build pool's share of an Autotune's stats, and the utilisation its
+// build time allows (UtilisationBound).
+void PrintBuilds(const v1::AutotuneStats& s) {
+  if (!s.has_builds()) return;
+  const v1::BuildStats& b = s.builds();
+  std::printf(
+      "    builds: asked %llu 1-step + %llu many-step (%llu waited for), "
+      "built %llu + %llu, %.1f s of builds on %u jobs (%.1f s each), "
+      "%llu fit checks (%.2f s), %llu from the pool's memory\n"
+      "    waited %.1f s for builds in the pool: %.1f s for builds not queued "
+      "ahead, %.1f s for builds queued but not started, the rest for builds "
+      "running\n"
+      "    utilisation bound (device / max(device, build time / jobs)): "
+      "%.4f\n",
+      static_cast<unsigned long long>(b.asked_one_step()),
+      static_cast<unsigned long long>(b.asked_many_step()),
+      static_cast<unsigned long long>(b.needed()),
+      static_cast<unsigned long long>(b.built_one_step()),
+      static_cast<unsigned long long>(b.built_many_step()), b.build_seconds(),
+      b.jobs(), b.jobs() > 0 ? b.build_seconds() / b.jobs() : 0.0,
+      static_cast<unsigned long long>(b.fit_checks()), b.fit_seconds(),
+      static_cast<unsigned long long>(b.remembered()), b.waited_seconds(),
+      b.waited_unqueued_seconds(), b.waited_queued_seconds(),
+      UtilisationBound(s.device_seconds(), b));
+}
+
 void Utilisation(const char* title, const v1::AutotuneRequest& request,
                  const std::vector<std::string>& flags) {
   Daemon daemon("utilisation", "realtime", flags);
@@ -543,6 +569,7 @@ void Utilisation(const char* title, const v1::AutotuneRequest& request,
       s.wall_seconds() / s.device_seconds(), client_wall,
       peak_kib.load() / 1024.0, s.device_seconds(), s.build_wait_seconds(),
       s.wall_seconds() - s.device_seconds() - s.build_wait_seconds());
+  PrintBuilds(s);
 }
 
 // `service_bench utilisation [decode] [irontuned flags...]`: the flags

@@ -36,23 +36,49 @@ std::string StderrTail(const ProcessResult& result) {
   return absl::StrCat("; stderr ends: ", tail);
 }
 
-// The first non-empty line of `COMMAND --version`, or "unknown (why)".
-absl::StatusOr<std::string> CommandVersion(std::vector<std::string> argv,
-                                           absl::Duration timeout) {
+// What `COMMAND --version` says: its first non-empty line (or "unknown
+// (why)") and whether a later line is kFitCheckLine.
+struct CommandVersionInfo {
+  std::string version;
+  bool fit_check = false;
+};
+
+absl::StatusOr<CommandVersionInfo> CommandVersion(std::vector<std::string> argv,
+                                                  absl::Duration timeout) {
   argv.push_back("--version");
   ProcessOptions options;
   options.timeout = timeout;
   options.max_stdout = 1 << 16;
   ASSIGN_OR_RETURN(ProcessResult result, RunProcess(argv, "", options));
+  CommandVersionInfo out;
   if (!result.exited || result.exit_code != 0) {
-    return absl::StrCat("unknown (--version ", DescribeEnd(result, options),
-                        ")");
+    out.version =
+        absl::StrCat("unknown (--version ", DescribeEnd(result, options), ")");
+    return out;
   }
   for (absl::string_view line : absl::StrSplit(result.out, '\n')) {
     line = absl::StripAsciiWhitespace(line);
-    if (!line.empty()) return std::string(line.substr(0, kMaxVersionChars));
+    if (line.empty()) continue;
+    if (out.version.empty()) {
+      out.version = std::string(line.substr(0, kMaxVersionChars));
+    } else if (line == kFitCheckLine) {
+      out.fit_check = true;
+    }
   }
-  return std::string("unknown (--version printed nothing)");
+  if (out.version.empty()) out.version = "unknown (--version printed nothing)";
+  return out;
+}
+
+// The error of a command that did not exit 0, else OK.
+absl::Status EndStatus(const ProcessResult& result,
+                       const ProcessOptions& options) {
+  if (result.exited && result.exit_code == 0) return absl::OkStatus();
+  const absl::StatusCode code =
+      result.timed_out         ? absl::StatusCode::kDeadlineExceeded
+      : result.stdout_overflow ? absl::StatusCode::kResourceExhausted
+                               : absl::StatusCode::kInternal;
+  return absl::Status(
+      code, absl::StrCat(DescribeEnd(result, options), StderrTail(result)));
 }
 
 }  // namespace
@@ -67,7 +93,7 @@ absl::StatusOr<std::unique_ptr<CommandBuilder>> CommandBuilder::Create(
     return absl::InvalidArgumentError(
         absl::StrCat("--build-jobs must be at least 1, not ", options.jobs));
   }
-  absl::StatusOr<std::string> version =
+  absl::StatusOr<CommandVersionInfo> version =
       CommandVersion(argv, options.version_timeout);
   if (!version.ok()) {
     return absl::Status(
@@ -75,17 +101,20 @@ absl::StatusOr<std::unique_ptr<CommandBuilder>> CommandBuilder::Create(
         absl::StrCat("--builder-command: ", version.status().message()));
   }
   std::string environment = absl::StrCat(
-      "command-builder/1 ", absl::StrJoin(argv, " "), "; ", *version);
-  return std::unique_ptr<CommandBuilder>(new CommandBuilder(
-      std::move(options), std::move(argv), std::move(environment), store));
+      "command-builder/1 ", absl::StrJoin(argv, " "), "; ", version->version);
+  return std::unique_ptr<CommandBuilder>(
+      new CommandBuilder(std::move(options), std::move(argv),
+                         std::move(environment), version->fit_check, store));
 }
 
 CommandBuilder::CommandBuilder(CommandBuilderOptions options,
                                std::vector<std::string> argv,
-                               std::string environment, ArtifactStore* store)
+                               std::string environment, bool checks_fit,
+                               ArtifactStore* store)
     : options_(std::move(options)),
       argv_(std::move(argv)),
       environment_(std::move(environment)),
+      checks_fit_(checks_fit),
       store_(store) {}
 
 int CommandBuilder::peak_running() const {
@@ -140,6 +169,54 @@ absl::StatusOr<BuildOutcome> CommandBuilder::Build(
   return outcome;
 }
 
+absl::StatusOr<std::string> CommandBuilder::Fit(const BuildRequest& request) {
+  if (!checks_fit_) return Builder::Fit(request);
+  RETURN_IF_ERROR(CheckBuildRequest(request));
+  const std::string recipe = BuildRecipeHash(request, environment_);
+  ASSIGN_OR_RETURN(std::optional<Artifact> hit,
+                   store_->Lookup(recipe, request));
+  if (hit) return std::string();  // built: it fits
+  if (!Acquire()) return absl::CancelledError(kStopping);
+  absl::Cleanup release = [this] { Release(); };
+  absl::StatusOr<std::string> verdict = RunFitCheck(request, recipe);
+  if (!verdict.ok()) {
+    return absl::Status(
+        verdict.status().code(),
+        absl::StrCat("builder command \"", options_.command, "\" checking ",
+                     SettingText(request), ": ", verdict.status().message()));
+  }
+  return verdict;
+}
+
+absl::StatusOr<std::string> CommandBuilder::RunFitCheck(
+    const BuildRequest& request, const std::string& recipe_hash) {
+  ProcessOptions options;
+  options.timeout = options_.timeout;
+  options.stop = &stopped_;
+  ASSIGN_OR_RETURN(
+      ProcessResult result,
+      RunProcess(argv_, FitRequestJson(request, recipe_hash), options));
+  if (result.stopped) return absl::CancelledError(kStopping);
+  RETURN_IF_ERROR(EndStatus(result, options));
+  absl::StatusOr<BuilderReply> reply = ParseFitReply(result.out);
+  if (!reply.ok()) {
+    return absl::InternalError(absl::StrCat(
+        "malformed reply: ", reply.status().message(), StderrTail(result)));
+  }
+  switch (reply->status) {
+    case ReplyStatus::kFits:
+      return std::string();
+    case ReplyStatus::kRefused:
+      return reply->reason.empty() ? std::string("refused without a reason")
+                                   : reply->reason;
+    default:
+      return absl::InternalError(absl::StrCat(
+          "the fit check failed: ",
+          reply->reason.empty() ? "no reason given" : reply->reason,
+          StderrTail(result)));
+  }
+}
+
 absl::StatusOr<BuildOutcome> CommandBuilder::RunCommand(
     const BuildRequest& request, const std::string& recipe_hash,
     const std::string& dir) {
@@ -150,14 +227,7 @@ absl::StatusOr<BuildOutcome> CommandBuilder::RunCommand(
       ProcessResult result,
       RunProcess(argv_, RequestJson(request, recipe_hash, dir), options));
   if (result.stopped) return absl::CancelledError(kStopping);
-  if (!result.exited || result.exit_code != 0) {
-    const absl::StatusCode code =
-        result.timed_out         ? absl::StatusCode::kDeadlineExceeded
-        : result.stdout_overflow ? absl::StatusCode::kResourceExhausted
-                                 : absl::StatusCode::kInternal;
-    return absl::Status(
-        code, absl::StrCat(DescribeEnd(result, options), StderrTail(result)));
-  }
+  RETURN_IF_ERROR(EndStatus(result, options));
   absl::StatusOr<BuilderReply> reply =
       ParseReply(result.out, request, recipe_hash, dir);
   if (!reply.ok()) {
@@ -177,6 +247,7 @@ absl::StatusOr<BuildOutcome> CommandBuilder::RunCommand(
           reply->reason.empty() ? "no reason given" : reply->reason,
           StderrTail(result)));
     case ReplyStatus::kBuilt:
+    case ReplyStatus::kFits:  // not a build's (ParseReply)
       break;
   }
   ASSIGN_OR_RETURN(Artifact artifact,

@@ -60,6 +60,13 @@ class CommandBuilder : public Builder {
   // unspecified, no class, no generation).
   absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override;
 
+  // Where the command announced kFitCheckLine (docs/builder-protocol.md):
+  // "" for a design in the store, else the command's answer to a fit
+  // request (run in a slot like a build; its "failed" and the ends a
+  // build's error has are errors too). Otherwise Builder::Fit (a Build).
+  absl::StatusOr<std::string> Fit(const BuildRequest& request) override;
+  bool ChecksFit() const override { return checks_fit_; }
+
   // "command-builder/1 COMMAND; VERSION".
   std::string Environment() const override { return environment_; }
 
@@ -72,10 +79,14 @@ class CommandBuilder : public Builder {
 
  private:
   CommandBuilder(CommandBuilderOptions options, std::vector<std::string> argv,
-                 std::string environment, ArtifactStore* store);
+                 std::string environment, bool checks_fit,
+                 ArtifactStore* store);
   absl::StatusOr<BuildOutcome> RunCommand(const BuildRequest& request,
                                           const std::string& recipe_hash,
                                           const std::string& dir);
+  // The command's verdict on a fit request of `request`.
+  absl::StatusOr<std::string> RunFitCheck(const BuildRequest& request,
+                                          const std::string& recipe_hash);
   // Waits for a slot; false once stopped (no slot taken).
   bool Acquire();
   void Release();
@@ -83,6 +94,7 @@ class CommandBuilder : public Builder {
   const CommandBuilderOptions options_;
   const std::vector<std::string> argv_;
   const std::string environment_;
+  const bool checks_fit_;  // the command announced kFitCheckLine
   ArtifactStore* const store_;
   mutable absl::Mutex mu_;
   int running_ ABSL_GUARDED_BY(mu_) = 0;

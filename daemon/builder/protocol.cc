@@ -253,8 +253,10 @@ absl::StatusOr<std::vector<BuiltSymbol>> ParseSymbols(
   return out;
 }
 
-absl::StatusOr<ReplyStatus> ParseStatus(const Field& reply,
-                                        std::string* reason) {
+// The reply's status; "fits" only where `fit` (a fit request's reply),
+// "built" only where not.
+absl::StatusOr<ReplyStatus> ParseStatus(const Field& reply, std::string* reason,
+                                        bool fit = false) {
   ASSIGN_OR_RETURN(Field protocol, reply.Get("protocol"));
   RETURN_IF_ERROR(protocol.Int(kBuilderProtocol, kBuilderProtocol).status());
   ASSIGN_OR_RETURN(Field status, reply.Get("status"));
@@ -263,12 +265,14 @@ absl::StatusOr<ReplyStatus> ParseStatus(const Field& reply,
     ASSIGN_OR_RETURN(Field r, reply.Get("reason"));
     ASSIGN_OR_RETURN(*reason, r.String());
   }
-  if (word == "built") return ReplyStatus::kBuilt;
+  if (word == (fit ? "fits" : "built")) {
+    return fit ? ReplyStatus::kFits : ReplyStatus::kBuilt;
+  }
   if (word == "refused") return ReplyStatus::kRefused;
   if (word == "failed") return ReplyStatus::kFailed;
-  return Field::Bad(
-      status.path(),
-      absl::StrCat("is \"", word, "\", not built, refused or failed"));
+  return Field::Bad(status.path(), absl::StrCat("is \"", word, "\", not ",
+                                                fit ? "fits" : "built",
+                                                ", refused or failed"));
 }
 
 absl::Status CheckEcho(const Field& reply, std::string_view key,
@@ -309,32 +313,62 @@ std::string BuildRecipeHash(const BuildRequest& request,
   return hash.HexDigest();
 }
 
-std::string RequestJson(const BuildRequest& request,
-                        std::string_view recipe_hash,
-                        std::string_view output_dir) {
+namespace {
+
+// The fields every request has.
+Json RequestFields(const BuildRequest& request, std::string_view recipe_hash) {
   const Json device = {{"platform", request.platform.name},
                        {"generation", request.platform.generation},
                        {"columns", request.platform.columns}};
-  const Json json = {{"protocol", kBuilderProtocol},
-                     {"recipe_hash", recipe_hash},
-                     {"operator", OperatorJson(request.op)},
-                     {"device", device},
-                     {"packaging", PackagingWord(request.packaging)},
-                     {"steps", request.steps},
-                     {"distinct", request.distinct},
-                     {"output_dir", output_dir}};
+  return {{"protocol", kBuilderProtocol},
+          {"recipe_hash", recipe_hash},
+          {"operator", OperatorJson(request.op)},
+          {"device", device},
+          {"packaging", PackagingWord(request.packaging)},
+          {"steps", request.steps},
+          {"distinct", request.distinct}};
+}
+
+// `json` parsed as one JSON object, or InvalidArgument.
+absl::StatusOr<Json> ParseObject(std::string_view text) {
+  if (absl::StripAsciiWhitespace(A(text)).empty())
+    return absl::InvalidArgumentError("the reply is empty");
+  Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded() || !json.is_object())
+    return absl::InvalidArgumentError("the reply is not one JSON object");
+  return json;
+}
+
+}  // namespace
+
+std::string RequestJson(const BuildRequest& request,
+                        std::string_view recipe_hash,
+                        std::string_view output_dir) {
+  Json json = RequestFields(request, recipe_hash);
+  json["output_dir"] = output_dir;
   return json.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+std::string FitRequestJson(const BuildRequest& request,
+                           std::string_view recipe_hash) {
+  Json json = RequestFields(request, recipe_hash);
+  json["check"] = "fit";
+  return json.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+absl::StatusOr<BuilderReply> ParseFitReply(std::string_view text) {
+  ASSIGN_OR_RETURN(const Json json, ParseObject(text));
+  BuilderReply out;
+  ASSIGN_OR_RETURN(out.status, ParseStatus(Field(json, "reply"), &out.reason,
+                                           /*fit=*/true));
+  return out;
 }
 
 absl::StatusOr<BuilderReply> ParseReply(std::string_view text,
                                         const BuildRequest& request,
                                         std::string_view recipe_hash,
                                         std::string_view output_dir) {
-  if (absl::StripAsciiWhitespace(A(text)).empty())
-    return absl::InvalidArgumentError("the reply is empty");
-  const Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded() || !json.is_object())
-    return absl::InvalidArgumentError("the reply is not one JSON object");
+  ASSIGN_OR_RETURN(const Json json, ParseObject(text));
   const Field reply(json, "reply");
   BuilderReply out;
   ASSIGN_OR_RETURN(out.status, ParseStatus(reply, &out.reason));

@@ -18,6 +18,11 @@ namespace irontune {
 
 inline constexpr int kBuilderProtocol = 1;
 
+// A line of a build command's `--version` output, after its version line,
+// saying it answers fit requests (FitRequestJson). A command without it is
+// never sent one: its fit checks are builds.
+inline constexpr char kFitCheckLine[] = "fit-check";
+
 // A per-call value of a built image and where it is written: the word of
 // the instruction stream (xclbin chain), or the kernel argument or the
 // word of the ctrl scratchpad (IRON's parameter table; full ELF). Exactly
@@ -35,7 +40,8 @@ struct BuiltFiles {
   std::string elf;                    // full ELF
 };
 
-enum class ReplyStatus { kBuilt, kRefused, kFailed };
+// kFits answers a fit request only.
+enum class ReplyStatus { kBuilt, kRefused, kFailed, kFits };
 
 struct BuilderReply {
   ReplyStatus status = ReplyStatus::kFailed;
@@ -60,6 +66,17 @@ std::string PackagingWord(v1::Packaging packaging);
 std::string RequestJson(const BuildRequest& request,
                         std::string_view recipe_hash,
                         std::string_view output_dir);
+
+// The JSON text (one line) of a fit request for `request`: RequestJson's
+// fields without output_dir, with "check": "fit". Only for a command that
+// announced kFitCheckLine.
+std::string FitRequestJson(const BuildRequest& request,
+                           std::string_view recipe_hash);
+
+// Parses a reply to a fit request: status "fits", "refused" (with its
+// reason) or "failed". InvalidArgument naming the field for anything else
+// ("built" included: a fit request builds nothing).
+absl::StatusOr<BuilderReply> ParseFitReply(std::string_view text);
 
 // Parses and checks a reply to `request` (recipe `recipe_hash`). For a built
 // design, also checks that its files are regular, non-empty files inside

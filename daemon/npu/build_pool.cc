@@ -19,6 +19,30 @@ constexpr absl::Duration kCancelPoll = absl::Milliseconds(20);
 
 }  // namespace
 
+BuildPoolStats StatsSince(const BuildPoolStats& after,
+                          const BuildPoolStats& before) {
+  BuildPoolStats d;
+  d.builds = after.builds - before.builds;
+  d.prefetched = after.prefetched - before.prefetched;
+  d.later = after.later - before.later;
+  d.remembered = after.remembered - before.remembered;
+  d.merged = after.merged - before.merged;
+  d.build_seconds = after.build_seconds - before.build_seconds;
+  d.waited_seconds = after.waited_seconds - before.waited_seconds;
+  d.waited_unqueued_seconds =
+      after.waited_unqueued_seconds - before.waited_unqueued_seconds;
+  d.waited_queued_seconds =
+      after.waited_queued_seconds - before.waited_queued_seconds;
+  d.asked_one_step = after.asked_one_step - before.asked_one_step;
+  d.asked_many_step = after.asked_many_step - before.asked_many_step;
+  d.needed = after.needed - before.needed;
+  d.built_one_step = after.built_one_step - before.built_one_step;
+  d.built_many_step = after.built_many_step - before.built_many_step;
+  d.fit_checks = after.fit_checks - before.fit_checks;
+  d.fit_seconds = after.fit_seconds - before.fit_seconds;
+  return d;
+}
+
 std::string RequestKey(const BuildRequest& request) {
   return Sha256Hex(absl::StrCat(
       "build-request/1\n", request.platform.generation, "\n",
@@ -69,8 +93,31 @@ BuildPoolStats BuildPool::stats() const {
 BuildPool::Entry& BuildPool::EntryFor(const std::string& key,
                                       const BuildRequest& request) {
   auto [it, made] = entries_.try_emplace(key);
-  if (made) it->second.request = request;
+  if (made) {
+    it->second.request = request;
+    ++(request.steps == 1 ? stats_.asked_one_step : stats_.asked_many_step);
+  }
   return it->second;
+}
+
+absl::StatusOr<std::string> BuildPool::Fit(const BuildRequest& request) {
+  if (!inner_->ChecksFit()) return Builder::Fit(request);
+  const std::string key = RequestKey(request);
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = entries_.find(key);
+    if (it != entries_.end() && it->second.done && it->second.outcome.ok()) {
+      ++stats_.remembered;
+      return RefusalOf(*it->second.outcome);
+    }
+  }
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::string> verdict = inner_->Fit(request);
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  absl::MutexLock lock(&mu_);
+  ++stats_.fit_checks;
+  stats_.fit_seconds += seconds;
+  return verdict;
 }
 
 void BuildPool::Prefetch(const BuildRequest& request) {
@@ -148,6 +195,7 @@ void BuildPool::RunBuild(const std::string& key) {
   mu_.Lock();
   Entry& done = entries_[key];  // entries being built are never erased
   ++stats_.builds;
+  ++(request.steps == 1 ? stats_.built_one_step : stats_.built_many_step);
   stats_.build_seconds += seconds;
   done.running = false;
   done.done = true;
@@ -183,6 +231,12 @@ void BuildPool::Evict() {
   }
 }
 
+void BuildPool::AddWait(absl::Time start, double* as) {
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  stats_.waited_seconds += seconds;
+  if (as != nullptr) *as += seconds;
+}
+
 absl::StatusOr<BuildOutcome> BuildPool::Build(const BuildRequest& request) {
   return Await(request, [] { return false; });
 }
@@ -192,6 +246,10 @@ absl::StatusOr<BuildOutcome> BuildPool::Await(
   const std::string key = RequestKey(request);
   absl::MutexLock lock(&mu_);
   Entry* e = &EntryFor(key, request);
+  if (!e->wanted) {
+    e->wanted = true;
+    ++stats_.needed;
+  }
   if (e->done && e->outcome.ok()) {
     ++stats_.remembered;
     return Take(key);
@@ -200,6 +258,9 @@ absl::StatusOr<BuildOutcome> BuildPool::Await(
   if (e->running || e->queued) {
     ++stats_.merged;
   }
+  double* waited_as = e->running  ? nullptr
+                      : e->queued ? &stats_.waited_queued_seconds
+                                  : &stats_.waited_unqueued_seconds;
   if (!e->running) {
     if (options_.threads == 0 || stopping_) {
       // Built here; an earlier error is tried again.
@@ -219,11 +280,11 @@ absl::StatusOr<BuildOutcome> BuildPool::Await(
     mu_.AwaitWithTimeout(absl::Condition(&e->done), kCancelPoll);
     if (e->done) break;
     if (cancelled()) {
-      stats_.waited_seconds += absl::ToDoubleSeconds(absl::Now() - start);
+      AddWait(start, waited_as);
       return absl::CancelledError("cancelled while waiting for a build");
     }
   }
-  stats_.waited_seconds += absl::ToDoubleSeconds(absl::Now() - start);
+  AddWait(start, waited_as);
   return Take(key);
 }
 

@@ -63,7 +63,8 @@ struct BuildPoolOptions {
   uint64_t memory_bytes = 256ull << 20;
 };
 
-// What the pool did since it was made.
+// What the pool did since it was made. A request's kind is its steps: 1
+// (a 1-step design) or more (a many-step one).
 struct BuildPoolStats {
   int64_t builds = 0;         // inner builds run
   int64_t prefetched = 0;     // of those, queued by Prefetch or PrefetchLater
@@ -72,7 +73,31 @@ struct BuildPoolStats {
   int64_t merged = 0;         // Build calls that waited for a running build
   double build_seconds = 0;   // wall time inside the inner builder, summed
   double waited_seconds = 0;  // wall time Build callers waited, summed
+  // Of that, waits for a build not queued before it was waited for (the
+  // caller asked first), and for one queued ahead that no thread had
+  // started yet (the pool was busy); the rest waited for running builds.
+  double waited_unqueued_seconds = 0;
+  double waited_queued_seconds = 0;
+  // Requests asked (queued or waited for; not Fit checks; one asked again
+  // after it was forgotten counts again), by kind.
+  int64_t asked_one_step = 0;
+  int64_t asked_many_step = 0;
+  // Of those, requests a caller waited for (Build, Await): the rest were
+  // only ever queued ahead and, where built, built for nothing so far.
+  int64_t needed = 0;
+  // Inner builds run, by kind (their sum is `builds`).
+  int64_t built_one_step = 0;
+  int64_t built_many_step = 0;
+  // Fit calls answered by the inner builder's Fit, and the wall time spent
+  // in them; Fit calls answered by a build are counted as builds.
+  int64_t fit_checks = 0;
+  double fit_seconds = 0;
 };
+
+// What the pool did between the snapshots `before` and `after` (each
+// field's difference).
+BuildPoolStats StatsSince(const BuildPoolStats& after,
+                          const BuildPoolStats& before);
 
 // The identity of a build: sha256 hex over the design (common/design.h),
 // the platform's generation and name, steps, distinct and packaging.
@@ -92,6 +117,12 @@ class BuildPool : public Builder {
   absl::StatusOr<BuildOutcome> Await(
       const BuildRequest& request,
       const std::function<bool()>& cancelled) override;
+  // Where the inner builder ChecksFit: the outcome remembered, else the
+  // inner builder's Fit on the caller's thread (counted in fit_checks;
+  // nothing remembered: the cache keeps verdicts). Otherwise Builder::Fit
+  // (a Build through the pool).
+  absl::StatusOr<std::string> Fit(const BuildRequest& request) override;
+  bool ChecksFit() const override { return inner_->ChecksFit(); }
   void Prefetch(const BuildRequest& request) override;
   void PrefetchLater(const BuildRequest& request) override;
   // Drops the queued builds, stops prefetching and stops the inner builder
@@ -112,6 +143,7 @@ class BuildPool : public Builder {
     bool running = false;  // being built
     bool done = false;
     bool prefetched = false;
+    bool wanted = false;  // a caller has waited for it (stats_.needed)
     absl::StatusOr<BuildOutcome> outcome = BuildOutcome{};
     uint64_t bytes = 0;
     std::list<std::string>::iterator lru;  // valid once done and kept
@@ -140,6 +172,9 @@ class BuildPool : public Builder {
   // Hands out a finished entry's outcome; forgets an error.
   absl::StatusOr<BuildOutcome> Take(const std::string& key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds the wait since `start` to waited_seconds and to `*as` (may be
+  // null: a wait for a running build).
+  void AddWait(absl::Time start, double* as) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Forgets the least recently used outcomes beyond the memory cap.
   void Evict() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -20,4 +20,16 @@ absl::Status CheckBuildRequest(const BuildRequest& request) {
   return absl::OkStatus();
 }
 
+std::string RefusalOf(const BuildOutcome& outcome) {
+  if (outcome.artifact) return std::string();
+  return outcome.refusal.empty() ? std::string("refused without a reason")
+                                 : outcome.refusal;
+}
+
+absl::StatusOr<std::string> Builder::Fit(const BuildRequest& request) {
+  absl::StatusOr<BuildOutcome> outcome = Build(request);
+  if (!outcome.ok()) return outcome.status();
+  return RefusalOf(*outcome);
+}
+
 }  // namespace irontune

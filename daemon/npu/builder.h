@@ -41,6 +41,10 @@ struct BuildOutcome {
   std::string refusal;
 };
 
+// The verdict `outcome` gives its design: "" where it built, else its
+// refusal ("refused without a reason" where the builder gave none).
+std::string RefusalOf(const BuildOutcome& outcome);
+
 // The most steps one artifact may package.
 inline constexpr int kMaxBuildSteps = 1 << 16;
 
@@ -64,6 +68,18 @@ class Builder {
     (void)cancelled;
     return Build(request);
   }
+
+  // Whether `request`'s design fits: "" where it does, else the reason a
+  // Build of it would refuse it with. A builder that ChecksFit() answers
+  // without building (IRON asks its placer, as its autotune's refusal
+  // check does), so a search can learn which settings fit and build only
+  // those it times; the default builds `request` (Build) and reads its
+  // outcome (RefusalOf). Errors as Build's.
+  virtual absl::StatusOr<std::string> Fit(const BuildRequest& request);
+
+  // Whether Fit answers without a build (at a small cost next to one).
+  // The default: false.
+  virtual bool ChecksFit() const { return false; }
 
   // A hint that `request` will be built soon: a builder with threads
   // (BuildPool) starts on it. The default does nothing.
@@ -101,6 +117,10 @@ class BuilderWrapper : public Builder {
       const std::function<bool()>& cancelled) override {
     return target_->Await(request, cancelled);
   }
+  absl::StatusOr<std::string> Fit(const BuildRequest& request) override {
+    return target_->Fit(request);
+  }
+  bool ChecksFit() const override { return target_->ChecksFit(); }
   void Prefetch(const BuildRequest& request) override {
     target_->Prefetch(request);
   }

@@ -42,4 +42,11 @@ absl::StatusOr<BuildOutcome> MeteredBuilder::Await(
   return outcome;
 }
 
+absl::StatusOr<std::string> MeteredBuilder::Fit(const BuildRequest& request) {
+  const absl::Time start = now_();
+  absl::StatusOr<std::string> verdict = BuilderWrapper::Fit(request);
+  waited_seconds_ += absl::ToDoubleSeconds(now_() - start);
+  return verdict;
+}
+
 }  // namespace irontune

@@ -48,13 +48,15 @@ class MeteredBuilder : public BuilderWrapper {
                           std::function<absl::Time()> now = absl::Now)
       : BuilderWrapper(target), now_(std::move(now)) {}
 
-  // Seconds spent in Build and Await so far: the caller waited for them.
+  // Seconds spent in Build, Await and Fit so far: the caller waited for
+  // them.
   double waited_seconds() const { return waited_seconds_; }
 
   absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override;
   absl::StatusOr<BuildOutcome> Await(
       const BuildRequest& request,
       const std::function<bool()>& cancelled) override;
+  absl::StatusOr<std::string> Fit(const BuildRequest& request) override;
 
  private:
   const std::function<absl::Time()> now_;

@@ -449,8 +449,8 @@ std::unique_ptr<Builder> MakeSimBuilder(const DaemonOptions& options) {
 
 // `inner` behind a BuildPool of --build-jobs threads (none with
 // --no-build-ahead).
-std::unique_ptr<Builder> MakeBuildPool(const DaemonOptions& options,
-                                       std::unique_ptr<Builder> inner) {
+std::unique_ptr<BuildPool> MakeBuildPool(const DaemonOptions& options,
+                                         std::unique_ptr<Builder> inner) {
   BuildPoolOptions o;
   o.threads =
       !options.build_ahead ? 0
@@ -588,9 +588,13 @@ absl::Status Daemon::StartWorker(DaemonOptions& options,
     wp.device_clock_us = [sim_device] { return sim_device->now_us(); };
   }
   wp.device = std::move(device);
-  wp.builder =
+  std::unique_ptr<BuildPool> pool =
       MakeBuildPool(options, p.command_builder ? std::move(p.command_builder)
                                                : MakeSimBuilder(options));
+  const BuildPool* pool_ptr = pool.get();  // the worker owns it
+  wp.build_stats = [pool_ptr] { return pool_ptr->stats(); };
+  wp.build_jobs = pool_ptr->threads();
+  wp.builder = std::move(pool);
   wp.cache = std::move(cache);
   wp.runner = options.runner
                   ? std::move(options.runner)

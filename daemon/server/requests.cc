@@ -1,5 +1,6 @@
 #include "daemon/server/requests.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -330,6 +331,33 @@ v1::MeasureResult MeasureResultOf(const v1::MeasureRequest& request,
     if (d.noise_us) sm->set_noise_us(*d.noise_us);
   }
   return result;
+}
+
+v1::BuildStats BuildStatsOf(const BuildPoolStats& stats, int jobs) {
+  v1::BuildStats out;
+  out.set_jobs(static_cast<uint32_t>(std::max(0, jobs)));
+  out.set_asked_one_step(static_cast<uint64_t>(stats.asked_one_step));
+  out.set_asked_many_step(static_cast<uint64_t>(stats.asked_many_step));
+  out.set_needed(static_cast<uint64_t>(stats.needed));
+  out.set_built_one_step(static_cast<uint64_t>(stats.built_one_step));
+  out.set_built_many_step(static_cast<uint64_t>(stats.built_many_step));
+  out.set_build_seconds(stats.build_seconds);
+  out.set_fit_checks(static_cast<uint64_t>(stats.fit_checks));
+  out.set_fit_seconds(stats.fit_seconds);
+  out.set_remembered(static_cast<uint64_t>(stats.remembered));
+  out.set_waited_seconds(stats.waited_seconds);
+  out.set_waited_unqueued_seconds(stats.waited_unqueued_seconds);
+  out.set_waited_queued_seconds(stats.waited_queued_seconds);
+  return out;
+}
+
+double UtilisationBound(double device_seconds, const v1::BuildStats& builds) {
+  if (device_seconds <= 0) return 0;
+  if (builds.jobs() == 0) {
+    return device_seconds / (device_seconds + builds.build_seconds());
+  }
+  const double building = builds.build_seconds() / builds.jobs();
+  return device_seconds / std::max(device_seconds, building);
 }
 
 v1::AutotuneResult AutotuneResultOf(const TuneResult& tuned,

@@ -315,6 +315,7 @@ grpc::Status TunerService::GetStatus(grpc::ServerContext* context,
   }
   if (w.running) *response->mutable_running() = w.running->Summary();
   if (w.cache) *response->mutable_cache() = Summarize(*w.cache);
+  if (w.builds) *response->mutable_builds() = *w.builds;
   response->set_uptime_seconds(absl::ToDoubleSeconds(absl::Now() - started_));
   return grpc::Status::OK;
 }

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "daemon/server/requests.h"
 #include "spdlog/spdlog.h"
 
 namespace irontune {
@@ -68,6 +69,14 @@ class HeartbeatBuilder : public BuilderWrapper {
     heartbeat_->Beat();
     return out;
   }
+  // A check that builds (ChecksFit false) is waited for as a build is.
+  absl::StatusOr<std::string> Fit(const BuildRequest& request) override {
+    if (!ChecksFit()) return Builder::Fit(request);
+    heartbeat_->Beat();
+    absl::StatusOr<std::string> out = BuilderWrapper::Fit(request);
+    heartbeat_->Beat();
+    return out;
+  }
 
  private:
   const std::unique_ptr<Builder> owned_;  // the wrapper's target
@@ -83,6 +92,7 @@ struct DeviceWorker::Running {
   std::unique_ptr<JobContext> context;
   std::unique_ptr<AutotuneSteps> steps;  // an Autotune's
   double device_start_us = 0;
+  BuildPoolStats builds_start;  // the pool's figures when it started
   absl::Time wall_start;
   absl::Time saved;  // when its record was last saved
 };
@@ -142,8 +152,16 @@ void DeviceWorker::Stop() {
 }
 
 WorkerStatus DeviceWorker::Status() const {
+  WorkerStatus out;
+  if (parts_.build_stats) {
+    out.builds = BuildStatsOf(parts_.build_stats(), parts_.build_jobs);
+  }
   absl::MutexLock lock(&mu_);
-  return WorkerStatus{platform_, running_, cache_stats_, reserved_bytes_};
+  out.platform = platform_;
+  out.running = running_;
+  out.cache = cache_stats_;
+  out.reserved_bytes = reserved_bytes_;
+  return out;
 }
 
 bool DeviceWorker::Fits(const Job& job) const {
@@ -338,6 +356,7 @@ std::unique_ptr<DeviceWorker::Running> DeviceWorker::Open(const JobPtr& job) {
                outer ? absl::StrCat(" (yielded to by ", outer->id(), ")")
                      : std::string());
   run->device_start_us = parts_.device_clock_us ? parts_.device_clock_us() : 0;
+  if (parts_.build_stats) run->builds_start = parts_.build_stats();
   run->wall_start = absl::Now();
   run->saved = run->wall_start;
   run->context = std::make_unique<JobContext>(
@@ -355,6 +374,10 @@ void DeviceWorker::End(Running& run, absl::Status status,
   Refresh();
   const SettingCounts counts =
       status.ok() ? CountSettings(result) : SettingCounts();
+  const std::optional<v1::BuildStats> builds = JobBuilds(run);
+  if (auto* a = std::get_if<v1::AutotuneResult>(&result); a && builds) {
+    *a->mutable_stats()->mutable_builds() = *builds;
+  }
   job->Finish(status, std::move(result));
   Reserve(*job, false);
   const double device_s =
@@ -369,6 +392,7 @@ void DeviceWorker::End(Running& run, absl::Status status,
     stats.set_cache_hits(counts.settings - counts.timed);
     stats.set_device_seconds(device_s);
     stats.set_wall_seconds(wall_s);
+    if (builds) *stats.mutable_builds() = *builds;
     job->SetStats(stats);
   }
   Save(*job).IgnoreError();
@@ -378,7 +402,30 @@ void DeviceWorker::End(Running& run, absl::Status status,
       job->id(), job->client(), KindName(job->kind()),
       run.context->shapes_total(), counts.timed, counts.settings, device_s,
       wall_s, status.ok() ? std::string("OK") : status.ToString());
+  if (builds) LogBuilds(*job, *builds, device_s, wall_s);
   SetRunning(autotune_ != nullptr ? autotune_->job : nullptr);
+}
+
+std::optional<v1::BuildStats> DeviceWorker::JobBuilds(
+    const Running& run) const {
+  if (!parts_.build_stats) return std::nullopt;
+  return BuildStatsOf(StatsSince(parts_.build_stats(), run.builds_start),
+                      parts_.build_jobs);
+}
+
+void DeviceWorker::LogBuilds(const Job& job, const v1::BuildStats& b,
+                             double device_s, double wall_s) {
+  const double builds_s = b.jobs() > 0 ? b.build_seconds() / b.jobs() : 0;
+  spdlog::info(
+      "job {} builds: asked={}+{} (1-step+many-step) needed={} "
+      "built={}+{} build_time={:.1f}s over {} jobs ({:.1f}s each) "
+      "fit_checks={} waited={:.1f}s (unqueued {:.1f}s, queued {:.1f}s) "
+      "device_time={:.1f}s wall={:.1f}s utilisation_bound={:.3f}",
+      job.id(), b.asked_one_step(), b.asked_many_step(), b.needed(),
+      b.built_one_step(), b.built_many_step(), b.build_seconds(), b.jobs(),
+      builds_s, b.fit_checks(), b.waited_seconds(), b.waited_unqueued_seconds(),
+      b.waited_queued_seconds(), device_s, wall_s,
+      UtilisationBound(device_s, b));
 }
 
 void DeviceWorker::SetRunning(JobPtr job) {

@@ -43,6 +43,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "daemon/npu/build_pool.h"
 #include "daemon/npu/builder.h"
 #include "daemon/npu/device.h"
 #include "daemon/server/heartbeat.h"
@@ -63,6 +64,11 @@ struct WorkerParts {
   // The device's clock in microseconds, for the device time in logs and
   // stats (the sim's virtual clock); null when unknown.
   std::function<double()> device_clock_us;
+  // The build pool's figures so far (BuildPool::stats) and its threads,
+  // for each job's BuildStats, its end log line and GetStatus; null when
+  // the builder is no BuildPool.
+  std::function<BuildPoolStats()> build_stats;
+  int build_jobs = 0;
   // What the running jobs' memory estimates (Job::memory_bytes) may add up
   // to. A job starts only when its estimate fits beside those running; a
   // Measure that does not fit beside an Autotune under way waits for it.
@@ -75,6 +81,8 @@ struct WorkerStatus {
   JobPtr running;     // null when idle
   std::optional<CacheStats> cache;
   uint64_t reserved_bytes = 0;  // the running jobs' memory estimates
+  // The build pool's work since the start; unset without a pool.
+  std::optional<v1::BuildStats> builds;
 };
 
 class DeviceWorker {
@@ -133,6 +141,11 @@ class DeviceWorker {
                result);
   void SetRunning(JobPtr job);
   void Refresh();
+  // The pool's work since `run` started; nullopt without a pool.
+  std::optional<v1::BuildStats> JobBuilds(const Running& run) const;
+  // Logs `job`'s builds and the utilisation bound they leave.
+  static void LogBuilds(const Job& job, const v1::BuildStats& builds,
+                        double device_s, double wall_s);
   // Saves `job`'s record; the store's error, which is also logged.
   absl::Status Save(const Job& job);
   // Whether `job`'s memory estimate fits beside the running jobs'.

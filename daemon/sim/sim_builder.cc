@@ -174,6 +174,12 @@ std::string SimRecipeHash(const v1::Operator& op, std::string_view generation) {
   return Sha256Hex(text);
 }
 
+absl::StatusOr<std::string> SimBuilder::Fit(const BuildRequest& request) {
+  ASSIGN_OR_RETURN(const sim::SimPreset* preset, CheckRequest(request));
+  RETURN_IF_ERROR(BufferSizes(request.op).status());
+  return Refusal(request.op, request.packaging, *preset);
+}
+
 absl::StatusOr<BuildOutcome> SimBuilder::Build(const BuildRequest& request) {
   ASSIGN_OR_RETURN(const sim::SimPreset* preset, CheckRequest(request));
   const v1::Operator& op = request.op;

@@ -27,7 +27,9 @@
 // counted always (spent_seconds), and spent as real CPU time (kCpu: the
 // calling thread spins until its own CPU clock has advanced that much) or
 // slept (kSleep) on the real-time clock. Refusals cost nothing (the sim's
-// limits are checked before a compile would start).
+// limits are checked before a compile would start), and so does Fit: it
+// checks the limits alone, as IRON's placer check does without compiling,
+// and counts no build (a later Build of the recipe is its first).
 //
 // Threads: any thread may call; builds run concurrently.
 #ifndef IRONTUNE_DAEMON_SIM_SIM_BUILDER_H_
@@ -64,6 +66,10 @@ class SimBuilder : public Builder {
   // that is not a sim preset's generation, steps outside [1, 65536],
   // unspecified packaging, a buffer of unknown dtype or of absurd size.
   absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override;
+  // Build's refusal (or its error for a bad request), without building:
+  // free.
+  absl::StatusOr<std::string> Fit(const BuildRequest& request) override;
+  bool ChecksFit() const override { return true; }
   std::string Environment() const override;
   // Builds spending their cost end within a few ms, with Cancelled.
   void Stop() override { stopped_ = true; }

@@ -123,32 +123,41 @@ void AutotuneRun::LeaveUntuned() {
 }
 
 std::vector<BuildRequest> AutotuneRun::BuildsOf(int position) {
-  if (searched_before_[order_[position]]) return {};
-  absl::StatusOr<std::vector<BuildRequest>> builds =
-      ShapeBuilds(shapes_[order_[position]], calls_, platform_, options_,
-                  cycles_, *logged_);
+  const size_t s = order_[position];
+  if (searched_before_[s]) return {};
+  const Shape& shape = shapes_[s];
+  const TunableValues incumbent = profile_->Incumbent(
+      s,
+      RecordedSetting(calls_.operators(static_cast<int>(shape.members[0].op))));
+  absl::StatusOr<std::vector<BuildRequest>> builds = ShapeBuilds(
+      shape, calls_, platform_, options_, cycles_, *logged_, &incumbent);
   // Only a hint: the search meets an error of its own when it asks.
   return builds.ok() ? *std::move(builds) : std::vector<BuildRequest>();
 }
 
 void AutotuneRun::BuildAhead(int position) {
   Builder& builder = logged_->builder();
-  // The list made for this shape as the next one, where it was.
+  // The list made for this shape as one ahead, where it was.
+  auto it = ahead_.find(position);
   const std::vector<BuildRequest> now =
-      ahead_position_ == position ? std::move(ahead_) : BuildsOf(position);
-  ahead_.clear();
-  ahead_position_ = -1;
+      it != ahead_.end() ? std::move(it->second) : BuildsOf(position);
+  if (it != ahead_.end()) ahead_.erase(it);
   for (const BuildRequest& r : now) builder.Prefetch(r);
-  if (position + 1 >= total() || logged_->cancelled()) return;
-  // The next shape may not begin: the budget spent by this one as planned.
-  const double planned = estimator_->cost(order_[position]).device_seconds;
-  if (options_.budget_seconds > 0 &&
-      device_seconds() + planned >= options_.budget_seconds) {
-    return;
+  double planned = device_seconds();
+  for (int next = position + 1;
+       next < total() && next <= position + kShapesBuiltAhead; ++next) {
+    if (logged_->cancelled()) return;
+    // The next shape may not begin: the budget spent by those before it
+    // as planned.
+    planned += estimator_->cost(order_[next - 1]).device_seconds;
+    if (options_.budget_seconds > 0 && planned >= options_.budget_seconds) {
+      return;
+    }
+    if (ahead_.contains(next)) continue;
+    std::vector<BuildRequest>& list = ahead_[next];
+    list = BuildsOf(next);
+    for (const BuildRequest& r : list) builder.PrefetchLater(r);
   }
-  ahead_ = BuildsOf(position + 1);
-  ahead_position_ = position + 1;
-  for (const BuildRequest& r : ahead_) builder.PrefetchLater(r);
 }
 
 absl::Status AutotuneRun::Next() {

@@ -20,10 +20,11 @@
 //
 // Builds ahead: as a shape begins, the builds its search will ask for
 // first are queued (ShapeBuilds, Builder::Prefetch), and behind them, at a
-// lower priority (Builder::PrefetchLater), the next shape's, so a builder
-// with threads (BuildPool) builds the next shape's designs while this one
-// is timed and the device does not wait for them when it begins. Designs
-// the cache knows are not queued, so a cached run builds nothing.
+// lower priority (Builder::PrefetchLater), the next kShapesBuiltAhead
+// shapes' (each queued once), so a builder with threads (BuildPool) builds
+// the next shapes' designs while this one is timed and the device does
+// not wait for them when one begins, however short the shapes before it.
+// Designs the cache knows are not queued, so a cached run builds nothing.
 //
 // Threads: the context's (the thread that owns the Device and the
 // Builder). Failure: device, builder and cache errors come back as the
@@ -33,6 +34,7 @@
 #ifndef IRONTUNE_DAEMON_TUNE_AUTOTUNE_H_
 #define IRONTUNE_DAEMON_TUNE_AUTOTUNE_H_
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,6 +54,11 @@
 #include "irontune/v1/recording.pb.h"
 
 namespace irontune {
+
+// How many shapes past the one searched have their first builds queued
+// (Builder::PrefetchLater): enough that a run of short shapes does not
+// outpace the builds of the ones after it.
+inline constexpr int kShapesBuiltAhead = 3;
 
 struct TuneResult {
   Profile profile;
@@ -109,9 +116,10 @@ class AutotuneRun {
   // cannot be told.
   std::vector<BuildRequest> BuildsOf(int position);
   // Queues the builds of the shape at `position` (Builder::Prefetch; the
-  // list made for it as the next shape where there is one) and, unless it
-  // is the last or the budget will be spent by its planned time, those of
-  // the next one behind them (Builder::PrefetchLater).
+  // list made for it as a shape ahead where there is one) and behind them
+  // (Builder::PrefetchLater) those of each of the next kShapesBuiltAhead
+  // shapes not queued yet, up to the last shape the budget reaches by the
+  // planned times of those before it.
   void BuildAhead(int position);
   void LeaveUntuned();
   void Tell(std::optional<size_t> current);
@@ -133,10 +141,9 @@ class AutotuneRun {
   std::vector<std::string> untuned_;
   int done_ = 0;
   TuneStats stats_;
-  // The builds queued for later for the shape at ahead_position_ in order_
-  // (-1: none), queued again first when it begins.
-  std::vector<BuildRequest> ahead_;
-  int ahead_position_ = -1;
+  // The builds queued for later, by position in order_, queued again
+  // first when the shape begins.
+  std::map<int, std::vector<BuildRequest>> ahead_;
   // By shape index: searched before the run began (SearchedBefore), so
   // nothing is built ahead for it.
   std::vector<bool> searched_before_;

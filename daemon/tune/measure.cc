@@ -243,10 +243,10 @@ class Measurer {
   }
 
   // Takes what the cache holds without building (KnownFigures), then
-  // builds the rest's 1-step designs (queued together, so a builder with
-  // threads builds them at once) and takes what the cache holds of those;
-  // the rest are left to time (todo_). The default is built whenever a
-  // batch will run.
+  // builds the rest's 1-step designs (queued together with their
+  // many-step ones behind them, so a builder with threads builds them at
+  // once) and takes what the cache holds of those; the rest are left to
+  // time (todo_). The default is built whenever a batch will run.
   absl::Status Plan() {
     given_ = GivenDigests(plan_);
     for (const auto& [name, bytes] : plan_.inputs) {
@@ -260,12 +260,11 @@ class Measurer {
     }
     if (!build.empty() && build[0] != 0) build.insert(build.begin(), 0);
     for (int i : build) context_.builder().Prefetch(OneStep(i));
+    // Each batch's `repeats`-step designs behind them, in the order they
+    // are timed, queued before any 1-step build is waited for (one of a
+    // setting found cached or refused then is built for nothing).
+    for (int i : build) context_.builder().Prefetch(ManySteps(i));
     for (int i : build) RETURN_IF_ERROR(PlanBuilt(i, known[i]));
-    // Each batch's `repeats`-step designs, in the order they are timed.
-    if (!todo_.empty() || outcome_.measurements.count(0) == 0) {
-      context_.builder().Prefetch(ManySteps(0));
-      for (int i : todo_) context_.builder().Prefetch(ManySteps(i));
-    }
     return absl::OkStatus();
   }
 

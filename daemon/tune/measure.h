@@ -11,10 +11,11 @@
 // recipe and artifact hash, a verdict under VerdictKey{RequestKey(request),
 // "built:" + Environment()}), so a setting whose figure is cached is found
 // with one batched lookup of identities and one of figures, and is not
-// built again. The rest are queued with Builder::Prefetch before they are
-// needed (all 1-step designs together, then every batch's `repeats`-step
-// designs in timing order), so a builder with threads (BuildPool) builds
-// the next batches while one is timed; Measure waits with Builder::Await,
+// built again. The rest are queued with Builder::Prefetch before any is
+// waited for (all 1-step designs together, then every batch's
+// `repeats`-step designs in timing order), so a builder with threads
+// (BuildPool) builds them all at once and the next batches while one is
+// timed; Measure waits with Builder::Await,
 // so cancelling does not wait for a build. A setting other than the
 // default whose build fails (an error, not a refusal) is refused with the
 // error as its reason.

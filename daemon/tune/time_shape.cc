@@ -27,6 +27,69 @@ bool MayBeBounded(const Shape& shape, const Platform& platform,
   return !cycles.empty() && platform.core_mhz > 0 && shape.class_name == "GEMM";
 }
 
+// Which of `all` (ShapeSettings: the recorded setting first) a search
+// times first, before any figure can steer it, where it searches those
+// that `fits` (the recorded one always): all of those where there are at
+// most options.exhaustive and no kernel bound may leave some untimed; else
+// the recorded one and, for a coordinate descent, its first Line (the
+// first tunable's, through `incumbent` where it is among them, else
+// through the recorded setting). Where `fits` holds settings the builder
+// refuses, the search's own lists are shorter: then this is a forecast.
+std::vector<bool> FirstTimed(const std::vector<TunableValues>& all,
+                             const std::vector<bool>& fits, const Shape& shape,
+                             const Platform& platform,
+                             const AutotuneOptions& options,
+                             const KernelCycles& cycles,
+                             const TunableValues* incumbent) {
+  std::vector<bool> out(all.size(), false);
+  if (all.empty()) return out;
+  std::vector<TunableValues> found = {all[0]};
+  for (size_t i = 1; i < all.size(); ++i) {
+    if (fits[i]) found.push_back(all[i]);
+  }
+  out[0] = true;
+  if (static_cast<int>(found.size()) <= options.exhaustive) {
+    if (MayBeBounded(shape, platform, cycles)) return out;
+    for (size_t i = 1; i < all.size(); ++i) out[i] = fits[i];
+    return out;
+  }
+  if (found[0].empty()) return out;
+  const auto index_of = [&all](const TunableValues& s) {
+    return std::find_if(
+               all.begin(), all.end(),
+               [&s](const TunableValues& f) { return SettingsEqual(f, s); }) -
+           all.begin();
+  };
+  TunableValues through = found[0];
+  if (incumbent != nullptr) {
+    const auto i = index_of(*incumbent);
+    if (i < std::ssize(all) && (i == 0 || fits[i])) through = *incumbent;
+  }
+  for (const TunableValues& s : Line(found, through, found[0][0].name())) {
+    const auto i = index_of(s);
+    if (i < std::ssize(all)) out[i] = true;
+  }
+  return out;
+}
+
+// Whether `cache` (may be null: none) keeps the built identity
+// (BuiltIdentityKey) of each of the 1-step requests `one_step`: a setting
+// whose figure the search then finds without a build.
+absl::StatusOr<std::vector<bool>> KnownBuilt(
+    const std::vector<BuildRequest>& one_step, const std::string& environment,
+    Cache* cache) {
+  std::vector<bool> out(one_step.size(), false);
+  if (cache == nullptr || one_step.empty()) return out;
+  std::vector<VerdictKey> ids;
+  for (const BuildRequest& r : one_step) {
+    ids.push_back(BuiltIdentityKey(r, environment));
+  }
+  ASSIGN_OR_RETURN(std::vector<std::optional<std::string>> kept,
+                   cache->GetVerdicts(ids));
+  for (size_t k = 0; k < kept.size(); ++k) out[k] = kept[k].has_value();
+  return out;
+}
+
 ShapeTrial Untimed(const TunableValues& s, size_t members) {
   ShapeTrial t;
   t.trial.tunables = s;
@@ -368,6 +431,7 @@ class ShapeSearch {
     }
     if (options_.race && RacesAny(todo)) {
       ASSIGN_OR_RETURN(todo, Screen(todo));
+      RETURN_IF_ERROR(BuildNextLines(todo));
       if (todo.size() == 1 && tried_.contains(recorded_id_)) {
         return absl::OkStatus();
       }
@@ -526,6 +590,10 @@ class ShapeSearch {
     for (int base : bases) {
       timers.emplace_back(todo, shape_.members.size(), base);
     }
+    // Every member's designs at once: a Measure queues only its own.
+    if (shape_.members.size() > 1) {
+      RETURN_IF_ERROR(QueueBuilds(todo, /*later=*/false, /*guess=*/false));
+    }
     // Only a timer against the recorded setting judges.
     SettingsTimer* judged = nullptr;
     for (size_t b = 0; b < bases.size(); ++b) {
@@ -610,11 +678,28 @@ class ShapeSearch {
   // through the setting Pick() takes so far, until a pass moves nothing.
   absl::Status CoordinateDescent() {
     TunableValues best = found_[incumbent_index_];
+    const std::vector<v1::Field>& tunables = found_[0];
+    ASSIGN_OR_RETURN(const bool replayed, RecordedBuilt());
+    guess_builds_ = !replayed;
     bool moved = true;
     while (moved) {
       moved = false;
-      for (const v1::Field& tunable : found_[0]) {
-        RETURN_IF_ERROR(TimeBatch(Line(found_, best, tunable.name()), false));
+      for (size_t k = 0; k < tunables.size(); ++k) {
+        // The next Line, should this one not move `best`, builds meanwhile,
+        // queued behind this one's; once screened, also the next Line
+        // through its fastest (BuildNextLines).
+        const std::vector<TunableValues> line =
+            Line(found_, best, tunables[k].name());
+        next_tunable_ = tunables[(k + 1) % tunables.size()].name();
+        next_through_ = best;
+        if (k + 1 < tunables.size() || moved) {
+          RETURN_IF_ERROR(QueueBuilds(line, /*later=*/false));
+          RETURN_IF_ERROR(
+              QueueBuilds(Line(found_, best, next_tunable_), /*later=*/false));
+        }
+        absl::Status timed = TimeBatch(line, false);
+        next_tunable_.clear();
+        RETURN_IF_ERROR(timed);
         std::vector<ShapeTrial> trials;
         const int pick = PickAmong(TriedInOrder(trials), trials);
         if (pick >= 0 && Id(trials[pick].trial.tunables) != Id(best)) {
@@ -624,6 +709,74 @@ class ShapeSearch {
       }
     }
     return absl::OkStatus();
+  }
+
+  // Queues the builds Measure asks of the settings of `batch` not tried
+  // yet (each member's 1-step and options.repeats-step designs). With
+  // `guess` (a later batch's, built while this one is timed; nothing
+  // unless guess_builds_) and `later`, behind all else
+  // (Builder::PrefetchLater), so it never delays a build the search waits
+  // for; else at the back of the first queue (Builder::Prefetch). Designs
+  // whose built identity the cache keeps are left out, so a search
+  // replayed from the cache queues nothing.
+  absl::Status QueueBuilds(const std::vector<TunableValues>& batch, bool later,
+                           bool guess = true) {
+    if (guess && !guess_builds_) return absl::OkStatus();
+    std::vector<BuildRequest> one_step, many_step;
+    for (const TunableValues& s : batch) {
+      if (tried_.contains(Id(s))) continue;
+      for (const ShapeMember& m : shape_.members) {
+        const v1::Operator op = WithSetting(OpOf(m), s);
+        const v1::Operator recorded = WithSetting(OpOf(m), found_[0]);
+        one_step.push_back(
+            MeasureRequest(op, recorded, platform_, 1, packaging_));
+        many_step.push_back(MeasureRequest(op, recorded, platform_,
+                                           options_.repeats, packaging_));
+      }
+    }
+    ASSIGN_OR_RETURN(const std::vector<bool> built,
+                     KnownBuilt(one_step, context_.builder().Environment(),
+                                context_.cache()));
+    for (const std::vector<BuildRequest>* requests : {&one_step, &many_step}) {
+      for (size_t k = 0; k < requests->size(); ++k) {
+        if (built[k]) continue;
+        if (later) {
+          context_.builder().PrefetchLater((*requests)[k]);
+        } else {
+          context_.builder().Prefetch((*requests)[k]);
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Whether the cache keeps the built identity of the first member's
+  // recorded 1-step design: the shape was searched before (SearchedBefore),
+  // and its search replays figures from the cache, which a guess at its
+  // next line would build for nothing.
+  absl::StatusOr<bool> RecordedBuilt() {
+    const v1::Operator recorded =
+        WithSetting(OpOf(shape_.members[0]), found_[0]);
+    ASSIGN_OR_RETURN(
+        const std::vector<bool> built,
+        KnownBuilt(
+            {MeasureRequest(recorded, recorded, platform_, 1, packaging_)},
+            context_.builder().Environment(), context_.cache()));
+    return built[0];
+  }
+
+  // Within a coordinate descent, once a line is screened (`screened`: the
+  // recorded setting, then those in reach, fastest first), every build it
+  // needs is done: the next line's designs are queued on the first queue,
+  // through the setting taken so far and through the fastest screened
+  // (the setting taken next where it wins), ahead of the next shape's.
+  absl::Status BuildNextLines(const std::vector<TunableValues>& screened) {
+    if (next_tunable_.empty()) return absl::OkStatus();
+    RETURN_IF_ERROR(QueueBuilds(Line(found_, next_through_, next_tunable_),
+                                /*later=*/false));
+    if (screened.size() < 2) return absl::OkStatus();
+    return QueueBuilds(Line(found_, screened[1], next_tunable_),
+                       /*later=*/false);
   }
 
   // The tried trials in Settings order into `trials`; the incumbent's index
@@ -945,6 +1098,12 @@ class ShapeSearch {
   const TunableValues* incumbent_;
   std::string incumbent_id_;
   int incumbent_index_ = 0;  // into found_
+  // While a coordinate descent times a line: the tunable of the line it
+  // times next ("" otherwise) and the setting taken before this line.
+  std::string next_tunable_;
+  TunableValues next_through_;
+  // Whether QueueBuilds guesses: not in a search of a shape searched before.
+  bool guess_builds_ = false;
   // The recorded setting's figure and its standard error, each batch.
   std::vector<double> recorded_batches_;
   std::vector<std::optional<double>> recorded_within_;
@@ -957,6 +1116,33 @@ class ShapeSearch {
   // The challengers Nominate() chose for confirmation, where it did.
   std::optional<std::vector<std::string>> nominated_;
 };
+
+}  // namespace
+
+namespace {
+
+// Which of `settings` settings fit every member: `ops` holds each
+// member's design at each setting, setting[k] being ops[k]'s. Where the
+// context's builder checks fits without a build they are checked now
+// (Refusals: kept in the cache, so the search does not ask again); else
+// all are taken to fit (Refusals will build each one to learn).
+absl::StatusOr<std::vector<bool>> FitsNow(const std::vector<v1::Operator>& ops,
+                                          const std::vector<size_t>& setting,
+                                          size_t settings,
+                                          const Platform& platform,
+                                          v1::Packaging packaging,
+                                          TuneContext& context) {
+  std::vector<bool> fits(settings, true);
+  if (!context.builder().ChecksFit()) return fits;
+  ASSIGN_OR_RETURN(
+      std::vector<std::string> why,
+      Refusals(ops, platform, packaging, context.builder(), context.cache(),
+               [&context] { return context.cancelled(); }));
+  for (size_t k = 0; k < ops.size(); ++k) {
+    if (!why[k].empty()) fits[setting[k]] = false;
+  }
+  return fits;
+}
 
 }  // namespace
 
@@ -1029,9 +1215,10 @@ absl::StatusOr<std::vector<bool>> SearchedBefore(
 absl::StatusOr<std::vector<BuildRequest>> ShapeBuilds(
     const Shape& shape, const v1::Calls& calls, const Platform& platform,
     const AutotuneOptions& options, const KernelCycles& cycles,
-    TuneContext& context) {
+    TuneContext& context, const TunableValues* incumbent) {
   ASSIGN_OR_RETURN(std::vector<TunableValues> found,
                    ShapeSettings(shape, calls, platform, options.space));
+  if (found.empty()) return std::vector<BuildRequest>();
   const v1::Packaging packaging = PackagingFor(options, platform);
   const std::string environment = context.builder().Environment();
   // Every member at every setting, with its recorded design.
@@ -1053,27 +1240,31 @@ absl::StatusOr<std::vector<BuildRequest>> ShapeBuilds(
     if (verdicts[k] && !verdicts[k]->empty())
       return std::vector<BuildRequest>();
   }
+  // Where fits are known without a build only the settings that fit are
+  // listed; otherwise Refusals builds every 1-step design.
+  const bool checks_fit = context.builder().ChecksFit();
+  ASSIGN_OR_RETURN(
+      const std::vector<bool> fits,
+      FitsNow(ops, setting, found.size(), platform, packaging, context));
+  if (!fits[0]) return std::vector<BuildRequest>();
+  const std::vector<bool> timed =
+      FirstTimed(found, fits, shape, platform, options, cycles, incumbent);
   std::vector<BuildRequest> one_step;
-  std::vector<VerdictKey> ids;
-  for (size_t k = 0; k < ops.size(); ++k) {
+  for (size_t k = 0; k < ops.size(); ++k)
     one_step.push_back(
         MeasureRequest(ops[k], recorded[k], platform, 1, packaging));
-    ids.push_back(BuiltIdentityKey(one_step.back(), environment));
-  }
-  std::vector<std::optional<std::string>> built(ops.size());
-  if (context.cache() != nullptr && !ops.empty()) {
-    ASSIGN_OR_RETURN(built, context.cache()->GetVerdicts(ids));
-  }
-  // A search times settings beyond the recorded one where there are some;
-  // all of them (less those refused) only where it is exhaustive and
-  // unbounded.
-  const bool all_timed = static_cast<int>(found.size()) <= options.exhaustive &&
-                         !MayBeBounded(shape, platform, cycles);
+  ASSIGN_OR_RETURN(const std::vector<bool> built,
+                   KnownBuilt(one_step, environment, context.cache()));
   std::vector<BuildRequest> ones, manys;
   for (size_t k = 0; k < ops.size(); ++k) {
-    if (verdicts[k] || built[k]) continue;  // the cache knows it: no build
-    ones.push_back(std::move(one_step[k]));
-    if (found.size() > 1 && (setting[k] == 0 || all_timed)) {
+    // Known to the cache: built (its figure is found without a build), or
+    // refused; without fit checks, a kept verdict was a build's.
+    const bool known = built[k] || (!checks_fit && verdicts[k]);
+    if (known || !fits[setting[k]]) continue;
+    if (!checks_fit || timed[setting[k]]) {
+      ones.push_back(std::move(one_step[k]));
+    }
+    if (found.size() > 1 && timed[setting[k]]) {
       manys.push_back(MeasureRequest(ops[k], recorded[k], platform,
                                      options.repeats, packaging));
     }

@@ -19,6 +19,14 @@
 // the cache, timing nothing, and takes what the run that timed it took.
 // docs/search.md says why each step is as it is.
 //
+// Builds: refusals are asked with Builder::Fit (Refusals), so where the
+// builder checks fits only the settings timed are built. A batch's
+// designs are queued (Builder::Prefetch) for every member before the
+// first member's Measure; a coordinate descent also queues, behind each
+// line's designs, its guesses at the next line (through the setting taken
+// so far, and once screened through the fastest screened), except in a
+// search of a shape searched before (replayed from the cache).
+//
 // Threads: the context's (the device worker's); outputs are judged on a
 // helper thread (OutputJudge, verdicts.h), each point's while the next
 // point is measured, its verdicts taken before the next point is judged.
@@ -130,25 +138,34 @@ absl::StatusOr<std::vector<TunableValues>> ShapeSettings(
     const std::function<void(const std::string&)>& log = nullptr);
 
 // The builds a TimeShape of `shape` will ask the context's builder for
-// first, as Refusals and Measure ask (MeasureRequest): each member's 1-step
-// design at each setting of ShapeSettings, then the options.repeats-step
-// designs of the settings the search times (each setting where they are at
-// most options.exhaustive and no kernel bound may leave some untimed, else
-// the recorded one; none where the recorded setting is alone). A design the
-// context's cache knows (a builder verdict or a built identity, measure.h
-// BuiltIdentityKey) is left out with its many-step design: the search
+// first, as Refusals and Measure ask (MeasureRequest): the 1-step designs
+// (each member's) of the settings the search times first, then their
+// options.repeats-step designs (none where the recorded setting is alone).
+// Those settings are each of ShapeSettings where they are at most
+// options.exhaustive and no kernel bound may leave some untimed; else the
+// recorded one and, for a coordinate descent, the first tunable's Line
+// through `incumbent` (may be null: the recorded setting; TimeShape's
+// incumbent). Where the builder does not ChecksFit, Refusals builds every
+// setting's 1-step design, and all of those are listed. A design the
+// context's cache knows (a built identity, measure.h BuiltIdentityKey, or a
+// refusal; without fit checks any builder verdict) is left out with its
+// many-step design: the search
 // takes it from the cache without building, so a cached search gives none;
 // none at all where the cache keeps a refusal of the recorded setting (the
 // search then builds nothing; where that is not known yet, the list is
 // built and a refusal makes it useless).
-// Does not look at remeasure. Builds nothing; errors are Settings' and the
-// cache's. Where the builder turns out to refuse settings, the many-step
-// designs the search then does not time are in the list all the same (a
-// prefetch builds them for nothing).
+// Does not look at remeasure. Builds nothing. Where the builder
+// ChecksFit, the fits of the settings the cache does not know are checked
+// (Refusals: kept in the cache, so the search reads them) and the settings
+// refused are left out, with the recorded setting's refusal giving an empty
+// list; otherwise, where the builder turns out to refuse settings, their
+// many-step designs are in the list all the same (a prefetch builds them
+// for nothing). Errors are Settings', the cache's and the fit checks'
+// (Cancelled once the context is).
 absl::StatusOr<std::vector<BuildRequest>> ShapeBuilds(
     const Shape& shape, const v1::Calls& calls, const Platform& platform,
     const AutotuneOptions& options, const KernelCycles& cycles,
-    TuneContext& context);
+    TuneContext& context, const TunableValues* incumbent = nullptr);
 
 // For each of `shapes`, whether the context's cache keeps the built
 // identity (BuiltIdentityKey, with the context's builder) of its first

@@ -137,10 +137,8 @@ absl::StatusOr<std::string> Refusal(const v1::Operator& op,
   ASSIGN_OR_RETURN(std::optional<std::string> kept,
                    KeptVerdict(cache, key, kFits));
   if (kept) return *kept;
-  ASSIGN_OR_RETURN(BuildOutcome outcome, builder.Build(MeasureRequest(
-                                             op, op, platform, 1, packaging)));
-  std::string why = outcome.artifact ? std::string() : outcome.refusal;
-  if (!outcome.artifact && why.empty()) why = "refused without a reason";
+  ASSIGN_OR_RETURN(std::string why,
+                   builder.Fit(MeasureRequest(op, op, platform, 1, packaging)));
   RETURN_IF_ERROR(KeepVerdict(cache, key, kFits, why));
   return why;
 }
@@ -163,15 +161,21 @@ absl::StatusOr<std::vector<std::string>> Refusals(
       continue;
     }
     todo.push_back(i);
-    builder.Prefetch(request(i));
+    // A check that builds: all queued at once.
+    if (!builder.ChecksFit()) builder.Prefetch(request(i));
   }
   const std::function<bool()> never = [] { return false; };
   for (size_t i : todo) {
-    ASSIGN_OR_RETURN(BuildOutcome outcome,
-                     builder.Await(request(i), cancelled ? cancelled : never));
-    out[i] = outcome.artifact ? std::string() : outcome.refusal;
-    if (!outcome.artifact && out[i].empty()) {
-      out[i] = "refused without a reason";
+    if (builder.ChecksFit()) {
+      if (cancelled && cancelled()) {
+        return absl::CancelledError("cancelled while checking fits");
+      }
+      ASSIGN_OR_RETURN(out[i], builder.Fit(request(i)));
+    } else {
+      ASSIGN_OR_RETURN(
+          BuildOutcome outcome,
+          builder.Await(request(i), cancelled ? cancelled : never));
+      out[i] = RefusalOf(outcome);
     }
     RETURN_IF_ERROR(KeepVerdict(
         cache, BuilderVerdictKey(ops[i], platform, packaging, environment),

@@ -48,9 +48,10 @@ absl::StatusOr<std::vector<std::optional<std::string>>> KeptRefusals(
     v1::Packaging packaging, const std::string& environment, Cache* cache);
 
 // Whether the builder takes `op` (at its tunables' values) alone on
-// `platform`: "" where it does, else the builder's reason (the refusal of a
-// 1-step build). The verdict is kept in `cache` (may be null) under
-// VerdictKey{RecipeKeyHash(op, platform, packaging),
+// `platform`: "" where it does, else the builder's reason (Builder::Fit of
+// its 1-step request: a fit check where the builder has one, else the
+// refusal of the 1-step build). The verdict is kept in `cache` (may be null)
+// under VerdictKey{RecipeKeyHash(op, platform, packaging),
 // builder.Environment()}, so a builder fix is seen.
 absl::StatusOr<std::string> Refusal(const v1::Operator& op,
                                     const Platform& platform,
@@ -58,10 +59,11 @@ absl::StatusOr<std::string> Refusal(const v1::Operator& op,
                                     Cache* cache);
 
 // Refusal of each of `ops`, result i being ops[i]'s: the kept verdicts
-// looked up together (one read transaction), the rest's 1-step builds
-// queued together (Builder::Prefetch) before each is waited for, so a
-// builder with threads builds them at once. Stops with Cancelled once
-// `cancelled()` (may be empty) is true.
+// looked up together (one read transaction), the rest asked of the
+// builder: Builder::Fit each where it ChecksFit (nothing built), else
+// their 1-step builds queued together (Builder::Prefetch) before each is
+// waited for, so a builder with threads builds them at once. Stops with
+// Cancelled once `cancelled()` (may be empty) is true.
 absl::StatusOr<std::vector<std::string>> Refusals(
     const std::vector<v1::Operator>& ops, const Platform& platform,
     v1::Packaging packaging, Builder& builder, Cache* cache,

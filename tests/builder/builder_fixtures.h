@@ -74,8 +74,8 @@ struct FakeScript {
   FakeScript() { Clear(); }
   ~FakeScript() { Clear(); }
   static void Clear() {
-    for (const char* n :
-         {"MODE", "REFUSE", "SLEEP", "LOG", "VERSION", "WRONG", "ELF_VALUES"})
+    for (const char* n : {"MODE", "REFUSE", "SLEEP", "LOG", "VERSION", "WRONG",
+                          "ELF_VALUES", "FIT_CHECK"})
       ScriptFake(n, "");
   }
 };

@@ -187,6 +187,50 @@ TEST_CASE("A refusal is an outcome, not an error, and is not stored") {
   CHECK(f.store->TotalBytes() > 0);
 }
 
+TEST_CASE("A command that announces fit-check answers fits without building") {
+  Fixture f;
+  ScriptFake("FIT_CHECK", "1");
+  ScriptFake("LOG", f.dir);
+  ScriptFake("REFUSE", "tile_m=16");
+  CommandBuilderOptions options;
+  options.command = FakeBuilderPath();
+  auto made = CommandBuilder::Create(options, f.store.get());
+  REQUIRE(made.ok());
+  CommandBuilder& checking = **made;
+  CHECK(checking.ChecksFit());
+  CHECK_FALSE(f.builder->ChecksFit());  // made before: no fit-check line
+  // The same environment: a fit check keys nothing new.
+  CHECK(checking.Environment() == f.builder->Environment());
+  auto refused = checking.Fit(GemmRequest(16));
+  REQUIRE(refused.ok());
+  CHECK(*refused == "fake: tile_m=16 does not fit in L1");
+  auto fits = checking.Fit(GemmRequest(32));
+  REQUIRE(fits.ok());
+  CHECK(fits->empty());
+  const auto fit_log = [&f] {
+    return std::vector<std::string>(absl::StrSplit(
+        e2e::ReadFile(f.dir + "/fits.log"), '\n', absl::SkipEmpty()));
+  };
+  CHECK(fit_log().size() == 2);
+  CHECK_FALSE(fs::exists(f.dir + "/builds.log"));
+  CHECK(f.store->TotalBytes() == 0);
+  // A design in the store fits without asking.
+  REQUIRE(checking.Build(GemmRequest(32)).ok());
+  REQUIRE(checking.Fit(GemmRequest(32)).ok());
+  CHECK(fit_log().size() == 2);
+  // A failed check is an error naming the command.
+  ScriptFake("MODE", "failed");
+  auto failed = checking.Fit(GemmRequest(64));
+  CHECK(failed.status().code() == absl::StatusCode::kInternal);
+  CHECK(failed.status().message().find("fake: no placer") != std::string::npos);
+  ScriptFake("MODE", "");
+  // A command without the line is asked by building: its refusal.
+  auto by_build = f.builder->Fit(GemmRequest(16));
+  REQUIRE(by_build.ok());
+  CHECK(*by_build == *refused);
+  CHECK(f.Builds().size() == 2);
+}
+
 // The error of one build in `mode`.
 absl::Status FailedBuild(Fixture& f, const std::string& mode) {
   ScriptFake("MODE", mode);

@@ -49,6 +49,7 @@ class IronBuilderTest(unittest.TestCase):
         self.log = os.path.join(self.dir, "compiles.log")
         self.env = dict(os.environ, PYTHONPATH=STUB, IRON_STUB_LOG=self.log)
         self.env.pop("IRON_STUB_FAIL", None)
+        self.env.pop("IRON_STUB_UNPLACEABLE", None)
 
     def run_adapter(self, req, *args):
         done = subprocess.run([sys.executable, ADAPTER, *args],
@@ -72,6 +73,24 @@ class IronBuilderTest(unittest.TestCase):
         done = self.run_adapter(None, "--version")
         self.assertEqual(done.returncode, 0)
         self.assertTrue(done.stdout.startswith("iron-builder 1 (IRON "))
+        self.assertIn("fit-check", done.stdout.splitlines()[1:])
+
+    def test_a_fit_check_answers_without_compiling(self):
+        req = request(self.dir)
+        del req["output_dir"]
+        req["check"] = "fit"
+        self.assertEqual(self.reply(req),
+                         {"protocol": 1, "status": "fits", "reason": ""})
+        bad = dict(req, operator=dict(req["operator"], tunables={"tile_k": 48}))
+        r = self.reply(bad)
+        self.assertEqual(r["status"], "refused")
+        self.assertEqual(r["reason"], "GEMM: K (512) must be a multiple of 48")
+        self.env["IRON_STUB_UNPLACEABLE"] = "1"
+        r = self.reply(req)
+        self.assertEqual(r["status"], "refused")
+        self.assertIn("placer", r["reason"])
+        self.assertEqual(self.compiles(), [])
+        self.assertEqual(os.listdir(self.dir), [])
 
     def test_full_elf_build(self):
         r = self.reply(request(self.dir, steps=2))

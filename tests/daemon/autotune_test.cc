@@ -274,10 +274,16 @@ TEST_CASE("Refusal: the builder's verdict, kept in the cache") {
       ++builds;
       return SimBuilder::Build(r);
     }
+    absl::StatusOr<std::string> Fit(const BuildRequest& r) override {
+      ++builds;  // asked: a fit check, not a build
+      ++checks;
+      return SimBuilder::Fit(r);
+    }
     std::string Environment() const override {
       return SimBuilder::Environment() + env;
     }
     int builds = 0;
+    int checks = 0;
     std::string env;
   };
   Counting builder;
@@ -307,6 +313,8 @@ TEST_CASE("Refusal: the builder's verdict, kept in the cache") {
   CHECK(*Refusal(bad, platform, v1::PACKAGING_FULL_ELF, builder,
                  cache->get()) == *why);
   CHECK(builder.builds == 3);
+  // The sim checks fits without building.
+  CHECK(builder.checks == 3);
 }
 
 TEST_CASE("Kernel cycles: the nightly's file") {
@@ -1305,7 +1313,13 @@ class ShapeNotingBuilder : public Builder {
   void PrefetchLater(const BuildRequest& request) override {
     later.emplace_back(Now(), RequestKey(request));
   }
+  // With `checks`, the inner builder's fit check; else Fit builds.
+  absl::StatusOr<std::string> Fit(const BuildRequest& request) override {
+    return checks ? inner_.Fit(request) : Builder::Fit(request);
+  }
+  bool ChecksFit() const override { return checks && inner_.ChecksFit(); }
   std::string Environment() const override { return inner_.Environment(); }
+  bool checks = false;
   // The OnShape keys of the context the run tells. REQUIRES: set.
   const std::vector<std::string>* shapes = nullptr;
   std::vector<std::pair<int, std::string>> built, later;
@@ -1321,9 +1335,12 @@ TEST_CASE("Autotune: the next shape's designs are queued while one is timed") {
   AutotuneOptions options;
   options.space = RecordingSearchSpace();
   options.timing = Quick();
+  // Refusals learnt by building, or by the sim's fit check.
+  const bool checks = GENERATE(false, true);
   Rig rig;
   SimBuilder sim;
   ShapeNotingBuilder noting(sim);
+  noting.checks = checks;
   testing::LocalTuneContext run(rig.device.get(), &noting);
   noting.shapes = &run.shapes;
   auto tuned = Autotune(calls, Profile(), options, run);
@@ -1537,6 +1554,208 @@ TEST_CASE("Cache: every write moves the generation on, unique per cache") {
   CHECK((*a)->generation() == last);  // reads leave it
   REQUIRE((*a)->Clear().ok());
   CHECK((*a)->generation() != last);
+}
+
+// The sim builder with its fit check hidden: Fit builds, as with a
+// builder command that has no fit check.
+class NoFitCheck : public BuilderWrapper {
+ public:
+  using BuilderWrapper::BuilderWrapper;
+  absl::StatusOr<std::string> Fit(const BuildRequest& request) override {
+    return Builder::Fit(request);
+  }
+  bool ChecksFit() const override { return false; }
+};
+
+// What an Autotune of `calls` did, with a builder that checks fits or not.
+struct FitRun {
+  TuneResult result;
+  int builds = 0;
+  int fits = 0;
+  int prefetches = 0;  // of either priority
+  int trials = 0;
+  std::vector<std::string> lines;
+};
+
+FitRun RunFits(const v1::Calls& calls, const AutotuneOptions& options,
+               bool checks) {
+  Rig rig(/*noise=*/true);
+  SimBuilder sim;
+  NoFitCheck hidden(&sim);
+  testing::CountingBuilder builder(checks ? static_cast<Builder&>(sim)
+                                          : static_cast<Builder&>(hidden));
+  testing::LocalTuneContext context(rig.device.get(), &builder);
+  auto tuned = Autotune(calls, Profile(), options, context);
+  REQUIRE(tuned.ok());
+  return {*std::move(tuned), builder.builds,
+          builder.fits,      builder.prefetches + builder.later_prefetches,
+          context.trials,    context.lines};
+}
+
+TEST_CASE("Autotune: fit checks build only what is timed and decide the same") {
+  // 36 combinations, 24 of which the sim builds: a descent above 8, which
+  // leaves some settings untimed.
+  v1::Operator op = SearchGemm(512, 256, 1024, 64, 64, 1);
+  SetDomain(op, "tile_m", {32, 64, 128});
+  SetDomain(op, "tile_n", {32, 64, 128});
+  SetDomain(op, "num_aie_columns", {1, 2, 4, 8});
+  const v1::Calls calls = MakeCalls({op}, {0});
+  for (int exhaustive : {8, 1000}) {
+    AutotuneOptions options;
+    options.space = RecordingSearchSpace();
+    options.timing = Quick();
+    options.exhaustive = exhaustive;
+    const FitRun building = RunFits(calls, options, false);
+    const FitRun checking = RunFits(calls, options, true);
+    CHECK(building.fits == 0);
+    CHECK(checking.fits > 0);
+    CHECK(checking.builds < building.builds);
+    // The same search: figures, trials, log and profile.
+    CHECK(checking.result.profile.ToJson() == building.result.profile.ToJson());
+    CHECK(checking.result.diff.SerializeAsString() ==
+          building.result.diff.SerializeAsString());
+    CHECK(checking.result.stats.settings_timed ==
+          building.result.stats.settings_timed);
+    CHECK(checking.result.stats.device_timed ==
+          building.result.stats.device_timed);
+    CHECK(checking.result.stats.builder_refused ==
+          building.result.stats.builder_refused);
+    CHECK(checking.trials == building.trials);
+    CHECK(checking.lines == building.lines);
+    REQUIRE(checking.result.shapes.size() == building.result.shapes.size());
+    const ShapeResult& a = checking.result.shapes[0];
+    const ShapeResult& b = building.result.shapes[0];
+    CHECK(a.best == b.best);
+    REQUIRE(a.trials.size() == b.trials.size());
+    for (size_t i = 0; i < a.trials.size(); ++i) {
+      CHECK(a.trials[i].trial.delta_us == b.trials[i].trial.delta_us);
+      CHECK(a.trials[i].trial.refused == b.trials[i].trial.refused);
+    }
+  }
+}
+
+TEST_CASE("ShapeBuilds: with fit checks only what the search builds first") {
+  // A descent (36 combinations, 24 build, exhaustive 8): its first Line.
+  v1::Operator op = SearchGemm(512, 256, 1024, 64, 64, 1);
+  SetDomain(op, "tile_m", {32, 64, 128});
+  SetDomain(op, "tile_n", {32, 64, 128});
+  SetDomain(op, "num_aie_columns", {1, 2, 4, 8});
+  const v1::Calls calls = MakeCalls({op}, {0});
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing = Quick();
+  options.exhaustive = 8;
+  auto shapes = Shapes(calls, options.space, "npu2");
+  REQUIRE(shapes.ok());
+  REQUIRE(shapes->size() == 1);
+  Rig rig;
+  SimBuilder sim;
+  ShapeNotingBuilder noting(sim);
+  noting.checks = true;
+  testing::LocalTuneContext run(rig.device.get(), &noting);
+  noting.shapes = &run.shapes;
+  auto listed =
+      ShapeBuilds((*shapes)[0], calls, rig.platform(), options, {}, run);
+  REQUIRE(listed.ok());
+  CHECK(noting.built.empty());  // fits checked, nothing built
+  // The recorded setting and a Line of a few others, each twice.
+  CHECK(listed->size() >= 4);
+  CHECK(listed->size() % 2 == 0);
+  CHECK(listed->size() < 2 * 24);
+  auto tuned = Autotune(calls, Profile(), options, run);
+  REQUIRE(tuned.ok());
+  std::set<std::string> built;
+  for (const auto& [shape, key] : noting.built) built.insert(key);
+  for (const BuildRequest& r : *listed) CHECK(built.count(RequestKey(r)) == 1);
+}
+
+TEST_CASE(
+    "Autotune: a descent guesses its next lines and a rerun guesses none") {
+  v1::Operator op = SearchGemm(512, 256, 1024, 64, 64, 1);
+  SetDomain(op, "tile_m", {32, 64, 128});
+  SetDomain(op, "tile_n", {32, 64, 128});
+  SetDomain(op, "num_aie_columns", {1, 2, 4, 8});
+  const v1::Calls calls = MakeCalls({op}, {0});
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing = Quick();
+  options.exhaustive = 8;
+  auto cache = Cache::Open(TempPath("descent_guesses.db"), "NPU Strix",
+                           PowerMode::kDefault);
+  REQUIRE(cache.ok());
+  Rig rig;
+  SimBuilder sim;
+  testing::CountingBuilder first(sim);
+  testing::LocalTuneContext first_run(rig.device.get(), &first, cache->get());
+  auto timed = Autotune(calls, Profile(), options, first_run);
+  REQUIRE(timed.ok());
+  CHECK(first.prefetches > 0);
+  // Before its first build, the descent has queued its first line and
+  // its guess at the next: more than the shape's own first list.
+  auto shapes = Shapes(calls, options.space, "npu2");
+  REQUIRE(shapes.ok());
+  Rig fresh;
+  SimBuilder fresh_sim;
+  testing::NotingBuilder noting(&fresh_sim);
+  testing::LocalTuneContext context(fresh.device.get(), &noting);
+  auto listed =
+      ShapeBuilds((*shapes)[0], calls, fresh.platform(), options, {}, context);
+  REQUIRE(listed.ok());
+  REQUIRE(TimeShape((*shapes)[0], calls, fresh.platform(), options, {}, context,
+                    nullptr)
+              .ok());
+  std::set<std::string> before_first_build;
+  for (const testing::NotingBuilder::Call& call : noting.calls) {
+    if (call.what == 'B') break;
+    before_first_build.insert(call.key);
+  }
+  CHECK(before_first_build.size() > listed->size());
+  testing::CountingBuilder again(sim);
+  testing::LocalTuneContext second_run(rig.device.get(), &again, cache->get());
+  auto cached = Autotune(calls, Profile(), options, second_run);
+  REQUIRE(cached.ok());
+  CHECK(cached->stats.device_timed == 0);
+  CHECK(again.builds == 0);
+  CHECK(again.prefetches == 0);
+  CHECK(again.later_prefetches == 0);
+  CHECK(cached->profile.ToJson() == timed->profile.ToJson());
+}
+
+TEST_CASE("TimeShape: every member's designs are queued before one is built") {
+  v1::Operator gemm = SearchGemm(256, 256, 256, 64, 64, 1);
+  SetDomain(gemm, "tile_m", {32, 64});
+  SetDomain(gemm, "num_aie_columns", {1, 2});
+  v1::Operator other = gemm;
+  other.mutable_buffers(0)->set_name("a2");  // another design, same shape
+  const v1::Calls calls = MakeCalls({gemm, other}, {0, 1});
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing = Quick();
+  auto shapes = Shapes(calls, options.space, "npu2");
+  REQUIRE(shapes.ok());
+  REQUIRE(shapes->size() == 1);
+  REQUIRE((*shapes)[0].members.size() == 2);
+  Rig rig;
+  SimBuilder sim;
+  testing::NotingBuilder noting(&sim);
+  testing::LocalTuneContext context(rig.device.get(), &noting);
+  auto result = TimeShape((*shapes)[0], calls, rig.platform(), options, {},
+                          context, nullptr);
+  REQUIRE(result.ok());
+  REQUIRE(result->trials.size() > 1);
+  std::set<std::string> queued_first, built;
+  bool building = false;
+  for (const testing::NotingBuilder::Call& call : noting.calls) {
+    if (call.what == 'B') {
+      building = true;
+      built.insert(call.key);
+    } else if (!building) {
+      queued_first.insert(call.key);
+    }
+  }
+  REQUIRE_FALSE(built.empty());
+  // Both members' designs, 1-step and many-step, before the first build.
+  for (const std::string& key : built) CHECK(queued_first.count(key) == 1);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "daemon/npu/build_pool.h"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <thread>
 
@@ -285,6 +286,145 @@ TEST_CASE("a stopped pool drops its queue and its running build ends") {
         absl::StatusCode::kCancelled);
   // The cancelled build was not remembered as built.
   CHECK(pool.stats().remembered == 0);
+}
+
+TEST_CASE("the pool counts requests asked and waited for and builds by kind") {
+  GatedBuilder inner;
+  BuildPool pool(&inner, BuildPoolOptions{2});
+  const BuildPoolStats before = pool.stats();
+  pool.Prefetch(Request(64));
+  pool.Prefetch(Request(64, 9));
+  pool.PrefetchLater(Request(16, 9));  // asked, never waited for
+  pool.Prefetch(Request(64));          // asked already
+  REQUIRE(pool.Build(Request(64)).ok());
+  REQUIRE(pool.Build(Request(64, 9)).ok());
+  REQUIRE(pool.Build(Request(64)).ok());  // remembered: needed once
+  REQUIRE(inner.WaitStarted(3));
+  pool.Stop();  // joins nothing; the later build may still run
+  const BuildPoolStats stats = StatsSince(pool.stats(), before);
+  CHECK(stats.asked_one_step == 1);
+  CHECK(stats.asked_many_step == 2);
+  CHECK(stats.needed == 2);
+  CHECK(stats.built_one_step == 1);
+  CHECK(stats.built_many_step >= 1);
+  CHECK(stats.builds == stats.built_one_step + stats.built_many_step);
+  CHECK(stats.remembered >= 1);  // the first Build too if built by then
+  CHECK(stats.fit_checks == 0);
+}
+
+TEST_CASE("the pool tells waits for queued builds from waits for others") {
+  GatedBuilder inner;
+  inner.Open(false);
+  BuildPool pool(&inner, BuildPoolOptions{1});
+  pool.Prefetch(Request(64, 1));  // taken by the one thread, held
+  REQUIRE(inner.WaitStarted(1));
+  pool.Prefetch(Request(64, 2));  // queued behind it
+  std::thread opener([&inner] {
+    absl::SleepFor(absl::Milliseconds(50));
+    inner.Open(true);
+  });
+  REQUIRE(pool.Build(Request(64, 2)).ok());  // waited while it was queued
+  opener.join();
+  BuildPoolStats stats = pool.stats();
+  CHECK(stats.waited_queued_seconds > 0);
+  CHECK(stats.waited_unqueued_seconds == 0);
+  REQUIRE(pool.Build(Request(64, 3)).ok());  // never queued before
+  stats = pool.stats();
+  CHECK(stats.waited_unqueued_seconds > 0);
+  CHECK(stats.waited_seconds >=
+        stats.waited_queued_seconds + stats.waited_unqueued_seconds);
+}
+
+TEST_CASE("StatsSince takes each figure's difference") {
+  BuildPoolStats before, after;
+  before.builds = 2;
+  before.asked_many_step = 3;
+  before.build_seconds = 1.5;
+  after.builds = 7;
+  after.asked_many_step = 4;
+  after.build_seconds = 4;
+  after.fit_checks = 6;
+  const BuildPoolStats d = StatsSince(after, before);
+  CHECK(d.builds == 5);
+  CHECK(d.asked_many_step == 1);
+  CHECK(d.build_seconds == Approx(2.5));
+  CHECK(d.fit_checks == 6);
+  CHECK(d.needed == 0);
+}
+
+// A SimBuilder that counts its builds and fit checks; `checks` says
+// whether it has a fit check of its own (else Fit builds).
+class FitCountingBuilder : public Builder {
+ public:
+  explicit FitCountingBuilder(bool checks) : checks_(checks) {}
+  absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override {
+    ++builds;
+    return inner_.Build(request);
+  }
+  absl::StatusOr<std::string> Fit(const BuildRequest& request) override {
+    if (!checks_) return Builder::Fit(request);
+    ++fits;
+    return inner_.Fit(request);
+  }
+  bool ChecksFit() const override { return checks_; }
+  std::string Environment() const override { return "fit-counting/1"; }
+  std::atomic<int> builds{0};
+  std::atomic<int> fits{0};
+
+ private:
+  const bool checks_;
+  SimBuilder inner_;
+};
+
+TEST_CASE(
+    "Fit gives the refusal of Build without a build where the builder checks") {
+  FitCountingBuilder checking(true);
+  BuildPool pool(&checking, BuildPoolOptions{2});
+  CHECK(pool.ChecksFit());
+  BuildRequest big = Request(64);
+  big.op = testing::IronGemm(256, 512, 512, 256, 256, 256, 8);
+  const absl::StatusOr<std::string> refused = pool.Fit(big);
+  const absl::StatusOr<BuildOutcome> built = SimBuilder().Build(big);
+  REQUIRE(refused.ok());
+  REQUIRE(built.ok());
+  CHECK_FALSE(refused->empty());
+  CHECK(*refused == RefusalOf(*built));
+  const absl::StatusOr<std::string> fits = pool.Fit(Request(64));
+  REQUIRE(fits.ok());
+  CHECK(fits->empty());
+  CHECK(checking.builds == 0);
+  CHECK(checking.fits == 2);
+  CHECK(pool.stats().fit_checks == 2);
+  CHECK(pool.stats().builds == 0);
+  // A design built already is answered from the pool's memory.
+  REQUIRE(pool.Build(Request(64)).ok());
+  REQUIRE(pool.Fit(Request(64)).ok());
+  CHECK(checking.fits == 2);
+
+  FitCountingBuilder building(false);  // an older builder: Fit builds
+  BuildPool old(&building, BuildPoolOptions{2});
+  CHECK_FALSE(old.ChecksFit());
+  const absl::StatusOr<std::string> by_build = old.Fit(big);
+  REQUIRE(by_build.ok());
+  CHECK(*by_build == *refused);
+  REQUIRE(old.Fit(Request(64)).ok());
+  CHECK(building.builds == 2);
+  CHECK(old.stats().fit_checks == 0);
+  CHECK(old.stats().builds == 2);
+}
+
+TEST_CASE("the sim's fit check is free and its next build is the first") {
+  SimBuildCost cost;
+  cost.per_design = absl::Seconds(4);
+  SimBuilder builder(cost);
+  CHECK(builder.ChecksFit());
+  REQUIRE(builder.Fit(Request(64)).ok());
+  CHECK(builder.spent_seconds() == 0);
+  REQUIRE(builder.Build(Request(64, 9)).ok());
+  CHECK(builder.spent_seconds() == Approx(4));
+  BuildRequest bad = Request(64);
+  bad.platform.generation = "npu9";
+  CHECK(absl::IsInvalidArgument(builder.Fit(bad).status()));
 }
 
 // A Builder whose every build takes `cost` on a clock of its own.

@@ -3,7 +3,10 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <set>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/value.h"
 #include "daemon/base/stats.h"
 #include "daemon/npu/build_pool.h"
@@ -12,6 +15,7 @@
 #include "daemon/store/cache.h"
 #include "daemon/tune/inputs.h"
 #include "daemon/tune/judge.h"
+#include "tests/testing/counting_fakes.h"
 #include "tests/testing/operator_fixtures.h"
 #include "tests/testing/tune_context.h"
 
@@ -609,6 +613,27 @@ TEST_CASE("a fully cached Measure builds nothing, even in a new daemon") {
   CHECK(fresh.builds == 0);
   CHECK(second->measurements.at(2).t_step_us() ==
         first->measurements.at(2).t_step_us());
+}
+
+TEST_CASE("a Measure queues every design it builds before it waits for one") {
+  Rig rig;
+  SimBuilder sim;
+  testing::NotingBuilder noting(&sim);
+  testing::LocalTuneContext context(rig.device.get(), &noting);
+  MeasurePlan plan = Request({Gemm(256, 512, 512, 64, 64, 64, 8),
+                              Gemm(256, 512, 512, 32, 64, 64, 8),
+                              Gemm(256, 512, 512, 64, 32, 64, 8)});
+  auto result = Measure(plan, context);
+  REQUIRE(result.ok());
+  const std::string many = absl::StrCat("P", plan.repeats);
+  const std::vector<std::string> queued = {"P1", "P1", "P1", many, many, many};
+  std::vector<std::string> calls;
+  for (const testing::NotingBuilder::Call& call : noting.calls) {
+    calls.push_back(absl::StrCat(std::string(1, call.what), call.steps));
+  }
+  REQUIRE(calls.size() >= queued.size());
+  CHECK(std::vector<std::string>(calls.begin(),
+                                 calls.begin() + queued.size()) == queued);
 }
 
 TEST_CASE("a build that fails is the setting's verdict, not the call's") {

@@ -7,10 +7,13 @@
 #ifndef IRONTUNE_TESTS_TESTING_COUNTING_FAKES_H_
 #define IRONTUNE_TESTS_TESTING_COUNTING_FAKES_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "daemon/npu/build_pool.h"
 #include "daemon/npu/builder.h"
 #include "daemon/npu/device.h"
 #include "daemon/ops/reference.h"
@@ -18,8 +21,9 @@
 
 namespace irontune::testing {
 
-// Counts builds and prefetches of either priority; builds through
-// `inner`, prefetches nothing.
+// Counts builds, fit checks and prefetches of either priority; builds and
+// checks fits through `inner` (a fit check that builds counts as a
+// build), prefetches nothing.
 class CountingBuilder : public Builder {
  public:
   explicit CountingBuilder(Builder& inner) : inner_(inner) {}
@@ -27,15 +31,49 @@ class CountingBuilder : public Builder {
     ++builds;
     return inner_.Build(request);
   }
+  absl::StatusOr<std::string> Fit(const BuildRequest& request) override {
+    if (!ChecksFit()) return Builder::Fit(request);
+    ++fits;
+    return inner_.Fit(request);
+  }
+  bool ChecksFit() const override { return inner_.ChecksFit(); }
   void Prefetch(const BuildRequest&) override { ++prefetches; }
   void PrefetchLater(const BuildRequest&) override { ++later_prefetches; }
   std::string Environment() const override { return inner_.Environment(); }
   int builds = 0;
+  int fits = 0;
   int prefetches = 0;
   int later_prefetches = 0;
 
  private:
   Builder& inner_;
+};
+
+// Notes, in order, each prefetch of either priority and each build that
+// `target` is asked for; builds through it, prefetches nothing.
+class NotingBuilder : public BuilderWrapper {
+ public:
+  struct Call {
+    char what;  // 'P' Prefetch, 'L' PrefetchLater, 'B' Build
+    int steps;
+    std::string key;  // RequestKey
+  };
+  using BuilderWrapper::BuilderWrapper;
+  absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override {
+    calls.push_back({'B', request.steps, RequestKey(request)});
+    return BuilderWrapper::Build(request);
+  }
+  absl::StatusOr<BuildOutcome> Await(const BuildRequest& request,
+                                     const std::function<bool()>&) override {
+    return Build(request);
+  }
+  void Prefetch(const BuildRequest& request) override {
+    calls.push_back({'P', request.steps, RequestKey(request)});
+  }
+  void PrefetchLater(const BuildRequest& request) override {
+    calls.push_back({'L', request.steps, RequestKey(request)});
+  }
+  std::vector<Call> calls;
 };
 
 // Counts the device's loads.

@@ -1,0 +1,1 @@
+"""Stub of IRON's tune package (see ../../README.md)."""
