@@ -1125,8 +1125,8 @@ int main(int argc, char** argv) {
   std::string only;
   std::pair<int, int> part = {0, 1};
   std::string example =
-      (std::filesystem::path(__FILE__).parent_path().parent_path() /
-       "examples" / "llama-3.2-1b.rec")
+      (std::filesystem::path(IRONTUNE_SOURCE_DIR) / "examples" /
+       "llama-3.2-1b.rec")
           .string();
   bool any = false;
   for (int i = 1; i < argc; ++i) {
