@@ -1124,10 +1124,9 @@ int main(int argc, char** argv) {
   config.timing.set_calls(50);
   std::string only;
   std::pair<int, int> part = {0, 1};
-  std::string example =
-      (std::filesystem::path(IRONTUNE_SOURCE_DIR) / "examples" /
-       "llama-3.2-1b.rec")
-          .string();
+  std::string example = (std::filesystem::path(IRONTUNE_SOURCE_DIR) /
+                         "examples" / "llama-3.2-1b.rec")
+                            .string();
   bool any = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
