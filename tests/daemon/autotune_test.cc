@@ -77,6 +77,16 @@ v1::Operator SearchGemm(int64_t m, int64_t k, int64_t n, int64_t tile_m,
   return op;
 }
 
+// A 512x256x1024 GEMM whose tiles take 3 values each and its columns 4:
+// 36 combinations, the search space of the race and descent tests.
+v1::Operator WideGemm() {
+  v1::Operator op = SearchGemm(512, 256, 1024, 64, 64, 1);
+  SetDomain(op, "tile_m", {32, 64, 128});
+  SetDomain(op, "tile_n", {32, 64, 128});
+  SetDomain(op, "num_aie_columns", {1, 2, 4, 8});
+  return op;
+}
+
 v1::Operator SearchGemv(int64_t m, int64_t k) {
   v1::Operator op = testing::Gemv(m, k, 2, 64, 64, 1);
   SetDomain(op, "num_aie_columns", {1, 2, 4});
@@ -394,10 +404,7 @@ const v1::Field* FieldOf(
 }
 
 TEST_CASE("TimeShape: a coordinate descent times fewer settings") {
-  v1::Operator op = SearchGemm(512, 256, 1024, 64, 64, 1);
-  SetDomain(op, "tile_m", {32, 64, 128});
-  SetDomain(op, "tile_n", {32, 64, 128});
-  SetDomain(op, "num_aie_columns", {1, 2, 4, 8});
+  v1::Operator op = WideGemm();
   v1::Calls calls = MakeCalls({op}, {0});
   auto run = [&](int exhaustive) {
     Rig rig;
@@ -428,10 +435,7 @@ TEST_CASE("TimeShape: a coordinate descent times fewer settings") {
 }
 
 TEST_CASE("TimeShape: a race gives the full Timing only to those in reach") {
-  v1::Operator op = SearchGemm(512, 256, 1024, 64, 64, 1);
-  SetDomain(op, "tile_m", {32, 64, 128});
-  SetDomain(op, "tile_n", {32, 64, 128});
-  SetDomain(op, "num_aie_columns", {1, 2, 4, 8});
+  v1::Operator op = WideGemm();
   v1::Calls calls = MakeCalls({op}, {0});
   auto run = [&](bool race) {
     Rig rig;
@@ -472,10 +476,7 @@ TEST_CASE("TimeShape: a race gives the full Timing only to those in reach") {
 TEST_CASE(
     "TimeShape: what a whole race leaves in reach goes to confirmation as it "
     "is") {
-  v1::Operator op = SearchGemm(512, 256, 1024, 64, 64, 1);
-  SetDomain(op, "tile_m", {32, 64, 128});
-  SetDomain(op, "tile_n", {32, 64, 128});
-  SetDomain(op, "num_aie_columns", {1, 2, 4, 8});
+  v1::Operator op = WideGemm();
   v1::Calls calls = MakeCalls({op}, {0});
   auto run = [&](bool race, int exhaustive) {
     Rig rig;  // noise-free: only settings within the margin of the best reach
@@ -1595,10 +1596,7 @@ FitRun RunFits(const v1::Calls& calls, const AutotuneOptions& options,
 TEST_CASE("Autotune: fit checks build only what is timed and decide the same") {
   // 36 combinations, 24 of which the sim builds: a descent above 8, which
   // leaves some settings untimed.
-  v1::Operator op = SearchGemm(512, 256, 1024, 64, 64, 1);
-  SetDomain(op, "tile_m", {32, 64, 128});
-  SetDomain(op, "tile_n", {32, 64, 128});
-  SetDomain(op, "num_aie_columns", {1, 2, 4, 8});
+  v1::Operator op = WideGemm();
   const v1::Calls calls = MakeCalls({op}, {0});
   for (int exhaustive : {8, 1000}) {
     AutotuneOptions options;
@@ -1636,10 +1634,7 @@ TEST_CASE("Autotune: fit checks build only what is timed and decide the same") {
 
 TEST_CASE("ShapeBuilds: with fit checks only what the search builds first") {
   // A descent (36 combinations, 24 build, exhaustive 8): its first Line.
-  v1::Operator op = SearchGemm(512, 256, 1024, 64, 64, 1);
-  SetDomain(op, "tile_m", {32, 64, 128});
-  SetDomain(op, "tile_n", {32, 64, 128});
-  SetDomain(op, "num_aie_columns", {1, 2, 4, 8});
+  v1::Operator op = WideGemm();
   const v1::Calls calls = MakeCalls({op}, {0});
   AutotuneOptions options;
   options.space = RecordingSearchSpace();
@@ -1671,10 +1666,7 @@ TEST_CASE("ShapeBuilds: with fit checks only what the search builds first") {
 
 TEST_CASE(
     "Autotune: a descent guesses its next lines and a rerun guesses none") {
-  v1::Operator op = SearchGemm(512, 256, 1024, 64, 64, 1);
-  SetDomain(op, "tile_m", {32, 64, 128});
-  SetDomain(op, "tile_n", {32, 64, 128});
-  SetDomain(op, "num_aie_columns", {1, 2, 4, 8});
+  v1::Operator op = WideGemm();
   const v1::Calls calls = MakeCalls({op}, {0});
   AutotuneOptions options;
   options.space = RecordingSearchSpace();
