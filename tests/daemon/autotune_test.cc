@@ -434,26 +434,28 @@ TEST_CASE("TimeShape: a coordinate descent times fewer settings") {
         all.trials[all.best].trial.delta_us + 1e-9);
 }
 
+// TimeShape of WideGemm() on the noise-free sim at the Quick Timing, with
+// `race` and `exhaustive`: its result and the stats it added.
+std::pair<ShapeResult, TuneStats> WideSearch(bool race, int exhaustive) {
+  const v1::Calls calls = MakeCalls({WideGemm()}, {0});
+  Rig rig;
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing = Quick();
+  options.exhaustive = exhaustive;
+  options.race = race;
+  auto shapes = Shapes(calls, options.space, "npu2");
+  REQUIRE(shapes.ok());
+  TuneStats stats;
+  auto result = TimeShape((*shapes)[0], calls, rig.platform(), options, {},
+                          rig.Context(), &stats);
+  REQUIRE(result.ok());
+  return {*std::move(result), stats};
+}
+
 TEST_CASE("TimeShape: a race gives the full Timing only to those in reach") {
-  v1::Operator op = WideGemm();
-  v1::Calls calls = MakeCalls({op}, {0});
-  auto run = [&](bool race) {
-    Rig rig;
-    AutotuneOptions options;
-    options.space = RecordingSearchSpace();
-    options.timing = Quick();
-    options.exhaustive = 1000;
-    options.race = race;
-    auto shapes = Shapes(calls, options.space, "npu2");
-    REQUIRE(shapes.ok());
-    TuneStats stats;
-    auto result = TimeShape((*shapes)[0], calls, rig.platform(), options, {},
-                            rig.Context(), &stats);
-    REQUIRE(result.ok());
-    return std::make_pair(*result, stats);
-  };
-  auto [full, full_stats] = run(false);
-  auto [raced, raced_stats] = run(true);
+  auto [full, full_stats] = WideSearch(false, 1000);
+  auto [raced, raced_stats] = WideSearch(true, 1000);
   CHECK(full_stats.screened == 0);
   CHECK(raced_stats.screened == full_stats.settings_timed - 1);
   CHECK(raced_stats.screened_out > 0);
@@ -473,28 +475,11 @@ TEST_CASE("TimeShape: a race gives the full Timing only to those in reach") {
   }
 }
 
-TEST_CASE(
-    "TimeShape: what a whole race leaves in reach goes to confirmation as it "
-    "is") {
-  v1::Operator op = WideGemm();
-  v1::Calls calls = MakeCalls({op}, {0});
-  auto run = [&](bool race, int exhaustive) {
-    Rig rig;  // noise-free: only settings within the margin of the best reach
-    AutotuneOptions options;
-    options.space = RecordingSearchSpace();
-    options.timing = Quick();
-    options.exhaustive = exhaustive;
-    options.race = race;
-    auto shapes = Shapes(calls, options.space, "npu2");
-    REQUIRE(shapes.ok());
-    TuneStats stats;
-    auto result = TimeShape((*shapes)[0], calls, rig.platform(), options, {},
-                            rig.Context(), &stats);
-    REQUIRE(result.ok());
-    return std::make_pair(*result, stats);
-  };
-  auto [full, full_stats] = run(false, 1000);
-  auto [raced, raced_stats] = run(true, 1000);
+TEST_CASE("TimeShape: a whole race confirms its few in reach from screens") {
+  // On the noise-free sim only settings within the margin of the best
+  // reach.
+  auto [full, full_stats] = WideSearch(false, 1000);
+  auto [raced, raced_stats] = WideSearch(true, 1000);
   // No setting got the full Timing in the search: each one screened is
   // left with its screening figure, and those in reach were confirmed.
   CHECK(raced_stats.screened == full_stats.settings_timed - 1);
@@ -503,7 +488,7 @@ TEST_CASE(
   CHECK(SettingIdentity(raced.trials[raced.best].trial.tunables) ==
         SettingIdentity(full.trials[full.best].trial.tunables));
   // A descent's lines still give the full Timing to what reaches.
-  auto [descent, descent_stats] = run(true, 1);
+  auto [descent, descent_stats] = WideSearch(true, 1);
   CHECK(descent_stats.screened_out < descent_stats.screened);
 }
 
