@@ -316,8 +316,12 @@ double MostAnotherGains(const Confirmation& c, const std::vector<int>& winners,
   return most;
 }
 
-int PickConfirmed(const Confirmation& c, const TunableValues& incumbent,
-                  double incumbent_us, double min_gain, double z) {
+namespace {
+
+// The challengers of `c` whose gain against the incumbent clears the
+// practical margin (Weigh's kClears), in order.
+std::vector<int> Winners(const Confirmation& c, double incumbent_us,
+                         double min_gain, double z) {
   const double practical = min_gain * std::max(0.0, incumbent_us);
   std::vector<int> winners;
   for (int i = 0; i < static_cast<int>(c.against_incumbent.size()); ++i) {
@@ -325,6 +329,14 @@ int PickConfirmed(const Confirmation& c, const TunableValues& incumbent,
       winners.push_back(i);
     }
   }
+  return winners;
+}
+
+}  // namespace
+
+int PickConfirmed(const Confirmation& c, const TunableValues& incumbent,
+                  double incumbent_us, double min_gain, double z) {
+  const std::vector<int> winners = Winners(c, incumbent_us, min_gain, z);
   int pick = -1;
   int fewest = 0;
   bool settled = false;
@@ -361,14 +373,10 @@ std::vector<bool> Outranked(const Confirmation& c,
                             const TunableValues& incumbent, double incumbent_us,
                             double min_gain, double z) {
   const int n = static_cast<int>(c.against_incumbent.size());
-  const double practical = min_gain * std::max(0.0, incumbent_us);
-  std::vector<int> winners;
+  const std::vector<int> winners = Winners(c, incumbent_us, min_gain, z);
   std::vector<int> changed(n);
   for (int i = 0; i < n; ++i) {
     changed[i] = ChangedTunables(c.against_incumbent[i].tunables, incumbent);
-    if (Weigh(c.against_incumbent[i], z, practical) == Evidence::kClears) {
-      winners.push_back(i);
-    }
   }
   std::vector<bool> out(n, false);
   for (int k : winners) {

@@ -679,8 +679,12 @@ class ShapeSearch {
   absl::Status CoordinateDescent() {
     TunableValues best = found_[incumbent_index_];
     const std::vector<v1::Field>& tunables = found_[0];
-    ASSIGN_OR_RETURN(const bool replayed, RecordedBuilt());
-    guess_builds_ = !replayed;
+    // A shape searched before replays its figures from the cache, which a
+    // guess at its next line would build for nothing.
+    ASSIGN_OR_RETURN(
+        const std::vector<bool> replayed,
+        SearchedBefore({shape_}, calls_, platform_, options_, context_));
+    guess_builds_ = !replayed[0];
     bool moved = true;
     while (moved) {
       moved = false;
@@ -748,21 +752,6 @@ class ShapeSearch {
       }
     }
     return absl::OkStatus();
-  }
-
-  // Whether the cache keeps the built identity of the first member's
-  // recorded 1-step design: the shape was searched before (SearchedBefore),
-  // and its search replays figures from the cache, which a guess at its
-  // next line would build for nothing.
-  absl::StatusOr<bool> RecordedBuilt() {
-    const v1::Operator recorded =
-        WithSetting(OpOf(shape_.members[0]), found_[0]);
-    ASSIGN_OR_RETURN(
-        const std::vector<bool> built,
-        KnownBuilt(
-            {MeasureRequest(recorded, recorded, platform_, 1, packaging_)},
-            context_.builder().Environment(), context_.cache()));
-    return built[0];
   }
 
   // Within a coordinate descent, once a line is screened (`screened`: the
@@ -1193,22 +1182,18 @@ absl::StatusOr<std::vector<bool>> SearchedBefore(
   const std::string environment = context.builder().Environment();
   // The first member's recorded design: the shape's own (WithSetting of
   // its recorded setting is the operator as it is).
-  std::vector<VerdictKey> ids;
+  std::vector<BuildRequest> recorded;
   std::vector<size_t> shape_of;
   for (size_t s = 0; s < shapes.size(); ++s) {
     if (shapes[s].members.empty()) continue;
     const v1::Operator& op =
         calls.operators(static_cast<int>(shapes[s].members[0].op));
-    ids.push_back(BuiltIdentityKey(
-        MeasureRequest(op, op, platform, 1, packaging), environment));
+    recorded.push_back(MeasureRequest(op, op, platform, 1, packaging));
     shape_of.push_back(s);
   }
-  if (ids.empty()) return out;
-  ASSIGN_OR_RETURN(std::vector<std::optional<std::string>> kept,
-                   cache->GetVerdicts(ids));
-  for (size_t k = 0; k < ids.size(); ++k) {
-    out[shape_of[k]] = kept[k].has_value();
-  }
+  ASSIGN_OR_RETURN(const std::vector<bool> built,
+                   KnownBuilt(recorded, environment, cache));
+  for (size_t k = 0; k < built.size(); ++k) out[shape_of[k]] = built[k];
   return out;
 }
 
