@@ -120,6 +120,17 @@ absl::StatusOr<std::string> BuildPool::Fit(const BuildRequest& request) {
   return verdict;
 }
 
+bool BuildPool::Ready(const BuildRequest& request) {
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = entries_.find(RequestKey(request));
+    if (it != entries_.end() && it->second.done && it->second.outcome.ok()) {
+      return true;
+    }
+  }
+  return inner_->Ready(request);
+}
+
 void BuildPool::Prefetch(const BuildRequest& request) {
   if (options_.threads == 0) return;
   const std::string key = RequestKey(request);

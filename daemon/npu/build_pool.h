@@ -123,6 +123,8 @@ class BuildPool : public Builder {
   // (a Build through the pool).
   absl::StatusOr<std::string> Fit(const BuildRequest& request) override;
   bool ChecksFit() const override { return inner_->ChecksFit(); }
+  // Its outcome kept, or the inner builder's Ready.
+  bool Ready(const BuildRequest& request) override;
   void Prefetch(const BuildRequest& request) override;
   void PrefetchLater(const BuildRequest& request) override;
   // Drops the queued builds, stops prefetching and stops the inner builder

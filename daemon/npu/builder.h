@@ -81,6 +81,16 @@ class Builder {
   // The default: false.
   virtual bool ChecksFit() const { return false; }
 
+  // Whether Build, Await and Fit of `request` answer without waiting: its
+  // outcome is at hand (BuildPool keeps it) or costs no wall time to make
+  // (the simulated builder counting its cost). A caller may give up what
+  // it holds while it waits where not (TurnBuilder, device_turn.h). The
+  // default: false.
+  virtual bool Ready(const BuildRequest& request) {
+    (void)request;
+    return false;
+  }
+
   // A hint that `request` will be built soon: a builder with threads
   // (BuildPool) starts on it. The default does nothing.
   virtual void Prefetch(const BuildRequest& request) { (void)request; }
@@ -105,7 +115,7 @@ class Builder {
 
 // A Builder that passes every call on to `target` (not owned; it must
 // outlive the wrapper): the base of wrappers that add to some calls
-// (MeteredBuilder, the device worker's heartbeat) and forward the rest.
+// (TurnBuilder, the device worker's heartbeat) and forward the rest.
 class BuilderWrapper : public Builder {
  public:
   explicit BuilderWrapper(Builder* target) : target_(target) {}
@@ -121,6 +131,9 @@ class BuilderWrapper : public Builder {
     return target_->Fit(request);
   }
   bool ChecksFit() const override { return target_->ChecksFit(); }
+  bool Ready(const BuildRequest& request) override {
+    return target_->Ready(request);
+  }
   void Prefetch(const BuildRequest& request) override {
     target_->Prefetch(request);
   }

@@ -1,5 +1,8 @@
 #include "daemon/npu/metered.h"
 
+#include <memory>
+#include <utility>
+
 namespace irontune {
 
 class MeteredDevice::MeteredImage : public ImageWrapper {
@@ -23,30 +26,6 @@ class MeteredDevice::MeteredImage : public ImageWrapper {
 std::unique_ptr<Image> MeteredDevice::WrapImage(std::unique_ptr<Image> image,
                                                 const Artifact&) {
   return std::make_unique<MeteredImage>(std::move(image), this);
-}
-
-absl::StatusOr<BuildOutcome> MeteredBuilder::Build(
-    const BuildRequest& request) {
-  const absl::Time start = now_();
-  absl::StatusOr<BuildOutcome> outcome = BuilderWrapper::Build(request);
-  waited_seconds_ += absl::ToDoubleSeconds(now_() - start);
-  return outcome;
-}
-
-absl::StatusOr<BuildOutcome> MeteredBuilder::Await(
-    const BuildRequest& request, const std::function<bool()>& cancelled) {
-  const absl::Time start = now_();
-  absl::StatusOr<BuildOutcome> outcome =
-      BuilderWrapper::Await(request, cancelled);
-  waited_seconds_ += absl::ToDoubleSeconds(now_() - start);
-  return outcome;
-}
-
-absl::StatusOr<std::string> MeteredBuilder::Fit(const BuildRequest& request) {
-  const absl::Time start = now_();
-  absl::StatusOr<std::string> verdict = BuilderWrapper::Fit(request);
-  waited_seconds_ += absl::ToDoubleSeconds(now_() - start);
-  return verdict;
 }
 
 }  // namespace irontune

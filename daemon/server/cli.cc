@@ -93,6 +93,12 @@ void AddBuilderOptions(CLI::App& app, DaemonOptions& options) {
                "Build the next batches' designs on --build-jobs threads "
                "while the device times a batch (default); "
                "--no-build-ahead builds each when it is needed");
+  app.add_option("--shapes-at-once", options.shapes_at_once,
+                 "Shapes an Autotune searches at once: a later shape is "
+                 "timed while those before it wait for their builds; 1: "
+                 "one at a time")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
   app.add_option("--sim-build-seconds", options.sim_build_seconds,
                  "The simulated NPU's build cost a design (a real IRON "
                  "compile takes seconds): CPU time on the real-time clock, "

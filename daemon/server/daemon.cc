@@ -598,7 +598,8 @@ absl::Status Daemon::StartWorker(DaemonOptions& options,
   wp.cache = std::move(cache);
   wp.runner = options.runner
                   ? std::move(options.runner)
-                  : std::make_unique<DeviceJobRunner>(options.kernel_cycles);
+                  : std::make_unique<DeviceJobRunner>(options.kernel_cycles,
+                                                      options.shapes_at_once);
   p.worker = std::make_unique<DeviceWorker>(std::move(wp), p.queue.get(),
                                             p.store.get());
   return p.worker->Start();

@@ -88,6 +88,9 @@ struct DaemonOptions {
   // Designs are built ahead on build_jobs threads (daemon/npu/build_pool.h);
   // false: each when it is needed, on the device worker.
   bool build_ahead = true;
+  // Shapes an Autotune searches at once (AutotuneOptions.shapes_at_once):
+  // a later one is timed while those before it wait for builds.
+  int shapes_at_once = kShapesAtOnce;
   // The simulated NPU's build cost a design, in seconds
   // (daemon/sim/sim_builder.h): spent on the real-time clock as CPU time
   // (or slept, sim_build_sleep), only counted on the virtual one.

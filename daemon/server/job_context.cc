@@ -48,7 +48,7 @@ double JobContext::wall_seconds() const {
 }
 
 void JobContext::OnShape(int index, int total, const std::string& key) {
-  if (index > 0) SetShapes(index, total);
+  keys_[index] = key;
   shape_ = key;
   index_ = index;
   total_ = total;
@@ -61,8 +61,9 @@ void JobContext::OnShape(int index, int total, const std::string& key) {
 void JobContext::OnEstimate(const JobEstimate& estimate) {
   estimate_ = estimate;
   estimate_at_ = device_seconds();
-  if (estimate.total > 0 && estimate.done == estimate.total) {
-    SetShapes(estimate.done, estimate.total);
+  if (estimate.total == 0) return;
+  SetShapes(estimate.done, estimate.total);
+  if (estimate.done == estimate.total) {
     total_ = estimate.total;
     Emit(Progress());
   }
@@ -72,15 +73,17 @@ void JobContext::OnTrial(int index, const Comparison& trial) {
   OnTrials(index, {trial});
 }
 
-void JobContext::OnTrials(int /*index*/,
-                          const std::vector<Comparison>& trials) {
+void JobContext::OnTrials(int index, const std::vector<Comparison>& trials) {
   if (trials.empty()) return;
-  timed_ += static_cast<uint32_t>(trials.size());
   v1::AutotuneEvent event;
   v1::TrialEvent* t = event.mutable_trial();
-  t->set_shape(shape_);
+  auto key = keys_.find(index);
+  t->set_shape(key != keys_.end() ? key->second : shape_);
   for (const Comparison& trial : trials) *t->add_trials() = trial.ToProto();
   Emit(std::move(event));
+  // The progress counts follow the shape begun last.
+  if (index != index_) return;
+  timed_ += static_cast<uint32_t>(trials.size());
   // Progress is coalesced: at most one event per kProgressEvery.
   const absl::Time now = absl::Now();
   if (now - last_progress_ < kProgressEvery) return;
@@ -97,7 +100,8 @@ void JobContext::OnTrials(int /*index*/,
   Emit(std::move(progress));
 }
 
-void JobContext::OnPick(int /*index*/, const Comparison* pick) {
+void JobContext::OnPick(int index, const Comparison* pick) {
+  if (index != index_) return;
   if (pick != nullptr) {
     best_ = *pick;
   } else {

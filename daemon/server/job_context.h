@@ -9,13 +9,19 @@
 // cancelled() between rounds and between a round's images, so a job stops
 // within one round of either.
 //
-// Threads: the device worker's only. Ownership: the job is shared; the
-// device, builder and cache are borrowed from the worker and must outlive
-// the context.
+// Shapes searched at once (AutotuneRun's lanes) each name their trials by
+// their index; the progress counts (settings timed, the best so far) are
+// the shape begun last's.
+//
+// Threads: the device worker's, or a thread holding the Autotune's turn
+// in its stead (tune/device_turn.h): one at a time. Ownership: the job is
+// shared; the device, builder and cache are borrowed from the worker and must
+// outlive the context.
 #ifndef IRONTUNE_DAEMON_SERVER_JOB_CONTEXT_H_
 #define IRONTUNE_DAEMON_SERVER_JOB_CONTEXT_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -73,7 +79,9 @@ class JobContext : public TuneContext {
   InputCache inputs_;
   const absl::Time start_;
   uint32_t shapes_total_ = 0;
-  // The shape being searched: its key, index, settings timed and best gain.
+  // The key of each shape begun, by index: trials name their shape by it.
+  std::map<int, std::string> keys_;
+  // The shape begun last: its key, index, settings timed and best gain.
   std::string shape_;
   int index_ = 0;
   int total_ = 0;

@@ -14,11 +14,11 @@ namespace {
 class DeviceAutotune : public AutotuneSteps {
  public:
   DeviceAutotune(const v1::AutotuneRequest& request, JobContext& context,
-                 const std::string& cycles_path)
+                 const std::string& cycles_path, int shapes_at_once)
       : request_(request),
         context_(context),
         profile_(request.profile()),
-        options_(AutotuneOptionsOf(request, cycles_path)) {}
+        options_(OptionsOf(request, cycles_path, shapes_at_once)) {}
 
   absl::Status Start() {
     ASSIGN_OR_RETURN(run_, AutotuneRun::Start(request_.calls(), profile_,
@@ -38,6 +38,14 @@ class DeviceAutotune : public AutotuneSteps {
   }
 
  private:
+  static AutotuneOptions OptionsOf(const v1::AutotuneRequest& request,
+                                   const std::string& cycles_path,
+                                   int shapes_at_once) {
+    AutotuneOptions options = AutotuneOptionsOf(request, cycles_path);
+    options.shapes_at_once = shapes_at_once;
+    return options;
+  }
+
   const v1::AutotuneRequest& request_;
   JobContext& context_;
   const Profile profile_;
@@ -49,7 +57,8 @@ class DeviceAutotune : public AutotuneSteps {
 
 absl::StatusOr<std::unique_ptr<AutotuneSteps>> DeviceJobRunner::StartAutotune(
     const v1::AutotuneRequest& request, JobContext& context) {
-  auto steps = std::make_unique<DeviceAutotune>(request, context, cycles_path_);
+  auto steps = std::make_unique<DeviceAutotune>(request, context, cycles_path_,
+                                                shapes_at_once_);
   RETURN_IF_ERROR(steps->Start());
   return steps;
 }

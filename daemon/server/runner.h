@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/server/job_context.h"
+#include "daemon/tune/autotune_options.h"
 #include "irontune/v1/tuner.pb.h"
 
 namespace irontune {
@@ -52,9 +53,10 @@ class JobRunner {
 class DeviceJobRunner : public JobRunner {
  public:
   // `cycles_path`: mlir-aie nightly kernel cycles for bound skipping; empty
-  // for none.
-  explicit DeviceJobRunner(std::string cycles_path = "")
-      : cycles_path_(std::move(cycles_path)) {}
+  // for none. `shapes_at_once`: AutotuneOptions.shapes_at_once.
+  explicit DeviceJobRunner(std::string cycles_path = "",
+                           int shapes_at_once = kShapesAtOnce)
+      : cycles_path_(std::move(cycles_path)), shapes_at_once_(shapes_at_once) {}
 
   absl::StatusOr<std::unique_ptr<AutotuneSteps>> StartAutotune(
       const v1::AutotuneRequest& request, JobContext& context) override;
@@ -63,6 +65,7 @@ class DeviceJobRunner : public JobRunner {
 
  private:
   std::string cycles_path_;
+  int shapes_at_once_;
 };
 
 }  // namespace irontune

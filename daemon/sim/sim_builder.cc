@@ -174,6 +174,11 @@ std::string SimRecipeHash(const v1::Operator& op, std::string_view generation) {
   return Sha256Hex(text);
 }
 
+bool SimBuilder::Ready(const BuildRequest& /*request*/) {
+  return cost_.spend == SimBuildCost::Spend::kCount ||
+         cost_.per_design == absl::ZeroDuration();
+}
+
 absl::StatusOr<std::string> SimBuilder::Fit(const BuildRequest& request) {
   ASSIGN_OR_RETURN(const sim::SimPreset* preset, CheckRequest(request));
   RETURN_IF_ERROR(BufferSizes(request.op).status());

@@ -70,6 +70,8 @@ class SimBuilder : public Builder {
   // free.
   absl::StatusOr<std::string> Fit(const BuildRequest& request) override;
   bool ChecksFit() const override { return true; }
+  // Where its cost is counted or nothing: no build takes wall time.
+  bool Ready(const BuildRequest& request) override;
   std::string Environment() const override;
   // Builds spending their cost end within a few ms, with Cancelled.
   void Stop() override { stopped_ = true; }

@@ -2,26 +2,30 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/notification.h"
 #include "common/status_macros.h"
 #include "daemon/npu/metered.h"
+#include "daemon/tune/device_turn.h"
 #include "daemon/tune/settings.h"
 #include "daemon/tune/shape_memo.h"
 
 namespace irontune {
 
 // The run's context, its progress lines also in irontuned's log and its
-// device metered for the budget and the estimate.
+// device metered for the budget and the estimate. Used under the turn.
 class AutotuneRun::Logged : public TuneContext {
  public:
   explicit Logged(TuneContext& inner)
-      : inner_(inner), meter_(&inner.device()), builds_(&inner.builder()) {}
+      : inner_(inner), meter_(&inner.device()) {}
   Device& device() override { return meter_; }
-  Builder& builder() override { return builds_; }
+  Builder& builder() override { return inner_.builder(); }
   Cache* cache() override { return inner_.cache(); }
   InputCache& inputs() override { return inner_.inputs(); }
   bool cancelled() override { return inner_.cancelled(); }
@@ -46,21 +50,23 @@ class AutotuneRun::Logged : public TuneContext {
     inner_.OnEstimate(estimate);
   }
   double device_seconds() const { return meter_.device_us() / 1e6; }
-  double build_wait_seconds() const { return builds_.waited_seconds(); }
 
  private:
   TuneContext& inner_;
   MeteredDevice meter_;
-  MeteredBuilder builds_;
 };
 
 AutotuneRun::AutotuneRun(const v1::Calls& calls, const AutotuneOptions& options,
                          TuneContext& context)
     : calls_(calls),
       options_(options),
-      logged_(std::make_unique<Logged>(context)) {}
+      logged_(std::make_unique<Logged>(context)) {
+  turn_.Take(0);
+}
 
-AutotuneRun::~AutotuneRun() = default;
+AutotuneRun::~AutotuneRun() {
+  if (!lanes_.empty()) StopLanes();
+}
 
 absl::StatusOr<std::unique_ptr<AutotuneRun>> AutotuneRun::Start(
     const v1::Calls& calls, const Profile& profile,
@@ -160,35 +166,168 @@ void AutotuneRun::BuildAhead(int position) {
   }
 }
 
-absl::Status AutotuneRun::Next() {
-  if (BudgetSpent()) {
-    LeaveUntuned();
-    return absl::OkStatus();
+// One shape's search on a thread of its own, holding the run's turn
+// (device_turn.h) at the rank of its place in the order while it runs:
+// the run's context with the device metered for this shape alone and a
+// builder that gives the turn up while it waits.
+class AutotuneRun::Lane : public TuneContext {
+ public:
+  // Queues for the turn, then starts the thread. REQUIRES: the run's
+  // thread holds the turn.
+  Lane(AutotuneRun& run, int position)
+      : run_(run),
+        position_(position),
+        meter_(&run.logged_->device()),
+        builds_(&run.logged_->builder(), &run.turn_, position + 1) {
+    run_.turn_.Queue(position + 1);
+    thread_ = std::thread([this] {
+      run_.turn_.TakeQueued(position_ + 1);
+      if (!cancelled() && !run_.BudgetSpent()) {
+        begun_ = true;
+        result_ = run_.Search(position_, *this, &stats_);
+      }
+      ended_ = true;
+      // The run's thread waits for this one (JoinHead): the turn passes
+      // to it straight, before any later lane's.
+      if (run_.joining_ == position_) {
+        handed_over_.Notify();
+      } else {
+        run_.turn_.Give();
+      }
+    });
   }
-  const int position = done_;
+  ~Lane() override { Join(); }
+
+  // Under the turn: whether the search has returned.
+  bool ended() const { return ended_; }
+  // Blocks until the lane, ending while the run's thread joins it, hands
+  // the turn over to it.
+  void AwaitHandOver() { handed_over_.WaitForNotification(); }
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  // REQUIRES: Join() returned.
+  bool begun() const { return begun_; }
+  absl::StatusOr<ShapeResult>& result() { return result_; }
+  const TuneStats& stats() const { return stats_; }
+  double device_seconds() const { return meter_.device_us() / 1e6; }
+
+  Device& device() override { return meter_; }
+  Builder& builder() override { return builds_; }
+  Cache* cache() override { return run_.logged_->cache(); }
+  InputCache& inputs() override { return run_.logged_->inputs(); }
+  bool cancelled() override {
+    return run_.stopping_.load() || run_.logged_->cancelled();
+  }
+  void Sleep(absl::Duration d) override { run_.logged_->Sleep(d); }
+  void Log(const std::string& line) override { run_.logged_->Log(line); }
+  void OnShape(int index, int total, const std::string& key) override {
+    run_.logged_->OnShape(index, total, key);
+  }
+  void OnTrial(int index, const Comparison& trial) override {
+    run_.logged_->OnTrial(index, trial);
+  }
+  void OnTrials(int index, const std::vector<Comparison>& trials) override {
+    run_.logged_->OnTrials(index, trials);
+  }
+  void OnPick(int index, const Comparison* pick) override {
+    run_.logged_->OnPick(index, pick);
+  }
+  void OnEstimate(const JobEstimate& estimate) override {
+    run_.logged_->OnEstimate(estimate);
+  }
+
+ private:
+  AutotuneRun& run_;
+  const int position_;
+  MeteredDevice meter_;
+  TurnBuilder builds_;
+  bool begun_ = false;
+  bool ended_ = false;
+  absl::Notification handed_over_;
+  absl::StatusOr<ShapeResult> result_ =
+      absl::CancelledError("the job was cancelled before the shape began");
+  TuneStats stats_;
+  std::thread thread_;
+};
+
+absl::StatusOr<ShapeResult> AutotuneRun::Search(int position, TuneContext& lane,
+                                                TuneStats* stats) {
   const size_t s = order_[position];
   const Shape& shape = shapes_[s];
   Tell(s);
-  logged_->OnShape(position, total(), shape.key);
-  logged_->Log(absl::StrCat("[", position + 1, "/", total(), "] ", shape.key));
+  lane.OnShape(position, total(), shape.key);
+  lane.Log(absl::StrCat("[", position + 1, "/", total(), "] ", shape.key));
   const TunableValues incumbent = profile_->Incumbent(
       s,
       RecordedSetting(calls_.operators(static_cast<int>(shape.members[0].op))));
   BuildAhead(position);
-  const double before = device_seconds();
-  ASSIGN_OR_RETURN(ShapeResult timed,
-                   TimeShapeKept(shape, calls_, platform_, options_, cycles_,
-                                 *logged_, &stats_, position,
-                                 profile_->Covered(s) ? &incumbent : nullptr));
+  ASSIGN_OR_RETURN(
+      ShapeResult timed,
+      TimeShapeKept(shape, calls_, platform_, options_, cycles_, lane, stats,
+                    position, profile_->Covered(s) ? &incumbent : nullptr));
   if (timed.best != timed.incumbent) {
     const Comparison& gain = timed.against_incumbent.trial;
-    logged_->Log(absl::StrFormat(
-        "    %s: %+.1f ± %.1f us against the incumbent",
-        SettingText(gain.tunables), gain.delta_us, gain.noise_us.value_or(0)));
+    lane.Log(absl::StrFormat("    %s: %+.1f ± %.1f us against the incumbent",
+                             SettingText(gain.tunables), gain.delta_us,
+                             gain.noise_us.value_or(0)));
   }
-  results_[s] = std::move(timed);
+  return timed;
+}
+
+void AutotuneRun::StartLanes() {
+  const int most = std::max(1, options_.shapes_at_once);
+  for (int p = done_; p < total() && p < done_ + most; ++p) {
+    if (!lanes_.contains(p)) lanes_[p] = std::make_unique<Lane>(*this, p);
+  }
+}
+
+AutotuneRun::Lane& AutotuneRun::JoinHead() {
+  Lane& head = *lanes_.at(done_);
+  if (!head.ended()) {
+    joining_ = done_;
+    turn_.Give();
+    head.AwaitHandOver();
+    joining_ = -1;
+  }
+  head.Join();
+  return head;
+}
+
+void AutotuneRun::StopLanes() {
+  stopping_ = true;
+  turn_.Give();
+  lanes_.clear();  // each joined
+  turn_.Take(0);
+  stopping_ = false;
+}
+
+absl::Status AutotuneRun::Next() {
+  if (!lanes_.contains(done_) && BudgetSpent()) {
+    LeaveUntuned();
+    return absl::OkStatus();
+  }
+  StartLanes();
+  Lane& head = JoinHead();
+  if (!head.begun() && !logged_->cancelled()) {
+    // The budget was spent before it could begin, and so before any
+    // shape after it.
+    StopLanes();
+    LeaveUntuned();
+    return absl::OkStatus();
+  }
+  const size_t s = order_[done_];
+  stats_ += head.stats();
+  absl::StatusOr<ShapeResult> timed = std::move(head.result());
+  const double seconds = head.device_seconds();
+  lanes_.erase(done_);
+  if (!timed.ok()) {
+    StopLanes();
+    return timed.status();
+  }
+  results_[s] = *std::move(timed);
   tuned_[s] = true;
-  estimator_->Finished(s, device_seconds() - before, /*tuned=*/true);
+  estimator_->Finished(s, seconds, /*tuned=*/true);
   ++done_;
   Tell(std::nullopt);
   return absl::OkStatus();
@@ -210,7 +349,7 @@ TuneResult AutotuneRun::Finish() && {
   result.diff = std::move(diff);
   result.shapes = std::move(results_);
   result.stats = stats_;
-  result.build_wait_seconds = logged_->build_wait_seconds();
+  result.build_wait_seconds = turn_.idle_seconds();
   return result;
 }
 

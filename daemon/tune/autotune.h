@@ -26,14 +26,26 @@
 // not wait for them when one begins, however short the shapes before it.
 // Designs the cache knows are not queued, so a cached run builds nothing.
 //
+// Shapes at once: each shape is searched on a thread of its own (a Lane),
+// up to options.shapes_at_once at a time from the first not finished.
+// They share the context through a DeviceTurn (device_turn.h): only the
+// holder runs, and a lane gives the turn up only while it waits for a
+// build that is not ready, to the earliest shape that can run. So where
+// builds take wall time, the device times a later shape while an earlier
+// one waits for its designs; where they take none (a builder that counts
+// its cost, a cached run), the shapes run one after the other in order,
+// exactly as with one at a time. The run's thread holds the turn outside
+// Next, so whoever runs it may use the device between calls.
+//
 // Threads: the context's (the thread that owns the Device and the
-// Builder). Failure: device, builder and cache errors come back as the
-// Status they were; cancellation is Cancelled. A setting the builder
-// refuses or whose output is not admitted is a refused Comparison, not an
-// error.
+// Builder), which the lanes share under the turn. Failure: device, builder and
+// cache errors come back as the Status they were; cancellation is Cancelled. A
+// setting the builder refuses or whose output is not admitted is a refused
+// Comparison, not an error.
 #ifndef IRONTUNE_DAEMON_TUNE_AUTOTUNE_H_
 #define IRONTUNE_DAEMON_TUNE_AUTOTUNE_H_
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <optional>
@@ -44,6 +56,7 @@
 #include "common/profile.h"
 #include "daemon/npu/device.h"
 #include "daemon/tune/autotune_options.h"
+#include "daemon/tune/device_turn.h"
 #include "daemon/tune/kernel_cycles.h"
 #include "daemon/tune/plan.h"
 #include "daemon/tune/shapes.h"
@@ -66,8 +79,8 @@ struct TuneResult {
   // In Shapes() order; a shape left untuned has its key and no trials.
   std::vector<ShapeResult> shapes;
   TuneStats stats;
-  // Wall seconds the run waited in the builder (Build, Await): the device
-  // was idle meanwhile.
+  // Wall seconds in which every shape under way waited for the builder
+  // (Build, Await, Fit): the device was idle meanwhile.
   double build_wait_seconds = 0;
 };
 
@@ -108,6 +121,7 @@ class AutotuneRun {
 
  private:
   class Logged;
+  class Lane;
   AutotuneRun(const v1::Calls& calls, const AutotuneOptions& options,
               TuneContext& context);
   bool BudgetSpent() const;
@@ -123,6 +137,19 @@ class AutotuneRun {
   void BuildAhead(int position);
   void LeaveUntuned();
   void Tell(std::optional<size_t> current);
+  // The search of the shape at `position`, on `lane` (a Lane's thread,
+  // holding the turn): tells the context, builds ahead, runs TimeShape.
+  absl::StatusOr<ShapeResult> Search(int position, TuneContext& lane,
+                                     TuneStats* stats);
+  // Starts a Lane for each shape from done_ not started, up to
+  // options.shapes_at_once of them.
+  void StartLanes();
+  // Gives the turn up until the lane of done_ has ended, which hands it
+  // back. REQUIRES: the run's thread holds the turn; that lane exists.
+  Lane& JoinHead();
+  // Ends every lane: cancelled, joined and dropped. REQUIRES: the run's
+  // thread holds the turn.
+  void StopLanes();
 
   const v1::Calls& calls_;
   const AutotuneOptions& options_;
@@ -147,6 +174,15 @@ class AutotuneRun {
   // By shape index: searched before the run began (SearchedBefore), so
   // nothing is built ahead for it.
   std::vector<bool> searched_before_;
+  // Who may use the context now: the run's thread (rank 0) outside Next,
+  // the lanes by place inside it.
+  DeviceTurn turn_;
+  // The shapes under way, by position in order_ (from done_ on).
+  std::map<int, std::unique_ptr<Lane>> lanes_;
+  // Set while StopLanes ends them: the lanes see their context cancelled.
+  std::atomic<bool> stopping_{false};
+  // Under the turn: the position JoinHead waits for; -1: none.
+  int joining_ = -1;
 };
 
 // Runs an AutotuneRun from Start to Finish.

@@ -23,6 +23,9 @@ inline constexpr int kExhaustive = 32;
 // noises); docs/search.md ("When a setting is taken").
 inline constexpr double kMinGain = 0.005;
 
+// AutotuneOptions.shapes_at_once's default.
+inline constexpr int kShapesAtOnce = 2;
+
 struct AutotuneOptions {
   v1::Timing timing;  // zero fields take IRON's defaults
   int repeats = kDefaultRepeats;
@@ -55,6 +58,11 @@ struct AutotuneOptions {
   // budget"): a shape begins only while less has been spent; the shapes
   // not begun are left untuned. 0: no budget. REQUIRES: >= 0.
   double budget_seconds = 0;
+  // Shapes searched at once (AutotuneRun, docs/search.md "Shapes at
+  // once"): a later shape's search runs only while each before it waits
+  // for the builder, so the device times it instead of idling. 1: one
+  // shape at a time. REQUIRES: >= 1.
+  int shapes_at_once = kShapesAtOnce;
 };
 
 struct TuneStats {

@@ -7,7 +7,9 @@
 // tests/testing/tune_context.h.
 //
 // Threads: every method is called on the thread that owns the Device and
-// the Builder (irontuned's device worker). Ownership: the references it
+// the Builder (irontuned's device worker), or on a thread that holds an
+// AutotuneRun's turn in its stead (device_turn.h): one at a time, each
+// call ordered after the one before. Ownership: the references it
 // returns stay valid for the context's life. An implementation must not
 // call back into the method (Measure, AutotuneRun) from any of its methods.
 #ifndef IRONTUNE_DAEMON_TUNE_TUNE_CONTEXT_H_

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +17,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "common/defaults.h"
 #include "common/profile.h"
 #include "common/recording.h"
@@ -1304,6 +1307,9 @@ class ShapeNotingBuilder : public Builder {
     return checks ? inner_.Fit(request) : Builder::Fit(request);
   }
   bool ChecksFit() const override { return checks && inner_.ChecksFit(); }
+  bool Ready(const BuildRequest& request) override {
+    return inner_.Ready(request);
+  }
   std::string Environment() const override { return inner_.Environment(); }
   bool checks = false;
   // The OnShape keys of the context the run tells. REQUIRES: set.
@@ -1347,6 +1353,107 @@ TEST_CASE("Autotune: the next shape's designs are queued while one is timed") {
   REQUIRE_FALSE(second_built.empty());
   for (const std::string& key : second_built) CHECK(queued.count(key) == 1);
   for (const std::string& key : queued) CHECK(all_built.count(key) == 1);
+}
+
+// A builder whose builds take wall time: those of operators of class
+// `gated` wait for the gate (at most a minute, then noted), the rest
+// build at once. Nothing is Ready, so a lane gives up its turn to wait.
+class GatedBuilder : public Builder {
+ public:
+  GatedBuilder(Builder& inner, std::string gated)
+      : inner_(inner), gated_(std::move(gated)) {}
+  absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override {
+    if (request.op.class_name() == gated_ &&
+        !gate.WaitForNotificationWithTimeout(absl::Minutes(1))) {
+      gate_timed_out = true;
+    }
+    return inner_.Build(request);
+  }
+  absl::StatusOr<std::string> Fit(const BuildRequest& request) override {
+    return inner_.Fit(request);
+  }
+  bool ChecksFit() const override { return inner_.ChecksFit(); }
+  bool Ready(const BuildRequest& /*request*/) override { return false; }
+  std::string Environment() const override { return inner_.Environment(); }
+  absl::Notification gate;
+  std::atomic<bool> gate_timed_out{false};
+
+ private:
+  Builder& inner_;
+  const std::string gated_;
+};
+
+// Notes which shape each trial was of, and opens `gate` at the second
+// shape's first.
+struct LaneRecorder : testing::LocalTuneContext {
+  using LocalTuneContext::LocalTuneContext;
+  void OnTrial(int index, const Comparison& trial) override {
+    LocalTuneContext::OnTrial(index, trial);
+    told.push_back(index);
+    if (index == 1 && gate != nullptr && !gate->HasBeenNotified()) {
+      gate->Notify();
+    }
+  }
+  absl::Notification* gate = nullptr;
+  std::vector<int> told;
+};
+
+// The class of the shape tuned first, from a run one shape at a time.
+std::string FirstClass(const v1::Calls& calls, AutotuneOptions options) {
+  Rig rig;
+  testing::LocalTuneContext context(rig.device.get(), &rig.builder);
+  options.shapes_at_once = 1;
+  REQUIRE(Autotune(calls, Profile(), options, context).ok());
+  REQUIRE_FALSE(context.shapes.empty());
+  return context.shapes[0].substr(0, context.shapes[0].find(' '));
+}
+
+TEST_CASE("Autotune: the next shape is timed while one waits for builds") {
+  const v1::Calls calls = GemmAndGemv(256);
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing = Quick();
+  Rig serial_rig;
+  testing::LocalTuneContext serial(serial_rig.device.get(),
+                                   &serial_rig.builder);
+  options.shapes_at_once = 1;
+  auto one_at_a_time = Autotune(calls, Profile(), options, serial);
+  REQUIRE(one_at_a_time.ok());
+
+  // The first shape's builds wait until the second shape has been timed:
+  // only a lane searching it meanwhile opens the gate.
+  Rig rig;
+  GatedBuilder gated(rig.builder, FirstClass(calls, options));
+  LaneRecorder context(rig.device.get(), &gated);
+  context.gate = &gated.gate;
+  options.shapes_at_once = 2;
+  auto at_once = Autotune(calls, Profile(), options, context);
+  REQUIRE(at_once.ok());
+  CHECK_FALSE(gated.gate_timed_out);
+  REQUIRE_FALSE(context.told.empty());
+  CHECK(context.told.front() == 1);
+  CHECK(std::count(context.told.begin(), context.told.end(), 0) > 0);
+  // The noise-free device gives each setting its figure whatever the
+  // order: the same profile and counts as one shape at a time.
+  CHECK(at_once->profile.ToJson() == one_at_a_time->profile.ToJson());
+  CHECK(at_once->stats.settings_timed == one_at_a_time->stats.settings_timed);
+  CHECK(at_once->stats.device_timed == one_at_a_time->stats.device_timed);
+}
+
+TEST_CASE("Autotune: a cancel ends every shape under way") {
+  const v1::Calls calls = GemmAndGemv(256);
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing = Quick();
+  Rig rig;
+  GatedBuilder gated(rig.builder, FirstClass(calls, options));
+  LaneRecorder context(rig.device.get(), &gated);
+  context.gate = &gated.gate;
+  // Cancelled once the second shape has trials, while the first waits.
+  context.cancel_when = [&gated] { return gated.gate.HasBeenNotified(); };
+  auto tuned = Autotune(calls, Profile(), options, context);
+  CHECK(absl::IsCancelled(tuned.status()));
+  CHECK_FALSE(gated.gate_timed_out);
 }
 
 TEST_CASE(

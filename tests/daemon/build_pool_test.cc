@@ -427,49 +427,5 @@ TEST_CASE("the sim's fit check is free and its next build is the first") {
   CHECK(absl::IsInvalidArgument(builder.Fit(bad).status()));
 }
 
-// A Builder whose every build takes `cost` on a clock of its own.
-class ClockedBuilder : public Builder {
- public:
-  ClockedBuilder(absl::Time* clock, absl::Duration cost)
-      : clock_(clock), cost_(cost) {}
-  absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override {
-    *clock_ += cost_;
-    ++builds;
-    return inner_.Build(request);
-  }
-  void Prefetch(const BuildRequest&) override { ++prefetches; }
-  void PrefetchLater(const BuildRequest&) override { ++later_prefetches; }
-  std::string Environment() const override { return "clocked/1"; }
-  int builds = 0;
-  int prefetches = 0;
-  int later_prefetches = 0;
-
- private:
-  absl::Time* clock_;
-  absl::Duration cost_;
-  SimBuilder inner_;
-};
-
-TEST_CASE("MeteredBuilder: adds up what its caller waited in Build and Await") {
-  absl::Time now = absl::UnixEpoch();
-  ClockedBuilder inner(&now, absl::Seconds(3));
-  MeteredBuilder metered(&inner, [&now] { return now; });
-  const BuildRequest request{testing::Gemm(256, 256, 256, 64, 64, 64, 1),
-                             testing::PlatformOf("npu2")};
-  CHECK(metered.waited_seconds() == 0);
-  REQUIRE(metered.Build(request).ok());
-  CHECK(metered.waited_seconds() == 3);
-  REQUIRE(metered.Await(request, [] { return false; }).ok());
-  CHECK(metered.waited_seconds() == 6);
-  // A prefetch of either priority is passed on and is no wait.
-  metered.Prefetch(request);
-  CHECK(inner.prefetches == 1);
-  metered.PrefetchLater(request);
-  CHECK(inner.later_prefetches == 1);
-  CHECK(inner.builds == 2);
-  CHECK(metered.waited_seconds() == 6);
-  CHECK(metered.Environment() == "clocked/1");
-}
-
 }  // namespace
 }  // namespace irontune

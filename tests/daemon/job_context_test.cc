@@ -65,6 +65,39 @@ TEST_CASE("a batch of trials is one trial event, in order") {
   CHECK(trials[0].trials(2).refused() == "does not build");
 }
 
+TEST_CASE("shapes under way at once name their trials by index") {
+  auto job = std::make_shared<Job>("j4", Job::Request(v1::AutotuneRequest()),
+                                   "ann", v1::PRIORITY_INTERACTIVE,
+                                   /*detach=*/false);
+  auto device = MakeSimDevice("sim:npu2", SimOptions());
+  REQUIRE(device.ok());
+  SimBuilder builder;
+  JobContext context(job, **device, builder, nullptr);
+  context.OnShape(0, 2, "GEMM 1");
+  context.OnShape(1, 2, "GEMM 2");
+  // The first shape's trials after the second began.
+  std::vector<Comparison> batch(2);
+  context.OnTrials(0, batch);
+  context.OnTrials(1, {Comparison()});
+  bool done = false;
+  std::vector<v1::TrialEvent> trials;
+  for (const v1::AutotuneEvent& e :
+       job->EventsFrom(0, absl::ZeroDuration(), &done)) {
+    if (e.has_trial()) trials.push_back(e.trial());
+  }
+  REQUIRE(trials.size() == 2);
+  CHECK(trials[0].shape() == "GEMM 1");
+  CHECK(trials[0].trials_size() == 2);
+  CHECK(trials[1].shape() == "GEMM 2");
+  // Shapes done follow the estimate, not the shapes begun.
+  CHECK(job->Summary().shapes_done() == 0);
+  JobEstimate e;
+  e.total = 2;
+  e.done = 1;
+  context.OnEstimate(e);
+  CHECK(job->Summary().shapes_done() == 1);
+}
+
 TEST_CASE("progress carries the job's device-time estimate and its end") {
   auto job = std::make_shared<Job>("j3", Job::Request(v1::AutotuneRequest()),
                                    "ann", v1::PRIORITY_INTERACTIVE,
