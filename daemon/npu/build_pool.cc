@@ -71,13 +71,13 @@ BuildPool::~BuildPool() {
 void BuildPool::DropQueue() {
   absl::MutexLock lock(&mu_);
   stopping_ = true;
-  for (std::deque<std::string>* queue : {&queue_, &later_}) {
-    for (const std::string& key : *queue) {
-      entries_[key].queued = false;
-      entries_[key].later = false;
-    }
-    queue->clear();
+  for (const auto& [slot, key] : queue_) entries_[key].queued = false;
+  for (const std::string& key : later_) {
+    entries_[key].queued = false;
+    entries_[key].later = false;
   }
+  queue_.clear();
+  later_.clear();
 }
 
 void BuildPool::Stop() {
@@ -132,13 +132,18 @@ bool BuildPool::Ready(const BuildRequest& request) {
 }
 
 void BuildPool::Prefetch(const BuildRequest& request) {
+  PrefetchAt(request, 0);
+}
+
+void BuildPool::PrefetchAt(const BuildRequest& request, int rank) {
   if (options_.threads == 0) return;
   const std::string key = RequestKey(request);
   absl::MutexLock lock(&mu_);
   if (stopping_) return;
   Entry& e = EntryFor(key, request);
-  if (e.queued && e.later) Unqueue(key);  // wanted sooner than thought
-  Enqueue(key, request, /*later=*/false);
+  // Wanted sooner than thought: out of the second queue, or up the first.
+  if (e.queued && (e.later || rank < e.slot.first)) Unqueue(key);
+  Enqueue(key, request, /*later=*/false, rank);
 }
 
 void BuildPool::PrefetchLater(const BuildRequest& request) {
@@ -150,21 +155,29 @@ void BuildPool::PrefetchLater(const BuildRequest& request) {
 }
 
 void BuildPool::Enqueue(const std::string& key, const BuildRequest& request,
-                        bool later) {
+                        bool later, int64_t rank) {
   Entry& e = EntryFor(key, request);
   if (e.queued || e.running || (e.done && e.outcome.ok())) return;
   e.done = false;
   e.queued = true;
   e.later = later;
   e.prefetched = true;
-  (later ? later_ : queue_).push_back(key);
+  if (later) {
+    later_.push_back(key);
+  } else {
+    e.slot = {rank, ++queued_};
+    queue_.emplace(e.slot, key);
+  }
 }
 
 void BuildPool::Unqueue(const std::string& key) {
   Entry& e = entries_[key];
-  std::deque<std::string>& queue = e.later ? later_ : queue_;
-  auto it = std::find(queue.begin(), queue.end(), key);
-  if (it != queue.end()) queue.erase(it);
+  if (e.later) {
+    auto it = std::find(later_.begin(), later_.end(), key);
+    if (it != later_.end()) later_.erase(it);
+  } else {
+    queue_.erase(e.slot);
+  }
   e.queued = false;
   e.later = false;
 }
@@ -183,9 +196,14 @@ void BuildPool::Loop() {
         },
         this));
     if (stopping_) return;
-    std::deque<std::string>& queue = queue_.empty() ? later_ : queue_;
-    const std::string key = std::move(queue.front());
-    queue.pop_front();
+    std::string key;
+    if (!queue_.empty()) {
+      key = std::move(queue_.begin()->second);
+      queue_.erase(queue_.begin());
+    } else {
+      key = std::move(later_.front());
+      later_.pop_front();
+    }
     Entry& e = entries_[key];
     if (e.later) ++stats_.later;
     e.queued = false;
@@ -279,12 +297,13 @@ absl::StatusOr<BuildOutcome> BuildPool::Await(
       RunBuild(key);
       return Take(key);
     }
-    // Ahead of both queues: the caller needs it now.
+    // Ahead of every Prefetch: the caller needs it now.
     if (e->queued) Unqueue(key);
     e->done = false;
     e->queued = true;
     e->prefetched = false;
-    queue_.push_front(key);
+    e->slot = {kAwaitedRank, ++queued_};
+    queue_.emplace(e->slot, key);
   }
   // The entry is neither erased nor moved while it is not done.
   while (!e->done) {

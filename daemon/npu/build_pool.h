@@ -3,7 +3,8 @@
 // was built.
 //
 // - Prefetch(request) queues a build and returns at once; a pool thread
-//   takes it (first queued, first built). The method prefetches the designs
+//   takes it (first queued, first built; PrefetchAt queues by rank, lower
+//   ranks first). The method prefetches the designs
 //   of the batches after the one on the device, so the device does not wait
 //   for a build (daemon/tune/measure.h).
 // - PrefetchLater(request) queues a build on a second, lower queue, taken
@@ -41,11 +42,13 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <list>
 #include <map>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -126,6 +129,7 @@ class BuildPool : public Builder {
   // Its outcome kept, or the inner builder's Ready.
   bool Ready(const BuildRequest& request) override;
   void Prefetch(const BuildRequest& request) override;
+  void PrefetchAt(const BuildRequest& request, int rank) override;
   void PrefetchLater(const BuildRequest& request) override;
   // Drops the queued builds, stops prefetching and stops the inner builder
   // (so running builds end with Cancelled); later builds run on the
@@ -138,10 +142,16 @@ class BuildPool : public Builder {
   Builder& inner() { return *inner_; }
 
  private:
+  // A place in queue_: rank, then the order queued.
+  using Slot = std::pair<int64_t, uint64_t>;
+  // Await's rank: ahead of every Prefetch.
+  static constexpr int64_t kAwaitedRank = std::numeric_limits<int64_t>::min();
+
   struct Entry {
     BuildRequest request;
     bool queued = false;   // waiting for a pool thread
     bool later = false;    // of those, in later_ (else in queue_)
+    Slot slot;             // where in queue_
     bool running = false;  // being built
     bool done = false;
     bool prefetched = false;
@@ -158,11 +168,11 @@ class BuildPool : public Builder {
   // Whether a pool thread has a build to take: from queue_, else from
   // later_ while the outcomes kept are under half the memory cap.
   bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Queues `key`'s request (made for `request` when new) at the back of
-  // queue_ or of later_; nothing where it is queued, running or
-  // remembered already.
-  void Enqueue(const std::string& key, const BuildRequest& request, bool later)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues `key`'s request (made for `request` when new) in queue_ at
+  // `rank`, or at the back of later_; nothing where it is queued, running
+  // or remembered already.
+  void Enqueue(const std::string& key, const BuildRequest& request, bool later,
+               int64_t rank = 0) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes `key` out of the queue it waits in. REQUIRES: it is queued.
   void Unqueue(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Builds `key`'s request with the inner builder (without the lock) and
@@ -185,7 +195,8 @@ class BuildPool : public Builder {
   const BuildPoolOptions options_;
   mutable absl::Mutex mu_;
   std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
-  std::deque<std::string> queue_ ABSL_GUARDED_BY(mu_);
+  std::map<Slot, std::string> queue_ ABSL_GUARDED_BY(mu_);
+  uint64_t queued_ ABSL_GUARDED_BY(mu_) = 0;  // queue_ slots handed out
   std::deque<std::string> later_ ABSL_GUARDED_BY(mu_);  // PrefetchLater's
   std::list<std::string> lru_ ABSL_GUARDED_BY(mu_);     // most recent first
   uint64_t kept_bytes_ ABSL_GUARDED_BY(mu_) = 0;

@@ -95,6 +95,15 @@ class Builder {
   // (BuildPool) starts on it. The default does nothing.
   virtual void Prefetch(const BuildRequest& request) { (void)request; }
 
+  // Prefetch, queued by `rank`: after what lower ranks queued and before
+  // higher ranks', in order within a rank (Prefetch's rank is 0). AutotuneRun
+  // ranks each shape under way by its place (TurnBuilder), so the earliest
+  // shape's builds go first. The default: Prefetch.
+  virtual void PrefetchAt(const BuildRequest& request, int rank) {
+    (void)rank;
+    Prefetch(request);
+  }
+
   // A hint that `request` will be built later, after what Prefetch queued
   // (the next shape's designs while this one is timed): a builder with
   // threads (BuildPool) starts on it only when nothing Prefetch queued is
@@ -136,6 +145,9 @@ class BuilderWrapper : public Builder {
   }
   void Prefetch(const BuildRequest& request) override {
     target_->Prefetch(request);
+  }
+  void PrefetchAt(const BuildRequest& request, int rank) override {
+    target_->PrefetchAt(request, rank);
   }
   void PrefetchLater(const BuildRequest& request) override {
     target_->PrefetchLater(request);

@@ -141,8 +141,7 @@ std::vector<BuildRequest> AutotuneRun::BuildsOf(int position) {
   return builds.ok() ? *std::move(builds) : std::vector<BuildRequest>();
 }
 
-void AutotuneRun::BuildAhead(int position) {
-  Builder& builder = logged_->builder();
+void AutotuneRun::BuildAhead(int position, Builder& builder) {
   // The list made for this shape as one ahead, where it was.
   auto it = ahead_.find(position);
   const std::vector<BuildRequest> now =
@@ -261,7 +260,7 @@ absl::StatusOr<ShapeResult> AutotuneRun::Search(int position, TuneContext& lane,
   const TunableValues incumbent = profile_->Incumbent(
       s,
       RecordedSetting(calls_.operators(static_cast<int>(shape.members[0].op))));
-  BuildAhead(position);
+  BuildAhead(position, lane.builder());
   ASSIGN_OR_RETURN(
       ShapeResult timed,
       TimeShapeKept(shape, calls_, platform_, options_, cycles_, lane, stats,

@@ -133,8 +133,9 @@ class AutotuneRun {
   // list made for it as a shape ahead where there is one) and behind them
   // (Builder::PrefetchLater) those of each of the next kShapesBuiltAhead
   // shapes not queued yet, up to the last shape the budget reaches by the
-  // planned times of those before it.
-  void BuildAhead(int position);
+  // planned times of those before it. Through `builder` (the lane's, so
+  // the shape's own builds queue at its rank).
+  void BuildAhead(int position, Builder& builder);
   void LeaveUntuned();
   void Tell(std::optional<size_t> current);
   // The search of the shape at `position`, on `lane` (a Lane's thread,

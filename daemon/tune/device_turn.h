@@ -73,7 +73,9 @@ class TurnHeld {
 
 // A Builder whose caller holds `turn` at `rank` and gives it up while it
 // waits in Build, Await or Fit for a request that is not ready
-// (Builder::Ready), taking it back before it returns. `target` and
+// (Builder::Ready), taking it back before it returns; its Prefetch queues
+// at `rank` (Builder::PrefetchAt), so the builds of the earliest shape go
+// first. `target` and
 // `turn` are not owned and must outlive the wrapper. Threads: the
 // caller's, holding the turn.
 class TurnBuilder : public BuilderWrapper {
@@ -86,6 +88,10 @@ class TurnBuilder : public BuilderWrapper {
       const BuildRequest& request,
       const std::function<bool()>& cancelled) override;
   absl::StatusOr<std::string> Fit(const BuildRequest& request) override;
+  // Queued at the wrapper's rank (Builder::PrefetchAt).
+  void Prefetch(const BuildRequest& request) override {
+    target().PrefetchAt(request, rank_);
+  }
 
  private:
   // Runs `wait` without the turn where `yield`, else holding it.

@@ -171,6 +171,26 @@ TEST_CASE("builds prefetched for later wait until the first queue is empty") {
   CHECK(stats.later == 1);  // only 2 came from the later queue
 }
 
+TEST_CASE("builds prefetched at a rank go before higher ranks, in order") {
+  GatedBuilder inner;
+  inner.Open(false);
+  BuildPool pool(&inner, BuildPoolOptions{1});
+  pool.Prefetch(Request(64, 1));  // taken by the one thread, held
+  REQUIRE(inner.WaitStarted(1));
+  pool.PrefetchAt(Request(64, 2), 3);
+  pool.PrefetchAt(Request(64, 3), 2);
+  pool.PrefetchLater(Request(64, 4));
+  pool.PrefetchAt(Request(64, 5), 2);
+  pool.Prefetch(Request(64, 6));       // rank 0
+  pool.PrefetchAt(Request(64, 2), 1);  // wanted sooner: up to rank 1
+  pool.PrefetchAt(Request(64, 6), 5);  // queued lower already: stays
+  pool.PrefetchAt(Request(64, 4), 9);  // out of the later queue
+  inner.Open(true);
+  REQUIRE(inner.WaitStarted(6));
+  CHECK(inner.steps_started() == std::vector<int>{1, 6, 2, 3, 5, 4});
+  CHECK(pool.stats().later == 0);
+}
+
 TEST_CASE("a build wanted while queued for later runs next") {
   GatedBuilder inner;
   inner.Open(false);
