@@ -34,6 +34,11 @@ bool DeviceTurn::held() const {
   return held_;
 }
 
+bool DeviceTurn::Outranked(int rank) const {
+  absl::MutexLock lock(&mu_);
+  return !waiting_.empty() && *waiting_.begin() < rank;
+}
+
 void DeviceTurn::EndIdle(absl::Time now) {
   if (idle_since_ == absl::InfinitePast()) return;
   idle_ += now - idle_since_;
@@ -56,21 +61,24 @@ T TurnBuilder::Waiting(bool yield, const std::function<T()>& wait) {
   return result;
 }
 
+bool TurnBuilder::Due(const BuildRequest& request) {
+  return !target().Ready(request) || turn_.Outranked(rank_);
+}
+
 absl::StatusOr<BuildOutcome> TurnBuilder::Build(const BuildRequest& request) {
   return Waiting<absl::StatusOr<BuildOutcome>>(
-      !target().Ready(request), [&] { return target().Build(request); });
+      Due(request), [&] { return target().Build(request); });
 }
 
 absl::StatusOr<BuildOutcome> TurnBuilder::Await(
     const BuildRequest& request, const std::function<bool()>& cancelled) {
-  return Waiting<absl::StatusOr<BuildOutcome>>(!target().Ready(request), [&] {
-    return target().Await(request, cancelled);
-  });
+  return Waiting<absl::StatusOr<BuildOutcome>>(
+      Due(request), [&] { return target().Await(request, cancelled); });
 }
 
 absl::StatusOr<std::string> TurnBuilder::Fit(const BuildRequest& request) {
   return Waiting<absl::StatusOr<std::string>>(
-      !target().Ready(request), [&] { return target().Fit(request); });
+      Due(request), [&] { return target().Fit(request); });
 }
 
 }  // namespace irontune

@@ -40,6 +40,8 @@ class DeviceTurn {
   void Give() ABSL_LOCKS_EXCLUDED(mu_);
   // Whether some thread holds the turn now.
   bool held() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether a thread of a lower rank than `rank` waits for the turn.
+  bool Outranked(int rank) const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Wall seconds so far in which the turn was free and nobody waited for
   // it: every thread that shares it was waiting for the builder (or had
@@ -73,11 +75,12 @@ class TurnHeld {
 
 // A Builder whose caller holds `turn` at `rank` and gives it up while it
 // waits in Build, Await or Fit for a request that is not ready
-// (Builder::Ready), taking it back before it returns; its Prefetch queues
-// at `rank` (Builder::PrefetchAt), so the builds of the earliest shape go
-// first. `target` and
-// `turn` are not owned and must outlive the wrapper. Threads: the
-// caller's, holding the turn.
+// (Builder::Ready), or for any request while a thread of a lower rank
+// waits for the turn (so an earlier shape whose builds are done goes on
+// within a batch of a later one), taking it back before it returns; its
+// Prefetch queues at `rank` (Builder::PrefetchAt), so the builds of the
+// earliest shape go first. `target` and `turn` are not owned and must outlive
+// the wrapper. Threads: the caller's, holding the turn.
 class TurnBuilder : public BuilderWrapper {
  public:
   TurnBuilder(Builder* target, DeviceTurn* turn, int rank)
@@ -94,6 +97,8 @@ class TurnBuilder : public BuilderWrapper {
   }
 
  private:
+  // Whether a call about `request` gives the turn up (above).
+  bool Due(const BuildRequest& request);
   // Runs `wait` without the turn where `yield`, else holding it.
   template <typename T>
   T Waiting(bool yield, const std::function<T()>& wait);

@@ -78,5 +78,32 @@ TEST_CASE("TurnBuilder: the turn is given up only while a wait is due") {
   CHECK(inner.held_while_building == std::vector<bool>(3, ready));
 }
 
+TEST_CASE("TurnBuilder: a ready build gives way to a lower rank waiting") {
+  DeviceTurn turn;
+  TurnNotingBuilder inner(turn);
+  inner.ready = true;
+  TurnBuilder builder(&inner, &turn, 3);
+  BuildRequest request;
+  request.op = testing::Gemm(256, 256, 256, 64, 64, 64, 1);
+  request.platform = testing::PlatformOf("npu2");
+  turn.Take(3);
+  CHECK_FALSE(turn.Outranked(3));
+  bool earlier_ran = false;
+  turn.Queue(1);
+  std::thread earlier([&] {
+    turn.TakeQueued(1);
+    earlier_ran = true;
+    turn.Give();
+  });
+  CHECK(turn.Outranked(3));
+  CHECK_FALSE(turn.Outranked(1));
+  REQUIRE(builder.Await(request, [] { return false; }).ok());
+  // The earlier rank had its turn before the call took it back.
+  CHECK(earlier_ran);
+  CHECK(turn.held());
+  turn.Give();
+  earlier.join();
+}
+
 }  // namespace
 }  // namespace irontune
