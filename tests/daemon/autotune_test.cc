@@ -1408,31 +1408,47 @@ std::string FirstClass(const v1::Calls& calls, AutotuneOptions options) {
   return context.shapes[0].substr(0, context.shapes[0].find(' '));
 }
 
-TEST_CASE("Autotune: the next shape is timed while one waits for builds") {
-  const v1::Calls calls = GemmAndGemv(256);
+// A GEMM and a GEMV at Quick timing, the first shape's builds gated until
+// the second shape has trials (GatedBuilder, LaneRecorder).
+struct GatedLanes {
+  GatedLanes() : calls(GemmAndGemv(256)), options(QuickOptions()) {
+    gated =
+        std::make_unique<GatedBuilder>(rig.builder, FirstClass(calls, options));
+    context = std::make_unique<LaneRecorder>(rig.device.get(), gated.get());
+    context->gate = &gated->gate;
+  }
+  static AutotuneOptions QuickOptions() {
+    AutotuneOptions o;
+    o.space = RecordingSearchSpace();
+    o.timing = Quick();
+    return o;
+  }
+  const v1::Calls calls;
   AutotuneOptions options;
-  options.space = RecordingSearchSpace();
-  options.timing = Quick();
+  Rig rig;
+  std::unique_ptr<GatedBuilder> gated;
+  std::unique_ptr<LaneRecorder> context;
+};
+
+TEST_CASE("Autotune: the next shape is timed while one waits for builds") {
+  GatedLanes lanes;
   Rig serial_rig;
   testing::LocalTuneContext serial(serial_rig.device.get(),
                                    &serial_rig.builder);
-  options.shapes_at_once = 1;
-  auto one_at_a_time = Autotune(calls, Profile(), options, serial);
+  lanes.options.shapes_at_once = 1;
+  auto one_at_a_time = Autotune(lanes.calls, Profile(), lanes.options, serial);
   REQUIRE(one_at_a_time.ok());
 
-  // The first shape's builds wait until the second shape has been timed:
-  // only a lane searching it meanwhile opens the gate.
-  Rig rig;
-  GatedBuilder gated(rig.builder, FirstClass(calls, options));
-  LaneRecorder context(rig.device.get(), &gated);
-  context.gate = &gated.gate;
-  options.shapes_at_once = 2;
-  auto at_once = Autotune(calls, Profile(), options, context);
+  // Only a lane searching the second shape meanwhile opens the gate.
+  lanes.options.shapes_at_once = 2;
+  auto at_once =
+      Autotune(lanes.calls, Profile(), lanes.options, *lanes.context);
   REQUIRE(at_once.ok());
-  CHECK_FALSE(gated.gate_timed_out);
-  REQUIRE_FALSE(context.told.empty());
-  CHECK(context.told.front() == 1);
-  CHECK(std::count(context.told.begin(), context.told.end(), 0) > 0);
+  CHECK_FALSE(lanes.gated->gate_timed_out);
+  const std::vector<int>& told = lanes.context->told;
+  REQUIRE_FALSE(told.empty());
+  CHECK(told.front() == 1);
+  CHECK(std::count(told.begin(), told.end(), 0) > 0);
   // The noise-free device gives each setting its figure whatever the
   // order: the same profile and counts as one shape at a time.
   CHECK(at_once->profile.ToJson() == one_at_a_time->profile.ToJson());
@@ -1441,17 +1457,13 @@ TEST_CASE("Autotune: the next shape is timed while one waits for builds") {
 }
 
 TEST_CASE("Autotune: a cancel ends every shape under way") {
-  const v1::Calls calls = GemmAndGemv(256);
-  AutotuneOptions options;
-  options.space = RecordingSearchSpace();
-  options.timing = Quick();
-  Rig rig;
-  GatedBuilder gated(rig.builder, FirstClass(calls, options));
-  LaneRecorder context(rig.device.get(), &gated);
-  context.gate = &gated.gate;
+  GatedLanes lanes;
   // Cancelled once the second shape has trials, while the first waits.
-  context.cancel_when = [&gated] { return gated.gate.HasBeenNotified(); };
-  auto tuned = Autotune(calls, Profile(), options, context);
+  GatedBuilder& gated = *lanes.gated;
+  lanes.context->cancel_when = [&gated] {
+    return gated.gate.HasBeenNotified();
+  };
+  auto tuned = Autotune(lanes.calls, Profile(), lanes.options, *lanes.context);
   CHECK(absl::IsCancelled(tuned.status()));
   CHECK_FALSE(gated.gate_timed_out);
 }

@@ -8,14 +8,24 @@
 namespace irontune {
 namespace {
 
-TEST_CASE("progress is coalesced within a shape, every trial is an event") {
-  auto job = std::make_shared<Job>("j1", Job::Request(v1::AutotuneRequest()),
-                                   "ann", v1::PRIORITY_INTERACTIVE,
-                                   /*detach=*/false);
-  auto device = MakeSimDevice("sim:npu2", SimOptions());
-  REQUIRE(device.ok());
+// An Autotune job and its context over a sim device.
+struct JobRig {
+  explicit JobRig(const std::string& id)
+      : job(std::make_shared<Job>(id, Job::Request(v1::AutotuneRequest()),
+                                  "ann", v1::PRIORITY_INTERACTIVE,
+                                  /*detach=*/false)),
+        device(*MakeSimDevice("sim:npu2", SimOptions())),
+        context(job, *device, builder, nullptr) {}
+  std::shared_ptr<Job> job;
+  std::unique_ptr<Device> device;
   SimBuilder builder;
-  JobContext context(job, **device, builder, nullptr);
+  JobContext context;
+};
+
+TEST_CASE("progress is coalesced within a shape, every trial is an event") {
+  JobRig rig("j1");
+  JobContext& context = rig.context;
+  const std::shared_ptr<Job>& job = rig.job;
   constexpr int kTrials = 200;
   context.OnShape(0, 2, "GEMM 1");
   for (int i = 0; i < kTrials; ++i) {
@@ -39,13 +49,9 @@ TEST_CASE("progress is coalesced within a shape, every trial is an event") {
 }
 
 TEST_CASE("a batch of trials is one trial event, in order") {
-  auto job = std::make_shared<Job>("j2", Job::Request(v1::AutotuneRequest()),
-                                   "ann", v1::PRIORITY_INTERACTIVE,
-                                   /*detach=*/false);
-  auto device = MakeSimDevice("sim:npu2", SimOptions());
-  REQUIRE(device.ok());
-  SimBuilder builder;
-  JobContext context(job, **device, builder, nullptr);
+  JobRig rig("j2");
+  JobContext& context = rig.context;
+  const std::shared_ptr<Job>& job = rig.job;
   context.OnShape(0, 1, "GEMM 1");
   std::vector<Comparison> batch(3);
   for (int i = 0; i < 3; ++i) batch[i].delta_us = -i;
@@ -66,13 +72,9 @@ TEST_CASE("a batch of trials is one trial event, in order") {
 }
 
 TEST_CASE("shapes under way at once name their trials by index") {
-  auto job = std::make_shared<Job>("j4", Job::Request(v1::AutotuneRequest()),
-                                   "ann", v1::PRIORITY_INTERACTIVE,
-                                   /*detach=*/false);
-  auto device = MakeSimDevice("sim:npu2", SimOptions());
-  REQUIRE(device.ok());
-  SimBuilder builder;
-  JobContext context(job, **device, builder, nullptr);
+  JobRig rig("j4");
+  JobContext& context = rig.context;
+  const std::shared_ptr<Job>& job = rig.job;
   context.OnShape(0, 2, "GEMM 1");
   context.OnShape(1, 2, "GEMM 2");
   // The first shape's trials after the second began.
@@ -99,13 +101,9 @@ TEST_CASE("shapes under way at once name their trials by index") {
 }
 
 TEST_CASE("progress carries the job's device-time estimate and its end") {
-  auto job = std::make_shared<Job>("j3", Job::Request(v1::AutotuneRequest()),
-                                   "ann", v1::PRIORITY_INTERACTIVE,
-                                   /*detach=*/false);
-  auto device = MakeSimDevice("sim:npu2", SimOptions());
-  REQUIRE(device.ok());
-  SimBuilder builder;
-  JobContext context(job, **device, builder, nullptr);
+  JobRig rig("j3");
+  JobContext& context = rig.context;
+  const std::shared_ptr<Job>& job = rig.job;
   JobEstimate e;
   e.total = 2;
   e.planned_seconds = 30;
