@@ -512,8 +512,7 @@ void PrintBuilds(const v1::AutotuneStats& s) {
       "    waited %.1f s for builds in the pool: %.1f s for builds not queued "
       "ahead, %.1f s for builds queued but not started, the rest for builds "
       "running\n"
-      "    utilisation bound (device / max(device, build time / jobs)): "
-      "%.4f\n",
+      "    utilisation bound (%s): %.4f\n",
       static_cast<unsigned long long>(b.asked_one_step()),
       static_cast<unsigned long long>(b.asked_many_step()),
       static_cast<unsigned long long>(b.needed()),
@@ -523,6 +522,8 @@ void PrintBuilds(const v1::AutotuneStats& s) {
       static_cast<unsigned long long>(b.fit_checks()), b.fit_seconds(),
       static_cast<unsigned long long>(b.remembered()), b.waited_seconds(),
       b.waited_unqueued_seconds(), b.waited_queued_seconds(),
+      b.jobs() > 0 ? "device / max(device, build time / jobs)"
+                   : "device / (device + build time): no pool threads",
       UtilisationBound(s.device_seconds(), b));
 }
 

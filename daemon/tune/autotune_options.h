@@ -24,7 +24,7 @@ inline constexpr int kExhaustive = 32;
 inline constexpr double kMinGain = 0.005;
 
 // AutotuneOptions.shapes_at_once's default.
-inline constexpr int kShapesAtOnce = 2;
+inline constexpr int kShapesAtOnce = 4;
 
 struct AutotuneOptions {
   v1::Timing timing;  // zero fields take IRON's defaults
