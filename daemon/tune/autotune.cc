@@ -306,6 +306,14 @@ absl::Status AutotuneRun::Next() {
     LeaveUntuned();
     return absl::OkStatus();
   }
+  if (!lanes_.contains(done_) && searched_before_[order_[done_]]) {
+    // Its figures are in the cache: it builds nothing, so nothing could
+    // run beside it. Searched on this thread, without a lane's cost.
+    const double before = device_seconds();
+    ASSIGN_OR_RETURN(ShapeResult timed, Search(done_, *logged_, &stats_));
+    Finished(std::move(timed), device_seconds() - before);
+    return absl::OkStatus();
+  }
   StartLanes();
   Lane& head = JoinHead();
   if (!head.begun() && !logged_->cancelled()) {
@@ -315,7 +323,6 @@ absl::Status AutotuneRun::Next() {
     LeaveUntuned();
     return absl::OkStatus();
   }
-  const size_t s = order_[done_];
   stats_ += head.stats();
   absl::StatusOr<ShapeResult> timed = std::move(head.result());
   const double seconds = head.device_seconds();
@@ -324,12 +331,17 @@ absl::Status AutotuneRun::Next() {
     StopLanes();
     return timed.status();
   }
-  results_[s] = *std::move(timed);
+  Finished(*std::move(timed), seconds);
+  return absl::OkStatus();
+}
+
+void AutotuneRun::Finished(ShapeResult timed, double device_seconds) {
+  const size_t s = order_[done_];
+  results_[s] = std::move(timed);
   tuned_[s] = true;
-  estimator_->Finished(s, seconds, /*tuned=*/true);
+  estimator_->Finished(s, device_seconds, /*tuned=*/true);
   ++done_;
   Tell(std::nullopt);
-  return absl::OkStatus();
 }
 
 TuneResult AutotuneRun::Finish() && {

@@ -34,8 +34,10 @@
 // builds take wall time, the device times a later shape while an earlier
 // one waits for its designs; where they take none (a builder that counts
 // its cost, a cached run), the shapes run one after the other in order,
-// exactly as with one at a time. The run's thread holds the turn outside
-// Next, so whoever runs it may use the device between calls.
+// exactly as with one at a time. A shape searched before (its figures in
+// the cache: SearchedBefore) is searched on the run's thread, with no
+// lane. The run's thread holds the turn outside Next, so whoever runs it
+// may use the device between calls.
 //
 // Threads: the context's (the thread that owns the Device and the
 // Builder), which the lanes share under the turn. Failure: device, builder and
@@ -142,6 +144,9 @@ class AutotuneRun {
   // holding the turn): tells the context, builds ahead, runs TimeShape.
   absl::StatusOr<ShapeResult> Search(int position, TuneContext& lane,
                                      TuneStats* stats);
+  // Keeps `timed` as the result of the shape at done_, which took
+  // `device_seconds`, and moves on to the next.
+  void Finished(ShapeResult timed, double device_seconds);
   // Starts a Lane for each shape from done_ not started, up to
   // options.shapes_at_once of them.
   void StartLanes();

@@ -13,6 +13,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -1466,6 +1467,36 @@ TEST_CASE("Autotune: a cancel ends every shape under way") {
   auto tuned = Autotune(lanes.calls, Profile(), lanes.options, *lanes.context);
   CHECK(absl::IsCancelled(tuned.status()));
   CHECK_FALSE(gated.gate_timed_out);
+}
+
+// Notes the thread each shape began on.
+struct ThreadNoter : testing::LocalTuneContext {
+  using LocalTuneContext::LocalTuneContext;
+  void OnShape(int index, int total, const std::string& key) override {
+    LocalTuneContext::OnShape(index, total, key);
+    threads.push_back(std::this_thread::get_id());
+  }
+  std::vector<std::thread::id> threads;
+};
+
+TEST_CASE("Autotune: shapes searched before run on the caller's thread") {
+  const v1::Calls calls = GemmAndGemv(256);
+  auto cache = Cache::Open(TempPath("lanes_inline.db"), "NPU Strix",
+                           PowerMode::kDefault);
+  REQUIRE(cache.ok());
+  Rig rig;
+  const AutotuneOptions options = GatedLanes::QuickOptions();
+  const std::thread::id caller = std::this_thread::get_id();
+  // Fresh: each shape on a lane of its own.
+  ThreadNoter fresh(rig.device.get(), &rig.builder, cache->get());
+  REQUIRE(Autotune(calls, Profile(), options, fresh).ok());
+  REQUIRE(fresh.threads.size() == 2);
+  for (const std::thread::id& t : fresh.threads) CHECK(t != caller);
+  // Again: every figure in the cache, no lane.
+  ThreadNoter again(rig.device.get(), &rig.builder, cache->get());
+  REQUIRE(Autotune(calls, Profile(), options, again).ok());
+  REQUIRE(again.threads.size() == 2);
+  for (const std::thread::id& t : again.threads) CHECK(t == caller);
 }
 
 TEST_CASE(
