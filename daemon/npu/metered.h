@@ -2,11 +2,12 @@
 // of the images loaded through it. For job statistics and benchmarks:
 // where a job's wall time went.
 //
-// Threads: as the Device seam (one thread at a time); the figures are read
-// on that thread too.
+// Threads: as the Device seam (one thread at a time); the figures may be
+// read from any thread.
 #ifndef IRONTUNE_DAEMON_NPU_METERED_H_
 #define IRONTUNE_DAEMON_NPU_METERED_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -20,8 +21,10 @@ class MeteredDevice : public DeviceWrapper {
   explicit MeteredDevice(Device* target) : DeviceWrapper(target) {}
 
   // Elapsed microseconds summed over every successful run so far.
-  double device_us() const { return device_us_; }
-  int64_t runs() const { return runs_; }
+  double device_us() const {
+    return device_us_.load(std::memory_order_relaxed);
+  }
+  int64_t runs() const { return runs_.load(std::memory_order_relaxed); }
 
  protected:
   std::unique_ptr<Image> WrapImage(std::unique_ptr<Image> image,
@@ -29,8 +32,10 @@ class MeteredDevice : public DeviceWrapper {
 
  private:
   class MeteredImage;
-  double device_us_ = 0;
-  int64_t runs_ = 0;
+  // Written by one thread at a time; read from any (a job's cancellation
+  // is looked at while its search waits for a build without the turn).
+  std::atomic<double> device_us_{0};
+  std::atomic<int64_t> runs_{0};
 };
 
 }  // namespace irontune
