@@ -171,21 +171,21 @@ void AutotuneRun::BuildAhead(int position, Builder& builder) {
 // builder that gives the turn up while it waits.
 class AutotuneRun::Lane : public TuneContext {
  public:
-  // Queues for the turn, then starts the thread. REQUIRES: the run's
-  // thread holds the turn.
-  Lane(AutotuneRun& run, int position)
+  // With `own_thread`, queues for the turn, then starts the thread; else
+  // RunHere runs the search. Each time the search gives the turn up, the
+  // shapes after it start (StartLanes). REQUIRES: the run's thread holds
+  // the turn.
+  Lane(AutotuneRun& run, int position, bool own_thread)
       : run_(run),
         position_(position),
         meter_(&run.logged_->device()),
         builds_(&run.logged_->builder(), &run.turn_, position + 1) {
+    builds_.OnYield([this] { run_.StartLanes(); });
+    if (!own_thread) return;
     run_.turn_.Queue(position + 1);
     thread_ = std::thread([this] {
       run_.turn_.TakeQueued(position_ + 1);
-      if (!cancelled() && !run_.BudgetSpent()) {
-        begun_ = true;
-        result_ = run_.Search(position_, *this, &stats_);
-      }
-      ended_ = true;
+      RunHere();
       // The run's thread waits for this one (JoinHead): the turn passes
       // to it straight, before any later lane's.
       if (run_.joining_ == position_) {
@@ -196,6 +196,15 @@ class AutotuneRun::Lane : public TuneContext {
     });
   }
   ~Lane() override { Join(); }
+
+  // The search, holding the turn (but while it waits for builds).
+  void RunHere() {
+    if (!cancelled() && !run_.BudgetSpent()) {
+      begun_ = true;
+      result_ = run_.Search(position_, *this, &stats_);
+    }
+    ended_ = true;
+  }
 
   // Under the turn: whether the search has returned.
   bool ended() const { return ended_; }
@@ -276,8 +285,10 @@ absl::StatusOr<ShapeResult> AutotuneRun::Search(int position, TuneContext& lane,
 
 void AutotuneRun::StartLanes() {
   const int most = std::max(1, options_.shapes_at_once);
-  for (int p = done_; p < total() && p < done_ + most; ++p) {
-    if (!lanes_.contains(p)) lanes_[p] = std::make_unique<Lane>(*this, p);
+  for (int p = done_ + 1; p < total() && p < done_ + most; ++p) {
+    if (!lanes_.contains(p)) {
+      lanes_[p] = std::make_unique<Lane>(*this, p, /*own_thread=*/true);
+    }
   }
 }
 
@@ -306,16 +317,17 @@ absl::Status AutotuneRun::Next() {
     LeaveUntuned();
     return absl::OkStatus();
   }
-  if (!lanes_.contains(done_) && searched_before_[order_[done_]]) {
-    // Its figures are in the cache: it builds nothing, so nothing could
-    // run beside it. Searched on this thread, without a lane's cost.
-    const double before = device_seconds();
-    ASSIGN_OR_RETURN(ShapeResult timed, Search(done_, *logged_, &stats_));
-    Finished(std::move(timed), device_seconds() - before);
-    return absl::OkStatus();
+  if (!lanes_.contains(done_)) {
+    // Searched on this thread; the shapes after it start only once it
+    // waits for a build, so a run that never waits starts no thread.
+    Lane head(*this, done_, /*own_thread=*/false);
+    head.RunHere();
+    return Collect(head);
   }
-  StartLanes();
-  Lane& head = JoinHead();
+  return Collect(JoinHead());
+}
+
+absl::Status AutotuneRun::Collect(Lane& head) {
   if (!head.begun() && !logged_->cancelled()) {
     // The budget was spent before it could begin, and so before any
     // shape after it.
@@ -326,7 +338,7 @@ absl::Status AutotuneRun::Next() {
   stats_ += head.stats();
   absl::StatusOr<ShapeResult> timed = std::move(head.result());
   const double seconds = head.device_seconds();
-  lanes_.erase(done_);
+  lanes_.erase(done_);  // `head`, where it is a started lane
   if (!timed.ok()) {
     StopLanes();
     return timed.status();

@@ -34,10 +34,12 @@
 // builds take wall time, the device times a later shape while an earlier
 // one waits for its designs; where they take none (a builder that counts
 // its cost, a cached run), the shapes run one after the other in order,
-// exactly as with one at a time. A shape searched before (its figures in
-// the cache: SearchedBefore) is searched on the run's thread, with no
-// lane. The run's thread holds the turn outside Next, so whoever runs it
-// may use the device between calls.
+// exactly as with one at a time. The first shape not finished is searched
+// on the run's thread unless a lane started it before; lanes for the
+// shapes after it start only when a search first gives the turn up, so a
+// run that never waits for a build (cached, or builds that take no wall
+// time) starts no thread. The run's thread holds the turn outside Next, so
+// whoever runs it may use the device between calls.
 //
 // Threads: the context's (the thread that owns the Device and the
 // Builder), which the lanes share under the turn. Failure: device, builder and
@@ -147,9 +149,12 @@ class AutotuneRun {
   // Keeps `timed` as the result of the shape at done_, which took
   // `device_seconds`, and moves on to the next.
   void Finished(ShapeResult timed, double device_seconds);
-  // Starts a Lane for each shape from done_ not started, up to
-  // options.shapes_at_once of them.
+  // Starts a Lane on a thread for each shape after done_ not started, up
+  // to options.shapes_at_once shapes from done_ on.
   void StartLanes();
+  // Takes the result of `head` (the lane of done_, ended) as Next's; drops
+  // it from lanes_ where it is there.
+  absl::Status Collect(Lane& head);
   // Gives the turn up until the lane of done_ has ended, which hands it
   // back. REQUIRES: the run's thread holds the turn; that lane exists.
   Lane& JoinHead();

@@ -55,6 +55,7 @@ double DeviceTurn::idle_seconds() const {
 template <typename T>
 T TurnBuilder::Waiting(bool yield, const std::function<T()>& wait) {
   if (!yield) return wait();
+  if (before_yield_) before_yield_();
   turn_.Give();
   T result = wait();
   turn_.Take(rank_);

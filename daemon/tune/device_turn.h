@@ -18,6 +18,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -95,6 +96,10 @@ class TurnBuilder : public BuilderWrapper {
   void Prefetch(const BuildRequest& request) override {
     target().PrefetchAt(request, rank_);
   }
+  // Called, holding the turn, each time before the turn is given up.
+  void OnYield(std::function<void()> before) {
+    before_yield_ = std::move(before);
+  }
 
  private:
   // Whether a call about `request` gives the turn up (above).
@@ -105,6 +110,7 @@ class TurnBuilder : public BuilderWrapper {
 
   DeviceTurn& turn_;
   const int rank_;
+  std::function<void()> before_yield_;
 };
 
 }  // namespace irontune

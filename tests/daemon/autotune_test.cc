@@ -1384,8 +1384,8 @@ class GatedBuilder : public Builder {
   const std::string gated_;
 };
 
-// Notes which shape each trial was of, and opens `gate` at the second
-// shape's first.
+// Notes which shape each trial was of and the thread each shape began on,
+// and opens `gate` (where set) at the second shape's first trial.
 struct LaneRecorder : testing::LocalTuneContext {
   using LocalTuneContext::LocalTuneContext;
   void OnTrial(int index, const Comparison& trial) override {
@@ -1395,8 +1395,13 @@ struct LaneRecorder : testing::LocalTuneContext {
       gate->Notify();
     }
   }
+  void OnShape(int index, int total, const std::string& key) override {
+    LocalTuneContext::OnShape(index, total, key);
+    threads.push_back(std::this_thread::get_id());
+  }
   absl::Notification* gate = nullptr;
   std::vector<int> told;
+  std::vector<std::thread::id> threads;  // each shape began on
 };
 
 // The class of the shape tuned first, from a run one shape at a time.
@@ -1450,6 +1455,12 @@ TEST_CASE("Autotune: the next shape is timed while one waits for builds") {
   REQUIRE_FALSE(told.empty());
   CHECK(told.front() == 1);
   CHECK(std::count(told.begin(), told.end(), 0) > 0);
+  // The first on the caller's thread; the second on one of its own,
+  // started when the first gave the device up.
+  const std::vector<std::thread::id>& threads = lanes.context->threads;
+  REQUIRE(threads.size() == 2);
+  CHECK(threads[0] == std::this_thread::get_id());
+  CHECK(threads[1] != std::this_thread::get_id());
   // The noise-free device gives each setting its figure whatever the
   // order: the same profile and counts as one shape at a time.
   CHECK(at_once->profile.ToJson() == one_at_a_time->profile.ToJson());
@@ -1469,34 +1480,16 @@ TEST_CASE("Autotune: a cancel ends every shape under way") {
   CHECK_FALSE(gated.gate_timed_out);
 }
 
-// Notes the thread each shape began on.
-struct ThreadNoter : testing::LocalTuneContext {
-  using LocalTuneContext::LocalTuneContext;
-  void OnShape(int index, int total, const std::string& key) override {
-    LocalTuneContext::OnShape(index, total, key);
-    threads.push_back(std::this_thread::get_id());
-  }
-  std::vector<std::thread::id> threads;
-};
-
-TEST_CASE("Autotune: shapes searched before run on the caller's thread") {
+TEST_CASE("Autotune: builds that take no time start no thread") {
   const v1::Calls calls = GemmAndGemv(256);
-  auto cache = Cache::Open(TempPath("lanes_inline.db"), "NPU Strix",
-                           PowerMode::kDefault);
-  REQUIRE(cache.ok());
-  Rig rig;
   const AutotuneOptions options = GatedLanes::QuickOptions();
   const std::thread::id caller = std::this_thread::get_id();
-  // Fresh: each shape on a lane of its own.
-  ThreadNoter fresh(rig.device.get(), &rig.builder, cache->get());
-  REQUIRE(Autotune(calls, Profile(), options, fresh).ok());
-  REQUIRE(fresh.threads.size() == 2);
-  for (const std::thread::id& t : fresh.threads) CHECK(t != caller);
-  // Again: every figure in the cache, no lane.
-  ThreadNoter again(rig.device.get(), &rig.builder, cache->get());
-  REQUIRE(Autotune(calls, Profile(), options, again).ok());
-  REQUIRE(again.threads.size() == 2);
-  for (const std::thread::id& t : again.threads) CHECK(t == caller);
+  // Builds that take no wall time: every shape on the caller's thread.
+  Rig rig;
+  LaneRecorder context(rig.device.get(), &rig.builder);
+  REQUIRE(Autotune(calls, Profile(), options, context).ok());
+  REQUIRE(context.threads.size() == 2);
+  for (const std::thread::id& t : context.threads) CHECK(t == caller);
 }
 
 TEST_CASE(
