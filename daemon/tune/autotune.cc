@@ -20,39 +20,18 @@ namespace irontune {
 
 // The run's context, its progress lines also in irontuned's log and its
 // device metered for the budget and the estimate. Used under the turn.
-class AutotuneRun::Logged : public TuneContext {
+class AutotuneRun::Logged : public TuneContextWrapper {
  public:
   explicit Logged(TuneContext& inner)
-      : inner_(inner), meter_(&inner.device()) {}
+      : TuneContextWrapper(inner), meter_(&inner.device()) {}
   Device& device() override { return meter_; }
-  Builder& builder() override { return inner_.builder(); }
-  Cache* cache() override { return inner_.cache(); }
-  InputCache& inputs() override { return inner_.inputs(); }
-  bool cancelled() override { return inner_.cancelled(); }
-  void Sleep(absl::Duration d) override { inner_.Sleep(d); }
   void Log(const std::string& line) override {
     spdlog::info("autotune: {}", line);
-    inner_.Log(line);
-  }
-  void OnShape(int index, int total, const std::string& key) override {
-    inner_.OnShape(index, total, key);
-  }
-  void OnTrial(int index, const Comparison& trial) override {
-    inner_.OnTrial(index, trial);
-  }
-  void OnTrials(int index, const std::vector<Comparison>& trials) override {
-    inner_.OnTrials(index, trials);
-  }
-  void OnPick(int index, const Comparison* pick) override {
-    inner_.OnPick(index, pick);
-  }
-  void OnEstimate(const JobEstimate& estimate) override {
-    inner_.OnEstimate(estimate);
+    TuneContextWrapper::Log(line);
   }
   double device_seconds() const { return meter_.device_us() / 1e6; }
 
  private:
-  TuneContext& inner_;
   MeteredDevice meter_;
 };
 
@@ -169,14 +148,15 @@ void AutotuneRun::BuildAhead(int position, Builder& builder) {
 // (device_turn.h) at the rank of its place in the order while it runs:
 // the run's context with the device metered for this shape alone and a
 // builder that gives the turn up while it waits.
-class AutotuneRun::Lane : public TuneContext {
+class AutotuneRun::Lane : public TuneContextWrapper {
  public:
   // With `own_thread`, queues for the turn, then starts the thread; else
   // RunHere runs the search. Each time the search gives the turn up, the
   // shapes after it start (StartLanes). REQUIRES: the run's thread holds
   // the turn.
   Lane(AutotuneRun& run, int position, bool own_thread)
-      : run_(run),
+      : TuneContextWrapper(*run.logged_),
+        run_(run),
         position_(position),
         meter_(&run.logged_->device()),
         builds_(&run.logged_->builder(), &run.turn_, position + 1) {
@@ -222,27 +202,8 @@ class AutotuneRun::Lane : public TuneContext {
 
   Device& device() override { return meter_; }
   Builder& builder() override { return builds_; }
-  Cache* cache() override { return run_.logged_->cache(); }
-  InputCache& inputs() override { return run_.logged_->inputs(); }
   bool cancelled() override {
-    return run_.stopping_.load() || run_.logged_->cancelled();
-  }
-  void Sleep(absl::Duration d) override { run_.logged_->Sleep(d); }
-  void Log(const std::string& line) override { run_.logged_->Log(line); }
-  void OnShape(int index, int total, const std::string& key) override {
-    run_.logged_->OnShape(index, total, key);
-  }
-  void OnTrial(int index, const Comparison& trial) override {
-    run_.logged_->OnTrial(index, trial);
-  }
-  void OnTrials(int index, const std::vector<Comparison>& trials) override {
-    run_.logged_->OnTrials(index, trials);
-  }
-  void OnPick(int index, const Comparison* pick) override {
-    run_.logged_->OnPick(index, pick);
-  }
-  void OnEstimate(const JobEstimate& estimate) override {
-    run_.logged_->OnEstimate(estimate);
+    return run_.stopping_.load() || TuneContextWrapper::cancelled();
   }
 
  private:

@@ -35,43 +35,30 @@ struct Kept {
 
 // A TuneContext that passes everything to `inner` and writes down what
 // the search tells it.
-class Recorder : public TuneContext {
+class Recorder : public TuneContextWrapper {
  public:
-  explicit Recorder(TuneContext& inner) : inner_(inner) {}
-  Device& device() override { return inner_.device(); }
-  Builder& builder() override { return inner_.builder(); }
-  Cache* cache() override { return inner_.cache(); }
-  InputCache& inputs() override { return inner_.inputs(); }
-  bool cancelled() override { return inner_.cancelled(); }
-  void Sleep(absl::Duration d) override { inner_.Sleep(d); }
+  explicit Recorder(TuneContext& inner) : TuneContextWrapper(inner) {}
   void Log(const std::string& line) override {
     told_.push_back({Told::Kind::kLog, line, {}});
-    inner_.Log(line);
-  }
-  void OnShape(int index, int total, const std::string& key) override {
-    inner_.OnShape(index, total, key);
+    TuneContextWrapper::Log(line);
   }
   void OnTrial(int index, const Comparison& trial) override {
     told_.push_back({Told::Kind::kTrial, {}, {trial}});
-    inner_.OnTrial(index, trial);
+    TuneContextWrapper::OnTrial(index, trial);
   }
   void OnTrials(int index, const std::vector<Comparison>& trials) override {
     told_.push_back({Told::Kind::kTrials, {}, trials});
-    inner_.OnTrials(index, trials);
+    TuneContextWrapper::OnTrials(index, trials);
   }
   void OnPick(int index, const Comparison* pick) override {
     Told t{Told::Kind::kPick, {}, {}};
     if (pick != nullptr) t.trials.push_back(*pick);
     told_.push_back(std::move(t));
-    inner_.OnPick(index, pick);
-  }
-  void OnEstimate(const JobEstimate& estimate) override {
-    inner_.OnEstimate(estimate);
+    TuneContextWrapper::OnPick(index, pick);
   }
   std::vector<Told> Take() && { return std::move(told_); }
 
  private:
-  TuneContext& inner_;
   std::vector<Told> told_;
 };
 

@@ -84,6 +84,39 @@ class TuneContext {
   virtual void OnEstimate(const JobEstimate& /*estimate*/) {}
 };
 
+// A TuneContext that passes every call on to `inner` (not owned; it must
+// outlive the wrapper): the base of contexts that change a few calls and
+// forward the rest (AutotuneRun's, ShapeMemo's recorder).
+class TuneContextWrapper : public TuneContext {
+ public:
+  explicit TuneContextWrapper(TuneContext& inner) : inner_(inner) {}
+  Device& device() override { return inner_.device(); }
+  Builder& builder() override { return inner_.builder(); }
+  Cache* cache() override { return inner_.cache(); }
+  InputCache& inputs() override { return inner_.inputs(); }
+  bool cancelled() override { return inner_.cancelled(); }
+  void Sleep(absl::Duration d) override { inner_.Sleep(d); }
+  void Log(const std::string& line) override { inner_.Log(line); }
+  void OnShape(int index, int total, const std::string& key) override {
+    inner_.OnShape(index, total, key);
+  }
+  void OnTrial(int index, const Comparison& trial) override {
+    inner_.OnTrial(index, trial);
+  }
+  void OnTrials(int index, const std::vector<Comparison>& trials) override {
+    inner_.OnTrials(index, trials);
+  }
+  void OnPick(int index, const Comparison* pick) override {
+    inner_.OnPick(index, pick);
+  }
+  void OnEstimate(const JobEstimate& estimate) override {
+    inner_.OnEstimate(estimate);
+  }
+
+ private:
+  TuneContext& inner_;
+};
+
 }  // namespace irontune
 
 #endif  // IRONTUNE_DAEMON_TUNE_TUNE_CONTEXT_H_

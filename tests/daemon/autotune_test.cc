@@ -992,18 +992,25 @@ TEST_CASE("Autotune: a gain below min_gain keeps the incumbent") {
   CHECK(moved->shapes[0].best != 0);
 }
 
-TEST_CASE("Autotune: a close call is measured until it is clear") {
-  const v1::Calls calls =
-      MakeCalls({SearchGemm(256, 256, 256, 64, 64, 1)}, {0});
-  AutotuneOptions options = NoisyOptions();
+// The true gain of the shape's best setting (`calls` has one shape), as a
+// share of the recorded step time: tuned on the noise-free sim with no
+// practical margin. REQUIRES: some setting gains.
+double TrueGainShare(const v1::Calls& calls, AutotuneOptions options) {
   options.min_gain = 0;
-  Rig truth;  // noise-free: the true gain of the best setting
+  Rig truth;
   auto clear = Autotune(calls, Profile(), options, truth.Context());
   REQUIRE(clear.ok());
   const ShapeResult& best = clear->shapes[0];
   REQUIRE(best.best != 0);
-  const double share =
-      -best.against_incumbent.trial.delta_us / best.recorded_us;
+  return -best.against_incumbent.trial.delta_us / best.recorded_us;
+}
+
+TEST_CASE("Autotune: a close call is measured until it is clear") {
+  const v1::Calls calls =
+      MakeCalls({SearchGemm(256, 256, 256, 64, 64, 1)}, {0});
+  AutotuneOptions options = NoisyOptions();
+  const double share = TrueGainShare(calls, options);
+  options.min_gain = 0;
   // A gain far beyond both margins clears in one confirmation batch.
   Rig noisy(/*noise=*/true, 3);
   options.seed = 3;
@@ -1037,13 +1044,8 @@ TEST_CASE(
   const v1::Calls calls =
       MakeCalls({SearchGemm(256, 256, 256, 64, 64, 1)}, {0});
   AutotuneOptions options = NoisyOptions();
+  const double share = TrueGainShare(calls, options);
   options.min_gain = 0;
-  Rig truth;  // noise-free: the true gain of the best setting
-  auto clear = Autotune(calls, Profile(), options, truth.Context());
-  REQUIRE(clear.ok());
-  REQUIRE(clear->shapes[0].best != 0);
-  const double share = -clear->shapes[0].against_incumbent.trial.delta_us /
-                       clear->shapes[0].recorded_us;
   // A tune that keeps the recorded setting writes an entry naming it.
   options.min_gain = 0.99;
   Rig keep;
