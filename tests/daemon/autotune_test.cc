@@ -438,10 +438,11 @@ TEST_CASE("TimeShape: a coordinate descent times fewer settings") {
         all.trials[all.best].trial.delta_us + 1e-9);
 }
 
-// TimeShape of WideGemm() on the noise-free sim at the Quick Timing, with
+// TimeShape of `op` alone on the noise-free sim at the Quick Timing, with
 // `race` and `exhaustive`: its result and the stats it added.
-std::pair<ShapeResult, TuneStats> WideSearch(bool race, int exhaustive) {
-  const v1::Calls calls = MakeCalls({WideGemm()}, {0});
+std::pair<ShapeResult, TuneStats> SearchOf(const v1::Operator& op, bool race,
+                                           int exhaustive) {
+  const v1::Calls calls = MakeCalls({op}, {0});
   Rig rig;
   AutotuneOptions options;
   options.space = RecordingSearchSpace();
@@ -455,6 +456,10 @@ std::pair<ShapeResult, TuneStats> WideSearch(bool race, int exhaustive) {
                           rig.Context(), &stats);
   REQUIRE(result.ok());
   return {*std::move(result), stats};
+}
+
+std::pair<ShapeResult, TuneStats> WideSearch(bool race, int exhaustive) {
+  return SearchOf(WideGemm(), race, exhaustive);
 }
 
 TEST_CASE("TimeShape: a race gives the full Timing only to those in reach") {
@@ -501,18 +506,7 @@ TEST_CASE("TimeShape: a descent screens a line of one new setting") {
   // holds one setting beside the recorded one.
   v1::Operator op = SearchGemm(512, 256, 1024, 64, 64, 1);
   SetDomain(op, "num_aie_columns", {1});
-  v1::Calls calls = MakeCalls({op}, {0});
-  Rig rig;
-  AutotuneOptions options;
-  options.space = RecordingSearchSpace();
-  options.timing = Quick();
-  options.exhaustive = 1;  // a descent
-  auto shapes = Shapes(calls, options.space, "npu2");
-  REQUIRE(shapes.ok());
-  TuneStats stats;
-  auto result = TimeShape((*shapes)[0], calls, rig.platform(), options, {},
-                          rig.Context(), &stats);
-  REQUIRE(result.ok());
+  const TuneStats stats = SearchOf(op, /*race=*/true, /*exhaustive=*/1).second;
   REQUIRE(stats.settings_timed > 1);
   // Every setting tried beside the recorded one had a screening figure
   // first, though each line held only one.
