@@ -584,9 +584,6 @@ absl::Status Daemon::StartWorker(DaemonOptions& options,
                                        options.limits.client_queue_quota);
   WorkerParts wp;
   wp.memory_limit_bytes = options.limits.memory_limit_bytes;
-  if (auto* sim_device = dynamic_cast<SimDevice*>(device.get())) {
-    wp.device_clock_us = [sim_device] { return sim_device->now_us(); };
-  }
   wp.device = std::move(device);
   std::unique_ptr<BuildPool> pool =
       MakeBuildPool(options, p.command_builder ? std::move(p.command_builder)

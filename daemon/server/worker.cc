@@ -91,8 +91,7 @@ struct DeviceWorker::Running {
   std::shared_ptr<const Job::Request> request;
   std::unique_ptr<JobContext> context;
   std::unique_ptr<AutotuneSteps> steps;  // an Autotune's
-  double device_start_us = 0;
-  BuildPoolStats builds_start;  // the pool's figures when it started
+  BuildPoolStats builds_start;           // the pool's figures when it started
   absl::Time wall_start;
   absl::Time saved;  // when its record was last saved
 };
@@ -355,7 +354,6 @@ std::unique_ptr<DeviceWorker::Running> DeviceWorker::Open(const JobPtr& job) {
                job->priority() == v1::PRIORITY_BATCH ? "batch" : "interactive",
                outer ? absl::StrCat(" (yielded to by ", outer->id(), ")")
                      : std::string());
-  run->device_start_us = parts_.device_clock_us ? parts_.device_clock_us() : 0;
   if (parts_.build_stats) run->builds_start = parts_.build_stats();
   run->wall_start = absl::Now();
   run->saved = run->wall_start;
@@ -380,10 +378,8 @@ void DeviceWorker::End(Running& run, absl::Status status,
   }
   job->Finish(status, std::move(result));
   Reserve(*job, false);
-  const double device_s =
-      parts_.device_clock_us
-          ? (parts_.device_clock_us() - run.device_start_us) / 1e6
-          : 0;
+  // The job's runs, metered (the sim's clock is wall time on kRealTime).
+  const double device_s = run.context->device_seconds();
   const double wall_s = absl::ToDoubleSeconds(absl::Now() - run.wall_start);
   if (job->kind() == v1::JOB_KIND_MEASURE && status.ok()) {
     v1::AutotuneStats stats;

@@ -61,9 +61,6 @@ struct WorkerParts {
   std::unique_ptr<Cache> cache;      // may be null (no cache)
   // Null: a DeviceJobRunner without kernel cycles.
   std::unique_ptr<JobRunner> runner;
-  // The device's clock in microseconds, for the device time in logs and
-  // stats (the sim's virtual clock); null when unknown.
-  std::function<double()> device_clock_us;
   // The build pool's figures so far (BuildPool::stats) and its threads,
   // for each job's BuildStats, its end log line and GetStatus; null when
   // the builder is no BuildPool.
