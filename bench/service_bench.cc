@@ -59,6 +59,7 @@
 #include "daemon/npu/device.h"
 #include "daemon/server/admission.h"
 #include "daemon/server/requests.h"
+#include "daemon/tune/autotune_options.h"
 #include "grpcpp/grpcpp.h"
 #include "irontune/v1/tuner.grpc.pb.h"
 #include "spdlog/spdlog.h"
@@ -966,7 +967,7 @@ int BigAutotune() {
   AdmissionLimits limits;
   limits.job_memory_bytes = limits.memory_limit_bytes = uint64_t{64} << 30;
   absl::StatusOr<JobCost> cost =
-      AdmitAutotune(request, PlatformOf(status), limits);
+      AdmitAutotune(request, PlatformOf(status), limits, kShapesAtOnce);
   if (!cost.ok()) {
     std::printf("  Autotune: %s\n", cost.status().ToString().c_str());
     return 1;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -118,6 +119,24 @@ uint64_t SettingsAtOnce(const std::vector<TunableValues>& settings) {
   return std::min<uint64_t>(line, kExhaustive);
 }
 
+// The peak of `k` shapes searched at once, at most: the `k` largest of
+// `inputs` (their own seeded inputs, each shape's `inputs[i]`), counted at
+// least at the input cache's cap, which holds them all, plus the `k`
+// largest of `rests` (the rest of each one's peak).
+uint64_t AtOnce(std::vector<uint64_t> inputs, std::vector<uint64_t> rests,
+                int k) {
+  const auto largest = [k](std::vector<uint64_t>& v) {
+    std::sort(v.begin(), v.end(), std::greater<>());
+    uint64_t sum = 0;
+    for (size_t i = 0; i < v.size() && i < static_cast<size_t>(k); ++i) {
+      sum = Add(sum, v[i]);
+    }
+    return sum;
+  };
+  return Add(std::max(largest(inputs), InputCache::kDefaultBytes),
+             largest(rests));
+}
+
 absl::Status Exhausted(const std::string& what, const std::string& figure,
                        const std::string& limit, const std::string& flag) {
   return absl::ResourceExhaustedError(absl::StrCat(
@@ -204,7 +223,8 @@ absl::StatusOr<JobCost> AdmitMeasure(const v1::MeasureRequest& request,
 
 absl::StatusOr<JobCost> AdmitAutotune(const v1::AutotuneRequest& request,
                                       const Platform& platform,
-                                      const AdmissionLimits& limits) {
+                                      const AdmissionLimits& limits,
+                                      int shapes_at_once) {
   const uint64_t profile_bytes = request.profile().ByteSizeLong();
   if (profile_bytes > limits.profile_bytes) {
     return Exhausted("profile", FormatBytes(profile_bytes),
@@ -217,6 +237,8 @@ absl::StatusOr<JobCost> AdmitAutotune(const v1::AutotuneRequest& request,
                    Shapes(request.calls(), space, platform.generation));
   JobCost cost;
   uint64_t peak = 0;
+  // Each shape's own inputs, and the rest of its peak.
+  std::vector<uint64_t> inputs, rests;
   for (const Shape& shape : shapes) {
     const v1::Operator& op =
         request.calls().operators(static_cast<int>(shape.members[0].op));
@@ -227,12 +249,14 @@ absl::StatusOr<JobCost> AdmitAutotune(const v1::AutotuneRequest& request,
     // Besides a shape's own inputs, the job's input cache may still keep
     // up to its cap of earlier shapes' (inputs.h).
     const OperatorBytes bytes = OperatorMemory(op, at_once, repeats, platform);
-    peak = std::max(
-        peak,
-        Add(Add(std::max(bytes.inputs, InputCache::kDefaultBytes), bytes.rest),
-            JudgingMemory(shape, op, at_once)));
+    inputs.push_back(bytes.inputs);
+    rests.push_back(Add(bytes.rest, JudgingMemory(shape, op, at_once)));
+    peak = std::max(peak, Add(std::max(bytes.inputs, InputCache::kDefaultBytes),
+                              rests.back()));
     cost.device_seconds += DeviceSeconds(n, request.timing(), repeats);
   }
+  if (shapes_at_once > 1)
+    peak = std::max(peak, AtOnce(inputs, rests, shapes_at_once));
   // A budget stops the job from beginning a shape past it.
   if (request.budget_seconds() > 0) {
     cost.device_seconds =

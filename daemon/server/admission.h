@@ -22,7 +22,11 @@
 //     beside a shape's own), plus what judging adds (a point's outputs once
 //     more, judged while the next point is measured, and the shape's CPU
 //     references, one per point of each member, each as large as the
-//     outputs), plus kAutotuneSlackBytes.
+//     outputs), plus kAutotuneSlackBytes. With shapes searched at once,
+//     at least the sum of that many of the largest shapes' own inputs
+//     (counted at least at the cache's cap) and of their other figures,
+//     each sum taken over its own largest (so an upper bound), plus the
+//     same slack.
 //   - device time, a lower bound: every setting runs its two images
 //     `calls` times a round for `rounds` rounds, each run costing at least
 //     a dispatch and a step floor per step (docs/npu-facts.md, "Call costs").
@@ -102,9 +106,12 @@ absl::StatusOr<JobCost> AdmitMeasure(const v1::MeasureRequest& request,
 // The estimates of an Autotune on `platform`; ResourceExhausted as above,
 // also for a profile or recording over its limits. REQUIRES:
 // ValidateAutotuneRequest passed.
+// `shapes_at_once`: how many shapes the job searches at once
+// (AutotuneOptions.shapes_at_once, irontuned --shapes-at-once).
 absl::StatusOr<JobCost> AdmitAutotune(const v1::AutotuneRequest& request,
                                       const Platform& platform,
-                                      const AdmissionLimits& limits);
+                                      const AdmissionLimits& limits,
+                                      int shapes_at_once = 1);
 
 // "1.5 GiB", "512 B": a byte count for messages.
 std::string FormatBytes(uint64_t bytes);

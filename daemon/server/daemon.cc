@@ -639,6 +639,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   deps.cache_platform = platform.name;
   deps.cache_power_mode = platform.power_mode;
   deps.limits = options.limits;
+  deps.shapes_at_once = options.shapes_at_once;
   deps.history_bytes = options.history_bytes;
   deps.auth = security.auth;
   p.service = std::make_unique<TunerService>(std::move(deps));

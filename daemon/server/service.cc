@@ -255,7 +255,8 @@ grpc::Status TunerService::Autotune(
     return ToGrpcStatus(s);
   }
   const absl::StatusOr<JobCost> cost =
-      AdmitAutotune(*request, deps_.worker->Status().platform, deps_.limits);
+      AdmitAutotune(*request, deps_.worker->Status().platform, deps_.limits,
+                    deps_.shapes_at_once);
   if (!cost.ok()) return ToGrpcStatus(cost.status());
   absl::StatusOr<JobPtr> job = RunJob(
       context, *request, *cost, OwnerOf(*context, *caller, request->client()),

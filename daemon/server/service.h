@@ -56,6 +56,9 @@ struct ServiceDeps {
   // What a request must keep to (admission.h), and the bytes the ended
   // jobs kept in memory may hold (the store keeps them all).
   AdmissionLimits limits;
+  // Shapes an Autotune searches at once (--shapes-at-once), for its
+  // memory estimate (AdmitAutotune).
+  int shapes_at_once = 1;
   size_t history_bytes = size_t{64} << 20;
   // Who may call what; null: no checks, every caller is admin (tests).
   std::shared_ptr<const Authenticator> auth;

@@ -138,6 +138,31 @@ TEST_CASE("admission: the example model is admitted under the defaults") {
   CHECK(cost->memory_bytes < uint64_t{1} << 30);
 }
 
+TEST_CASE("admission: shapes searched at once add up their memory") {
+  auto calls = LoadRecording(std::string(IRONTUNE_SOURCE_DIR) +
+                             "/examples/llama-3.2-1b.rec");
+  REQUIRE(calls.ok());
+  v1::AutotuneRequest request;
+  *request.mutable_calls() = *calls;
+  AdmissionLimits limits;
+  limits.job_memory_bytes = limits.memory_limit_bytes = uint64_t{64} << 30;
+  const auto one = AdmitAutotune(request, Strix(), limits, 1);
+  const auto two = AdmitAutotune(request, Strix(), limits, 2);
+  const auto four = AdmitAutotune(request, Strix(), limits, 4);
+  REQUIRE(one.ok());
+  REQUIRE(two.ok());
+  REQUIRE(four.ok());
+  CHECK(AdmitAutotune(request, Strix(), limits)->memory_bytes ==
+        one->memory_bytes);
+  // The lm-head's weights, and beside them at least the next largest
+  // shape's inputs: a 2048 x 8192 bf16 weight, once per distinct step.
+  const uint64_t next = uint64_t{2048} * 8192 * 2;
+  CHECK(two->memory_bytes >= one->memory_bytes + next);
+  CHECK(four->memory_bytes > two->memory_bytes);
+  // The device time does not change with how the shapes are interleaved.
+  CHECK(four->device_seconds == one->device_seconds);
+}
+
 TEST_CASE("admission: a budget caps an Autotune's device-time estimate") {
   auto calls = LoadRecording(std::string(IRONTUNE_SOURCE_DIR) +
                              "/examples/llama-3.2-1b.rec");
