@@ -127,21 +127,28 @@ void AutotuneRun::BuildAhead(int position, Builder& builder) {
       it != ahead_.end() ? std::move(it->second) : BuildsOf(position);
   if (it != ahead_.end()) ahead_.erase(it);
   for (const BuildRequest& r : now) builder.Prefetch(r);
-  double planned = device_seconds();
-  for (int next = position + 1;
-       next < total() && next <= position + kShapesBuiltAhead; ++next) {
-    if (logged_->cancelled()) return;
-    // The next shape may not begin: the budget spent by those before it
-    // as planned.
-    planned += estimator_->cost(order_[next - 1]).device_seconds;
-    if (options_.budget_seconds > 0 && planned >= options_.budget_seconds) {
-      return;
-    }
-    if (ahead_.contains(next)) continue;
-    std::vector<BuildRequest>& list = ahead_[next];
-    list = BuildsOf(next);
-    for (const BuildRequest& r : list) builder.PrefetchLater(r);
+  ahead_to_ = std::max(ahead_to_, position);
+  while (ahead_to_ < position + kShapesBuiltAhead && QueueAhead(builder)) {
   }
+}
+
+bool AutotuneRun::QueueAhead(Builder& builder) {
+  const int next = ahead_to_ + 1;
+  if (next >= total() || logged_->cancelled()) return false;
+  // The next shape may not begin: the budget spent by the shapes not
+  // finished before it, as planned.
+  if (options_.budget_seconds > 0) {
+    double planned = device_seconds();
+    for (int p = done_; p < next; ++p) {
+      planned += estimator_->cost(order_[p]).device_seconds;
+    }
+    if (planned >= options_.budget_seconds) return false;
+  }
+  ahead_to_ = next;
+  std::vector<BuildRequest>& list = ahead_[next];
+  list = BuildsOf(next);
+  for (const BuildRequest& r : list) builder.PrefetchLater(r);
+  return true;
 }
 
 // One shape's search on a thread of its own, holding the run's turn
@@ -160,12 +167,17 @@ class AutotuneRun::Lane : public TuneContextWrapper {
         position_(position),
         meter_(&run.logged_->device()),
         builds_(&run.logged_->builder(), &run.turn_, position + 1) {
-    builds_.OnYield([this] { run_.StartLanes(); });
+    builds_.OnYield([this] {
+      run_.StartLanes();
+      run_.QueueAhead(builds_);
+    });
     if (!own_thread) return;
-    run_.turn_.Queue(position + 1);
+    run_.turn_.Queue(position_ + 1);
     thread_ = std::thread([this] {
       run_.turn_.TakeQueued(position_ + 1);
       RunHere();
+      // Its place goes to the next shape not started.
+      run_.StartLanes();
       // The run's thread waits for this one (JoinHead): the turn passes
       // to it straight, before any later lane's.
       if (run_.joining_ == position_) {
@@ -182,6 +194,9 @@ class AutotuneRun::Lane : public TuneContextWrapper {
     if (!cancelled() && !run_.BudgetSpent()) {
       begun_ = true;
       result_ = run_.Search(position_, *this, &stats_);
+      if (asked_inputs_) inputs().Release(lane());
+      // Counted done now, though collected in order.
+      if (result_.ok()) run_.Ended(position_, device_seconds());
     }
     ended_ = true;
   }
@@ -202,6 +217,11 @@ class AutotuneRun::Lane : public TuneContextWrapper {
 
   Device& device() override { return meter_; }
   Builder& builder() override { return builds_; }
+  InputCache& inputs() override {
+    asked_inputs_ = true;
+    return TuneContextWrapper::inputs();
+  }
+  int lane() override { return position_ + 1; }
   bool cancelled() override {
     return run_.stopping_.load() || TuneContextWrapper::cancelled();
   }
@@ -213,6 +233,7 @@ class AutotuneRun::Lane : public TuneContextWrapper {
   TurnBuilder builds_;
   bool begun_ = false;
   bool ended_ = false;
+  bool asked_inputs_ = false;  // its batches' inputs are kept for it
   absl::Notification handed_over_;
   absl::StatusOr<ShapeResult> result_ =
       absl::CancelledError("the job was cancelled before the shape began");
@@ -245,11 +266,16 @@ absl::StatusOr<ShapeResult> AutotuneRun::Search(int position, TuneContext& lane,
 }
 
 void AutotuneRun::StartLanes() {
+  if (stopping_) return;
   const int most = std::max(1, options_.shapes_at_once);
-  for (int p = done_ + 1; p < total() && p < done_ + most; ++p) {
-    if (!lanes_.contains(p)) {
-      lanes_[p] = std::make_unique<Lane>(*this, p, /*own_thread=*/true);
-    }
+  // The head is under way: searched on this thread (not in lanes_), or a
+  // lane that has not ended.
+  int under_way = lanes_.contains(done_) ? 0 : 1;
+  for (const auto& [position, lane] : lanes_) under_way += !lane->ended();
+  for (int p = done_ + 1; p < total() && under_way < most; ++p) {
+    if (lanes_.contains(p)) continue;
+    lanes_[p] = std::make_unique<Lane>(*this, p, /*own_thread=*/true);
+    ++under_way;
   }
 }
 
@@ -298,23 +324,25 @@ absl::Status AutotuneRun::Collect(Lane& head) {
   }
   stats_ += head.stats();
   absl::StatusOr<ShapeResult> timed = std::move(head.result());
-  const double seconds = head.device_seconds();
   lanes_.erase(done_);  // `head`, where it is a started lane
   if (!timed.ok()) {
     StopLanes();
     return timed.status();
   }
-  Finished(*std::move(timed), seconds);
+  Finished(*std::move(timed));
   return absl::OkStatus();
 }
 
-void AutotuneRun::Finished(ShapeResult timed, double device_seconds) {
+void AutotuneRun::Ended(int position, double device_seconds) {
+  estimator_->Finished(order_[position], device_seconds, /*tuned=*/true);
+  Tell(std::nullopt);
+}
+
+void AutotuneRun::Finished(ShapeResult timed) {
   const size_t s = order_[done_];
   results_[s] = std::move(timed);
   tuned_[s] = true;
-  estimator_->Finished(s, device_seconds, /*tuned=*/true);
   ++done_;
-  Tell(std::nullopt);
 }
 
 TuneResult AutotuneRun::Finish() && {

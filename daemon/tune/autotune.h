@@ -21,25 +21,30 @@
 // Builds ahead: as a shape begins, the builds its search will ask for
 // first are queued (ShapeBuilds, Builder::Prefetch), and behind them, at a
 // lower priority (Builder::PrefetchLater), the next kShapesBuiltAhead
-// shapes' (each queued once), so a builder with threads (BuildPool) builds
-// the next shapes' designs while this one is timed and the device does
-// not wait for them when one begins, however short the shapes before it.
-// Designs the cache knows are not queued, so a cached run builds nothing.
+// shapes' (each queued once); each time a search waits for a build, one
+// more shape's are queued there (QueueAhead), so while a long shape keeps
+// the device busy, a builder with threads (BuildPool) builds the first
+// designs of the shapes after it, and the device does not wait for them
+// when one begins, however short the shapes before it. Designs the cache
+// knows are not queued, so a cached run builds nothing.
 //
 // Shapes at once: each shape is searched on a thread of its own (a Lane),
-// up to options.shapes_at_once at a time from the first not finished.
-// They share the context through a DeviceTurn (device_turn.h): only the
-// holder runs, and a lane gives the turn up only while it waits for a
-// build that is not ready, to the earliest shape that can run. So where
-// builds take wall time, the device times a later shape while an earlier
-// one waits for its designs; where they take none (a builder that counts
-// its cost, a cached run), the shapes run one after the other in order,
-// exactly as with one at a time. The first shape not finished is searched
-// on the run's thread unless a lane started it before; lanes for the
-// shapes after it start only when a search first gives the turn up, so a
-// run that never waits for a build (cached, or builds that take no wall
-// time) starts no thread. The run's thread holds the turn outside Next, so
-// whoever runs it may use the device between calls.
+// up to options.shapes_at_once under way at a time; as one ends, the next
+// shape not begun takes its place, so a long shape holds back no shape
+// after it. They share the context through a DeviceTurn (device_turn.h):
+// only the holder runs, and a lane gives the turn up only while it waits
+// for a build that is not ready, to the earliest shape that can run. So
+// where builds take wall time, the device times a later shape while an
+// earlier one waits for its designs; where they take none (a builder that
+// counts its cost, a cached run), the shapes run one after the other in
+// order, exactly as with one at a time. The first shape not finished is
+// searched on the run's thread unless a lane started it before; lanes for
+// the shapes after it start only when a search first gives the turn up,
+// so a run that never waits for a build (cached, or builds that take no
+// wall time) starts no thread. The run's thread holds the turn outside
+// Next, so whoever runs it may use the device between calls. Results are
+// collected in the tune order; the estimate counts a shape done as its
+// search ends.
 //
 // Threads: the context's (the thread that owns the Device and the
 // Builder), which the lanes share under the turn. Failure: device, builder and
@@ -140,17 +145,30 @@ class AutotuneRun {
   // planned times of those before it. Through `builder` (the lane's, so
   // the shape's own builds queue at its rank).
   void BuildAhead(int position, Builder& builder);
+  // Queues the builds of the shape after the last one queued so far
+  // (ahead_to_) behind all else (Builder::PrefetchLater), unless it is
+  // the last or the budget would not reach it by the planned times of the
+  // shapes before it not finished. Whether it did. A search that waits
+  // for a build calls it (so while the device is busy with a long shape,
+  // the pool builds the first designs of every shape after it).
+  bool QueueAhead(Builder& builder);
   void LeaveUntuned();
   void Tell(std::optional<size_t> current);
   // The search of the shape at `position`, on `lane` (a Lane's thread,
   // holding the turn): tells the context, builds ahead, runs TimeShape.
   absl::StatusOr<ShapeResult> Search(int position, TuneContext& lane,
                                      TuneStats* stats);
-  // Keeps `timed` as the result of the shape at done_, which took
-  // `device_seconds`, and moves on to the next.
-  void Finished(ShapeResult timed, double device_seconds);
-  // Starts a Lane on a thread for each shape after done_ not started, up
-  // to options.shapes_at_once shapes from done_ on.
+  // Keeps `timed` as the result of the shape at done_ and moves on to the
+  // next.
+  void Finished(ShapeResult timed);
+  // Counts the shape at `position` tuned in the estimate, with the
+  // `device_seconds` it took, and tells the context: as its search ends,
+  // which may be before those ahead of it in order_. Under the turn.
+  void Ended(int position, double device_seconds);
+  // Starts a Lane on a thread for each next shape not started while fewer
+  // than options.shapes_at_once shapes are under way (begun and not
+  // ended), so a long shape does not hold back those after it; nothing
+  // while StopLanes runs. REQUIRES: the caller holds the turn.
   void StartLanes();
   // Takes the result of `head` (the lane of done_, ended) as Next's; drops
   // it from lanes_ where it is there.
@@ -182,13 +200,16 @@ class AutotuneRun {
   // The builds queued for later, by position in order_, queued again
   // first when the shape begins.
   std::map<int, std::vector<BuildRequest>> ahead_;
+  // The last position whose builds were queued (begun or ahead).
+  int ahead_to_ = -1;
   // By shape index: searched before the run began (SearchedBefore), so
   // nothing is built ahead for it.
   std::vector<bool> searched_before_;
   // Who may use the context now: the run's thread (rank 0) outside Next,
   // the lanes by place inside it.
   DeviceTurn turn_;
-  // The shapes under way, by position in order_ (from done_ on).
+  // The shapes started on threads of their own and not collected yet, by
+  // position in order_ (from done_ on; some may have ended).
   std::map<int, std::unique_ptr<Lane>> lanes_;
   // Set while StopLanes ends them: the lanes see their context cancelled.
   std::atomic<bool> stopping_{false};

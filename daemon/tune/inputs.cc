@@ -136,17 +136,28 @@ std::shared_ptr<const std::string> InputCache::Get(v1::DType dtype,
                        SeededInput(dtype, nbytes, seed)));
 }
 
-void InputCache::MakeAll(const std::vector<Want>& wants, int threads) {
+void InputCache::Release(int user) { in_use_.erase(user); }
+
+bool InputCache::InUse(const Key& key) const {
+  for (const auto& [user, keys] : in_use_) {
+    if (keys.contains(key)) return true;
+  }
+  return false;
+}
+
+void InputCache::MakeAll(const std::vector<Want>& wants, int threads,
+                         int user) {
   std::vector<Key> todo;
   uint64_t needed = 0;
-  in_use_.clear();
+  std::set<Key>& mine = in_use_[user];
+  mine.clear();
   for (const Want& w : wants) {
     const Key key{w.dtype, w.nbytes, w.seed};
-    if (entries_.count(key) == 0 && !in_use_.count(key)) {
+    if (entries_.count(key) == 0 && !mine.contains(key)) {
       todo.push_back(key);
       needed += w.nbytes;
     }
-    in_use_.insert(key);
+    mine.insert(key);
   }
   Trim(needed);  // what the batch does not use goes first
   if (todo.size() < 2 || threads < 2) {
@@ -179,7 +190,7 @@ void InputCache::Trim(uint64_t more) {
     const Key key = order_.front();
     order_.pop_front();
     auto it = entries_.find(key);
-    if (bytes_ + more > max_bytes_ && !in_use_.count(key)) {
+    if (bytes_ + more > max_bytes_ && !InUse(key)) {
       bytes_ -= it->second->size();
       entries_.erase(it);
     } else {
@@ -192,7 +203,7 @@ void InputCache::Trim(uint64_t more) {
 std::shared_ptr<const std::string> InputCache::Keep(
     const Key& key, std::shared_ptr<const std::string> made) {
   const uint64_t nbytes = made->size();
-  const bool in_use = in_use_.count(key) > 0;
+  const bool in_use = InUse(key);
   if (nbytes > max_bytes_ && !in_use) return made;
   Trim(in_use ? 0 : nbytes);
   entries_.emplace(key, made);

@@ -30,11 +30,13 @@ std::string SeededInput(v1::DType dtype, uint64_t nbytes, uint64_t seed);
 
 // Seeded inputs kept for reuse, so the settings of a design, and the
 // designs of one job, share one copy of each (images keep the pointer where
-// they can: Image::ShareBuffer). The inputs of the last MakeAll (what the
-// batch being timed holds anyway) are always kept; besides them it keeps
-// at most `max_bytes`, dropping the oldest first, so what it holds is at
-// most max(max_bytes, the last MakeAll's inputs). An input larger than the
-// cap that the last MakeAll did not ask for is made but not kept.
+// they can: Image::ShareBuffer). The inputs of each user's last MakeAll
+// (what the batch it times holds anyway, and what its next batch will
+// ask for again; a user is a shape searched at once with others,
+// TuneContext::lane) are always kept; besides them it keeps at most
+// `max_bytes`, dropping the oldest first, so what it holds is at most
+// max(max_bytes, the users' last MakeAll's inputs). An input larger than
+// the cap that no user's last MakeAll asked for is made but not kept.
 // Threads: one thread at a time (the device worker's); MakeAll uses helper
 // threads of its own inside the call.
 class InputCache {
@@ -59,10 +61,13 @@ class InputCache {
   };
   // Makes those of `wants` not kept yet at once, on up to `threads` helper
   // threads (each buffer on one; the values are Get's), and keeps them as
-  // Get would, whatever their size; they stay kept until the next MakeAll.
-  // Returns when all are made. Memory: at most the kept inputs plus those
-  // being made; inputs kept beyond the cap, other than these, are dropped.
-  void MakeAll(const std::vector<Want>& wants, int threads);
+  // Get would, whatever their size; they stay kept until `user`'s next
+  // MakeAll or its Release. Returns when all are made. Memory: at most the
+  // kept inputs plus those being made; inputs kept beyond the cap, other
+  // than those the users' last MakeAll asked for, are dropped.
+  void MakeAll(const std::vector<Want>& wants, int threads, int user = 0);
+  // `user` has ended: its last MakeAll's inputs are kept as any others.
+  void Release(int user);
 
   // Bytes kept now.
   uint64_t bytes() const { return bytes_; }
@@ -78,7 +83,9 @@ class InputCache {
   void Trim(uint64_t more);
   uint64_t max_bytes_;
   uint64_t bytes_ = 0;
-  std::set<Key> in_use_;  // the last MakeAll's
+  // Whether a user's last MakeAll asked for `key`.
+  bool InUse(const Key& key) const;
+  std::map<int, std::set<Key>> in_use_;  // by user: its last MakeAll's
   std::map<Key, std::shared_ptr<const std::string>> entries_;
   std::deque<Key> order_;  // oldest first
 };

@@ -497,7 +497,7 @@ class Measurer {
       AddWants(plan_.settings[i], ones_[i], wants);
       AddWants(plan_.settings[i], many, wants);
     }
-    context_.inputs().MakeAll(wants, HelperThreads());
+    context_.inputs().MakeAll(wants, HelperThreads(), context_.lane());
     std::vector<Probe> probes;
     for (const auto& [i, many] : built) {
       if (context_.cancelled()) {

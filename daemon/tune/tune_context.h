@@ -52,6 +52,10 @@ class TuneContext {
   virtual Cache* cache() = 0;
   // Seeded inputs kept across the measurements of one job.
   virtual InputCache& inputs() = 0;
+  // Which of the shapes an AutotuneRun searches at once this context
+  // serves (0: the only one): the user whose batch inputs the input cache
+  // keeps (InputCache::MakeAll).
+  virtual int lane() { return 0; }
 
   // True once the work should stop; the method looks at least once a round
   // and stops with Cancelled.
@@ -94,6 +98,7 @@ class TuneContextWrapper : public TuneContext {
   Builder& builder() override { return inner_.builder(); }
   Cache* cache() override { return inner_.cache(); }
   InputCache& inputs() override { return inner_.inputs(); }
+  int lane() override { return inner_.lane(); }
   bool cancelled() override { return inner_.cancelled(); }
   void Sleep(absl::Duration d) override { inner_.Sleep(d); }
   void Log(const std::string& line) override { inner_.Log(line); }

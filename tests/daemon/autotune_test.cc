@@ -34,6 +34,7 @@
 #include "daemon/tune/time_shape.h"
 #include "daemon/tune/verdicts.h"
 #include "tests/testing/counting_fakes.h"
+#include "tests/testing/recording_fixtures.h"
 #include "tests/testing/sim_fixtures.h"
 #include "tests/testing/tune_context.h"
 
@@ -1381,16 +1382,17 @@ class GatedBuilder : public Builder {
 };
 
 // Notes which shape each trial was of and the thread each shape began on,
-// and opens `gate` (where set) at the second shape's first trial.
+// and opens `gate` (where set) at the first trial of shape `opens_at`.
 struct LaneRecorder : testing::LocalTuneContext {
   using LocalTuneContext::LocalTuneContext;
   void OnTrial(int index, const Comparison& trial) override {
     LocalTuneContext::OnTrial(index, trial);
     told.push_back(index);
-    if (index == 1 && gate != nullptr && !gate->HasBeenNotified()) {
+    if (index == opens_at && gate != nullptr && !gate->HasBeenNotified()) {
       gate->Notify();
     }
   }
+  int opens_at = 1;
   void OnShape(int index, int total, const std::string& key) override {
     LocalTuneContext::OnShape(index, total, key);
     threads.push_back(std::this_thread::get_id());
@@ -1410,10 +1412,12 @@ std::string FirstClass(const v1::Calls& calls, AutotuneOptions options) {
   return context.shapes[0].substr(0, context.shapes[0].find(' '));
 }
 
-// A GEMM and a GEMV at Quick timing, the first shape's builds gated until
-// the second shape has trials (GatedBuilder, LaneRecorder).
+// A GEMM and a GEMV (or `recorded`, its shapes of distinct classes) at
+// Quick timing, the first shape's builds gated until the second shape has
+// trials (GatedBuilder, LaneRecorder).
 struct GatedLanes {
-  GatedLanes() : calls(GemmAndGemv(256)), options(QuickOptions()) {
+  explicit GatedLanes(v1::Calls recorded = GemmAndGemv(256))
+      : calls(std::move(recorded)), options(QuickOptions()) {
     gated =
         std::make_unique<GatedBuilder>(rig.builder, FirstClass(calls, options));
     context = std::make_unique<LaneRecorder>(rig.device.get(), gated.get());
@@ -1462,6 +1466,29 @@ TEST_CASE("Autotune: the next shape is timed while one waits for builds") {
   CHECK(at_once->profile.ToJson() == one_at_a_time->profile.ToJson());
   CHECK(at_once->stats.settings_timed == one_at_a_time->stats.settings_timed);
   CHECK(at_once->stats.device_timed == one_at_a_time->stats.device_timed);
+}
+
+TEST_CASE("Autotune: a shape that waits long holds back no later shape") {
+  // Three shapes, two at once: the first waits for its builds until the
+  // third has trials, so the third begins as soon as the second ends.
+  const v1::Calls two = GemmAndGemv(256);
+  GatedLanes lanes(MakeCalls({two.operators(0), two.operators(1),
+                              testing::Silu8192({512, 1024, 2048})},
+                             {0, 1, 2}));
+  lanes.context->opens_at = 2;
+  lanes.options.shapes_at_once = 2;
+  auto tuned = Autotune(lanes.calls, Profile(), lanes.options, *lanes.context);
+  REQUIRE(tuned.ok());
+  CHECK_FALSE(lanes.gated->gate_timed_out);
+  REQUIRE(lanes.context->shapes.size() == 3);
+  const std::vector<int>& told = lanes.context->told;
+  const auto first_of = [&told](int shape) {
+    return std::find(told.begin(), told.end(), shape) - told.begin();
+  };
+  // The first shape's trials come after the third's first.
+  CHECK(first_of(2) < first_of(0));
+  CHECK(first_of(0) < static_cast<ptrdiff_t>(told.size()));
+  CHECK(tuned->shapes.size() == 3);
 }
 
 TEST_CASE("Autotune: a cancel ends every shape under way") {

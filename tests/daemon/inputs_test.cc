@@ -46,5 +46,25 @@ TEST_CASE("the inputs in use are kept beyond the cap and the rest within it",
   CHECK(cache.bytes() == 2 * kMiB);
 }
 
+TEST_CASE("each user's last batch stays kept until it is released",
+          "[inputs]") {
+  InputCache cache(kMiB);
+  // Two shapes searched at once, each past the cap alone.
+  cache.MakeAll({Want(2 * kMiB, 1)}, 1, /*user=*/1);
+  const auto first = cache.Get(v1::DTYPE_BF16, 2 * kMiB, 1);
+  cache.MakeAll({Want(2 * kMiB, 2)}, 1, /*user=*/2);
+  CHECK(cache.bytes() == 4 * kMiB);
+  // The first shape's next batch finds its input kept, not made again.
+  cache.MakeAll({Want(2 * kMiB, 1)}, 1, /*user=*/1);
+  CHECK(cache.Get(v1::DTYPE_BF16, 2 * kMiB, 1).get() == first.get());
+  CHECK(cache.bytes() == 4 * kMiB);
+  // Once the first shape ends, its input goes with the next batch that
+  // needs the room.
+  cache.Release(1);
+  cache.MakeAll({Want(2 * kMiB, 3)}, 1, /*user=*/2);
+  CHECK(cache.bytes() == 2 * kMiB);
+  CHECK(cache.Get(v1::DTYPE_BF16, 2 * kMiB, 1).get() != first.get());
+}
+
 }  // namespace
 }  // namespace irontune
