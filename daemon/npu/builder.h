@@ -104,18 +104,6 @@ class Builder {
     Prefetch(request);
   }
 
-  // PrefetchAt ranks from here on hold guesses (PrefetchGuess).
-  static constexpr int kGuessRank = 1 << 20;
-
-  // A hint that `request` may be built after what Prefetch queued: a
-  // search's guess at its next step, wrong at times, so it waits behind
-  // every build some search will time next (PrefetchAt ranks below
-  // kGuessRank) and ahead of PrefetchLater's. A later Prefetch, Build or
-  // Await of it takes it ahead. The default: PrefetchAt(kGuessRank).
-  virtual void PrefetchGuess(const BuildRequest& request) {
-    PrefetchAt(request, kGuessRank);
-  }
-
   // A hint that `request` will be built later, after what Prefetch queued
   // (the next shape's designs while this one is timed): a builder with
   // threads (BuildPool) starts on it only when nothing Prefetch queued is
@@ -160,9 +148,6 @@ class BuilderWrapper : public Builder {
   }
   void PrefetchAt(const BuildRequest& request, int rank) override {
     target_->PrefetchAt(request, rank);
-  }
-  void PrefetchGuess(const BuildRequest& request) override {
-    target_->PrefetchGuess(request);
   }
   void PrefetchLater(const BuildRequest& request) override {
     target_->PrefetchLater(request);

@@ -92,13 +92,9 @@ class TurnBuilder : public BuilderWrapper {
       const BuildRequest& request,
       const std::function<bool()>& cancelled) override;
   absl::StatusOr<std::string> Fit(const BuildRequest& request) override;
-  // Queued at the wrapper's rank (Builder::PrefetchAt); a guess at it
-  // among the guesses, behind every rank's other builds.
+  // Queued at the wrapper's rank (Builder::PrefetchAt).
   void Prefetch(const BuildRequest& request) override {
     target().PrefetchAt(request, rank_);
-  }
-  void PrefetchGuess(const BuildRequest& request) override {
-    target().PrefetchAt(request, kGuessRank + rank_);
   }
   // Called, holding the turn, each time before the turn is given up.
   void OnYield(std::function<void()> before) {

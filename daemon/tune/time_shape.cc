@@ -592,7 +592,7 @@ class ShapeSearch {
     }
     // Every member's designs at once: a Measure queues only its own.
     if (shape_.members.size() > 1) {
-      RETURN_IF_ERROR(QueueBuilds(todo, Queue::kAll));
+      RETURN_IF_ERROR(QueueBuilds(todo, /*later=*/false, /*guess=*/false));
     }
     // Only a timer against the recorded setting judges.
     SettingsTimer* judged = nullptr;
@@ -697,9 +697,9 @@ class ShapeSearch {
         next_tunable_ = tunables[(k + 1) % tunables.size()].name();
         next_through_ = best;
         if (k + 1 < tunables.size() || moved) {
-          RETURN_IF_ERROR(QueueBuilds(line, Queue::kNow));
+          RETURN_IF_ERROR(QueueBuilds(line, /*later=*/false));
           RETURN_IF_ERROR(
-              QueueBuilds(Line(found_, best, next_tunable_), Queue::kGuess));
+              QueueBuilds(Line(found_, best, next_tunable_), /*later=*/false));
         }
         absl::Status timed = TimeBatch(line, false);
         next_tunable_.clear();
@@ -715,21 +715,17 @@ class ShapeSearch {
     return absl::OkStatus();
   }
 
-  // How QueueBuilds queues: kAll, designs the search times now, whatever
-  // it does; kNow, the same in a descent (nothing unless guess_builds_);
-  // kGuess, a later line's, which the search may time next (nothing
-  // unless guess_builds_; Builder::PrefetchGuess, behind what every search
-  // times now).
-  enum class Queue { kAll, kNow, kGuess };
-
   // Queues the builds Measure asks of the settings of `batch` not tried
-  // yet (each member's 1-step and options.repeats-step designs), as
-  // `queue` says; kAll and kNow at the back of the first queue
-  // (Builder::Prefetch). Designs whose built identity the cache keeps are
-  // left out, so a search replayed from the cache queues nothing.
-  absl::Status QueueBuilds(const std::vector<TunableValues>& batch,
-                           Queue queue) {
-    if (queue != Queue::kAll && !guess_builds_) return absl::OkStatus();
+  // yet (each member's 1-step and options.repeats-step designs). With
+  // `guess` (a later batch's, built while this one is timed; nothing
+  // unless guess_builds_) and `later`, behind all else
+  // (Builder::PrefetchLater), so it never delays a build the search waits
+  // for; else at the back of the first queue (Builder::Prefetch). Designs
+  // whose built identity the cache keeps are left out, so a search
+  // replayed from the cache queues nothing.
+  absl::Status QueueBuilds(const std::vector<TunableValues>& batch, bool later,
+                           bool guess = true) {
+    if (guess && !guess_builds_) return absl::OkStatus();
     std::vector<BuildRequest> one_step, many_step;
     for (const TunableValues& s : batch) {
       if (tried_.contains(Id(s))) continue;
@@ -748,8 +744,8 @@ class ShapeSearch {
     for (const std::vector<BuildRequest>* requests : {&one_step, &many_step}) {
       for (size_t k = 0; k < requests->size(); ++k) {
         if (built[k]) continue;
-        if (queue == Queue::kGuess) {
-          context_.builder().PrefetchGuess((*requests)[k]);
+        if (later) {
+          context_.builder().PrefetchLater((*requests)[k]);
         } else {
           context_.builder().Prefetch((*requests)[k]);
         }
@@ -760,16 +756,16 @@ class ShapeSearch {
 
   // Within a coordinate descent, once a line is screened (`screened`: the
   // recorded setting, then those in reach, fastest first), every build it
-  // needs is done: the next line's designs are queued as guesses
-  // (Builder::PrefetchGuess), through the setting taken so far and through
-  // the fastest screened (the setting taken next where it wins), ahead of
-  // the next shape's.
+  // needs is done: the next line's designs are queued on the first queue,
+  // through the setting taken so far and through the fastest screened
+  // (the setting taken next where it wins), ahead of the next shape's.
   absl::Status BuildNextLines(const std::vector<TunableValues>& screened) {
     if (next_tunable_.empty()) return absl::OkStatus();
-    RETURN_IF_ERROR(
-        QueueBuilds(Line(found_, next_through_, next_tunable_), Queue::kGuess));
+    RETURN_IF_ERROR(QueueBuilds(Line(found_, next_through_, next_tunable_),
+                                /*later=*/false));
     if (screened.size() < 2) return absl::OkStatus();
-    return QueueBuilds(Line(found_, screened[1], next_tunable_), Queue::kGuess);
+    return QueueBuilds(Line(found_, screened[1], next_tunable_),
+                       /*later=*/false);
   }
 
   // The tried trials in Settings order into `trials`; the incumbent's index

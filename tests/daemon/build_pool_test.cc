@@ -191,24 +191,6 @@ TEST_CASE("builds prefetched at a rank go before higher ranks, in order") {
   CHECK(pool.stats().later == 0);
 }
 
-TEST_CASE("guesses build after what is timed next, before what is later") {
-  GatedBuilder inner;
-  inner.Open(false);
-  BuildPool pool(&inner, BuildPoolOptions{1});
-  pool.Prefetch(Request(64, 1));  // taken by the one thread, held
-  REQUIRE(inner.WaitStarted(1));
-  pool.PrefetchLater(Request(64, 2));
-  pool.PrefetchGuess(Request(64, 3));
-  pool.PrefetchAt(Request(64, 4), Builder::kGuessRank - 1);
-  pool.PrefetchGuess(Request(64, 5));
-  pool.PrefetchAt(Request(64, 6), Builder::kGuessRank + 1);
-  pool.PrefetchGuess(Request(64, 7));
-  pool.Prefetch(Request(64, 7));  // the guess was right: up to rank 0
-  inner.Open(true);
-  REQUIRE(inner.WaitStarted(7));
-  CHECK(inner.steps_started() == std::vector<int>{1, 7, 4, 3, 5, 6, 2});
-}
-
 TEST_CASE("a build wanted while queued for later runs next") {
   GatedBuilder inner;
   inner.Open(false);

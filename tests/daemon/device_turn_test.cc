@@ -105,26 +105,5 @@ TEST_CASE("TurnBuilder: a ready build gives way to a lower rank waiting") {
   earlier.join();
 }
 
-// Notes the rank of each PrefetchAt.
-class RankNotingBuilder : public SimBuilder {
- public:
-  void PrefetchAt(const BuildRequest& /*request*/, int rank) override {
-    ranks.push_back(rank);
-  }
-  std::vector<int> ranks;
-};
-
-TEST_CASE("TurnBuilder: prefetches at its rank, guesses among the guesses") {
-  DeviceTurn turn;
-  RankNotingBuilder inner;
-  TurnBuilder builder(&inner, &turn, 3);
-  BuildRequest request;
-  request.op = testing::Gemm(256, 256, 256, 64, 64, 64, 1);
-  request.platform = testing::PlatformOf("npu2");
-  builder.Prefetch(request);
-  builder.PrefetchGuess(request);
-  CHECK(inner.ranks == std::vector<int>{3, Builder::kGuessRank + 3});
-}
-
 }  // namespace
 }  // namespace irontune

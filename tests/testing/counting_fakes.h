@@ -54,7 +54,7 @@ class CountingBuilder : public Builder {
 class NotingBuilder : public BuilderWrapper {
  public:
   struct Call {
-    char what;  // 'P' Prefetch, 'G' PrefetchGuess, 'L' PrefetchLater, 'B' Build
+    char what;  // 'P' Prefetch, 'L' PrefetchLater, 'B' Build
     int steps;
     std::string key;  // RequestKey
   };
@@ -69,9 +69,6 @@ class NotingBuilder : public BuilderWrapper {
   }
   void Prefetch(const BuildRequest& request) override {
     calls.push_back({'P', request.steps, RequestKey(request)});
-  }
-  void PrefetchGuess(const BuildRequest& request) override {
-    calls.push_back({'G', request.steps, RequestKey(request)});
   }
   void PrefetchLater(const BuildRequest& request) override {
     calls.push_back({'L', request.steps, RequestKey(request)});
