@@ -255,8 +255,11 @@ absl::StatusOr<JobCost> AdmitAutotune(const v1::AutotuneRequest& request,
                               rests.back()));
     cost.device_seconds += DeviceSeconds(n, request.timing(), repeats);
   }
-  if (shapes_at_once > 1)
+  // One shape at a time keeps the exact figure above; AtOnce's sums of
+  // separate largest figures would only loosen it.
+  if (shapes_at_once > 1) {
     peak = std::max(peak, AtOnce(inputs, rests, shapes_at_once));
+  }
   // A budget stops the job from beginning a shape past it.
   if (request.budget_seconds() > 0) {
     cost.device_seconds =

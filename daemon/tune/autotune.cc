@@ -166,15 +166,15 @@ class AutotuneRun::Lane : public TuneContextWrapper {
         run_(run),
         position_(position),
         meter_(&run.logged_->device()),
-        builds_(&run.logged_->builder(), &run.turn_, position + 1) {
+        builds_(&run.logged_->builder(), &run.turn_, rank()) {
     builds_.OnYield([this] {
       run_.StartLanes();
       run_.QueueAhead(builds_);
     });
     if (!own_thread) return;
-    run_.turn_.Queue(position_ + 1);
+    run_.turn_.Queue(rank());
     thread_ = std::thread([this] {
-      run_.turn_.TakeQueued(position_ + 1);
+      run_.turn_.TakeQueued(rank());
       RunHere();
       // Its place goes to the next shape not started.
       run_.StartLanes();
@@ -201,6 +201,9 @@ class AutotuneRun::Lane : public TuneContextWrapper {
     ended_ = true;
   }
 
+  // Its rank on the turn and in the build queue, and its input-cache
+  // user: its place in the order, after the run's thread (0).
+  int rank() const { return position_ + 1; }
   // Under the turn: whether the search has returned.
   bool ended() const { return ended_; }
   // Blocks until the lane, ending while the run's thread joins it, hands
@@ -221,7 +224,7 @@ class AutotuneRun::Lane : public TuneContextWrapper {
     asked_inputs_ = true;
     return TuneContextWrapper::inputs();
   }
-  int lane() override { return position_ + 1; }
+  int lane() override { return rank(); }
   bool cancelled() override {
     return run_.stopping_.load() || TuneContextWrapper::cancelled();
   }
