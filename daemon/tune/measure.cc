@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <future>
 #include <limits>
 #include <map>
@@ -177,13 +178,14 @@ class Measurer {
   absl::StatusOr<MeasureOutcome> Run() {
     RETURN_IF_ERROR(Check());
     RETURN_IF_ERROR(Plan());
-    if (todo_.empty() && outcome_.measurements.count(0) > 0) {
-      return std::move(outcome_);
-    }
     // Each setting is two images, one context each; one pair is the
     // default's.
     const size_t batch_size =
         static_cast<size_t>(std::max(1, platform_.hw_contexts / 2 - 1));
+    RETURN_IF_ERROR(PlanUpTo(batch_size));
+    if (todo_.empty() && outcome_.measurements.count(0) > 0) {
+      return std::move(outcome_);
+    }
     for (size_t begin = 0; begin < std::max<size_t>(todo_.size(), 1);
          begin += batch_size) {
       std::vector<int> batch = {0};
@@ -192,8 +194,10 @@ class Measurer {
         batch.push_back(todo_[k]);
       }
       context_.Log(absl::StrFormat("    timing %d settings, %d to go",
-                                   batch.size(), todo_.size() - begin));
-      if (absl::Status timed = TimeBatch(batch); !timed.ok()) {
+                                   batch.size(), Left() - begin));
+      absl::Status timed = TimeBatch(batch);
+      if (timed.ok()) timed = PlanUpTo(begin + 2 * batch_size);
+      if (!timed.ok()) {
         // The batches timed before still count.
         FinishDigests().IgnoreError();
         return timed;
@@ -242,11 +246,12 @@ class Measurer {
                                     [this] { return context_.cancelled(); });
   }
 
-  // Takes what the cache holds without building (KnownFigures), then
-  // builds the rest's 1-step designs (queued together with their
-  // many-step ones behind them, so a builder with threads builds them at
-  // once) and takes what the cache holds of those; the rest are left to
-  // time (todo_). The default is built whenever a batch will run.
+  // Takes what the cache holds without building (KnownFigures) and queues
+  // the rest's designs, each setting's 1-step design with its many-step
+  // one behind it, in the order they are timed, so a builder with threads
+  // builds the first batch's first; then waits for the default's 1-step
+  // design. The rest are waited for batch by batch (PlanUpTo), so the
+  // first batch is timed while the later ones build.
   absl::Status Plan() {
     given_ = GivenDigests(plan_);
     for (const auto& [name, bytes] : plan_.inputs) {
@@ -254,19 +259,36 @@ class Measurer {
     }
     std::vector<bool> known(n_, false);
     RETURN_IF_ERROR(KnownFigures(known));
-    std::vector<int> build;
     for (int i = 0; i < n_; ++i) {
-      if (!known[i]) build.push_back(i);
+      if (!known[i]) unplanned_.push_back(i);
     }
-    if (!build.empty() && build[0] != 0) build.insert(build.begin(), 0);
-    for (int i : build) context_.builder().Prefetch(OneStep(i));
-    // Each batch's `repeats`-step designs behind them, in the order they
-    // are timed, queued before any 1-step build is waited for (one of a
-    // setting found cached or refused then is built for nothing).
-    for (int i : build) context_.builder().Prefetch(ManySteps(i));
-    for (int i : build) RETURN_IF_ERROR(PlanBuilt(i, known[i]));
+    if (!unplanned_.empty() && unplanned_.front() != 0) {
+      unplanned_.push_front(0);
+      default_known_ = known[0];
+    }
+    for (int i : unplanned_) {
+      context_.builder().Prefetch(OneStep(i));
+      context_.builder().Prefetch(ManySteps(i));
+    }
+    return PlanUpTo(0);
+  }
+
+  // Waits for the 1-step designs of the settings not planned yet, in order
+  // (PlanBuilt), until `want` are left to time or none is left to plan. The
+  // default is planned first, whatever `want`.
+  absl::Status PlanUpTo(size_t want) {
+    while (!unplanned_.empty() &&
+           (unplanned_.front() == 0 || todo_.size() < want)) {
+      const int i = unplanned_.front();
+      unplanned_.pop_front();
+      RETURN_IF_ERROR(PlanBuilt(i, i == 0 && default_known_));
+    }
     return absl::OkStatus();
   }
+
+  // The settings left to time, with those not planned yet (some of which
+  // may turn out refused or cached).
+  size_t Left() const { return todo_.size() + unplanned_.size(); }
 
   // The settings whose built identity (recipe and artifact hash of the
   // 1-step design) the cache keeps and whose figure it holds, taken with
@@ -654,6 +676,10 @@ class Measurer {
   std::map<std::string, SharedBytes> given_bytes_;
   std::string environment_;  // the builder's, for IdentityKey
   std::vector<int> todo_;    // settings to time, default left out
+  // Settings whose 1-step design is not waited for yet, in order, and
+  // whether the default's figure was found in the cache.
+  std::deque<int> unplanned_;
+  bool default_known_ = false;
   double fastest_ = std::numeric_limits<double>::infinity();
   int batch_number_ = 0;
   std::vector<double> default_batches_;  // the default's figure, each batch

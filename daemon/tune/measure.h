@@ -12,11 +12,13 @@
 // "built:" + Environment()}), so a setting whose figure is cached is found
 // with one batched lookup of identities and one of figures, and is not
 // built again. The rest are queued with Builder::Prefetch before any is
-// waited for (all 1-step designs together, then every batch's
-// `repeats`-step designs in timing order), so a builder with threads
-// (BuildPool) builds them all at once and the next batches while one is
-// timed; Measure waits with Builder::Await,
-// so cancelling does not wait for a build. A setting other than the
+// waited for (each setting's 1-step design with its `repeats`-step one
+// behind it, in timing order), so a builder with threads (BuildPool)
+// builds them all at once, the first batch's first; a batch waits only
+// for its own settings' designs (the next batch's 1-step designs are
+// waited for once this one is timed), so it is timed while the later ones
+// build. Measure waits with Builder::Await, so cancelling does not wait
+// for a build. A setting other than the
 // default whose build fails (an error, not a refusal) is refused with the
 // error as its reason.
 //
