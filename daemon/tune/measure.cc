@@ -264,8 +264,8 @@ class Measurer {
     }
     if (!unplanned_.empty() && unplanned_.front() != 0) {
       unplanned_.push_front(0);
-      default_known_ = known[0];
     }
+    default_known_ = known[0];
     for (int i : unplanned_) {
       context_.builder().Prefetch(OneStep(i));
       context_.builder().Prefetch(ManySteps(i));
