@@ -507,7 +507,8 @@ void PrintBuilds(const v1::AutotuneStats& s) {
   const v1::BuildStats& b = s.builds();
   std::printf(
       "    builds: asked %llu 1-step + %llu many-step (%llu waited for), "
-      "built %llu + %llu, %.1f s of builds on %u jobs (%.1f s each), "
+      "built %llu + %llu (%llu with time to spare), %.1f s of builds on %u "
+      "jobs (%.1f s each), "
       "%llu fit checks (%.2f s), %llu from the pool's memory\n"
       "    waited %.1f s for builds in the pool: %.1f s for builds not queued "
       "ahead, %.1f s for builds queued but not started, the rest for builds "
@@ -517,8 +518,9 @@ void PrintBuilds(const v1::AutotuneStats& s) {
       static_cast<unsigned long long>(b.asked_many_step()),
       static_cast<unsigned long long>(b.needed()),
       static_cast<unsigned long long>(b.built_one_step()),
-      static_cast<unsigned long long>(b.built_many_step()), b.build_seconds(),
-      b.jobs(), b.jobs() > 0 ? b.build_seconds() / b.jobs() : 0.0,
+      static_cast<unsigned long long>(b.built_many_step()),
+      static_cast<unsigned long long>(b.spare()), b.build_seconds(), b.jobs(),
+      b.jobs() > 0 ? b.build_seconds() / b.jobs() : 0.0,
       static_cast<unsigned long long>(b.fit_checks()), b.fit_seconds(),
       static_cast<unsigned long long>(b.remembered()), b.waited_seconds(),
       b.waited_unqueued_seconds(), b.waited_queued_seconds(),

@@ -25,6 +25,7 @@ BuildPoolStats StatsSince(const BuildPoolStats& after,
   d.builds = after.builds - before.builds;
   d.prefetched = after.prefetched - before.prefetched;
   d.later = after.later - before.later;
+  d.spare = after.spare - before.spare;
   d.remembered = after.remembered - before.remembered;
   d.merged = after.merged - before.merged;
   d.build_seconds = after.build_seconds - before.build_seconds;
@@ -72,12 +73,15 @@ void BuildPool::DropQueue() {
   absl::MutexLock lock(&mu_);
   stopping_ = true;
   for (const auto& [slot, key] : queue_) entries_[key].queued = false;
-  for (const std::string& key : later_) {
-    entries_[key].queued = false;
-    entries_[key].later = false;
+  for (const std::deque<std::string>* q : {&later_, &spare_}) {
+    for (const std::string& key : *q) {
+      entries_[key].queued = false;
+      entries_[key].tier = Tier::kNow;
+    }
   }
   queue_.clear();
   later_.clear();
+  spare_.clear();
 }
 
 void BuildPool::Stop() {
@@ -141,50 +145,96 @@ void BuildPool::PrefetchAt(const BuildRequest& request, int rank) {
   absl::MutexLock lock(&mu_);
   if (stopping_) return;
   Entry& e = EntryFor(key, request);
-  // Wanted sooner than thought: out of the second queue, or up the first.
-  if (e.queued && (e.later || rank < e.slot.first)) Unqueue(key);
-  Enqueue(key, request, /*later=*/false, rank);
+  // Wanted sooner than thought: out of a lower queue, or up the first.
+  if (e.queued && (e.tier != Tier::kNow || rank < e.slot.first)) Unqueue(key);
+  Enqueue(key, request, Tier::kNow, rank);
 }
 
 void BuildPool::PrefetchLater(const BuildRequest& request) {
   if (options_.threads == 0) return;
+  QueueBehind(request, Tier::kLater);
+}
+
+void BuildPool::PrefetchSpare(const BuildRequest& request) {
+  if (options_.threads == 0) return;
+  QueueBehind(request, Tier::kSpare);
+}
+
+void BuildPool::QueueBehind(const BuildRequest& request, Tier tier) {
   const std::string key = RequestKey(request);
   absl::MutexLock lock(&mu_);
   if (stopping_) return;
-  Enqueue(key, request, /*later=*/true);
+  Entry& e = EntryFor(key, request);
+  if (e.queued && e.tier == Tier::kSpare && tier == Tier::kLater) Unqueue(key);
+  Enqueue(key, request, tier);
+}
+
+void BuildPool::Unprefetch(const BuildRequest& request) {
+  const std::string key = RequestKey(request);
+  absl::MutexLock lock(&mu_);
+  auto it = entries_.find(key);
+  if (it == entries_.end() || !it->second.queued ||
+      it->second.tier != Tier::kSpare) {
+    return;
+  }
+  Unqueue(key);
+  // Never built nor waited for: forgotten (its counts stay).
+  if (!it->second.done) entries_.erase(it);
 }
 
 void BuildPool::Enqueue(const std::string& key, const BuildRequest& request,
-                        bool later, int64_t rank) {
+                        Tier tier, int64_t rank) {
   Entry& e = EntryFor(key, request);
   if (e.queued || e.running || (e.done && e.outcome.ok())) return;
   e.done = false;
   e.queued = true;
-  e.later = later;
+  e.tier = tier;
   e.prefetched = true;
-  if (later) {
-    later_.push_back(key);
-  } else {
-    e.slot = {rank, ++queued_};
-    queue_.emplace(e.slot, key);
+  switch (tier) {
+    case Tier::kNow:
+      e.slot = {rank, ++queued_};
+      queue_.emplace(e.slot, key);
+      break;
+    case Tier::kLater:
+      later_.push_back(key);
+      break;
+    case Tier::kSpare:
+      spare_.push_back(key);
+      break;
   }
 }
 
 void BuildPool::Unqueue(const std::string& key) {
   Entry& e = entries_[key];
-  if (e.later) {
-    auto it = std::find(later_.begin(), later_.end(), key);
-    if (it != later_.end()) later_.erase(it);
-  } else {
+  if (e.tier == Tier::kNow) {
     queue_.erase(e.slot);
+  } else {
+    std::deque<std::string>& q = e.tier == Tier::kLater ? later_ : spare_;
+    auto it = std::find(q.begin(), q.end(), key);
+    if (it != q.end()) q.erase(it);
   }
   e.queued = false;
-  e.later = false;
+  e.tier = Tier::kNow;
 }
 
 bool BuildPool::HasWork() const {
-  return !queue_.empty() ||
-         (!later_.empty() && kept_bytes_ < options_.memory_bytes / 2);
+  if (!queue_.empty()) return true;
+  if (kept_bytes_ >= options_.memory_bytes / 2) return false;
+  return !later_.empty() ||
+         (!spare_.empty() && spare_running_ < SpareThreads());
+}
+
+std::string BuildPool::NextWork() {
+  std::string key;
+  if (!queue_.empty()) {
+    key = std::move(queue_.begin()->second);
+    queue_.erase(queue_.begin());
+    return key;
+  }
+  std::deque<std::string>& q = later_.empty() ? spare_ : later_;
+  key = std::move(q.front());
+  q.pop_front();
+  return key;
 }
 
 void BuildPool::Loop() {
@@ -196,18 +246,16 @@ void BuildPool::Loop() {
         },
         this));
     if (stopping_) return;
-    std::string key;
-    if (!queue_.empty()) {
-      key = std::move(queue_.begin()->second);
-      queue_.erase(queue_.begin());
-    } else {
-      key = std::move(later_.front());
-      later_.pop_front();
-    }
+    const std::string key = NextWork();
     Entry& e = entries_[key];
-    if (e.later) ++stats_.later;
+    if (e.tier == Tier::kLater) ++stats_.later;
+    e.spare = e.tier == Tier::kSpare;
+    if (e.spare) {
+      ++stats_.spare;
+      ++spare_running_;
+    }
     e.queued = false;
-    e.later = false;
+    e.tier = Tier::kNow;
     if (e.prefetched) ++stats_.prefetched;
     RunBuild(key);
   }
@@ -227,6 +275,8 @@ void BuildPool::RunBuild(const std::string& key) {
   ++(request.steps == 1 ? stats_.built_one_step : stats_.built_many_step);
   stats_.build_seconds += seconds;
   done.running = false;
+  if (done.spare) --spare_running_;
+  done.spare = false;
   done.done = true;
   done.bytes = kEntryOverhead;
   if (outcome.ok() && outcome->artifact) {

@@ -13,6 +13,13 @@
 //   the work under way still needs). AutotuneRun queues the next shape's
 //   designs there while one shape is searched (daemon/tune/autotune.h). A
 //   Prefetch of a build queued there moves it to the first queue's back.
+// - PrefetchSpare(request) queues a build on a third, lowest queue: taken
+//   only when the other two are empty, under the same memory bound, and by
+//   at most SpareThreads() threads at a time, so some are always free for
+//   a build someone asks for. AutotuneRun queues there the rest of each
+//   later shape's settings (daemon/tune/autotune.h). Unprefetch drops such
+//   a build while it waits. A Prefetch, PrefetchLater, Build or Await of it
+//   moves it up.
 // - Build(request) answers from memory when the request was built before,
 //   waits for it when it is being built (by a pool thread or another
 //   caller: one build of a request at a time, its outcome shared with every
@@ -72,6 +79,7 @@ struct BuildPoolStats {
   int64_t builds = 0;         // inner builds run
   int64_t prefetched = 0;     // of those, queued by Prefetch or PrefetchLater
   int64_t later = 0;          // of those, taken from PrefetchLater's queue
+  int64_t spare = 0;          // of those, taken from PrefetchSpare's queue
   int64_t remembered = 0;     // Build calls answered from memory
   int64_t merged = 0;         // Build calls that waited for a running build
   double build_seconds = 0;   // wall time inside the inner builder, summed
@@ -131,6 +139,8 @@ class BuildPool : public Builder {
   void Prefetch(const BuildRequest& request) override;
   void PrefetchAt(const BuildRequest& request, int rank) override;
   void PrefetchLater(const BuildRequest& request) override;
+  void PrefetchSpare(const BuildRequest& request) override;
+  void Unprefetch(const BuildRequest& request) override;
   // Drops the queued builds, stops prefetching and stops the inner builder
   // (so running builds end with Cancelled); later builds run on the
   // caller's thread and meet the stopped inner builder.
@@ -139,6 +149,9 @@ class BuildPool : public Builder {
 
   BuildPoolStats stats() const;
   int threads() const { return options_.threads; }
+  // The most threads building from PrefetchSpare's queue at once: all but
+  // one, so none with one thread.
+  int SpareThreads() const { return options_.threads - 1; }
   Builder& inner() { return *inner_; }
 
  private:
@@ -147,12 +160,16 @@ class BuildPool : public Builder {
   // Await's rank: ahead of every Prefetch.
   static constexpr int64_t kAwaitedRank = std::numeric_limits<int64_t>::min();
 
+  // The queue an entry waits in: queue_, later_ or spare_.
+  enum class Tier { kNow, kLater, kSpare };
+
   struct Entry {
     BuildRequest request;
-    bool queued = false;   // waiting for a pool thread
-    bool later = false;    // of those, in later_ (else in queue_)
-    Slot slot;             // where in queue_
-    bool running = false;  // being built
+    bool queued = false;     // waiting for a pool thread
+    Tier tier = Tier::kNow;  // of those, the queue it is in
+    Slot slot;               // where in queue_
+    bool running = false;    // being built
+    bool spare = false;      // of those, taken from spare_
     bool done = false;
     bool prefetched = false;
     bool wanted = false;  // a caller has waited for it (stats_.needed)
@@ -166,13 +183,20 @@ class BuildPool : public Builder {
   // Runs queued builds until the pool stops.
   void Loop();
   // Whether a pool thread has a build to take: from queue_, else from
-  // later_ while the outcomes kept are under half the memory cap.
+  // later_ while the outcomes kept are under half the memory cap, else
+  // from spare_ as well while fewer than SpareThreads() build from it.
   bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the key of the next build HasWork found out of its queue.
+  std::string NextWork() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues `key`'s request (made for `request` when new) in queue_ at
-  // `rank`, or at the back of later_; nothing where it is queued, running
-  // or remembered already.
-  void Enqueue(const std::string& key, const BuildRequest& request, bool later,
+  // `rank`, or at the back of later_ or spare_; nothing where it is
+  // queued, running or remembered already.
+  void Enqueue(const std::string& key, const BuildRequest& request, Tier tier,
                int64_t rank = 0) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues `request` in `tier` (later_ or spare_), or moves it up there
+  // from spare_. REQUIRES: threads.
+  void QueueBehind(const BuildRequest& request, Tier tier)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Takes `key` out of the queue it waits in. REQUIRES: it is queued.
   void Unqueue(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Builds `key`'s request with the inner builder (without the lock) and
@@ -198,7 +222,9 @@ class BuildPool : public Builder {
   std::map<Slot, std::string> queue_ ABSL_GUARDED_BY(mu_);
   uint64_t queued_ ABSL_GUARDED_BY(mu_) = 0;  // queue_ slots handed out
   std::deque<std::string> later_ ABSL_GUARDED_BY(mu_);  // PrefetchLater's
-  std::list<std::string> lru_ ABSL_GUARDED_BY(mu_);     // most recent first
+  std::deque<std::string> spare_ ABSL_GUARDED_BY(mu_);  // PrefetchSpare's
+  int spare_running_ ABSL_GUARDED_BY(mu_) = 0;       // builds taken from spare_
+  std::list<std::string> lru_ ABSL_GUARDED_BY(mu_);  // most recent first
   uint64_t kept_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   BuildPoolStats stats_ ABSL_GUARDED_BY(mu_);

@@ -111,6 +111,18 @@ class Builder {
   // default does nothing.
   virtual void PrefetchLater(const BuildRequest& request) { (void)request; }
 
+  // A hint that `request` may be built, with time to spare: a builder with
+  // threads (BuildPool) starts on it only when nothing Prefetch or
+  // PrefetchLater queued is waiting, and keeps threads free for those. A
+  // later Prefetch, PrefetchLater, Build or Await of it takes it ahead.
+  // The default does nothing.
+  virtual void PrefetchSpare(const BuildRequest& request) { (void)request; }
+
+  // `request` will not be needed after all: a build PrefetchSpare queued is
+  // dropped if it has not started (one started is finished and kept);
+  // nothing otherwise. The default does nothing.
+  virtual void Unprefetch(const BuildRequest& request) { (void)request; }
+
   // Irontuned is shutting down: builds running now end soon and later ones
   // do not start; both return Cancelled, never a refusal. Called from any
   // thread, once or more; the builder stays stopped. The default does
@@ -151,6 +163,12 @@ class BuilderWrapper : public Builder {
   }
   void PrefetchLater(const BuildRequest& request) override {
     target_->PrefetchLater(request);
+  }
+  void PrefetchSpare(const BuildRequest& request) override {
+    target_->PrefetchSpare(request);
+  }
+  void Unprefetch(const BuildRequest& request) override {
+    target_->Unprefetch(request);
   }
   void Stop() override { target_->Stop(); }
   std::string Environment() const override { return target_->Environment(); }

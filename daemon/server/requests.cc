@@ -348,6 +348,7 @@ v1::BuildStats BuildStatsOf(const BuildPoolStats& stats, int jobs) {
   out.set_waited_seconds(stats.waited_seconds);
   out.set_waited_unqueued_seconds(stats.waited_unqueued_seconds);
   out.set_waited_queued_seconds(stats.waited_queued_seconds);
+  out.set_spare(static_cast<uint64_t>(stats.spare));
   return out;
 }
 

@@ -414,13 +414,13 @@ void DeviceWorker::LogBuilds(const Job& job, const v1::BuildStats& b,
   const double builds_s = b.jobs() > 0 ? b.build_seconds() / b.jobs() : 0;
   spdlog::info(
       "job {} builds: asked={}+{} (1-step+many-step) needed={} "
-      "built={}+{} build_time={:.1f}s over {} jobs ({:.1f}s each) "
+      "built={}+{} (spare {}) build_time={:.1f}s over {} jobs ({:.1f}s each) "
       "fit_checks={} waited={:.1f}s (unqueued {:.1f}s, queued {:.1f}s) "
       "device_time={:.1f}s wall={:.1f}s utilisation_bound={:.3f}",
       job.id(), b.asked_one_step(), b.asked_many_step(), b.needed(),
-      b.built_one_step(), b.built_many_step(), b.build_seconds(), b.jobs(),
-      builds_s, b.fit_checks(), b.waited_seconds(), b.waited_unqueued_seconds(),
-      b.waited_queued_seconds(), device_s, wall_s,
+      b.built_one_step(), b.built_many_step(), b.spare(), b.build_seconds(),
+      b.jobs(), builds_s, b.fit_checks(), b.waited_seconds(),
+      b.waited_unqueued_seconds(), b.waited_queued_seconds(), device_s, wall_s,
       UtilisationBound(device_s, b));
 }
 

@@ -45,6 +45,8 @@ AutotuneRun::AutotuneRun(const v1::Calls& calls, const AutotuneOptions& options,
 
 AutotuneRun::~AutotuneRun() {
   if (!lanes_.empty()) StopLanes();
+  // Cancelled, failed, or shapes left untuned: nothing will ask for them.
+  while (!spare_.empty()) DropSpare(spare_.begin()->first);
 }
 
 absl::StatusOr<std::unique_ptr<AutotuneRun>> AutotuneRun::Start(
@@ -107,7 +109,8 @@ void AutotuneRun::LeaveUntuned() {
   Tell(std::nullopt);
 }
 
-std::vector<BuildRequest> AutotuneRun::BuildsOf(int position) {
+std::vector<BuildRequest> AutotuneRun::BuildsOf(
+    int position, std::vector<BuildRequest>* rest) {
   const size_t s = order_[position];
   if (searched_before_[s]) return {};
   const Shape& shape = shapes_[s];
@@ -115,7 +118,7 @@ std::vector<BuildRequest> AutotuneRun::BuildsOf(int position) {
       s,
       RecordedSetting(calls_.operators(static_cast<int>(shape.members[0].op))));
   absl::StatusOr<std::vector<BuildRequest>> builds = ShapeBuilds(
-      shape, calls_, platform_, options_, cycles_, *logged_, &incumbent);
+      shape, calls_, platform_, options_, cycles_, *logged_, &incumbent, rest);
   // Only a hint: the search meets an error of its own when it asks.
   return builds.ok() ? *std::move(builds) : std::vector<BuildRequest>();
 }
@@ -128,8 +131,15 @@ void AutotuneRun::BuildAhead(int position, Builder& builder) {
   if (it != ahead_.end()) ahead_.erase(it);
   for (const BuildRequest& r : now) builder.Prefetch(r);
   ahead_to_ = std::max(ahead_to_, position);
-  while (ahead_to_ < position + kShapesBuiltAhead && QueueAhead(builder)) {
+  while (QueueAhead(builder)) {
   }
+}
+
+void AutotuneRun::DropSpare(int position) {
+  auto it = spare_.find(position);
+  if (it == spare_.end()) return;
+  for (const BuildRequest& r : it->second) logged_->builder().Unprefetch(r);
+  spare_.erase(it);
 }
 
 bool AutotuneRun::QueueAhead(Builder& builder) {
@@ -146,8 +156,10 @@ bool AutotuneRun::QueueAhead(Builder& builder) {
   }
   ahead_to_ = next;
   std::vector<BuildRequest>& list = ahead_[next];
-  list = BuildsOf(next);
+  std::vector<BuildRequest>& rest = spare_[next];
+  list = BuildsOf(next, &rest);
   for (const BuildRequest& r : list) builder.PrefetchLater(r);
+  for (const BuildRequest& r : rest) builder.PrefetchSpare(r);
   return true;
 }
 
@@ -337,6 +349,7 @@ absl::Status AutotuneRun::Collect(Lane& head) {
 }
 
 void AutotuneRun::Ended(int position, double device_seconds) {
+  DropSpare(position);
   estimator_->Finished(order_[position], device_seconds, /*tuned=*/true);
   Tell(std::nullopt);
 }

@@ -20,13 +20,17 @@
 //
 // Builds ahead: as a shape begins, the builds its search will ask for
 // first are queued (ShapeBuilds, Builder::Prefetch), and behind them, at a
-// lower priority (Builder::PrefetchLater), the next kShapesBuiltAhead
-// shapes' (each queued once); each time a search waits for a build, one
-// more shape's are queued there (QueueAhead), so while a long shape keeps
-// the device busy, a builder with threads (BuildPool) builds the first
-// designs of the shapes after it, and the device does not wait for them
-// when one begins, however short the shapes before it. Designs the cache
-// knows are not queued, so a cached run builds nothing.
+// lower priority (Builder::PrefetchLater), those of every shape after it
+// that the budget reaches (each queued once; with a budget, a search that
+// waits for a build queues the shapes it reaches since). Behind all of
+// those, with time to spare only (Builder::PrefetchSpare), the designs of
+// each such shape's other settings, which its later lines may ask for
+// (dropped with Builder::Unprefetch as the shape ends). So while a long
+// shape keeps the device busy, a builder with threads (BuildPool) builds
+// the designs of the shapes after it, and the device does not wait for
+// them when one begins, nor for most of their later lines, however short
+// the shapes before it. Designs the cache knows are not queued, so a
+// cached run builds nothing.
 //
 // Shapes at once: each shape is searched on a thread of its own (a Lane),
 // up to options.shapes_at_once under way at a time; as one ends, the next
@@ -76,11 +80,6 @@
 #include "irontune/v1/recording.pb.h"
 
 namespace irontune {
-
-// How many shapes past the one searched have their first builds queued
-// (Builder::PrefetchLater): enough that a run of short shapes does not
-// outpace the builds of the ones after it.
-inline constexpr int kShapesBuiltAhead = 3;
 
 struct TuneResult {
   Profile profile;
@@ -135,23 +134,29 @@ class AutotuneRun {
               TuneContext& context);
   bool BudgetSpent() const;
   // The builds the search of the shape at `position` in order_ will ask
-  // for (ShapeBuilds); none where the shape was searched before or they
+  // for first (ShapeBuilds), and in `*rest` (may be null) those of its
+  // other settings; none where the shape was searched before or they
   // cannot be told.
-  std::vector<BuildRequest> BuildsOf(int position);
+  std::vector<BuildRequest> BuildsOf(int position,
+                                     std::vector<BuildRequest>* rest = nullptr);
   // Queues the builds of the shape at `position` (Builder::Prefetch; the
   // list made for it as a shape ahead where there is one) and behind them
-  // (Builder::PrefetchLater) those of each of the next kShapesBuiltAhead
-  // shapes not queued yet, up to the last shape the budget reaches by the
-  // planned times of those before it. Through `builder` (the lane's, so
-  // the shape's own builds queue at its rank).
+  // those of each shape after it not queued yet (QueueAhead), up to the
+  // last shape the budget reaches by the planned times of those before it.
+  // Through `builder` (the lane's, so the shape's own builds queue at its
+  // rank).
   void BuildAhead(int position, Builder& builder);
   // Queues the builds of the shape after the last one queued so far
-  // (ahead_to_) behind all else (Builder::PrefetchLater), unless it is
-  // the last or the budget would not reach it by the planned times of the
-  // shapes before it not finished. Whether it did. A search that waits
-  // for a build calls it (so while the device is busy with a long shape,
-  // the pool builds the first designs of every shape after it).
+  // (ahead_to_): its first ones behind all else (Builder::PrefetchLater)
+  // and its other settings' with time to spare (Builder::PrefetchSpare),
+  // unless it is the last or the budget would not reach it by the planned
+  // times of the shapes before it not finished. Whether it did. A search
+  // that waits for a build calls it (with a budget, the shapes not
+  // finished may have taken less than planned).
   bool QueueAhead(Builder& builder);
+  // Drops the spare builds queued for the shape at `position`
+  // (Builder::Unprefetch): its search has ended.
+  void DropSpare(int position);
   void LeaveUntuned();
   void Tell(std::optional<size_t> current);
   // The search of the shape at `position`, on `lane` (a Lane's thread,
@@ -202,6 +207,9 @@ class AutotuneRun {
   std::map<int, std::vector<BuildRequest>> ahead_;
   // The last position whose builds were queued (begun or ahead).
   int ahead_to_ = -1;
+  // The builds queued with time to spare, by position in order_, until
+  // the shape ends.
+  std::map<int, std::vector<BuildRequest>> spare_;
   // By shape index: searched before the run began (SearchedBefore), so
   // nothing is built ahead for it.
   std::vector<bool> searched_before_;

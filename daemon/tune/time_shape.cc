@@ -1197,26 +1197,42 @@ absl::StatusOr<std::vector<bool>> SearchedBefore(
   return out;
 }
 
+namespace {
+
+// Every member of a shape at every setting found (setting by setting), with
+// its recorded design (at found[0]) and the setting's index.
+struct MemberDesigns {
+  std::vector<v1::Operator> ops, recorded;
+  std::vector<size_t> setting;
+};
+
+MemberDesigns AtEverySetting(const Shape& shape, const v1::Calls& calls,
+                             const std::vector<TunableValues>& found) {
+  MemberDesigns out;
+  for (size_t i = 0; i < found.size(); ++i) {
+    for (const ShapeMember& m : shape.members) {
+      const v1::Operator& op = calls.operators(static_cast<int>(m.op));
+      out.ops.push_back(WithSetting(op, found[i]));
+      out.recorded.push_back(WithSetting(op, found[0]));
+      out.setting.push_back(i);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<BuildRequest>> ShapeBuilds(
     const Shape& shape, const v1::Calls& calls, const Platform& platform,
     const AutotuneOptions& options, const KernelCycles& cycles,
-    TuneContext& context, const TunableValues* incumbent) {
+    TuneContext& context, const TunableValues* incumbent,
+    std::vector<BuildRequest>* rest) {
   ASSIGN_OR_RETURN(std::vector<TunableValues> found,
                    ShapeSettings(shape, calls, platform, options.space));
   if (found.empty()) return std::vector<BuildRequest>();
   const v1::Packaging packaging = PackagingFor(options, platform);
   const std::string environment = context.builder().Environment();
-  // Every member at every setting, with its recorded design.
-  std::vector<v1::Operator> ops, recorded;
-  std::vector<size_t> setting;
-  for (size_t i = 0; i < found.size(); ++i) {
-    for (const ShapeMember& m : shape.members) {
-      const v1::Operator& op = calls.operators(static_cast<int>(m.op));
-      ops.push_back(WithSetting(op, found[i]));
-      recorded.push_back(WithSetting(op, found[0]));
-      setting.push_back(i);
-    }
-  }
+  const auto [ops, recorded, setting] = AtEverySetting(shape, calls, found);
   ASSIGN_OR_RETURN(
       std::vector<std::optional<std::string>> verdicts,
       KeptRefusals(ops, platform, packaging, environment, context.cache()));
@@ -1251,6 +1267,11 @@ absl::StatusOr<std::vector<BuildRequest>> ShapeBuilds(
     }
     if (found.size() > 1 && timed[setting[k]]) {
       manys.push_back(MeasureRequest(ops[k], recorded[k], platform,
+                                     options.repeats, packaging));
+    } else if (rest != nullptr && found.size() > 1) {
+      // Without fit checks its 1-step design is listed above.
+      if (checks_fit) rest->push_back(std::move(one_step[k]));
+      rest->push_back(MeasureRequest(ops[k], recorded[k], platform,
                                      options.repeats, packaging));
     }
   }

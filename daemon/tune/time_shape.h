@@ -161,11 +161,15 @@ absl::StatusOr<std::vector<TunableValues>> ShapeSettings(
 // list; otherwise, where the builder turns out to refuse settings, their
 // many-step designs are in the list all the same (a prefetch builds them
 // for nothing). Errors are Settings', the cache's and the fit checks'
-// (Cancelled once the context is).
+// (Cancelled once the context is). With `rest` (may be null), the designs
+// of the shape's other settings that fit and that the cache does not know
+// are appended to it, setting by setting (its 1-step design, then its
+// many-step one): what the search's later lines may ask for.
 absl::StatusOr<std::vector<BuildRequest>> ShapeBuilds(
     const Shape& shape, const v1::Calls& calls, const Platform& platform,
     const AutotuneOptions& options, const KernelCycles& cycles,
-    TuneContext& context, const TunableValues* incumbent = nullptr);
+    TuneContext& context, const TunableValues* incumbent = nullptr,
+    std::vector<BuildRequest>* rest = nullptr);
 
 // For each of `shapes`, whether the context's cache keeps the built
 // identity (BuiltIdentityKey, with the context's builder) of its first

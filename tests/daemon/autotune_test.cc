@@ -1221,7 +1221,8 @@ namespace {
 
 // A GEMM (M = N = `m`, K = 256) searching tile_m, tile_k
 // and columns with a gate its settings pass, then a GEMV: two shapes.
-v1::Calls GemmAndGemv(int64_t m) {
+// An M x 256 x M GEMM whose tile_m, tile_k and columns are searched.
+v1::Operator SearchGemm(int64_t m) {
   v1::Operator gemm = testing::Gemm(m, 256, m, 64, 64, 64, 1);
   SetDomain(gemm, "tile_m", {32, 64});
   SetDomain(gemm, "tile_k", {32, 64});
@@ -1229,7 +1230,11 @@ v1::Calls GemmAndGemv(int64_t m) {
   SetDomain(gemm, "num_aie_columns", {1, 2});
   gemm.mutable_tolerance()->mutable_close()->set_atol(1.0 / 32);
   gemm.mutable_tolerance()->mutable_close()->set_rtol(1.0 / 64);
-  return MakeCalls({gemm, SearchGemv(512, 256)}, {0, 1});
+  return gemm;
+}
+
+v1::Calls GemmAndGemv(int64_t m) {
+  return MakeCalls({SearchGemm(m), SearchGemv(512, 256)}, {0, 1});
 }
 
 TEST_CASE("Autotune: a cached rerun builds, loads, seeds and judges nothing") {
@@ -1300,6 +1305,12 @@ class ShapeNotingBuilder : public Builder {
   void PrefetchLater(const BuildRequest& request) override {
     later.emplace_back(Now(), RequestKey(request));
   }
+  void PrefetchSpare(const BuildRequest& request) override {
+    spare.emplace_back(Now(), RequestKey(request));
+  }
+  void Unprefetch(const BuildRequest& request) override {
+    dropped.emplace_back(Now(), RequestKey(request));
+  }
   // With `checks`, the inner builder's fit check; else Fit builds.
   absl::StatusOr<std::string> Fit(const BuildRequest& request) override {
     return checks ? inner_.Fit(request) : Builder::Fit(request);
@@ -1312,7 +1323,7 @@ class ShapeNotingBuilder : public Builder {
   bool checks = false;
   // The OnShape keys of the context the run tells. REQUIRES: set.
   const std::vector<std::string>* shapes = nullptr;
-  std::vector<std::pair<int, std::string>> built, later;
+  std::vector<std::pair<int, std::string>> built, later, spare, dropped;
 
  private:
   int Now() const { return static_cast<int>(shapes->size()) - 1; }
@@ -1351,6 +1362,49 @@ TEST_CASE("Autotune: the next shape's designs are queued while one is timed") {
   REQUIRE_FALSE(second_built.empty());
   for (const std::string& key : second_built) CHECK(queued.count(key) == 1);
   for (const std::string& key : queued) CHECK(all_built.count(key) == 1);
+}
+
+TEST_CASE(
+    "Autotune: a later shape's other settings are queued to spare, and "
+    "dropped as it ends") {
+  // Two GEMMs of three tunables each.
+  const v1::Calls calls = MakeCalls({SearchGemm(512), SearchGemm(256)}, {0, 1});
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing = Quick();
+  options.exhaustive = 2;  // a coordinate descent: settings off its line
+  const bool checks = GENERATE(false, true);
+  Rig rig;
+  SimBuilder sim;
+  ShapeNotingBuilder noting(sim);
+  noting.checks = checks;
+  testing::LocalTuneContext run(rig.device.get(), &noting);
+  noting.shapes = &run.shapes;
+  auto tuned = Autotune(calls, Profile(), options, run);
+  REQUIRE(tuned.ok());
+  REQUIRE(run.shapes.size() == 2);
+  std::set<std::string> first, spare, dropped;
+  REQUIRE_FALSE(noting.spare.empty());
+  for (const auto& [shape, key] : noting.later) first.insert(key);
+  for (const auto& [shape, key] : noting.spare) {
+    CHECK(shape == 0);             // queued while the first shape was searched
+    CHECK(first.count(key) == 0);  // not among its first builds
+    spare.insert(key);
+  }
+  for (const auto& [shape, key] : noting.dropped) {
+    CHECK(shape == 1);  // as the second shape ended
+    dropped.insert(key);
+  }
+  CHECK(dropped == spare);
+  // The second shape asked only for designs queued before it began: its
+  // first builds, or its other settings'.
+  int beyond_first = 0;
+  for (const auto& [shape, key] : noting.built) {
+    if (shape != 1) continue;
+    CHECK((first.count(key) + spare.count(key)) == 1);
+    beyond_first += spare.count(key);
+  }
+  CHECK(beyond_first > 0);  // its search went past its first line
 }
 
 // A builder whose builds take wall time: those of operators of class

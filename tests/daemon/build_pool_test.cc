@@ -16,7 +16,8 @@ namespace {
 
 // A Builder that counts its builds (and notes each one's steps in the order
 // they started), fails the first `fail_first`, refuses tile_m 32, and holds
-// each build until the gate is open.
+// each build until the gate is open (and those of the steps held until
+// they are no longer).
 class GatedBuilder : public Builder {
  public:
   absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override {
@@ -25,6 +26,10 @@ class GatedBuilder : public Builder {
       ++started_;
       steps_started_.push_back(request.steps);
       mu_.Await(absl::Condition(&open_));
+      auto released = [this, &request]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return request.steps != held_steps_;
+      };
+      mu_.Await(absl::Condition(&released));
       ++builds_;
       if (fail_first_ > 0) {
         --fail_first_;
@@ -43,6 +48,11 @@ class GatedBuilder : public Builder {
   void Open(bool open) {
     absl::MutexLock lock(&mu_);
     open_ = open;
+  }
+  // Builds of `steps` steps wait, gate open or not, until Hold(0).
+  void Hold(int steps) {
+    absl::MutexLock lock(&mu_);
+    held_steps_ = steps;
   }
   void FailFirst(int n) {
     absl::MutexLock lock(&mu_);
@@ -71,6 +81,7 @@ class GatedBuilder : public Builder {
   int started_ ABSL_GUARDED_BY(mu_) = 0;
   int builds_ ABSL_GUARDED_BY(mu_) = 0;
   int fail_first_ ABSL_GUARDED_BY(mu_) = 0;
+  int held_steps_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<int> steps_started_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -169,6 +180,87 @@ TEST_CASE("builds prefetched for later wait until the first queue is empty") {
   const BuildPoolStats stats = pool.stats();
   CHECK(stats.prefetched == 4);
   CHECK(stats.later == 1);  // only 2 came from the later queue
+}
+
+TEST_CASE("builds with time to spare go last, a thread kept for others") {
+  GatedBuilder inner;
+  inner.Open(false);
+  BuildPool pool(&inner, BuildPoolOptions{2});
+  REQUIRE(pool.SpareThreads() == 1);
+  pool.PrefetchSpare(Request(64, 2));  // taken by a thread, held
+  REQUIRE(inner.WaitStarted(1));
+  pool.PrefetchSpare(Request(64, 3));  // no second spare thread
+  pool.Prefetch(Request(64, 4));       // the kept thread takes it
+  REQUIRE(inner.WaitStarted(2));
+  CHECK(inner.steps_started() == std::vector<int>{2, 4});
+  inner.Open(true);
+  REQUIRE(inner.WaitStarted(3));
+  CHECK(inner.steps_started() == std::vector<int>{2, 4, 3});
+  CHECK(pool.stats().spare == 2);
+}
+
+TEST_CASE("builds with time to spare wait behind later ones, move up") {
+  GatedBuilder inner;
+  inner.Open(false);
+  inner.Hold(1);
+  BuildPool pool(&inner, BuildPoolOptions{2});
+  pool.Prefetch(Request(64, 1));  // one thread held throughout
+  REQUIRE(inner.WaitStarted(1));
+  pool.Prefetch(Request(64, 5));  // the other, held by the gate
+  REQUIRE(inner.WaitStarted(2));
+  pool.PrefetchSpare(Request(64, 2));
+  pool.PrefetchSpare(Request(64, 4));
+  pool.PrefetchLater(Request(64, 3));
+  pool.PrefetchLater(Request(64, 4));  // wanted sooner: behind 3
+  pool.Prefetch(Request(64, 6));
+  pool.PrefetchSpare(Request(64, 6));  // queued higher already: stays
+  inner.Open(true);
+  REQUIRE(inner.WaitStarted(6));
+  CHECK(inner.steps_started() == std::vector<int>{1, 5, 6, 3, 4, 2});
+  inner.Hold(0);
+  const BuildPoolStats stats = pool.stats();
+  CHECK(stats.later == 2);
+  CHECK(stats.spare == 1);
+}
+
+TEST_CASE("a build queued to spare is dropped unless it started") {
+  GatedBuilder inner;
+  inner.Open(false);
+  inner.Hold(2);
+  BuildPool pool(&inner, BuildPoolOptions{2});
+  pool.PrefetchSpare(Request(64, 2));  // taken by a thread, held
+  REQUIRE(inner.WaitStarted(1));
+  pool.Prefetch(Request(64, 9));  // the kept thread, held by the gate
+  REQUIRE(inner.WaitStarted(2));
+  pool.PrefetchSpare(Request(64, 3));
+  pool.PrefetchSpare(Request(64, 4));
+  pool.Prefetch(Request(64, 5));
+  pool.Unprefetch(Request(64, 3));  // dropped
+  pool.Unprefetch(Request(64, 2));  // running: goes on
+  pool.Unprefetch(Request(64, 5));  // not queued to spare: stays
+  inner.Open(true);
+  REQUIRE(inner.WaitStarted(3));
+  // 4 waits while 2 holds the one spare thread.
+  CHECK(inner.steps_started() == std::vector<int>{2, 9, 5});
+  inner.Hold(0);
+  REQUIRE(inner.WaitStarted(4));
+  CHECK(inner.steps_started() == std::vector<int>{2, 9, 5, 4});
+  // Asked for after all, 3 is built then.
+  REQUIRE(pool.Build(Request(64, 3)).ok());
+  CHECK(inner.steps_started() == std::vector<int>{2, 9, 5, 4, 3});
+  CHECK(pool.stats().spare == 2);  // 2 and 4
+}
+
+TEST_CASE("a pool of one thread builds nothing with time to spare") {
+  GatedBuilder inner;
+  BuildPool pool(&inner, BuildPoolOptions{1});
+  CHECK(pool.SpareThreads() == 0);
+  pool.PrefetchSpare(Request(64, 2));
+  REQUIRE(pool.Build(Request(64, 1)).ok());
+  CHECK(inner.builds() == 1);  // 2 is still queued
+  REQUIRE(pool.Build(Request(64, 2)).ok());
+  CHECK(inner.builds() == 2);
+  CHECK(pool.stats().spare == 0);
 }
 
 TEST_CASE("builds prefetched at a rank go before higher ranks, in order") {
