@@ -1330,14 +1330,18 @@ class ShapeNotingBuilder : public Builder {
   Builder& inner_;
 };
 
-TEST_CASE("Autotune: the next shape's designs are queued while one is timed") {
-  // Two shapes whose recorded settings build.
-  const v1::Calls calls = GemmAndGemv(256);
-  AutotuneOptions options;
+// What an Autotune of `calls` (the recording's space, the Quick Timing)
+// asked a ShapeNotingBuilder over the sim's builder; with `checks`, its
+// fit checks.
+struct NotedBuilds {
+  std::vector<std::pair<int, std::string>> built, later, spare, dropped;
+  size_t shapes = 0;
+};
+
+NotedBuilds AutotuneNoted(const v1::Calls& calls, AutotuneOptions options,
+                          bool checks) {
   options.space = RecordingSearchSpace();
   options.timing = Quick();
-  // Refusals learnt by building, or by the sim's fit check.
-  const bool checks = GENERATE(false, true);
   Rig rig;
   SimBuilder sim;
   ShapeNotingBuilder noting(sim);
@@ -1346,14 +1350,23 @@ TEST_CASE("Autotune: the next shape's designs are queued while one is timed") {
   noting.shapes = &run.shapes;
   auto tuned = Autotune(calls, Profile(), options, run);
   REQUIRE(tuned.ok());
-  REQUIRE(run.shapes.size() == 2);
-  REQUIRE_FALSE(noting.later.empty());
+  return {noting.built, noting.later, noting.spare, noting.dropped,
+          run.shapes.size()};
+}
+
+TEST_CASE("Autotune: the next shape's designs are queued while one is timed") {
+  // Two shapes whose recorded settings build; refusals learnt by building,
+  // or by the sim's fit check.
+  const NotedBuilds noted =
+      AutotuneNoted(GemmAndGemv(256), {}, GENERATE(false, true));
+  REQUIRE(noted.shapes == 2);
+  REQUIRE_FALSE(noted.later.empty());
   std::set<std::string> queued, second_built, all_built;
-  for (const auto& [shape, key] : noting.later) {
+  for (const auto& [shape, key] : noted.later) {
     CHECK(shape == 0);  // while the first shape was searched
     queued.insert(key);
   }
-  for (const auto& [shape, key] : noting.built) {
+  for (const auto& [shape, key] : noted.built) {
     all_built.insert(key);
     if (shape == 1) second_built.insert(key);
   }
@@ -1367,31 +1380,22 @@ TEST_CASE("Autotune: the next shape's designs are queued while one is timed") {
 TEST_CASE(
     "Autotune: a later shape's other settings are queued to spare, and "
     "dropped as it ends") {
-  // Two GEMMs of three tunables each.
-  const v1::Calls calls = MakeCalls({SearchGemm(512), SearchGemm(256)}, {0, 1});
+  // Two GEMMs of three tunables each, searched by coordinate descent.
   AutotuneOptions options;
-  options.space = RecordingSearchSpace();
-  options.timing = Quick();
-  options.exhaustive = 2;  // a coordinate descent: settings off its line
-  const bool checks = GENERATE(false, true);
-  Rig rig;
-  SimBuilder sim;
-  ShapeNotingBuilder noting(sim);
-  noting.checks = checks;
-  testing::LocalTuneContext run(rig.device.get(), &noting);
-  noting.shapes = &run.shapes;
-  auto tuned = Autotune(calls, Profile(), options, run);
-  REQUIRE(tuned.ok());
-  REQUIRE(run.shapes.size() == 2);
+  options.exhaustive = 2;
+  const NotedBuilds noted =
+      AutotuneNoted(MakeCalls({SearchGemm(512), SearchGemm(256)}, {0, 1}),
+                    options, GENERATE(false, true));
+  REQUIRE(noted.shapes == 2);
+  REQUIRE_FALSE(noted.spare.empty());
   std::set<std::string> first, spare, dropped;
-  REQUIRE_FALSE(noting.spare.empty());
-  for (const auto& [shape, key] : noting.later) first.insert(key);
-  for (const auto& [shape, key] : noting.spare) {
+  for (const auto& [shape, key] : noted.later) first.insert(key);
+  for (const auto& [shape, key] : noted.spare) {
     CHECK(shape == 0);             // queued while the first shape was searched
     CHECK(first.count(key) == 0);  // not among its first builds
     spare.insert(key);
   }
-  for (const auto& [shape, key] : noting.dropped) {
+  for (const auto& [shape, key] : noted.dropped) {
     CHECK(shape == 1);  // as the second shape ended
     dropped.insert(key);
   }
@@ -1399,7 +1403,7 @@ TEST_CASE(
   // The second shape asked only for designs queued before it began: its
   // first builds, or its other settings'.
   int beyond_first = 0;
-  for (const auto& [shape, key] : noting.built) {
+  for (const auto& [shape, key] : noted.built) {
     if (shape != 1) continue;
     CHECK((first.count(key) + spare.count(key)) == 1);
     beyond_first += spare.count(key);
