@@ -156,7 +156,7 @@ void BuildPool::PrefetchLater(const BuildRequest& request) {
 }
 
 void BuildPool::PrefetchSpare(const BuildRequest& request) {
-  if (options_.threads == 0) return;
+  if (SpareThreads() == 0) return;
   QueueBehind(request, Tier::kSpare);
 }
 

@@ -46,6 +46,7 @@
 #ifndef IRONTUNE_DAEMON_NPU_BUILD_POOL_H_
 #define IRONTUNE_DAEMON_NPU_BUILD_POOL_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -71,6 +72,8 @@ struct BuildPoolOptions {
   int threads = 0;
   // The payload bytes of the outcomes remembered; 0 remembers none.
   uint64_t memory_bytes = 256ull << 20;
+  // Whether PrefetchSpare builds anything (irontuned --no-build-spare: no).
+  bool spare = true;
 };
 
 // What the pool did since it was made. A request's kind is its steps: 1
@@ -150,8 +153,10 @@ class BuildPool : public Builder {
   BuildPoolStats stats() const;
   int threads() const { return options_.threads; }
   // The most threads building from PrefetchSpare's queue at once: all but
-  // one, so none with one thread.
-  int SpareThreads() const { return options_.threads - 1; }
+  // one, so none with one thread (nor without options.spare).
+  int SpareThreads() const {
+    return options_.spare ? std::max(0, options_.threads - 1) : 0;
+  }
   Builder& inner() { return *inner_; }
 
  private:

@@ -93,6 +93,11 @@ void AddBuilderOptions(CLI::App& app, DaemonOptions& options) {
                "Build the next batches' designs on --build-jobs threads "
                "while the device times a batch (default); "
                "--no-build-ahead builds each when it is needed");
+  app.add_flag("--build-spare,!--no-build-spare", options.build_spare,
+               "With a thread to spare, also build the designs of the "
+               "other settings of the shapes an Autotune has not finished, "
+               "which their later lines may ask for (default); "
+               "--no-build-spare builds only what a search asks for");
   app.add_option("--shapes-at-once", options.shapes_at_once,
                  "Shapes an Autotune searches at once: a later shape is "
                  "timed while those before it wait for their builds; 1: "

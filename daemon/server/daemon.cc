@@ -458,7 +458,9 @@ std::unique_ptr<BuildPool> MakeBuildPool(const DaemonOptions& options,
           ? options.build_jobs
           : std::max(1,
                      static_cast<int>(std::thread::hardware_concurrency()) - 1);
-  spdlog::info("build pool: {} threads", o.threads);
+  o.spare = options.build_spare;
+  spdlog::info("build pool: {} threads{}", o.threads,
+               o.spare ? "" : ", none building with time to spare");
   return std::make_unique<BuildPool>(std::move(inner), o);
 }
 

@@ -88,6 +88,9 @@ struct DaemonOptions {
   // Designs are built ahead on build_jobs threads (daemon/npu/build_pool.h);
   // false: each when it is needed, on the device worker.
   bool build_ahead = true;
+  // An Autotune's later shapes' other settings are built with threads to
+  // spare (BuildPool::PrefetchSpare); false: only what is asked for.
+  bool build_spare = true;
   // Shapes an Autotune searches at once (AutotuneOptions.shapes_at_once):
   // a later one is timed while those before it wait for builds.
   int shapes_at_once = kShapesAtOnce;

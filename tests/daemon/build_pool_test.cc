@@ -263,6 +263,20 @@ TEST_CASE("a pool of one thread builds nothing with time to spare") {
   CHECK(pool.stats().spare == 0);
 }
 
+TEST_CASE("a pool told not to builds nothing with time to spare") {
+  GatedBuilder inner;
+  BuildPoolOptions options{2};
+  options.spare = false;
+  BuildPool pool(&inner, options);
+  CHECK(pool.SpareThreads() == 0);
+  pool.PrefetchSpare(Request(64, 2));  // not queued at all
+  REQUIRE(pool.Build(Request(64, 1)).ok());
+  REQUIRE(pool.Build(Request(64, 1)).ok());
+  CHECK(inner.builds() == 1);
+  CHECK(pool.stats().asked_many_step == 0);  // 2 was never asked
+  CHECK(pool.stats().spare == 0);
+}
+
 TEST_CASE("builds prefetched at a rank go before higher ranks, in order") {
   GatedBuilder inner;
   inner.Open(false);

@@ -290,6 +290,20 @@ TEST_CASE("e2e: a full queue gets RESOURCE_EXHAUSTED") {
   CHECK(daemon.Stop() == 0);
 }
 
+TEST_CASE("e2e: --no-build-spare keeps every build thread for what is asked") {
+  const std::string dir = TempDir("spare");
+  {
+    Daemon daemon(dir, {"--build-jobs", "3"});
+    CHECK(daemon.Stop() == 0);
+    CHECK_THAT(daemon.Log(), Catch::Contains("build pool: 3 threads\n"));
+  }
+  Daemon daemon(dir, {"--build-jobs", "3", "--no-build-spare"});
+  CHECK(daemon.Stop() == 0);
+  CHECK_THAT(daemon.Log(),
+             Catch::Contains(
+                 "build pool: 3 threads, none building with time to spare"));
+}
+
 TEST_CASE("e2e: SIGTERM mid-job exits cleanly") {
   const std::string dir = TempDir("sigterm");
   Daemon daemon(dir, {}, "realtime");
