@@ -72,16 +72,13 @@ BuildPool::~BuildPool() {
 void BuildPool::DropQueue() {
   absl::MutexLock lock(&mu_);
   stopping_ = true;
-  for (const auto& [slot, key] : queue_) entries_[key].queued = false;
-  for (const std::deque<std::string>* q : {&later_, &spare_}) {
-    for (const std::string& key : *q) {
+  for (Queue* q : {&queue_, &later_, &spare_}) {
+    for (const auto& [slot, key] : *q) {
       entries_[key].queued = false;
       entries_[key].tier = Tier::kNow;
     }
+    q->clear();
   }
-  queue_.clear();
-  later_.clear();
-  spare_.clear();
 }
 
 void BuildPool::Stop() {
@@ -190,29 +187,25 @@ void BuildPool::Enqueue(const std::string& key, const BuildRequest& request,
   e.queued = true;
   e.tier = tier;
   e.prefetched = true;
+  e.slot = {tier == Tier::kNow ? rank : 0, ++queued_};
+  QueueOf(tier).emplace(e.slot, key);
+}
+
+BuildPool::Queue& BuildPool::QueueOf(Tier tier) {
   switch (tier) {
-    case Tier::kNow:
-      e.slot = {rank, ++queued_};
-      queue_.emplace(e.slot, key);
-      break;
     case Tier::kLater:
-      later_.push_back(key);
-      break;
+      return later_;
     case Tier::kSpare:
-      spare_.push_back(key);
+      return spare_;
+    case Tier::kNow:
       break;
   }
+  return queue_;
 }
 
 void BuildPool::Unqueue(const std::string& key) {
   Entry& e = entries_[key];
-  if (e.tier == Tier::kNow) {
-    queue_.erase(e.slot);
-  } else {
-    std::deque<std::string>& q = e.tier == Tier::kLater ? later_ : spare_;
-    auto it = std::find(q.begin(), q.end(), key);
-    if (it != q.end()) q.erase(it);
-  }
+  QueueOf(e.tier).erase(e.slot);
   e.queued = false;
   e.tier = Tier::kNow;
 }
@@ -225,15 +218,9 @@ bool BuildPool::HasWork() const {
 }
 
 std::string BuildPool::NextWork() {
-  std::string key;
-  if (!queue_.empty()) {
-    key = std::move(queue_.begin()->second);
-    queue_.erase(queue_.begin());
-    return key;
-  }
-  std::deque<std::string>& q = later_.empty() ? spare_ : later_;
-  key = std::move(q.front());
-  q.pop_front();
+  Queue& q = !queue_.empty() ? queue_ : !later_.empty() ? later_ : spare_;
+  std::string key = std::move(q.begin()->second);
+  q.erase(q.begin());
   return key;
 }
 

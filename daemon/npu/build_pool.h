@@ -48,7 +48,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <limits>
 #include <list>
@@ -160,7 +159,9 @@ class BuildPool : public Builder {
   Builder& inner() { return *inner_; }
 
  private:
-  // A place in queue_: rank, then the order queued.
+  // A place in a queue: rank (in queue_; 0 in the others), then the order
+  // queued. Each queue is ordered by it, so a build leaves its queue in
+  // log time wherever it is.
   using Slot = std::pair<int64_t, uint64_t>;
   // Await's rank: ahead of every Prefetch.
   static constexpr int64_t kAwaitedRank = std::numeric_limits<int64_t>::min();
@@ -172,7 +173,7 @@ class BuildPool : public Builder {
     BuildRequest request;
     bool queued = false;     // waiting for a pool thread
     Tier tier = Tier::kNow;  // of those, the queue it is in
-    Slot slot;               // where in queue_
+    Slot slot;               // where in its queue
     bool running = false;    // being built
     bool spare = false;      // of those, taken from spare_
     bool done = false;
@@ -224,10 +225,13 @@ class BuildPool : public Builder {
   const BuildPoolOptions options_;
   mutable absl::Mutex mu_;
   std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
-  std::map<Slot, std::string> queue_ ABSL_GUARDED_BY(mu_);
-  uint64_t queued_ ABSL_GUARDED_BY(mu_) = 0;  // queue_ slots handed out
-  std::deque<std::string> later_ ABSL_GUARDED_BY(mu_);  // PrefetchLater's
-  std::deque<std::string> spare_ ABSL_GUARDED_BY(mu_);  // PrefetchSpare's
+  using Queue = std::map<Slot, std::string>;
+  // The queue of `tier`.
+  Queue& QueueOf(Tier tier) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Queue queue_ ABSL_GUARDED_BY(mu_);  // Prefetch's, PrefetchAt's, Await's
+  uint64_t queued_ ABSL_GUARDED_BY(mu_) = 0;         // slots handed out
+  Queue later_ ABSL_GUARDED_BY(mu_);                 // PrefetchLater's
+  Queue spare_ ABSL_GUARDED_BY(mu_);                 // PrefetchSpare's
   int spare_running_ ABSL_GUARDED_BY(mu_) = 0;       // builds taken from spare_
   std::list<std::string> lru_ ABSL_GUARDED_BY(mu_);  // most recent first
   uint64_t kept_bytes_ ABSL_GUARDED_BY(mu_) = 0;
