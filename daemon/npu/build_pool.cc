@@ -138,32 +138,24 @@ void BuildPool::Prefetch(const BuildRequest& request) {
 
 void BuildPool::PrefetchAt(const BuildRequest& request, int rank) {
   if (options_.threads == 0) return;
-  const std::string key = RequestKey(request);
-  absl::MutexLock lock(&mu_);
-  if (stopping_) return;
-  Entry& e = EntryFor(key, request);
-  // Wanted sooner than thought: out of a lower queue, or up the first.
-  if (e.queued && (e.tier != Tier::kNow || rank < e.slot.first)) Unqueue(key);
-  Enqueue(key, request, Tier::kNow, rank);
+  Place(request, Tier::kNow, rank);
 }
 
 void BuildPool::PrefetchLater(const BuildRequest& request) {
   if (options_.threads == 0) return;
-  QueueBehind(request, Tier::kLater);
+  Place(request, Tier::kLater);
 }
 
 void BuildPool::PrefetchSpare(const BuildRequest& request) {
   if (SpareThreads() == 0) return;
-  QueueBehind(request, Tier::kSpare);
+  Place(request, Tier::kSpare);
 }
 
-void BuildPool::QueueBehind(const BuildRequest& request, Tier tier) {
+void BuildPool::Place(const BuildRequest& request, Tier tier, int64_t rank) {
   const std::string key = RequestKey(request);
   absl::MutexLock lock(&mu_);
   if (stopping_) return;
-  Entry& e = EntryFor(key, request);
-  if (e.queued && e.tier == Tier::kSpare && tier == Tier::kLater) Unqueue(key);
-  Enqueue(key, request, tier);
+  Enqueue(key, request, tier, rank);
 }
 
 void BuildPool::Unprefetch(const BuildRequest& request) {
@@ -182,6 +174,12 @@ void BuildPool::Unprefetch(const BuildRequest& request) {
 void BuildPool::Enqueue(const std::string& key, const BuildRequest& request,
                         Tier tier, int64_t rank) {
   Entry& e = EntryFor(key, request);
+  // Wanted sooner than thought: out of a lower queue, or up the first.
+  if (e.queued &&
+      (tier < e.tier ||
+       (tier == Tier::kNow && e.tier == Tier::kNow && rank < e.slot.first))) {
+    Unqueue(key);
+  }
   if (e.queued || e.running || (e.done && e.outcome.ok())) return;
   e.done = false;
   e.queued = true;

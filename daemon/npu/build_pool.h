@@ -166,7 +166,7 @@ class BuildPool : public Builder {
   // Await's rank: ahead of every Prefetch.
   static constexpr int64_t kAwaitedRank = std::numeric_limits<int64_t>::min();
 
-  // The queue an entry waits in: queue_, later_ or spare_.
+  // The queue an entry waits in: queue_, later_ or spare_, highest first.
   enum class Tier { kNow, kLater, kSpare };
 
   struct Entry {
@@ -195,13 +195,13 @@ class BuildPool : public Builder {
   // Takes the key of the next build HasWork found out of its queue.
   std::string NextWork() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues `key`'s request (made for `request` when new) in queue_ at
-  // `rank`, or at the back of later_ or spare_; nothing where it is
-  // queued, running or remembered already.
+  // `rank`, or at the back of later_ or spare_; moves it up where it
+  // waits in a lower queue, or in queue_ at a higher rank; nothing where
+  // it is queued as high already, running or remembered.
   void Enqueue(const std::string& key, const BuildRequest& request, Tier tier,
                int64_t rank = 0) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Queues `request` in `tier` (later_ or spare_), or moves it up there
-  // from spare_. REQUIRES: threads.
-  void QueueBehind(const BuildRequest& request, Tier tier)
+  // Enqueue under the lock, unless the pool is stopping. REQUIRES: threads.
+  void Place(const BuildRequest& request, Tier tier, int64_t rank = 0)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Takes `key` out of the queue it waits in. REQUIRES: it is queued.
   void Unqueue(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
