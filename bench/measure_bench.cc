@@ -8,6 +8,10 @@
 //                            gemv`, `memory gemm`)
 //   measure_bench precision  spread of t_step_us over 20 measurements of one
 //                            setting at the default Timing, against the noise
+//   measure_bench cpu        host CPU work of a batch: seeded inputs (the
+//                            example's 525 MB lm-head weight) against zeroing
+//                            the same bytes; an elementwise map over 32M
+//                            elements, looked up once against per element
 #include <sys/resource.h>
 
 #include <chrono>
@@ -20,8 +24,10 @@
 #include "common/value.h"
 #include "daemon/base/stats.h"
 #include "daemon/npu/metered.h"
+#include "daemon/ops/numeric.h"
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
+#include "daemon/tune/inputs.h"
 #include "daemon/tune/measure.h"
 #include "tests/testing/operator_fixtures.h"
 #include "tests/testing/tune_context.h"
@@ -169,6 +175,48 @@ int Precision() {
   return 0;
 }
 
+// Seconds `work` takes, once.
+template <typename Work>
+double Seconds(Work&& work) {
+  const auto start = std::chrono::steady_clock::now();
+  work();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+int Cpu() {
+  std::printf("cpu: host work a batch does beside the device, one run\n");
+  const uint64_t weight = 2048ull * 128256 * 2;  // the lm-head's, bf16
+  size_t sink = 0;
+  const double zero = Seconds([&] {
+    sink += static_cast<unsigned char>(std::string(weight, '\0')[7]);
+  });
+  const double seeded = Seconds([&] {
+    sink +=
+        static_cast<unsigned char>(SeededInput(v1::DTYPE_BF16, weight, 42)[7]);
+  });
+  std::printf(
+      "    seeded bf16 input of %.0f MB: %.3f s (%.2f GB/s); zeroing the "
+      "same bytes %.3f s; ratio %.1f\n",
+      weight / 1e6, seeded, weight / seeded / 1e9, zero, seeded / zero);
+  v1::Operator silu;
+  silu.set_class_name("SiLU");
+  const int64_t n = kSampleWorkBudget;
+  double acc = 0;
+  const double each = Seconds([&] {
+    for (int64_t i = 0; i < n; ++i) acc += *ElementMap(silu, i * 1e-8, 0);
+  });
+  const ElementMapper map(silu);
+  const double once = Seconds([&] {
+    for (int64_t i = 0; i < n; ++i) acc += map(i * 1e-8, 0);
+  });
+  std::printf(
+      "    SiLU over %lld elements: looked up per element %.3f s, once %.3f "
+      "s; ratio %.1f (checksum %zu %.0f)\n",
+      static_cast<long long>(n), each, once, each / once, sink, acc);
+  return 0;
+}
+
 }  // namespace
 }  // namespace irontune
 
@@ -177,7 +225,9 @@ int main(int argc, char** argv) {
   if (what == "overhead") return irontune::Overhead();
   if (what == "memory") return irontune::Memory(argc > 2 ? argv[2] : "gemv");
   if (what == "precision") return irontune::Precision();
-  std::fprintf(
-      stderr, "usage: measure_bench overhead | memory gemv|gemm | precision\n");
+  if (what == "cpu") return irontune::Cpu();
+  std::fprintf(stderr,
+               "usage: measure_bench overhead | memory gemv|gemm | precision "
+               "| cpu\n");
   return 2;
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 
 #include "common/op_access.h"
 
@@ -197,6 +198,10 @@ int64_t SampledRows(int64_t rows, int64_t work_per_row, int64_t cap) {
 }
 
 int64_t SampleRow(int64_t j, int64_t r, int64_t rows) {
+  // The product fits 64 bits for any buffer a host holds; the 128-bit
+  // division (a library call) is for the rest.
+  constexpr int64_t kNarrow = int64_t{1} << 31;
+  if (j < kNarrow && rows < kNarrow) return j * rows / r;
   return static_cast<int64_t>((static_cast<__int128>(j) * rows) / r);
 }
 
@@ -230,33 +235,61 @@ bool IsElementwiseClass(std::string_view cls) {
 }
 
 std::optional<double> ElementMap(const v1::Operator& op, double x, double z) {
-  const std::string& cls = op.class_name();
-  if (cls == "ElementwiseAdd") return x + z;
-  if (cls == "ElementwiseMul") return x * z;
-  if (cls == "AXPY") {
-    const double a =
-        RoundTo(v1::DTYPE_BF16,
-                static_cast<float>(DoubleParam(op, "scalar_factor", 3.0)));
-    return a * x + z;
+  const ElementMapper map(op);
+  if (!map.maps()) return std::nullopt;
+  return map(x, z);
+}
+
+ElementMapper::ElementMapper(const v1::Operator& op) {
+  static const auto* const kKinds =
+      new std::map<std::string, Kind, std::less<>>{
+          {"ElementwiseAdd", Kind::kAdd},  {"ElementwiseMul", Kind::kMul},
+          {"AXPY", Kind::kAxpy},           {"SiLU", Kind::kSilu},
+          {"ReLU", Kind::kRelu},           {"Sigmoid", Kind::kSigmoid},
+          {"Tanh", Kind::kTanh},           {"GELU", Kind::kGelu},
+          {"LeakyReLU", Kind::kLeakyRelu}, {"Clamp", Kind::kClamp}};
+  const auto it = kKinds->find(op.class_name());
+  if (it == kKinds->end()) return;
+  kind_ = it->second;
+  const auto bf16 = [](double v) {
+    return RoundTo(v1::DTYPE_BF16, static_cast<float>(v));
+  };
+  if (kind_ == Kind::kAxpy) a_ = bf16(DoubleParam(op, "scalar_factor", 3.0));
+  if (kind_ == Kind::kLeakyRelu) a_ = DoubleParam(op, "alpha", 0.01);
+  if (kind_ == Kind::kClamp) {
+    a_ = bf16(DoubleParam(op, "low", -INFINITY));
+    b_ = bf16(DoubleParam(op, "high", INFINITY));
   }
-  if (cls == "SiLU") return x / (1.0 + std::exp(-x));
-  if (cls == "ReLU") return x > 0 ? x : 0.0;
-  if (cls == "Sigmoid") return 1.0 / (1.0 + std::exp(-x));
-  if (cls == "Tanh") return std::tanh(x);
-  if (cls == "GELU") {
-    const double k = std::sqrt(2.0 / M_PI);
-    return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+}
+
+double ElementMapper::operator()(double x, double z) const {
+  switch (kind_) {
+    case Kind::kAdd:
+      return x + z;
+    case Kind::kMul:
+      return x * z;
+    case Kind::kAxpy:
+      return a_ * x + z;
+    case Kind::kSilu:
+      return x / (1.0 + std::exp(-x));
+    case Kind::kRelu:
+      return x > 0 ? x : 0.0;
+    case Kind::kSigmoid:
+      return 1.0 / (1.0 + std::exp(-x));
+    case Kind::kTanh:
+      return std::tanh(x);
+    case Kind::kGelu: {
+      const double k = std::sqrt(2.0 / M_PI);
+      return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+    }
+    case Kind::kLeakyRelu:
+      return x >= 0 ? x : a_ * x;
+    case Kind::kClamp:
+      return std::min(std::max(x, a_), b_);
+    case Kind::kNone:
+      break;
   }
-  if (cls == "LeakyReLU")
-    return x >= 0 ? x : DoubleParam(op, "alpha", 0.01) * x;
-  if (cls == "Clamp") {
-    const double lo = RoundTo(
-        v1::DTYPE_BF16, static_cast<float>(DoubleParam(op, "low", -INFINITY)));
-    const double hi = RoundTo(
-        v1::DTYPE_BF16, static_cast<float>(DoubleParam(op, "high", INFINITY)));
-    return std::min(std::max(x, lo), hi);
-  }
-  return std::nullopt;
+  return 0;
 }
 
 }  // namespace irontune

@@ -72,6 +72,35 @@ bool IsElementwiseClass(std::string_view cls);
 bool IsBinaryElementwiseClass(std::string_view cls);
 std::optional<double> ElementMap(const v1::Operator& op, double x, double z);
 
+// ElementMap of one operator, its class and params looked up once: for
+// maps over many elements. Thread-safe (a value).
+class ElementMapper {
+ public:
+  explicit ElementMapper(const v1::Operator& op);
+  // Whether the class is elementwise (ElementMap is not nullopt).
+  bool maps() const { return kind_ != Kind::kNone; }
+  // ElementMap(op, x, z); 0 where it is nullopt.
+  double operator()(double x, double z) const;
+
+ private:
+  enum class Kind {
+    kNone,
+    kAdd,
+    kMul,
+    kAxpy,
+    kSilu,
+    kRelu,
+    kSigmoid,
+    kTanh,
+    kGelu,
+    kLeakyRelu,
+    kClamp
+  };
+  Kind kind_ = Kind::kNone;
+  double a_ = 0;  // AXPY's factor, LeakyReLU's alpha, Clamp's low
+  double b_ = 0;  // Clamp's high
+};
+
 // The last extent of `b`'s shape, capped at 2^40; `fallback` for an empty
 // shape or a last extent of 0.
 int64_t LastAxis(const v1::Buffer& b, int64_t fallback);

@@ -184,9 +184,10 @@ Result Elementwise(const Ctx& c) {
   const uint64_t n = std::min({x.size(), z.size(), out.size()});
   const int64_t count =
       SampledRows(static_cast<int64_t>(n), 1, static_cast<int64_t>(n));
+  const ElementMapper map(c.op);
   for (int64_t j = 0; j < count; ++j) {
     const uint64_t i = SampleRow(j, count, n);
-    out.Set(i, ElementMap(c.op, x[i], z[i]).value_or(0.0));
+    out.Set(i, map(x[i], z[i]));
   }
   ComputedRows computed{.rows = static_cast<int64_t>(n), .computed = count};
   return std::make_pair(std::move(out), computed);

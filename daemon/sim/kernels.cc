@@ -227,10 +227,10 @@ bool Elementwise(const OpView& op, const std::vector<StepBuffer>& ins,
   const int64_t count =
       SampledRows(static_cast<int64_t>(n), 1, static_cast<int64_t>(n));
   std::vector<float> values(count);
+  const ElementMapper map(op.op());
   for (int64_t j = 0; j < count; ++j) {
     const uint64_t i = SampleRow(j, count, n);
-    values[j] =
-        static_cast<float>(ElementMap(op.op(), x[i], z[i]).value_or(0.0));
+    values[j] = static_cast<float>(map(x[i], z[i]));
   }
   Out out(bufs[r.out[0]]);
   for (int64_t j = 0; j < count; ++j)

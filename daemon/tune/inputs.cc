@@ -1,6 +1,7 @@
 #include "daemon/tune/inputs.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <random>
@@ -77,6 +78,31 @@ void Fill(std::string& out, size_t count, Draw draw) {
   for (size_t i = 0; i < count; ++i) Put<T>(out, i, static_cast<T>(draw()));
 }
 
+// Every 16-bit draw's value through `to` (Bf16 or F16), made once.
+using Table16 = std::array<uint16_t, 1 << 16>;
+Table16 MakeTable16(uint16_t (*to)(uint32_t)) {
+  Table16 t;
+  for (uint32_t r = 0; r < t.size(); ++r) t[r] = to(r);
+  return t;
+}
+
+// Fill<uint16_t> of `table[d.Next16()]`, the same values, four from each
+// 64-bit draw at once: a table lookup instead of Bf16's division makes a
+// large weight (the example's lm-head: 525 MB) in about half the time.
+void Fill16(std::string& out, size_t count, Draws& d, const Table16& table) {
+  char* at = out.data();
+  const size_t whole = count / 4;
+  for (size_t i = 0; i < whole; ++i, at += 4 * sizeof(uint16_t)) {
+    const uint64_t r = d.Next64();
+    const uint16_t v[4] = {table[r & 0xffff], table[(r >> 16) & 0xffff],
+                           table[(r >> 32) & 0xffff], table[r >> 48]};
+    std::memcpy(at, v, sizeof(v));
+  }
+  for (size_t i = 4 * whole; i < count; ++i) {
+    Put<uint16_t>(out, i, table[d.Next16()]);
+  }
+}
+
 }  // namespace
 
 uint64_t InputSeed(uint64_t seed, int step, int op_buffer) {
@@ -91,12 +117,16 @@ std::string SeededInput(v1::DType dtype, uint64_t nbytes, uint64_t seed) {
   const size_t count = nbytes / size;
   Draws d(seed);
   switch (dtype) {
-    case v1::DTYPE_BF16:
-      Fill<uint16_t>(out, count, [&] { return Bf16(d.Next16()); });
+    case v1::DTYPE_BF16: {
+      static const Table16 kBf16 = MakeTable16(Bf16);
+      Fill16(out, count, d, kBf16);
       break;
-    case v1::DTYPE_F16:
-      Fill<uint16_t>(out, count, [&] { return F16(d.Next16()); });
+    }
+    case v1::DTYPE_F16: {
+      static const Table16 kF16 = MakeTable16(F16);
+      Fill16(out, count, d, kF16);
       break;
+    }
     case v1::DTYPE_F32:
       Fill<float>(out, count, [&] { return F32(d.Next64()); });
       break;

@@ -43,6 +43,19 @@ Reference Run(const v1::Operator& op,
   return *std::move(r);
 }
 
+TEST_CASE("sampled rows are j * rows / r, rounded down, at any size",
+          "[reference]") {
+  constexpr int64_t k31 = int64_t{1} << 31;
+  CHECK(SampleRow(3, 4, 10) == 7);
+  CHECK(SampleRow(0, 5, 1000) == 0);
+  // Either side of the 64-bit product's bound.
+  CHECK(SampleRow(k31 - 1, k31, k31 - 1) == k31 - 2);
+  CHECK(SampleRow(k31 + 5, int64_t{1} << 32, int64_t{1} << 40) == (k31 + 5)
+                                                                      << 8);
+  CHECK(SampleRow(k31 - 1, k31, int64_t{1} << 62) ==
+        (int64_t{1} << 62) - (int64_t{1} << 31));
+}
+
 TEST_CASE("GEMM reference, both layouts", "[reference]") {
   v1::Operator op = Op("GEMM");
   Param(op, "M", 2);
