@@ -526,23 +526,26 @@ TEST_CASE("robustness: an ended job's big profile is not kept in memory") {
   f->set_name("M");
   f->mutable_value()->set_string_value(std::string(10 << 20, 'x'));
   // Four jobs to bring gRPC's and the allocator's pools to their working
-  // size, then the figure over eight more: memory the allocator holds on to
-  // levels off, while ended jobs kept in memory would grow it by each job.
+  // size, then the figure over sixteen more: memory the allocator holds on
+  // to levels off (though where it levels varies from run to run), while
+  // ended jobs kept in memory would grow it by each job.
   for (int i = 0; i < 4; ++i) {
     const grpc::Status warm = Autotune(*stub, request);
     INFO(warm.error_message());
     REQUIRE(warm.ok());
   }
   const long before = ProcStatusKib(daemon.process().pid(), "VmRSS");
-  for (int i = 0; i < 8; ++i) REQUIRE(Autotune(*stub, request).ok());
+  for (int i = 0; i < 16; ++i) REQUIRE(Autotune(*stub, request).ok());
   const long after = ProcStatusKib(daemon.process().pid(), "VmRSS");
-  INFO("VmRSS " << before << " KiB, after eight more jobs " << after << " KiB");
+  INFO("VmRSS " << before << " KiB, after sixteen more jobs " << after
+                << " KiB");
   REQUIRE(before > 0);
   // Each job holds 30 MB while it runs (the 10 MB request, and a result
   // whose tuned profile and diff carry the entry twice). Kept after they
-  // end, eight would add 240 MB (668 MB for one job when it was found);
-  // trimmed to the 1 MiB of history, the figure stays well below.
-  CHECK(after - before < 80 * 1024);
+  // end, sixteen would add 480 MB (668 MB for one job when it was found);
+  // trimmed to the 1 MiB of history, the allocator's retention alone has
+  // measured 6 to 78 MB, so the bound sits between the two.
+  CHECK(after - before < 200 * 1024);
   CHECK(daemon.Stop() == 0);
 }
 
