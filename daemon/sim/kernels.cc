@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/op_access.h"
+#include "daemon/base/big_bytes.h"
 #include "daemon/ops/numeric.h"
 
 namespace irontune::sim {
@@ -52,7 +53,7 @@ class Out {
  public:
   explicit Out(StepBuffer& b)
       : dtype_(b.meta->dtype()), width_(DTypeBytes(b.meta->dtype())) {
-    b.bytes->assign(b.nbytes, '\0');
+    AssignZeros(*b.bytes, b.nbytes);
     data_ = b.bytes->data();
     size_ = width_ ? b.nbytes / width_ : 0;
   }
@@ -85,7 +86,7 @@ void CopyFirstInput(const std::vector<StepBuffer>& ins,
   if (src.empty()) return;
   for (int o : roles.out) {
     StepBuffer& b = buffers[o];
-    b.bytes->assign(b.nbytes, '\0');
+    AssignZeros(*b.bytes, b.nbytes);
     std::memcpy(b.bytes->data(), src.data(),
                 std::min<uint64_t>(src.size(), b.nbytes));
   }

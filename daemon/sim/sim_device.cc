@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "daemon/base/big_bytes.h"
 #include "daemon/sim/kernels.h"
 
 namespace irontune {
@@ -93,7 +94,7 @@ class SimImage : public Image {
     }
     RETURN_IF_ERROR(Settle());
     b.shared.reset();
-    b.bytes.assign(bytes.data(), bytes.size());
+    AssignBytes(b.bytes, bytes);
     MarkDirty(index);
     return absl::OkStatus();
   }
@@ -115,9 +116,9 @@ class SimImage : public Image {
     ASSIGN_OR_RETURN(int index, Find(name));
     RETURN_IF_ERROR(Settle());
     const Stored& b = buffers_[index];
-    if (b.shared) return *b.shared;
-    if (b.bytes.empty()) return std::string(b.nbytes, '\0');
-    return b.bytes;
+    if (b.shared) return CopyBytes(*b.shared);
+    if (b.bytes.empty()) return ZeroBytes(b.nbytes);
+    return CopyBytes(b.bytes);
   }
 
   absl::StatusOr<RunResult> Run() override {

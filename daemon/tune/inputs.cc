@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/recording.h"
+#include "daemon/base/big_bytes.h"
 
 namespace irontune {
 namespace {
@@ -111,7 +112,7 @@ uint64_t InputSeed(uint64_t seed, int step, int op_buffer) {
 }
 
 std::string SeededInput(v1::DType dtype, uint64_t nbytes, uint64_t seed) {
-  std::string out(nbytes, '\0');
+  std::string out = ZeroBytes(nbytes);
   const uint64_t size = DTypeSize(dtype);
   if (size == 0) return out;
   const size_t count = nbytes / size;

@@ -460,7 +460,9 @@ class Measurer {
   std::future<std::vector<Digested>> StartDigests(
       const std::vector<int>& index, std::map<int, OutputMap> written) {
     return std::async(
-        std::launch::async, [index, written = std::move(written), this] {
+        std::launch::async,
+        // mutable: each output is moved out of `written`, not copied.
+        [index, written = std::move(written), this]() mutable {
           std::vector<Digested> out;
           for (int i : index) {
             Digested d;

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "daemon/base/big_bytes.h"
 #include "daemon/xrt/artifact_manifest.h"
 #include "daemon/xrt/span_clock.h"
 #include "spdlog/spdlog.h"
@@ -437,7 +438,7 @@ absl::Status XrtImage::WriteBuffer(std::string_view name,
 
 absl::StatusOr<std::string> XrtImage::ReadBuffer(std::string_view name) {
   ASSIGN_OR_RETURN(DataBuffer * d, Find(name));
-  std::string out(d->info.nbytes, '\0');
+  std::string out = ZeroBytes(d->info.nbytes);
   RETURN_IF_ERROR(Guard(absl::StrCat("buffer ", A(name)), [&] {
     d->bo.sync(XCL_BO_SYNC_BO_FROM_DEVICE);
     std::memcpy(out.data(), d->bo.map<void*>(), out.size());
