@@ -9,7 +9,8 @@
 // A big buffer is usually a mapping of its own, unmapped when freed. Up to
 // 32 MiB, glibc may instead carve it from an arena (its mmap threshold
 // rises as big chunks are freed); the advice then stays on that arena
-// memory after the buffer is freed. Fixing the threshold at kBigBytes
+// memory after the buffer is freed, where it only lets later allocations
+// there fault in huge pages too. Fixing the threshold at kBigBytes
 // (mallopt) avoids that but made the example's Autotune slower (every big
 // buffer faulted in afresh: 12.2 s of host work beside the device time in
 // `service_bench utilisation`, against 7.3 to 7.6 s), so it is left to

@@ -1,0 +1,263 @@
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/algorithm/container.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/defaults.h"
+#include "common/status_macros.h"
+#include "common/value.h"
+#include "daemon/base/sha256.h"
+#include "daemon/base/stats.h"
+#include "daemon/store/cache.h"
+#include "daemon/tune/shape_search.h"
+
+namespace irontune {
+
+int ShapeSearch::TriedInOrder(std::vector<ShapeTrial>& trials) const {
+  trials.clear();
+  int incumbent = 0;
+  for (size_t i = 0; i < found_.size(); ++i) {
+    auto it = tried_.find(FoundId(i));
+    if (it == tried_.end()) continue;
+    if (it->first == incumbent_id_ && it->second.trial.refused.empty()) {
+      incumbent = static_cast<int>(trials.size());
+    }
+    trials.push_back(it->second);
+  }
+  return incumbent;
+}
+
+int ShapeSearch::PickAmong(int incumbent,
+                           const std::vector<ShapeTrial>& trials) const {
+  if (trials.empty()) return -1;
+  std::vector<Comparison> comparisons;
+  for (const ShapeTrial& t : trials) comparisons.push_back(t.trial);
+  return Pick(comparisons, incumbent, kGainZ, PracticalUs(trials[incumbent]));
+}
+
+double ShapeSearch::PracticalUs(const ShapeTrial& incumbent) const {
+  // The recorded setting's own trial has delta 0.
+  return options_.min_gain *
+         std::max(0.0, recorded_us_.value_or(0) + incumbent.trial.delta_us);
+}
+
+void ShapeSearch::Collect(ShapeResult& out) {
+  out.incumbent = TriedInOrder(out.trials);
+  out.best = out.incumbent;
+  out.against_incumbent =
+      Untimed(out.trials[out.incumbent].trial.tunables, shape_.members.size());
+  if (recorded_batches_.empty()) {
+    recorded_batches_ = screen_recorded_;
+    recorded_within_ = screen_recorded_within_;
+  }
+  if (!recorded_batches_.empty()) {
+    out.recorded_us = Median(recorded_batches_);
+    // One batch's error: its own noise (rounds and drift floor, as a
+    // root mean square over the batches) or the spread seen between the
+    // batches, whichever is larger. Not divided by the batches' count:
+    // drift slower than the search moves every batch alike.
+    const std::optional<double> each = Quadrature(recorded_within_);
+    if (each) {
+      const double typical =
+          *each / std::sqrt(static_cast<double>(recorded_within_.size()));
+      out.recorded_noise_us =
+          std::max(typical, BatchNoise(recorded_batches_).value_or(0));
+    }
+  }
+}
+
+absl::Status ShapeSearch::Choose(ShapeResult& out) {
+  std::vector<Comparison> screened;
+  for (const ShapeTrial& t : out.trials) screened.push_back(t.trial);
+  const ShapeTrial& incumbent = out.trials[out.incumbent];
+  const double practical = PracticalUs(incumbent);
+  const int screen_pick = Pick(screened, out.incumbent, kGainZ, practical);
+  const std::vector<int> contenders =
+      nominated_ ? NominatedOf(out)
+                 : ContendersOf(out, screened, screen_pick, practical);
+  if (contenders.empty()) return absl::OkStatus();
+  stats_.confirmations += static_cast<int64_t>(contenders.size());
+  const double incumbent_us =
+      std::max(0.0, recorded_us_.value_or(0) + incumbent.trial.delta_us);
+  ASSIGN_OR_RETURN(Confirmed confirmed, Confirm(out, contenders, incumbent_us));
+  // A confirmation that ended open is decided on its point estimates
+  // (z 0) against the practical margin where no profile entry decided
+  // the incumbent; an incumbent an entry gives keeps an open call (the
+  // noises stay in), so a re-tune of a tuned profile moves only on a
+  // gain that clears. Without a practical margin the noises stay in.
+  const bool estimate =
+      confirmed.open && options_.min_gain > 0 && incumbent_ == nullptr;
+  const double z = estimate ? 0.0 : kGainZ;
+  const int pick = PickConfirmed(confirmed.figures, incumbent.trial.tunables,
+                                 incumbent_us, options_.min_gain, z);
+  if (pick < 0) {
+    if (screen_pick != out.incumbent) out.unconfirmed = screen_pick;
+    context_.Log(absl::StrFormat("    the incumbent %s stays",
+                                 SettingText(incumbent.trial.tunables)));
+    context_.OnPick(shape_index_, nullptr);
+    return absl::OkStatus();
+  }
+  ++stats_.confirmed;
+  out.best = contenders[pick];
+  out.against_incumbent = std::move(confirmed.trials[pick]);
+  context_.OnPick(shape_index_, &out.trials[out.best].trial);
+  return absl::OkStatus();
+}
+
+std::vector<int> ShapeSearch::NominatedOf(const ShapeResult& out) const {
+  std::vector<int> out_indices;
+  for (size_t i = 0; i < out.trials.size(); ++i) {
+    const Comparison& t = out.trials[i].trial;
+    if (static_cast<int>(i) != out.incumbent && t.refused.empty() &&
+        absl::c_linear_search(*nominated_, Id(t.tunables))) {
+      out_indices.push_back(static_cast<int>(i));
+    }
+  }
+  return out_indices;
+}
+
+int ShapeSearch::MostContenders(bool incumbent_apart) const {
+  const int room =
+      std::max(1, platform_.hw_contexts / 2 - 1) - (incumbent_apart ? 1 : 0);
+  return std::max(1, std::min(room, kMostContenders));
+}
+
+std::vector<int> ShapeSearch::ContendersOf(
+    const ShapeResult& out, const std::vector<Comparison>& screened,
+    int screen_pick, double practical) const {
+  const int most = MostContenders(out.incumbent != 0);
+  std::vector<int> contenders =
+      Contenders(screened, out.incumbent, kGainZ, practical, most);
+  if (screen_pick == out.incumbent ||
+      absl::c_linear_search(contenders, screen_pick)) {
+    return contenders;
+  }
+  std::stable_sort(contenders.begin(), contenders.end(), [&](int a, int b) {
+    return screened[a].delta_us < screened[b].delta_us;
+  });
+  if (static_cast<int>(contenders.size()) >= most) {
+    contenders.resize(most - 1);
+  }
+  contenders.push_back(screen_pick);
+  std::sort(contenders.begin(), contenders.end());
+  return contenders;
+}
+
+absl::StatusOr<ShapeSearch::Confirmed> ShapeSearch::Confirm(
+    const ShapeResult& out, const std::vector<int>& contenders,
+    double incumbent_us) {
+  const size_t n = contenders.size();
+  std::vector<std::vector<ShapeTrial>> figures(n);
+  std::vector<std::vector<std::vector<Comparison>>> pairs(
+      n, std::vector<std::vector<Comparison>>(n));
+  Confirmed done{std::vector<ShapeTrial>(n), {}};
+  std::vector<int> open(n);
+  for (size_t c = 0; c < n; ++c) open[c] = static_cast<int>(c);
+  const int64_t before = stats_.device_timed;
+  int batches = 0;
+  for (; batches < kMostConfirmBatches && !open.empty(); ++batches) {
+    RETURN_IF_ERROR(
+        ConfirmBatch(out, contenders, open, batches, figures, pairs));
+    done = PooledConfirmation(figures, pairs);
+    ConfirmationOpen(done.figures, out.trials[out.incumbent].trial.tunables,
+                     incumbent_us, options_.min_gain, kGainZ, open);
+  }
+  stats_.confirm_batches += batches;
+  done.open = !open.empty();
+  stats_.confirm_timed += stats_.device_timed - before;
+  for (size_t c = 0; c < n; ++c) {
+    context_.Log(absl::StrFormat(
+        "    confirming %s against %s: %+.2f ± %.2f us over %d batches",
+        SettingText(done.trials[c].trial.tunables),
+        out.incumbent == 0
+            ? "the recorded setting"
+            : SettingText(out.trials[out.incumbent].trial.tunables),
+        done.trials[c].trial.delta_us,
+        done.trials[c].trial.noise_us.value_or(0),
+        static_cast<int>(figures[c].size())));
+  }
+  return done;
+}
+
+absl::Status ShapeSearch::ConfirmBatch(
+    const ShapeResult& out, const std::vector<int>& contenders,
+    const std::vector<int>& open, int batch,
+    std::vector<std::vector<ShapeTrial>>& figures,
+    std::vector<std::vector<std::vector<Comparison>>>& pairs) {
+  std::vector<TunableValues> todo = {found_[0]};
+  if (out.incumbent != 0) {
+    todo.push_back(out.trials[out.incumbent].trial.tunables);
+  }
+  const int base = static_cast<int>(todo.size()) - 1;
+  std::vector<int> bases = {base};
+  for (int c : open) {
+    todo.push_back(out.trials[contenders[c]].trial.tunables);
+    bases.push_back(static_cast<int>(todo.size()) - 1);
+  }
+  v1::Timing timing = WithDefaults(options_.timing);
+  timing.set_calls(std::max<uint32_t>(2, timing.calls() / kConfirmCallShare));
+  ASSIGN_OR_RETURN(std::vector<TimedBatch> timed,
+                   TimeAgainst(todo, options_.remeasure, bases,
+                               ConfirmTag(todo, batch, timing), &timing));
+  for (size_t k = 0; k < open.size(); ++k) {
+    figures[open[k]].push_back(timed[0].trials[bases[k + 1]]);
+    for (size_t l = 0; l < open.size(); ++l) {
+      if (l == k) continue;
+      pairs[open[k]][open[l]].push_back(
+          timed[l + 1].trials[bases[k + 1]].trial);
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string ShapeSearch::ConfirmTag(const std::vector<TunableValues>& todo,
+                                    int batch, const v1::Timing& timing) const {
+  std::string text = absl::StrCat("confirm/", batch);
+  if (timing.calls() != WithDefaults(options_.timing).calls()) {
+    absl::StrAppend(&text, "/calls ", timing.calls());
+  }
+  for (const TunableValues& s : todo) absl::StrAppend(&text, "/", Id(s));
+  return Sha256Hex(text).substr(0, 32);
+}
+
+ShapeSearch::Confirmed ShapeSearch::PooledConfirmation(
+    const std::vector<std::vector<ShapeTrial>>& figures,
+    const std::vector<std::vector<std::vector<Comparison>>>& pairs) {
+  const size_t n = figures.size();
+  Confirmed done;
+  done.figures.versus.assign(n, std::vector<Comparison>(n));
+  for (size_t i = 0; i < n; ++i) {
+    done.trials.push_back(PooledTrial(figures[i]));
+    done.figures.against_incumbent.push_back(done.trials.back().trial);
+    for (size_t j = 0; j < n; ++j) {
+      if (!pairs[i][j].empty()) {
+        done.figures.versus[i][j] = Pooled(pairs[i][j]);
+      }
+    }
+  }
+  return done;
+}
+
+ShapeTrial ShapeSearch::PooledTrial(const std::vector<ShapeTrial>& figures) {
+  ShapeTrial out = figures.front();
+  std::vector<Comparison> whole;
+  for (const ShapeTrial& f : figures) whole.push_back(f.trial);
+  out.trial = Pooled(whole);
+  for (size_t m = 0; m < out.member_delta_us.size(); ++m) {
+    std::vector<Comparison> member;
+    for (const ShapeTrial& f : figures) {
+      Comparison one;
+      one.delta_us = f.member_delta_us[m];
+      one.noise_us = f.member_noise_us[m];
+      member.push_back(one);
+    }
+    const Comparison p = Pooled(member);
+    out.member_delta_us[m] = p.delta_us;
+    out.member_noise_us[m] = p.noise_us;
+  }
+  return out;
+}
+
+}  // namespace irontune

@@ -1,0 +1,323 @@
+// ShapeSearch: one TimeShape call's search of a shape's settings, and its
+// state (time_shape.h says what the search does). Its work is in two
+// files: shape_search.cc finds, builds and times the settings;
+// shape_choice.cc chooses the setting taken and confirms it. Internal to
+// the tune library: TimeShape is its only user.
+//
+// Ownership: holds references to everything it is given; they outlive it.
+// Threads: the context's (the device worker's); its OutputJudge judges on
+// a helper thread. Failure: as TimeShape's.
+#ifndef IRONTUNE_DAEMON_TUNE_SHAPE_SEARCH_H_
+#define IRONTUNE_DAEMON_TUNE_SHAPE_SEARCH_H_
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "daemon/npu/builder.h"
+#include "daemon/tune/autotune_options.h"
+#include "daemon/tune/kernel_cycles.h"
+#include "daemon/tune/measure.h"
+#include "daemon/tune/search.h"
+#include "daemon/tune/settings_timer.h"
+#include "daemon/tune/shapes.h"
+#include "daemon/tune/time_shape.h"
+#include "daemon/tune/tune_context.h"
+#include "daemon/tune/verdicts.h"
+
+namespace irontune {
+
+class Cache;
+
+// Whether a search of `shape` bounds settings by their kernel cycles (and
+// may leave some untimed): a GEMM shape, with cycles and a core clock.
+bool MayBeBounded(const Shape& shape, const Platform& platform,
+                  const KernelCycles& cycles);
+
+// Whether `cache` (may be null: none) keeps the built identity
+// (BuiltIdentityKey) of each of the 1-step requests `one_step`: a setting
+// whose figure the search then finds without a build.
+absl::StatusOr<std::vector<bool>> KnownBuilt(
+    const std::vector<BuildRequest>& one_step, const std::string& environment,
+    Cache* cache);
+
+// One TimeShape call: the search's state.
+class ShapeSearch {
+ public:
+  ShapeSearch(const Shape& shape, const v1::Calls& calls,
+              const Platform& platform, const AutotuneOptions& options,
+              const KernelCycles& cycles, TuneContext& context,
+              TuneStats& stats, int shape_index, const TunableValues* incumbent)
+      : shape_(shape),
+        calls_(calls),
+        platform_(platform),
+        options_(options),
+        packaging_(PackagingFor(options, platform)),
+        judge_({platform, packaging_, options.seed, options.judge,
+                options.judge_id, options.reference, context.cache()}),
+        cycles_(cycles),
+        context_(context),
+        stats_(stats),
+        shape_index_(shape_index),
+        incumbent_(incumbent) {}
+
+  absl::StatusOr<ShapeResult> Run();
+
+ private:
+  const v1::Operator& OpOf(const ShapeMember& m) const;
+
+  // The settings every member has, the recorded one first.
+  absl::Status FindCandidates();
+
+  // The builder's reason for refusing `s` for some member; "" where every
+  // member builds.
+  absl::StatusOr<std::string> RefusalOf(const TunableValues& s);
+
+  absl::StatusOr<std::string> RecordedRefusal() { return RefusalOf(found_[0]); }
+
+  // Settings the builder refuses are dropped before timing.
+  absl::Status DropUnbuildable();
+
+  // Design identities, and the kernel bound of each setting where there is
+  // one.
+  void PrepareSearch();
+
+  // Id(found_[i]), computed once per search.
+  const std::string& FoundId(size_t i) const;
+
+  // The design identity of `s`, computed once per setting (by
+  // SettingIdentity) for the search's life.
+  const std::string& Id(const TunableValues& s) const;
+
+  // The least step time `s` could take, summed and weighted as a delta is;
+  // nullopt where any member or point has no bound.
+  std::optional<double> LeastUsOf(const TunableValues& s) const;
+
+  // Whether the kernel bound shows `s` cannot beat the best so far.
+  bool Slower(const TunableValues& s) const;
+
+  // Times the settings of `batch` not yet tried (and not ruled out by the
+  // bound) beside the recorded setting; with `recorded_alone`, the recorded
+  // setting even when nothing else is left. With `whole` (the batch is the
+  // whole search), a race that leaves no more in reach than a confirmation
+  // holds nominates them from their screening figures (Nominate).
+  absl::Status TimeBatch(const std::vector<TunableValues>& batch,
+                         bool recorded_alone, bool whole = false);
+
+  // Where the settings a screen left in reach (`todo`, the recorded setting
+  // first, then the incumbent among them) other than the incumbent are no
+  // more than MostContenders(): they keep their screening figures as their
+  // trials and are all nominated for confirmation (nominated_), with no
+  // full Timing, which would only choose the contenders among them; the
+  // confirmation times them afresh against the incumbent. Else false, and
+  // nothing is done.
+  bool Nominate(const std::vector<TunableValues>& todo);
+
+  // Whether `todo` (the recorded setting first) holds a setting the race
+  // may leave out: one other than the incumbent, which always stays.
+  bool RacesAny(const std::vector<TunableValues>& todo) const;
+
+  // Screens `todo` (the recorded setting first) at ScreenTiming, cached
+  // under its own tag (ScreenTag), and returns the recorded setting and
+  // the settings whose screening figure is within reach of the best
+  // (Reaches), fastest first; the incumbent is always among them. The
+  // others keep their screening figure as their trial and get no full
+  // Timing. The recorded setting keeps its screening figure too where no
+  // full batch has timed it (the search reports from it when nothing
+  // reaches).
+  absl::StatusOr<std::vector<TunableValues>> Screen(
+      const std::vector<TunableValues>& todo);
+
+  // The cache tag of a screening figure at `screen`: apart from the full
+  // Timing's figures of the same settings (a cache key does not hold the
+  // Timing), so a run without remeasure replays the same screen.
+  static std::string ScreenTag(const v1::Timing& screen);
+
+  // Tells the context which tried setting Pick() takes so far.
+  void ReportPick();
+
+  // Times `todo` (the recorded setting first) at every member's every
+  // point; `remeasure` times even what the cache holds. Each trial is
+  // against the recorded setting; with `base` > 0 against todo[base]
+  // instead (paired where timed in one run), outputs not judged again.
+  absl::StatusOr<TimedBatch> TimeSettings(
+      const std::vector<TunableValues>& todo, bool remeasure, int base = 0);
+
+  // As TimeSettings, with the trials against each of `bases` (distinct
+  // indices into `todo`) from the same runs: one TimedBatch per base.
+  // `timing` (may be null: options.timing) is the Timing they are given.
+  absl::StatusOr<std::vector<TimedBatch>> TimeAgainst(
+      const std::vector<TunableValues>& todo, bool remeasure,
+      const std::vector<int>& bases, const std::string& cache_tag = "",
+      const v1::Timing* timing = nullptr);
+
+  // Waits for the judging under way (judge_), giving its verdicts to
+  // `timer` (may be null).
+  absl::Status JudgeDone(SettingsTimer* timer);
+
+  MeasurePlan PlanFor(const ShapeMember& member,
+                      const std::vector<TunableValues>& todo) const;
+
+  void Count(const MeasureOutcome& outcome);
+
+  absl::Status Exhaustive();
+
+  // Passes over the tunables from the incumbent, each timing the Line()
+  // through the setting Pick() takes so far, until a pass moves nothing.
+  absl::Status CoordinateDescent();
+
+  // Queues the builds Measure asks of the settings of `batch` not tried
+  // yet (each member's 1-step and options.repeats-step designs). With
+  // `guess` (a later batch's, built while this one is timed; nothing
+  // unless guess_builds_) and `later`, behind all else
+  // (Builder::PrefetchLater), so it never delays a build the search waits
+  // for; else at the back of the first queue (Builder::Prefetch). Designs
+  // whose built identity the cache keeps are left out, so a search
+  // replayed from the cache queues nothing.
+  absl::Status QueueBuilds(const std::vector<TunableValues>& batch, bool later,
+                           bool guess = true);
+
+  // Within a coordinate descent, once a line is screened (`screened`: the
+  // recorded setting, then those in reach, fastest first), every build it
+  // needs is done: the next line's designs are queued on the first queue,
+  // through the setting taken so far and through the fastest screened
+  // (the setting taken next where it wins), ahead of the next shape's.
+  absl::Status BuildNextLines(const std::vector<TunableValues>& screened);
+
+  // The tried trials in Settings order into `trials`; the incumbent's index
+  // among them (the recorded setting's, 0, where the incumbent is not
+  // there or not admitted).
+  int TriedInOrder(std::vector<ShapeTrial>& trials) const;
+
+  // Pick() over `trials` against `incumbent`, the practical margin
+  // options.min_gain of the incumbent's step time; -1 for no trials.
+  int PickAmong(int incumbent, const std::vector<ShapeTrial>& trials) const;
+
+  // options.min_gain of the step time of `incumbent` (the recorded
+  // setting's plus its delta).
+  double PracticalUs(const ShapeTrial& incumbent) const;
+
+  // The trials in Settings order, the incumbent, and the recorded
+  // setting's time over the batches.
+  void Collect(ShapeResult& out);
+
+  // The setting taken against the incumbent: the challengers that Contend
+  // in the search are timed again against it and each other (Confirm) and
+  // PickConfirmed() chooses from those figures alone; else the incumbent.
+  absl::Status Choose(ShapeResult& out);
+
+  // The indices into out.trials of the nominated_ settings, admitted, in
+  // trials' order.
+  std::vector<int> NominatedOf(const ShapeResult& out) const;
+
+  // How many challengers one confirmation batch holds beside the recorded
+  // setting and, where it is another (`incumbent_apart`), the incumbent:
+  // at most kMostContenders.
+  int MostContenders(bool incumbent_apart) const;
+
+  // Contenders() of `screened` against the incumbent, as many as one batch
+  // holds beside the recorded setting and the incumbent (at most
+  // kMostContenders); the search's own Pick(), `screen_pick`, is always
+  // among them.
+  std::vector<int> ContendersOf(const ShapeResult& out,
+                                const std::vector<Comparison>& screened,
+                                int screen_pick, double practical) const;
+
+  // A confirmation's figures: each contender against the incumbent, member
+  // by member, and the Confirmation PickConfirmed() reads.
+  struct Confirmed {
+    std::vector<ShapeTrial> trials;
+    Confirmation figures;
+    bool open = false;  // still open after kMostConfirmBatches
+  };
+
+  // The `contenders` (indices into out.trials) timed against the
+  // incumbent in batches of their own, never the search's figures (a run
+  // without remeasure replays a batch of the same settings from the cache,
+  // under its tag: ConfirmTag), interleaved and paired round by round: each
+  // trial's delta is the contender's minus the incumbent's, pooled over the
+  // batches, and each contender's against each other's is pooled over the
+  // batches both were in. A batch is timed again while ConfirmationOpen(), at
+  // most kMostConfirmBatches, with only the contenders it names.
+  absl::StatusOr<Confirmed> Confirm(const ShapeResult& out,
+                                    const std::vector<int>& contenders,
+                                    double incumbent_us);
+
+  // Confirmation batch number `batch` of the contenders `open` (indices into
+  // `contenders`) beside the recorded setting and the incumbent: appends
+  // each one's figure against the incumbent to `figures` and against each
+  // other open one to `pairs` ([i][j]: i's time minus j's).
+  absl::Status ConfirmBatch(
+      const ShapeResult& out, const std::vector<int>& contenders,
+      const std::vector<int>& open, int batch,
+      std::vector<std::vector<ShapeTrial>>& figures,
+      std::vector<std::vector<std::vector<Comparison>>>& pairs);
+
+  // The cache tag of confirmation batch number `batch` of `todo`: the same
+  // settings in the same batch of a confirmation find its figures again.
+  std::string ConfirmTag(const std::vector<TunableValues>& todo, int batch,
+                         const v1::Timing& timing) const;
+
+  // The figures so far, each pooled over its batches (a contender's own
+  // figure always has one: every contender is in the first batch).
+  static Confirmed PooledConfirmation(
+      const std::vector<std::vector<ShapeTrial>>& figures,
+      const std::vector<std::vector<std::vector<Comparison>>>& pairs);
+
+  // A trial's figures from several batches as one (Pooled), member by
+  // member.
+  static ShapeTrial PooledTrial(const std::vector<ShapeTrial>& figures);
+
+  const Shape& shape_;
+  const v1::Calls& calls_;
+  const Platform& platform_;
+  const AutotuneOptions& options_;
+  const v1::Packaging packaging_;
+  // Judges outputs on a helper thread; holds the shape's CPU references.
+  OutputJudge judge_;
+  const KernelCycles& cycles_;
+  TuneContext& context_;
+  TuneStats& stats_;
+  const int shape_index_;
+
+  std::vector<TunableValues> found_;  // the candidates, recorded first
+  std::function<std::string(const v1::Operator&, const TunableValues&)>
+      identity_of_;
+  std::string recorded_id_;
+  // Id() by SettingIdentity; node-based, so Id's references stay valid.
+  mutable std::map<std::string, std::string> ids_;
+  mutable std::vector<const std::string*> found_ids_;   // FoundId, into ids_
+  std::map<std::string, std::optional<double>> least_;  // by identity
+  std::map<std::string, ShapeTrial> tried_;             // by identity
+  std::optional<double> recorded_us_;
+  // The setting profile entries give the shape; null where none covers it
+  // (the recorded setting is the incumbent).
+  const TunableValues* incumbent_;
+  std::string incumbent_id_;
+  int incumbent_index_ = 0;  // into found_
+  // While a coordinate descent times a line: the tunable of the line it
+  // times next ("" otherwise) and the setting taken before this line.
+  std::string next_tunable_;
+  TunableValues next_through_;
+  // Whether QueueBuilds guesses: not in a search of a shape searched before.
+  bool guess_builds_ = false;
+  // The recorded setting's figure and its standard error, each batch.
+  std::vector<double> recorded_batches_;
+  std::vector<std::optional<double>> recorded_within_;
+  // The same from screening batches while no full batch timed it.
+  std::vector<double> screen_recorded_;
+  std::vector<std::optional<double>> screen_recorded_within_;
+  // Screening figures of the settings a screen left in reach, and of the
+  // recorded setting, by identity.
+  std::map<std::string, ShapeTrial> screened_in_;
+  // The challengers Nominate() chose for confirmation, where it did.
+  std::optional<std::vector<std::string>> nominated_;
+};
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_DAEMON_TUNE_SHAPE_SEARCH_H_
