@@ -52,6 +52,8 @@ class SettingsTimer {
   // Takes the judge's verdicts, by setting ("" admitted).
   void Refuse(const std::map<int, std::string>& verdicts);
 
+  // The batch's figures: each trial's delta summed over the members, its
+  // noise in quadrature over the points and members. Ends the timer.
   TimedBatch Finish() &&;
 
  private:

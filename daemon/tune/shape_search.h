@@ -65,6 +65,8 @@ class ShapeSearch {
         shape_index_(shape_index),
         incumbent_(incumbent) {}
 
+  // The search, then the choice of the setting taken (Collect, Choose):
+  // TimeShape's result. REQUIRES: called once.
   absl::StatusOr<ShapeResult> Run();
 
  private:
