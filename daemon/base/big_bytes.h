@@ -13,7 +13,7 @@
 // there fault in huge pages too. Fixing the threshold at kBigBytes
 // (mallopt) avoids that but made the example's Autotune slower (every big
 // buffer faulted in afresh: 12.2 s of host work beside the device time in
-// `service_bench utilisation`, against 7.3 to 7.6 s), so it is left to
+// `service_bench utilisation`, against 7.3 to 8.3 s), so it is left to
 // glibc.
 #ifndef IRONTUNE_DAEMON_BASE_BIG_BYTES_H_
 #define IRONTUNE_DAEMON_BASE_BIG_BYTES_H_

@@ -229,9 +229,7 @@ bool IsBinaryElementwiseClass(std::string_view cls) {
 }
 
 bool IsElementwiseClass(std::string_view cls) {
-  return IsBinaryElementwiseClass(cls) || cls == "SiLU" || cls == "ReLU" ||
-         cls == "Sigmoid" || cls == "Tanh" || cls == "GELU" ||
-         cls == "LeakyReLU" || cls == "Clamp";
+  return ElementMapper::Maps(cls);
 }
 
 std::optional<double> ElementMap(const v1::Operator& op, double x, double z) {
@@ -240,7 +238,8 @@ std::optional<double> ElementMap(const v1::Operator& op, double x, double z) {
   return map(x, z);
 }
 
-ElementMapper::ElementMapper(const v1::Operator& op) {
+const std::map<std::string, ElementMapper::Kind, std::less<>>&
+ElementMapper::Kinds() {
   static const auto* const kKinds =
       new std::map<std::string, Kind, std::less<>>{
           {"ElementwiseAdd", Kind::kAdd},  {"ElementwiseMul", Kind::kMul},
@@ -248,8 +247,16 @@ ElementMapper::ElementMapper(const v1::Operator& op) {
           {"ReLU", Kind::kRelu},           {"Sigmoid", Kind::kSigmoid},
           {"Tanh", Kind::kTanh},           {"GELU", Kind::kGelu},
           {"LeakyReLU", Kind::kLeakyRelu}, {"Clamp", Kind::kClamp}};
-  const auto it = kKinds->find(op.class_name());
-  if (it == kKinds->end()) return;
+  return *kKinds;
+}
+
+bool ElementMapper::Maps(std::string_view cls) {
+  return Kinds().find(cls) != Kinds().end();
+}
+
+ElementMapper::ElementMapper(const v1::Operator& op) {
+  const auto it = Kinds().find(op.class_name());
+  if (it == Kinds().end()) return;
   kind_ = it->second;
   const auto bf16 = [](double v) {
     return RoundTo(v1::DTYPE_BF16, static_cast<float>(v));

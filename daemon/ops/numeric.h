@@ -11,7 +11,9 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -79,6 +81,9 @@ class ElementMapper {
   explicit ElementMapper(const v1::Operator& op);
   // Whether the class is elementwise (ElementMap is not nullopt).
   bool maps() const { return kind_ != Kind::kNone; }
+  // Whether class `cls` is one of the elementwise classes mapped: the one
+  // list of them (IsElementwiseClass).
+  static bool Maps(std::string_view cls);
   // ElementMap(op, x, z); 0 where it is nullopt.
   double operator()(double x, double z) const;
 
@@ -96,6 +101,8 @@ class ElementMapper {
     kLeakyRelu,
     kClamp
   };
+  static const std::map<std::string, Kind, std::less<>>& Kinds();
+
   Kind kind_ = Kind::kNone;
   double a_ = 0;  // AXPY's factor, LeakyReLU's alpha, Clamp's low
   double b_ = 0;  // Clamp's high
