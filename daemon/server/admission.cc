@@ -55,8 +55,8 @@ Bytes BufferBytes(const v1::Operator& op) {
 }
 
 // What timing `settings` settings of `op` in one Measure holds at its peak
-// (admission.h), split into the seeded inputs (once per distinct step,
-// every image and the judge sharing them) and the rest: each loaded
+// (admission.h), split into the inputs (once per distinct step, whose
+// buffers each hold them on an NPU) and the rest: each loaded
 // setting's outputs per step of its two images, and the outputs read back
 // (each setting's, kept for judging, and the default's of two batches).
 struct OperatorBytes {

@@ -7,8 +7,9 @@
 //
 // The estimates (docs/operations.md, "Admission and limits"):
 //   - peak memory: per timed operator, its inputs once per distinct step
-//     (each distinct step has its own seeded inputs, which every image and
-//     the judge share); a batch of settings loaded at once, each as a
+//     (each distinct step reads them from buffers of its own, each a copy
+//     on an NPU; the one seeded copy is shared by the sim's images and the
+//     judge); a batch of settings loaded at once, each as a
 //     1-step and a `repeats`-step image holding its outputs per distinct
 //     step (every step when the buffers are at most kDistinctBytes, else
 //     one), so

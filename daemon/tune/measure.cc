@@ -59,6 +59,16 @@ std::map<std::string, std::string> GivenDigests(const MeasurePlan& request) {
   return out;
 }
 
+// The seed of the values of artifact buffer `buf`, from the plan's `seed`.
+// Every step of a runlist reads its operator buffer's values, in buffers
+// of its own where the runlist is distinct: a cache finds the later
+// steps' inputs at other addresses all the same, and only the 1-step
+// image's outputs are read, so one copy of each input is made and kept
+// (docs/npu-facts.md, "Step time").
+uint64_t BufferSeed(uint64_t seed, const ArtifactBuffer& buf) {
+  return InputSeed(seed, /*step=*/0, buf.op_buffer);
+}
+
 // Writes the per-call values and hands `image` its inputs: those given
 // (`given`, the plan's inputs made shared once per Measure call) and the
 // rest seeded, from `memo` by (dtype, bytes, seed), so every setting of a
@@ -99,8 +109,7 @@ absl::Status PrepareImage(const v1::Operator& op, const Artifact& artifact,
       }
       bytes = it->second;
     } else {
-      bytes = memo.Get(ob.dtype(), buf.nbytes,
-                       InputSeed(request.seed, buf.step, buf.op_buffer));
+      bytes = memo.Get(ob.dtype(), buf.nbytes, BufferSeed(request.seed, buf));
     }
     if (fed != nullptr) (*fed)[ob.name()] = bytes;
     RETURN_IF_ERROR(image.ShareBuffer(buf.name, std::move(bytes)));
@@ -570,8 +579,7 @@ class Measurer {
         continue;
       const v1::Buffer& ob = op.buffers(buf.op_buffer);
       if (plan_.inputs.count(ob.name()) > 0) continue;
-      wants.push_back({ob.dtype(), buf.nbytes,
-                       InputSeed(plan_.seed, buf.step, buf.op_buffer)});
+      wants.push_back({ob.dtype(), buf.nbytes, BufferSeed(plan_.seed, buf)});
     }
   }
 

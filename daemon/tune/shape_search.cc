@@ -463,13 +463,15 @@ absl::Status ShapeSearch::QueueBuilds(const std::vector<TunableValues>& batch,
   ASSIGN_OR_RETURN(
       const std::vector<bool> built,
       KnownBuilt(one_step, context_.builder().Environment(), context_.cache()));
-  for (const std::vector<BuildRequest>* requests : {&one_step, &many_step}) {
-    for (size_t k = 0; k < requests->size(); ++k) {
-      if (built[k]) continue;
+  // Each 1-step design with its many-step one behind it, as Measure waits
+  // for them.
+  for (size_t k = 0; k < one_step.size(); ++k) {
+    if (built[k]) continue;
+    for (const BuildRequest* r : {&one_step[k], &many_step[k]}) {
       if (later) {
-        context_.builder().PrefetchLater((*requests)[k]);
+        context_.builder().PrefetchLater(*r);
       } else {
-        context_.builder().Prefetch((*requests)[k]);
+        context_.builder().Prefetch(*r);
       }
     }
   }

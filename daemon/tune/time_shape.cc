@@ -238,17 +238,22 @@ absl::StatusOr<std::vector<BuildRequest>> ShapeBuilds(
         MeasureRequest(ops[k], recorded[k], platform, 1, packaging));
   ASSIGN_OR_RETURN(const std::vector<bool> built,
                    KnownBuilt(one_step, environment, context.cache()));
-  std::vector<BuildRequest> ones, manys;
+  // The settings timed first, each 1-step design with its many-step one
+  // behind it (as Measure waits for them), then the 1-step designs only
+  // Refusals builds.
+  std::vector<BuildRequest> first, refusals;
   for (size_t k = 0; k < ops.size(); ++k) {
     // Known to the cache: built (its figure is found without a build), or
     // refused; without fit checks, a kept verdict was a build's.
     const bool known = built[k] || (!checks_fit && verdicts[k]);
     if (known || !fits[setting[k]]) continue;
-    if (!checks_fit || timed[setting[k]]) {
-      ones.push_back(std::move(one_step[k]));
+    if (timed[setting[k]]) {
+      first.push_back(std::move(one_step[k]));
+    } else if (!checks_fit) {
+      refusals.push_back(std::move(one_step[k]));
     }
     if (found.size() > 1 && timed[setting[k]]) {
-      manys.push_back(MeasureRequest(ops[k], recorded[k], platform,
+      first.push_back(MeasureRequest(ops[k], recorded[k], platform,
                                      options.repeats, packaging));
     } else if (rest != nullptr && found.size() > 1) {
       // Without fit checks its 1-step design is listed above.
@@ -257,8 +262,8 @@ absl::StatusOr<std::vector<BuildRequest>> ShapeBuilds(
                                      options.repeats, packaging));
     }
   }
-  ones.insert(ones.end(), manys.begin(), manys.end());
-  return ones;
+  first.insert(first.end(), refusals.begin(), refusals.end());
+  return first;
 }
 
 v1::Packaging PackagingFor(const AutotuneOptions& options,

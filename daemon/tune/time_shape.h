@@ -138,15 +138,17 @@ absl::StatusOr<std::vector<TunableValues>> ShapeSettings(
     const std::function<void(const std::string&)>& log = nullptr);
 
 // The builds a TimeShape of `shape` will ask the context's builder for
-// first, as Refusals and Measure ask (MeasureRequest): the 1-step designs
-// (each member's) of the settings the search times first, then their
-// options.repeats-step designs (none where the recorded setting is alone).
+// first, as Refusals and Measure ask (MeasureRequest): each member's 1-step
+// design of each setting the search times first, with its
+// options.repeats-step design behind it (none where the recorded setting
+// is alone), as Measure waits for them.
 // Those settings are each of ShapeSettings where they are at most
 // options.exhaustive and no kernel bound may leave some untimed; else the
 // recorded one and, for a coordinate descent, the first tunable's Line
 // through `incumbent` (may be null: the recorded setting; TimeShape's
 // incumbent). Where the builder does not ChecksFit, Refusals builds every
-// setting's 1-step design, and all of those are listed. A design the
+// setting's 1-step design, and all of those are listed (those of the
+// settings not timed first last). A design the
 // context's cache knows (a built identity, measure.h BuiltIdentityKey, or a
 // refusal; without fit checks any builder verdict) is left out with its
 // many-step design: the search

@@ -1862,10 +1862,17 @@ TEST_CASE("ShapeBuilds: with fit checks only what the search builds first") {
       ShapeBuilds((*shapes)[0], calls, rig.platform(), options, {}, run);
   REQUIRE(listed.ok());
   CHECK(noting.built.empty());  // fits checked, nothing built
-  // The recorded setting and a Line of a few others, each twice.
+  // The recorded setting and a Line of a few others, each twice: each
+  // 1-step design with its many-step one right behind it.
   CHECK(listed->size() >= 4);
   CHECK(listed->size() % 2 == 0);
   CHECK(listed->size() < 2 * 24);
+  for (size_t k = 0; k + 1 < listed->size(); k += 2) {
+    CHECK((*listed)[k].steps == 1);
+    CHECK((*listed)[k + 1].steps == options.repeats);
+    CHECK((*listed)[k + 1].op.SerializeAsString() ==
+          (*listed)[k].op.SerializeAsString());
+  }
   auto tuned = Autotune(calls, Profile(), options, run);
   REQUIRE(tuned.ok());
   std::set<std::string> built;
@@ -1911,6 +1918,17 @@ TEST_CASE(
     before_first_build.insert(call.key);
   }
   CHECK(before_first_build.size() > listed->size());
+  // Every many-step design is queued right behind a 1-step one (its own:
+  // Measure waits for the two together).
+  const testing::NotingBuilder::Call* previous = nullptr;
+  for (const testing::NotingBuilder::Call& call : noting.calls) {
+    if (call.what == 'B') continue;
+    if (call.steps > 1) {
+      REQUIRE(previous != nullptr);
+      CHECK(previous->steps == 1);
+    }
+    previous = &call;
+  }
   testing::CountingBuilder again(sim);
   testing::LocalTuneContext second_run(rig.device.get(), &again, cache->get());
   auto cached = Autotune(calls, Profile(), options, second_run);

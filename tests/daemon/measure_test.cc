@@ -2,10 +2,12 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/value.h"
 #include "daemon/base/stats.h"
@@ -206,6 +208,34 @@ TEST_CASE(
   const SettingOutput& def = result->outputs.at(0);
   CHECK(def.inputs.size() == 2);
   CHECK(def.inputs.at("A").get() == cached.get());
+}
+
+TEST_CASE("the steps of a distinct runlist read one copy of each input") {
+  Rig rig;
+  HandingDevice device(rig.device.get());
+  testing::LocalTuneContext context(&device, &rig.builder);
+  const MeasurePlan plan = Request(ThreeSettings());
+  auto result = Measure(plan, context);
+  REQUIRE(result.ok());
+  REQUIRE(result->measurements.size() == 3);
+  // Each input buffer of every step, of every image, is handed the one
+  // object the input cache keeps for its operator buffer.
+  std::map<std::string, std::set<const std::string*>> by_buffer;
+  std::set<std::string> steps;
+  for (const auto& [name, bytes] : device.handed.shared) {
+    const size_t dot = name.find('.');
+    REQUIRE(dot != std::string::npos);
+    steps.insert(name.substr(0, dot));
+    by_buffer[absl::AsciiStrToLower(name.substr(dot + 1))].insert(bytes.get());
+  }
+  CHECK(steps.size() == static_cast<size_t>(plan.repeats));  // distinct
+  REQUIRE(by_buffer.size() == 2);                            // A and B
+  uint64_t one_copy = 0;
+  for (const auto& [buffer, objects] : by_buffer) {
+    CHECK(objects.size() == 1);
+    one_copy += (*objects.begin())->size();
+  }
+  CHECK(context.inputs().bytes() == one_copy);
 }
 
 TEST_CASE("outputs are dropped once digested unless a judge needs them") {
