@@ -179,6 +179,47 @@ void StoreElement(v1::DType dtype, char* data, uint64_t i, float v) {
   }
 }
 
+namespace {
+
+// Element begin + j = convert(in[j]) for elements of type T.
+template <typename T, typename Convert>
+void StoreRun(char* data, uint64_t begin, uint64_t n, const float* in,
+              Convert convert) {
+  char* p = data + begin * sizeof(T);
+  for (uint64_t j = 0; j < n; ++j) StoreAs(p + j * sizeof(T), convert(in[j]));
+}
+
+}  // namespace
+
+void StoreElements(v1::DType dtype, char* data, uint64_t begin, uint64_t n,
+                   const float* in) {
+  auto same = [](float v) { return v; };
+  switch (dtype) {
+    case v1::DTYPE_BF16:
+      return StoreRun<uint16_t>(data, begin, n, in, FloatToBf16);
+    case v1::DTYPE_F16:
+      return StoreRun<uint16_t>(data, begin, n, in, FloatToF16);
+    case v1::DTYPE_F32:
+      return StoreRun<float>(data, begin, n, in, same);
+    case v1::DTYPE_I8:
+      return StoreRun<int8_t>(data, begin, n, in, SaturateInt<int8_t>);
+    case v1::DTYPE_U8:
+      return StoreRun<uint8_t>(data, begin, n, in, SaturateInt<uint8_t>);
+    case v1::DTYPE_I16:
+      return StoreRun<int16_t>(data, begin, n, in, SaturateInt<int16_t>);
+    case v1::DTYPE_U16:
+      return StoreRun<uint16_t>(data, begin, n, in, SaturateInt<uint16_t>);
+    case v1::DTYPE_I32:
+      return StoreRun<int32_t>(data, begin, n, in, SaturateInt<int32_t>);
+    case v1::DTYPE_U32:
+      return StoreRun<uint32_t>(data, begin, n, in, SaturateInt<uint32_t>);
+    case v1::DTYPE_I64:
+      return StoreRun<int64_t>(data, begin, n, in, SaturateInt<int64_t>);
+    default:
+      return;
+  }
+}
+
 float RoundTo(v1::DType dtype, float v) {
   switch (dtype) {
     case v1::DTYPE_BF16:

@@ -38,6 +38,10 @@ void LoadElements(v1::DType dtype, const char* data, uint64_t begin, uint64_t n,
 // Stores `v` as element `i`: floats rounded to nearest even, integers
 // rounded and saturated (NaN as 0). REQUIRES: `data` holds element i.
 void StoreElement(v1::DType dtype, char* data, uint64_t i, float v);
+// in[0, n) as elements [begin, begin + n), each as StoreElement stores it,
+// the dtype looked at once. REQUIRES: `data` holds them; `in` has n values.
+void StoreElements(v1::DType dtype, char* data, uint64_t begin, uint64_t n,
+                   const float* in);
 // `v` at the precision of `dtype` (bf16, f16; others unchanged).
 float RoundTo(v1::DType dtype, float v);
 

@@ -46,6 +46,16 @@ class In {
   double operator[](uint64_t i) const {
     return data_ == nullptr ? 0.0 : LoadElement(meta_->dtype(), data_, i);
   }
+  // Elements [begin, begin + n) into out[0, n), as operator[] reads them.
+  void Load(uint64_t begin, uint64_t n, double* out) const {
+    if (data_ == nullptr) {
+      std::fill(out, out + n, 0.0);
+      return;
+    }
+    std::vector<float> run(n);
+    LoadElements(meta_->dtype(), data_, begin, n, run.data());
+    std::copy(run.begin(), run.end(), out);
+  }
 
  private:
   const v1::Buffer* meta_;
@@ -105,6 +115,39 @@ Result RowsOf(Out out, int64_t rows, int64_t computed, int64_t row_len) {
                                                      .row_stride = row_len});
 }
 
+// The `rows` sampled rows of A(m x k) B(k x n), row j's n sums at
+// [j * n, (j + 1) * n), each summed over k in ascending order in double.
+// B is read a row of it at a time (a column where `b_col`), decoded once.
+std::vector<double> GemmRows(const In& a, const In& b, bool b_col, int64_t used,
+                             int64_t rows, int64_t k, int64_t n) {
+  std::vector<double> a_rows(rows * k);
+  for (int64_t j = 0; j < rows; ++j) {
+    a.Load(SampleRow(j, rows, used) * k, k, a_rows.data() + j * k);
+  }
+  std::vector<double> acc(rows * n, 0.0), line(b_col ? k : n);
+  if (b_col) {  // column `col` of B: k elements from col * k
+    for (int64_t col = 0; col < n; ++col) {
+      b.Load(col * k, k, line.data());
+      for (int64_t j = 0; j < rows; ++j) {
+        const double* av = a_rows.data() + j * k;
+        double sum = 0;
+        for (int64_t kk = 0; kk < k; ++kk) sum += av[kk] * line[kk];
+        acc[j * n + col] = sum;
+      }
+    }
+    return acc;
+  }
+  for (int64_t kk = 0; kk < k; ++kk) {  // row kk of B: n elements
+    b.Load(kk * n, n, line.data());
+    for (int64_t j = 0; j < rows; ++j) {
+      const double av = a_rows[j * k + kk];
+      double* sums = acc.data() + j * n;
+      for (int64_t col = 0; col < n; ++col) sums[col] += av * line[col];
+    }
+  }
+  return acc;
+}
+
 Result Gemm(const Ctx& c) {
   if (c.roles.in.size() < 2 || c.roles.out.empty()) return NoFit(c.op);
   const int64_t m = c.Param("M", 0), k = c.Param("K", 0), n = c.Param("N", 0);
@@ -120,17 +163,11 @@ Result Gemm(const Ctx& c) {
              c_col = c.Param("c_col_maj", 0) != 0;
   const int64_t used = c.Extent("M", m);
   const int64_t rows = SampledRows(used, k * n, kMaxGemmRows);
-  std::vector<double> acc(n);
+  const std::vector<double> acc = GemmRows(a, b, b_col, used, rows, k, n);
   for (int64_t j = 0; j < rows; ++j) {
     const int64_t i = SampleRow(j, rows, used);
-    std::fill(acc.begin(), acc.end(), 0.0);
-    for (int64_t kk = 0; kk < k; ++kk) {
-      const double av = a[i * k + kk];
-      for (int64_t col = 0; col < n; ++col)
-        acc[col] += av * b[b_col ? col * k + kk : kk * n + col];
-    }
     for (int64_t col = 0; col < n; ++col)
-      out.Set(c_col ? col * m + i : i * n + col, acc[col]);
+      out.Set(c_col ? col * m + i : i * n + col, acc[j * n + col]);
   }
   ComputedRows computed{.rows = used,
                         .computed = rows,

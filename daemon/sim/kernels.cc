@@ -64,6 +64,10 @@ class Out {
   // `v` at the output's precision.
   float Round(float v) const { return RoundTo(dtype_, v); }
   void Set(uint64_t i, float v) { StoreElement(dtype_, data_, i, v); }
+  // Elements [0, values.size()), each as Set stores it.
+  void SetFirst(const std::vector<float>& values) {
+    StoreElements(dtype_, data_, 0, values.size(), values.data());
+  }
 
  private:
   v1::DType dtype_;
@@ -222,6 +226,24 @@ bool Gemv(const OpView& op, const std::vector<StepBuffer>& ins,
   return true;
 }
 
+// map(x[i], z[i]) for each i in [0, n), as floats; z is x where the map is
+// not binary. Decoded a run at a time.
+std::vector<float> MapEvery(const In& x, const In& z, bool binary,
+                            const ElementMapper& map, uint64_t n) {
+  constexpr uint64_t kRun = 1 << 14;
+  std::vector<float> values(n), xs, zs;
+  for (uint64_t begin = 0; begin < n; begin += kRun) {
+    const uint64_t len = std::min(kRun, n - begin);
+    x.Load(begin, len, xs);
+    if (binary) z.Load(begin, len, zs);
+    const std::vector<float>& second = binary ? zs : xs;
+    for (uint64_t j = 0; j < len; ++j) {
+      values[begin + j] = static_cast<float>(map(xs[j], second[j]));
+    }
+  }
+  return values;
+}
+
 bool Elementwise(const OpView& op, const std::vector<StepBuffer>& ins,
                  std::vector<StepBuffer>& bufs, const BufferRoles& r) {
   const bool binary = IsBinaryElementwiseClass(op.class_name());
@@ -234,8 +256,17 @@ bool Elementwise(const OpView& op, const std::vector<StepBuffer>& ins,
   n = std::min(n, out_n);
   const int64_t count =
       SampledRows(static_cast<int64_t>(n), 1, static_cast<int64_t>(n));
-  std::vector<float> values(count);
   const ElementMapper map(op.op());
+  // Every element (the usual case): decoded and stored in runs, the same
+  // values as one at a time. The inputs are all read before the output is
+  // made: it may be one of them (in place).
+  if (static_cast<uint64_t>(count) == n) {
+    std::vector<float> values = MapEvery(x, z, binary, map, n);
+    Out out(bufs[r.out[0]]);
+    out.SetFirst(values);
+    return true;
+  }
+  std::vector<float> values(count);
   for (int64_t j = 0; j < count; ++j) {
     const uint64_t i = SampleRow(j, count, n);
     values[j] = static_cast<float>(map(x[i], z[i]));

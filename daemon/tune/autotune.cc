@@ -131,8 +131,19 @@ void AutotuneRun::BuildAhead(int position, Builder& builder) {
   if (it != ahead_.end()) ahead_.erase(it);
   for (const BuildRequest& r : now) builder.Prefetch(r);
   ahead_to_ = std::max(ahead_to_, position);
-  while (QueueAhead(builder)) {
+  // Every first list before any spare build, so no thread starts on a
+  // spare one while a first list is still to come.
+  std::vector<int> queued;
+  for (int p = QueueAhead(builder); p >= 0; p = QueueAhead(builder)) {
+    queued.push_back(p);
   }
+  for (int p : queued) QueueSpare(p, builder);
+}
+
+void AutotuneRun::QueueSpare(int position, Builder& builder) {
+  auto it = spare_.find(position);
+  if (it == spare_.end()) return;
+  for (const BuildRequest& r : it->second) builder.PrefetchSpare(r);
 }
 
 void AutotuneRun::DropSpare(int position) {
@@ -142,9 +153,9 @@ void AutotuneRun::DropSpare(int position) {
   spare_.erase(it);
 }
 
-bool AutotuneRun::QueueAhead(Builder& builder) {
+int AutotuneRun::QueueAhead(Builder& builder) {
   const int next = ahead_to_ + 1;
-  if (next >= total() || logged_->cancelled()) return false;
+  if (next >= total() || logged_->cancelled()) return -1;
   // The next shape may not begin: the budget spent by the shapes not
   // finished before it, as planned.
   if (options_.budget_seconds > 0) {
@@ -152,15 +163,13 @@ bool AutotuneRun::QueueAhead(Builder& builder) {
     for (int p = done_; p < next; ++p) {
       planned += estimator_->cost(order_[p]).device_seconds;
     }
-    if (planned >= options_.budget_seconds) return false;
+    if (planned >= options_.budget_seconds) return -1;
   }
   ahead_to_ = next;
   std::vector<BuildRequest>& list = ahead_[next];
-  std::vector<BuildRequest>& rest = spare_[next];
-  list = BuildsOf(next, &rest);
+  list = BuildsOf(next, &spare_[next]);
   for (const BuildRequest& r : list) builder.PrefetchLater(r);
-  for (const BuildRequest& r : rest) builder.PrefetchSpare(r);
-  return true;
+  return next;
 }
 
 // One shape's search on a thread of its own, holding the run's turn
@@ -181,7 +190,8 @@ class AutotuneRun::Lane : public TuneContextWrapper {
         builds_(&run.logged_->builder(), &run.turn_, rank()) {
     builds_.OnYield([this] {
       run_.StartLanes();
-      run_.QueueAhead(builds_);
+      const int queued = run_.QueueAhead(builds_);
+      if (queued >= 0) run_.QueueSpare(queued, builds_);
     });
     if (!own_thread) return;
     run_.turn_.Queue(rank());

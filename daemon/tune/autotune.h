@@ -142,18 +142,22 @@ class AutotuneRun {
   // Queues the builds of the shape at `position` (Builder::Prefetch; the
   // list made for it as a shape ahead where there is one) and behind them
   // those of each shape after it not queued yet (QueueAhead), up to the
-  // last shape the budget reaches by the planned times of those before it.
+  // last shape the budget reaches by the planned times of those before it,
+  // and behind all of them their spare builds (QueueSpare).
   // Through `builder` (the lane's, so the shape's own builds queue at its
   // rank).
   void BuildAhead(int position, Builder& builder);
-  // Queues the builds of the shape after the last one queued so far
-  // (ahead_to_): its first ones behind all else (Builder::PrefetchLater)
-  // and its other settings' with time to spare (Builder::PrefetchSpare),
-  // unless it is the last or the budget would not reach it by the planned
-  // times of the shapes before it not finished. Whether it did. A search
-  // that waits for a build calls it (with a budget, the shapes not
-  // finished may have taken less than planned).
-  bool QueueAhead(Builder& builder);
+  // Queues the first builds of the shape after the last one queued so far
+  // (ahead_to_) behind all else (Builder::PrefetchLater), and keeps its
+  // other settings' for QueueSpare, unless it is the last or the budget
+  // would not reach it by the planned times of the shapes before it not
+  // finished. Its position, or -1 where none was queued. A search that
+  // waits for a build calls it (with a budget, the shapes not finished may
+  // have taken less than planned).
+  int QueueAhead(Builder& builder);
+  // Queues the other settings' builds QueueAhead kept for the shape at
+  // `position` with time to spare (Builder::PrefetchSpare).
+  void QueueSpare(int position, Builder& builder);
   // Drops the spare builds queued for the shape at `position`
   // (Builder::Unprefetch): its search has ended.
   void DropSpare(int position);

@@ -238,9 +238,8 @@ absl::StatusOr<std::vector<BuildRequest>> ShapeBuilds(
         MeasureRequest(ops[k], recorded[k], platform, 1, packaging));
   ASSIGN_OR_RETURN(const std::vector<bool> built,
                    KnownBuilt(one_step, environment, context.cache()));
-  // The settings timed first, each 1-step design with its many-step one
-  // behind it (as Measure waits for them), then the 1-step designs only
-  // Refusals builds.
+  // Each setting timed first's 1-step design with its many-step one behind
+  // (as Measure waits for them); then the 1-step ones only Refusals builds.
   std::vector<BuildRequest> first, refusals;
   for (size_t k = 0; k < ops.size(); ++k) {
     // Known to the cache: built (its figure is found without a build), or

@@ -1304,9 +1304,11 @@ class ShapeNotingBuilder : public Builder {
   }
   void PrefetchLater(const BuildRequest& request) override {
     later.emplace_back(Now(), RequestKey(request));
+    queued += 'L';
   }
   void PrefetchSpare(const BuildRequest& request) override {
     spare.emplace_back(Now(), RequestKey(request));
+    queued += 'S';
   }
   void Unprefetch(const BuildRequest& request) override {
     dropped.emplace_back(Now(), RequestKey(request));
@@ -1324,6 +1326,7 @@ class ShapeNotingBuilder : public Builder {
   // The OnShape keys of the context the run tells. REQUIRES: set.
   const std::vector<std::string>* shapes = nullptr;
   std::vector<std::pair<int, std::string>> built, later, spare, dropped;
+  std::string queued;  // 'L' or 'S' for each PrefetchLater or PrefetchSpare
 
  private:
   int Now() const { return static_cast<int>(shapes->size()) - 1; }
@@ -1336,6 +1339,7 @@ class ShapeNotingBuilder : public Builder {
 struct NotedBuilds {
   std::vector<std::pair<int, std::string>> built, later, spare, dropped;
   size_t shapes = 0;
+  std::string queued;  // ShapeNotingBuilder::queued
 };
 
 NotedBuilds AutotuneNoted(const v1::Calls& calls, AutotuneOptions options,
@@ -1350,8 +1354,8 @@ NotedBuilds AutotuneNoted(const v1::Calls& calls, AutotuneOptions options,
   noting.shapes = &run.shapes;
   auto tuned = Autotune(calls, Profile(), options, run);
   REQUIRE(tuned.ok());
-  return {noting.built, noting.later, noting.spare, noting.dropped,
-          run.shapes.size()};
+  return {noting.built,   noting.later,      noting.spare,
+          noting.dropped, run.shapes.size(), noting.queued};
 }
 
 TEST_CASE("Autotune: the next shape's designs are queued while one is timed") {
@@ -1409,6 +1413,24 @@ TEST_CASE(
     beyond_first += spare.count(key);
   }
   CHECK(beyond_first > 0);  // its search went past its first line
+}
+
+TEST_CASE("Autotune: every later shape's first builds go before any spare") {
+  // Three GEMMs searched by coordinate descent: the first shape queues the
+  // first builds of both after it, and only then their other settings'.
+  AutotuneOptions options;
+  options.exhaustive = 2;
+  const NotedBuilds noted = AutotuneNoted(
+      MakeCalls({SearchGemm(512), SearchGemm(256), SearchGemm(128)}, {0, 1, 2}),
+      options, GENERATE(false, true));
+  REQUIRE(noted.shapes == 3);
+  REQUIRE_FALSE(noted.spare.empty());
+  std::set<int> laters;  // the shapes begun as first builds were queued
+  for (const auto& [shape, key] : noted.later) laters.insert(shape);
+  CHECK(laters == std::set<int>{0});
+  const size_t first_spare = noted.queued.find('S');
+  CHECK(first_spare > 0);
+  CHECK(noted.queued.find('L', first_spare) == std::string::npos);
 }
 
 // A builder whose builds take wall time: those of operators of class

@@ -120,6 +120,42 @@ TEST_CASE("GEMM reference samples rows as the sim does", "[reference]") {
   CHECK(r.computed.at("C").RowIndices() == std::vector<int64_t>{0, 1, 2});
 }
 
+TEST_CASE("GEMM reference gives bit for bit the sums element by element",
+          "[reference]") {
+  constexpr int64_t m = 8, k = 300, n = 70;
+  std::string a(m * k * 2, '\0'), b(k * n * 2, '\0');
+  for (int64_t i = 0; i < m * k; ++i)
+    StoreElement(v1::DTYPE_BF16, a.data(), i, std::sin(0.37f * i));
+  for (int64_t i = 0; i < k * n; ++i)
+    StoreElement(v1::DTYPE_BF16, b.data(), i, std::cos(0.11f * i) - 0.25f);
+  for (const bool b_col : {false, true}) {
+    v1::Operator op = Op("GEMM");
+    Param(op, "M", m);
+    Param(op, "K", k);
+    Param(op, "N", n);
+    Param(op, "b_col_maj", b_col ? 1 : 0);
+    Buffer(op, "A", v1::BUFFER_ROLE_IN, {m, k}, v1::DTYPE_BF16);
+    Buffer(op, "B", v1::BUFFER_ROLE_IN, {k, n}, v1::DTYPE_BF16);
+    Buffer(op, "C", v1::BUFFER_ROLE_OUT, {m, n}, v1::DTYPE_F32);
+    const std::vector<float> out =
+        AsF32(Run(op, {{"A", a}, {"B", b}}).outputs.at("C"));
+    std::vector<float> want(m * n);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t col = 0; col < n; ++col) {
+        double sum = 0;
+        for (int64_t kk = 0; kk < k; ++kk) {
+          const double av = LoadElement(v1::DTYPE_BF16, a.data(), i * k + kk);
+          const double bv = LoadElement(v1::DTYPE_BF16, b.data(),
+                                        b_col ? col * k + kk : kk * n + col);
+          sum += av * bv;
+        }
+        want[i * n + col] = static_cast<float>(sum);
+      }
+    }
+    CHECK(out == want);
+  }
+}
+
 TEST_CASE("GEMV reference, batched", "[reference]") {
   v1::Operator op = Op("GEMV");
   Param(op, "M", 2);

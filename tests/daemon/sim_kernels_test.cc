@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "daemon/ops/numeric.h"
@@ -66,6 +67,57 @@ TEST_CASE("element-wise kernels", "[sim][kernels]") {
       CHECK(out[0] == Approx(1 / (1 + std::exp(-1.0))));
       CHECK(out[3] == 0);
     }
+  }
+}
+
+TEST_CASE("StoreElements stores each value as StoreElement does",
+          "[sim][kernels]") {
+  const std::vector<float> values = {0.0f,  -0.0f,  1.00390625f, -2.5f,
+                                     1e30f, -1e30f, 65519.0f,    3.75f,
+                                     NAN,   1e-8f,  -7.5f,       300.0f};
+  for (v1::DType dtype :
+       {v1::DTYPE_BF16, v1::DTYPE_F16, v1::DTYPE_F32, v1::DTYPE_I8,
+        v1::DTYPE_U8, v1::DTYPE_I16, v1::DTYPE_U16, v1::DTYPE_I32,
+        v1::DTYPE_U32, v1::DTYPE_I64}) {
+    const size_t width = static_cast<size_t>(sim::DTypeBytes(dtype));
+    const size_t begin = 3;  // not from the buffer's start
+    std::string one_by_one((begin + values.size()) * width, '\x5a');
+    std::string in_a_run = one_by_one;
+    for (size_t j = 0; j < values.size(); ++j)
+      StoreElement(dtype, one_by_one.data(), begin + j, values[j]);
+    StoreElements(dtype, in_a_run.data(), begin, values.size(), values.data());
+    CHECK(in_a_run == one_by_one);
+  }
+}
+
+TEST_CASE("element-wise kernels map every element as one at a time would",
+          "[sim][kernels]") {
+  // Past one run of decoded elements, with a partial last one.
+  constexpr int64_t kSize = 40000;
+  for (const std::string cls : {"ElementwiseMul", "SiLU"}) {
+    v1::Operator op;
+    op.set_class_name(cls);
+    AddParam(op, "size", kSize);
+    AddBuffer(op, "a", v1::BUFFER_ROLE_IN, {kSize}, v1::DTYPE_BF16);
+    if (cls != "SiLU")
+      AddBuffer(op, "b", v1::BUFFER_ROLE_IN, {kSize}, v1::DTYPE_BF16);
+    AddBuffer(op, "c", v1::BUFFER_ROLE_OUT, {kSize}, v1::DTYPE_BF16);
+    std::string a(2 * kSize, '\0'), b(2 * kSize, '\0');
+    for (int64_t i = 0; i < kSize; ++i) {
+      StoreElement(v1::DTYPE_BF16, a.data(), i, std::sin(0.01f * i) * 4);
+      StoreElement(v1::DTYPE_BF16, b.data(), i, std::cos(0.003f * i) - 0.5f);
+    }
+    const std::string out = Run(op, {a, b})[0];
+    const ElementMapper map(op);
+    std::string want(2 * kSize, '\0');
+    for (int64_t i = 0; i < kSize; ++i) {
+      const float x = LoadElement(v1::DTYPE_BF16, a.data(), i);
+      const float z =
+          cls == "SiLU" ? x : LoadElement(v1::DTYPE_BF16, b.data(), i);
+      StoreElement(v1::DTYPE_BF16, want.data(), i,
+                   static_cast<float>(map(x, z)));
+    }
+    CHECK(out == want);
   }
 }
 
