@@ -152,33 +152,6 @@ void LoadElements(v1::DType dtype, const char* data, uint64_t begin, uint64_t n,
   }
 }
 
-void StoreElement(v1::DType dtype, char* data, uint64_t i, float v) {
-  switch (dtype) {
-    case v1::DTYPE_BF16:
-      return StoreAs(data + 2 * i, FloatToBf16(v));
-    case v1::DTYPE_F16:
-      return StoreAs(data + 2 * i, FloatToF16(v));
-    case v1::DTYPE_F32:
-      return StoreAs(data + 4 * i, v);
-    case v1::DTYPE_I8:
-      return StoreAs(data + i, SaturateInt<int8_t>(v));
-    case v1::DTYPE_U8:
-      return StoreAs(data + i, SaturateInt<uint8_t>(v));
-    case v1::DTYPE_I16:
-      return StoreAs(data + 2 * i, SaturateInt<int16_t>(v));
-    case v1::DTYPE_U16:
-      return StoreAs(data + 2 * i, SaturateInt<uint16_t>(v));
-    case v1::DTYPE_I32:
-      return StoreAs(data + 4 * i, SaturateInt<int32_t>(v));
-    case v1::DTYPE_U32:
-      return StoreAs(data + 4 * i, SaturateInt<uint32_t>(v));
-    case v1::DTYPE_I64:
-      return StoreAs(data + 8 * i, SaturateInt<int64_t>(v));
-    default:
-      return;
-  }
-}
-
 namespace {
 
 // Element begin + j = convert(in[j]) for elements of type T.
@@ -218,6 +191,10 @@ void StoreElements(v1::DType dtype, char* data, uint64_t begin, uint64_t n,
     default:
       return;
   }
+}
+
+void StoreElement(v1::DType dtype, char* data, uint64_t i, float v) {
+  StoreElements(dtype, data, i, 1, &v);
 }
 
 float RoundTo(v1::DType dtype, float v) {
