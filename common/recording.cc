@@ -312,6 +312,14 @@ uint64_t DTypeSize(v1::DType dtype) {
   return info == nullptr ? 0 : info->size;
 }
 
+std::optional<uint64_t> BufferBytes(const v1::Buffer& buffer) {
+  uint64_t bytes = DTypeSize(buffer.dtype());
+  for (uint64_t extent : buffer.shape()) {
+    if (__builtin_mul_overflow(bytes, extent, &bytes)) return std::nullopt;
+  }
+  return bytes;
+}
+
 std::string_view DTypeName(v1::DType dtype) {
   const DTypeInfo* info = FindDType(dtype);
   return info == nullptr ? "unspecified" : info->name;

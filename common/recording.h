@@ -8,6 +8,7 @@
 #define IRONTUNE_COMMON_RECORDING_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -80,6 +81,10 @@ absl::Status SaveRecording(const v1::Calls& calls, const std::string& path);
 // Byte size of one element of `dtype`; 0 for DTYPE_UNSPECIFIED or an unknown
 // enum value.
 uint64_t DTypeSize(v1::DType dtype);
+
+// The buffer's declared size: product(shape) * DTypeSize(dtype) bytes;
+// nullopt where the product overflows 64 bits.
+std::optional<uint64_t> BufferBytes(const v1::Buffer& buffer);
 
 // Lower-case name of `dtype` ("bf16", ...); "unspecified" otherwise.
 std::string_view DTypeName(v1::DType dtype);

@@ -13,6 +13,7 @@
 #include "common/status_macros.h"
 #include "daemon/npu/metered.h"
 #include "daemon/tune/device_turn.h"
+#include "daemon/tune/inputs.h"
 #include "daemon/tune/settings.h"
 #include "daemon/tune/shape_memo.h"
 
@@ -34,6 +35,31 @@ class AutotuneRun::Logged : public TuneContextWrapper {
  private:
   MeteredDevice meter_;
 };
+
+namespace {
+
+// AutotuneRun::QueueRank of each position in `order` (indices into
+// `costs`): the first `together` ranked by planned device seconds per
+// planned setting, most first (ties by place), the rest by place.
+std::vector<int> QueueRanks(const std::vector<ShapeCost>& costs,
+                            const std::vector<size_t>& order, int together) {
+  const int n = static_cast<int>(order.size());
+  together = std::min(n, std::max(1, together));
+  auto per_setting = [&](int p) {
+    const ShapeCost& c = costs[order[p]];
+    return c.device_seconds / static_cast<double>(std::max<int64_t>(1, c.settings));
+  };
+  std::vector<int> starting(together);
+  for (int p = 0; p < together; ++p) starting[p] = p;
+  std::stable_sort(starting.begin(), starting.end(),
+                   [&](int a, int b) { return per_setting(a) > per_setting(b); });
+  std::vector<int> ranks(n);
+  for (int i = 0; i < together; ++i) ranks[starting[i]] = i + 1;
+  for (int p = together; p < n; ++p) ranks[p] = p + 1;
+  return ranks;
+}
+
+}  // namespace
 
 AutotuneRun::AutotuneRun(const v1::Calls& calls, const AutotuneOptions& options,
                          TuneContext& context)
@@ -67,6 +93,7 @@ absl::StatusOr<std::unique_ptr<AutotuneRun>> AutotuneRun::Start(
       std::vector<ShapeCost> costs,
       PlanShapes(run->shapes_, calls, run->platform_, options, run->cycles_));
   run->order_ = TuneOrder(costs);
+  run->queue_rank_ = QueueRanks(costs, run->order_, options.shapes_at_once);
   run->estimator_ =
       std::make_unique<JobEstimator>(std::move(costs), options.budget_seconds);
   absl::StatusOr<std::vector<bool>> before = SearchedBefore(
@@ -123,7 +150,9 @@ std::vector<BuildRequest> AutotuneRun::BuildsOf(
   return builds.ok() ? *std::move(builds) : std::vector<BuildRequest>();
 }
 
-void AutotuneRun::BuildAhead(int position, Builder& builder) {
+bool AutotuneRun::BuildAhead(int position, Builder& builder) {
+  std::vector<int> queued;
+  if (ahead_to_ < 0) queued = QueueStart(builder);
   // The list made for this shape as one ahead, where it was.
   auto it = ahead_.find(position);
   const std::vector<BuildRequest> now =
@@ -133,11 +162,20 @@ void AutotuneRun::BuildAhead(int position, Builder& builder) {
   ahead_to_ = std::max(ahead_to_, position);
   // Every first list before any spare build, so no thread starts on a
   // spare one while a first list is still to come.
-  std::vector<int> queued;
   for (int p = QueueAhead(builder); p >= 0; p = QueueAhead(builder)) {
     queued.push_back(p);
   }
   for (int p : queued) QueueSpare(p, builder);
+  return !now.empty();
+}
+
+void AutotuneRun::PrefetchInputs(int position, TuneContext& lane) {
+  std::vector<InputCache::Want> wants;
+  for (const ShapeMember& m : shapes_[order_[position]].members) {
+    AddDeclaredWants(calls_.operators(static_cast<int>(m.op)), m.inputs,
+                     options_.seed, wants);
+  }
+  lane.inputs().Prefetch(wants, lane.lane());
 }
 
 void AutotuneRun::QueueSpare(int position, Builder& builder) {
@@ -153,18 +191,46 @@ void AutotuneRun::DropSpare(int position) {
   spare_.erase(it);
 }
 
+std::vector<int> AutotuneRun::QueueStart(Builder& builder) {
+  const int together = std::min(total(), std::max(1, options_.shapes_at_once));
+  std::vector<int> starting;
+  for (int p = 0; p < together && (p == 0 || Reaches(p)); ++p) {
+    starting.push_back(p);
+  }
+  std::sort(starting.begin(), starting.end(), [&](int a, int b) {
+    return QueueRank(a) < QueueRank(b);
+  });
+  std::vector<int> later;
+  for (int p : starting) {
+    std::vector<BuildRequest>& list = ahead_[p];
+    list = BuildsOf(p, p == 0 ? nullptr : &spare_[p]);
+    for (const BuildRequest& r : list) builder.PrefetchAt(r, QueueRank(p));
+    ahead_to_ = std::max(ahead_to_, p);
+    if (p > 0) later.push_back(p);
+  }
+  std::sort(later.begin(), later.end());
+  return later;
+}
+
+bool AutotuneRun::Reaches(int position) const {
+  if (options_.budget_seconds <= 0) return true;
+  double planned = device_seconds();
+  for (int p = done_; p < position; ++p) {
+    planned += estimator_->cost(order_[p]).device_seconds;
+  }
+  return planned < options_.budget_seconds;
+}
+
+int AutotuneRun::QueueRank(int position) const {
+  return queue_rank_[position];
+}
+
 int AutotuneRun::QueueAhead(Builder& builder) {
   const int next = ahead_to_ + 1;
   if (next >= total() || logged_->cancelled()) return -1;
   // The next shape may not begin: the budget spent by the shapes not
   // finished before it, as planned.
-  if (options_.budget_seconds > 0) {
-    double planned = device_seconds();
-    for (int p = done_; p < next; ++p) {
-      planned += estimator_->cost(order_[p]).device_seconds;
-    }
-    if (planned >= options_.budget_seconds) return -1;
-  }
+  if (!Reaches(next)) return -1;
   ahead_to_ = next;
   std::vector<BuildRequest>& list = ahead_[next];
   list = BuildsOf(next, &spare_[next]);
@@ -187,7 +253,8 @@ class AutotuneRun::Lane : public TuneContextWrapper {
         run_(run),
         position_(position),
         meter_(&run.logged_->device()),
-        builds_(&run.logged_->builder(), &run.turn_, rank()) {
+        builds_(&run.logged_->builder(), &run.turn_, rank(),
+                run.QueueRank(position)) {
     builds_.OnYield([this] {
       run_.StartLanes();
       const int queued = run_.QueueAhead(builds_);
@@ -276,7 +343,9 @@ absl::StatusOr<ShapeResult> AutotuneRun::Search(int position, TuneContext& lane,
   const TunableValues incumbent = profile_->Incumbent(
       s,
       RecordedSetting(calls_.operators(static_cast<int>(shape.members[0].op))));
-  BuildAhead(position, lane.builder());
+  // Where its first designs are still to build, its inputs are made
+  // meanwhile; a cached shape makes none.
+  if (BuildAhead(position, lane.builder())) PrefetchInputs(position, lane);
   ASSIGN_OR_RETURN(
       ShapeResult timed,
       TimeShapeKept(shape, calls_, platform_, options_, cycles_, lane, stats,

@@ -18,8 +18,16 @@
 // left untuned: their profile entries stay as submitted, and the diff
 // lists them (ProfileDiff.untuned).
 //
-// Builds ahead: as a shape begins, the builds its search will ask for
-// first are queued (ShapeBuilds, Builder::Prefetch), and behind them, at a
+// Builds ahead: as the run begins, the first builds of the shapes that
+// start together (the first options.shapes_at_once) are queued, those of
+// the shape planned to keep the device busiest per setting first (its
+// planned device seconds over its planned settings): until one of them
+// is built the device has nothing to time, and the longest timings then
+// cover the builds of the others. Each shape's builds keep that place
+// in the pool's queue (its queue rank; the shapes after them queue by
+// their place in the order). As a shape begins, the builds its search
+// will ask for first are queued (ShapeBuilds, Builder::Prefetch), and
+// behind them, at a
 // lower priority (Builder::PrefetchLater), those of every shape after it
 // that the budget reaches (each queued once; with a budget, a search that
 // waits for a build queues the shapes it reaches since). Behind all of
@@ -145,8 +153,28 @@ class AutotuneRun {
   // last shape the budget reaches by the planned times of those before it,
   // and behind all of them their spare builds (QueueSpare).
   // Through `builder` (the lane's, so the shape's own builds queue at its
-  // rank).
-  void BuildAhead(int position, Builder& builder);
+  // rank). Returns whether the shape has builds of its own to wait for.
+  // The first call queues the shapes that start together (QueueStart).
+  bool BuildAhead(int position, Builder& builder);
+  // Queues the first builds of each shape that starts with the run (the
+  // first shapes_at_once the budget reaches) in the order of their queue
+  // ranks, each at its own (Builder::PrefetchAt), the shapes after the
+  // first keeping their other settings' for QueueSpare. Returns those
+  // after the first. REQUIRES: nothing queued yet (ahead_to_ < 0).
+  std::vector<int> QueueStart(Builder& builder);
+  // Whether the budget lets the shape at `position` begin, by the device
+  // time of the run so far and the planned times of the shapes not
+  // finished before it.
+  bool Reaches(int position) const;
+  // Where the builds of the shape at `position` queue in the pool
+  // (TurnBuilder's queue rank): the shapes that start together ranked
+  // 1, 2, ... by planned device seconds per planned setting, most first;
+  // every later shape its place in the order plus one.
+  int QueueRank(int position) const;
+  // Starts making the seeded inputs of the shape at `position` (its
+  // members' declared buffers: AddDeclaredWants) for `lane`, so they are
+  // made while its first designs are built (InputCache::Prefetch).
+  void PrefetchInputs(int position, TuneContext& lane);
   // Queues the first builds of the shape after the last one queued so far
   // (ahead_to_) behind all else (Builder::PrefetchLater), and keeps its
   // other settings' for QueueSpare, unless it is the last or the budget
@@ -211,6 +239,8 @@ class AutotuneRun {
   std::map<int, std::vector<BuildRequest>> ahead_;
   // The last position whose builds were queued (begun or ahead).
   int ahead_to_ = -1;
+  // By position in order_: its queue rank (QueueRank).
+  std::vector<int> queue_rank_;
   // The builds queued with time to spare, by position in order_, until
   // the shape ends.
   std::map<int, std::vector<BuildRequest>> spare_;

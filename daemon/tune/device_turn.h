@@ -79,22 +79,26 @@ class TurnHeld {
 // (Builder::Ready), or for any request while a thread of a lower rank
 // waits for the turn (so an earlier shape whose builds are done goes on
 // within a batch of a later one), taking it back before it returns; its
-// Prefetch queues at `rank` (Builder::PrefetchAt), so the builds of the
-// earliest shape go first. `target` and `turn` are not owned and must outlive
-// the wrapper. Threads: the caller's, holding the turn.
+// Prefetch queues at `queue_rank` (Builder::PrefetchAt; AutotuneRun gives
+// each shape its place in the order, but for the shapes that start
+// together: autotune.h). `target` and `turn` are not owned and must
+// outlive the wrapper. Threads: the caller's, holding the turn.
 class TurnBuilder : public BuilderWrapper {
  public:
-  TurnBuilder(Builder* target, DeviceTurn* turn, int rank)
-      : BuilderWrapper(target), turn_(*turn), rank_(rank) {}
+  TurnBuilder(Builder* target, DeviceTurn* turn, int rank, int queue_rank)
+      : BuilderWrapper(target),
+        turn_(*turn),
+        rank_(rank),
+        queue_rank_(queue_rank) {}
 
   absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override;
   absl::StatusOr<BuildOutcome> Await(
       const BuildRequest& request,
       const std::function<bool()>& cancelled) override;
   absl::StatusOr<std::string> Fit(const BuildRequest& request) override;
-  // Queued at the wrapper's rank (Builder::PrefetchAt).
+  // Queued at the wrapper's queue rank (Builder::PrefetchAt).
   void Prefetch(const BuildRequest& request) override {
-    target().PrefetchAt(request, rank_);
+    target().PrefetchAt(request, queue_rank_);
   }
   // Called, holding the turn, each time before the turn is given up.
   void OnYield(std::function<void()> before) {
@@ -110,6 +114,7 @@ class TurnBuilder : public BuilderWrapper {
 
   DeviceTurn& turn_;
   const int rank_;
+  const int queue_rank_;
   std::function<void()> before_yield_;
 };
 

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <random>
+#include <system_error>
 #include <thread>
 
 #include "common/recording.h"
@@ -111,6 +113,10 @@ uint64_t InputSeed(uint64_t seed, int step, int op_buffer) {
              static_cast<uint32_t>(op_buffer));
 }
 
+uint64_t OperatorInputSeed(uint64_t seed, int op_buffer) {
+  return InputSeed(seed, /*step=*/0, op_buffer);
+}
+
 std::string SeededInput(v1::DType dtype, uint64_t nbytes, uint64_t seed) {
   std::string out = ZeroBytes(nbytes);
   const uint64_t size = DTypeSize(dtype);
@@ -163,11 +169,46 @@ std::shared_ptr<const std::string> InputCache::Get(v1::DType dtype,
                                                    uint64_t seed) {
   const Key key{dtype, nbytes, seed};
   if (auto it = entries_.find(key); it != entries_.end()) return it->second;
+  if (pending_.contains(key)) return TakePrefetched(key);
   return Keep(key, std::make_shared<const std::string>(
                        SeededInput(dtype, nbytes, seed)));
 }
 
 void InputCache::Release(int user) { in_use_.erase(user); }
+
+void InputCache::Prefetch(const std::vector<Want>& wants, int user) {
+  std::set<Key>& theirs = in_use_[user];
+  for (const Want& w : wants) {
+    const Key key{w.dtype, w.nbytes, w.seed};
+    theirs.insert(key);
+    if (entries_.contains(key) || pending_.contains(key)) continue;
+    try {
+      pending_[key] = std::async(std::launch::async, [w] {
+                        return std::make_shared<const std::string>(
+                            SeededInput(w.dtype, w.nbytes, w.seed));
+                      }).share();
+    } catch (const std::system_error&) {
+      // No thread to spare: the input is made when it is asked for.
+    }
+  }
+}
+
+InputCache::Made InputCache::TakePrefetched(const Key& key) {
+  auto it = pending_.find(key);
+  Made made = it->second.get();
+  pending_.erase(it);
+  return Keep(key, std::move(made));
+}
+
+void InputCache::TakeEnded() {
+  std::vector<Key> ended;
+  for (const auto& [key, made] : pending_) {
+    if (made.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+      ended.push_back(key);
+    }
+  }
+  for (const Key& key : ended) TakePrefetched(key);
+}
 
 bool InputCache::InUse(const Key& key) const {
   for (const auto& [user, keys] : in_use_) {
@@ -178,19 +219,25 @@ bool InputCache::InUse(const Key& key) const {
 
 void InputCache::MakeAll(const std::vector<Want>& wants, int threads,
                          int user) {
-  std::vector<Key> todo;
+  std::vector<Key> todo, prefetched;
   uint64_t needed = 0;
   std::set<Key>& mine = in_use_[user];
   mine.clear();
+  TakeEnded();
   for (const Want& w : wants) {
     const Key key{w.dtype, w.nbytes, w.seed};
-    if (entries_.count(key) == 0 && !mine.contains(key)) {
-      todo.push_back(key);
+    if (!entries_.contains(key) && !mine.contains(key)) {
+      (pending_.contains(key) ? prefetched : todo).push_back(key);
       needed += w.nbytes;
     }
     mine.insert(key);
   }
   Trim(needed);  // what the batch does not use goes first
+  MakeEach(todo, threads);
+  for (const Key& key : prefetched) TakePrefetched(key);
+}
+
+void InputCache::MakeEach(const std::vector<Key>& todo, int threads) {
   if (todo.size() < 2 || threads < 2) {
     for (const Key& k : todo) {
       Get(static_cast<v1::DType>(std::get<0>(k)), std::get<1>(k),
@@ -241,6 +288,30 @@ std::shared_ptr<const std::string> InputCache::Keep(
   order_.push_back(key);
   bytes_ += nbytes;
   return made;
+}
+
+void AddArtifactWants(const v1::Operator& op, const Artifact& artifact,
+                      const std::map<std::string, std::string>& given,
+                      uint64_t seed, std::vector<InputCache::Want>& wants) {
+  for (const ArtifactBuffer& buf : artifact.buffers) {
+    if (!buf.fills || buf.op_buffer < 0 || buf.op_buffer >= op.buffers_size())
+      continue;
+    const v1::Buffer& ob = op.buffers(buf.op_buffer);
+    if (given.contains(ob.name())) continue;
+    wants.push_back(
+        {ob.dtype(), buf.nbytes, OperatorInputSeed(seed, buf.op_buffer)});
+  }
+}
+
+void AddDeclaredWants(const v1::Operator& op,
+                      const std::map<std::string, std::string>& given,
+                      uint64_t seed, std::vector<InputCache::Want>& wants) {
+  for (int i = 0; i < op.buffers_size(); ++i) {
+    const v1::Buffer& ob = op.buffers(i);
+    const std::optional<uint64_t> nbytes = BufferBytes(ob);
+    if (!ob.fills() || !nbytes || given.contains(ob.name())) continue;
+    wants.push_back({ob.dtype(), *nbytes, OperatorInputSeed(seed, i)});
+  }
 }
 
 }  // namespace irontune

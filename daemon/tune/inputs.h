@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <future>
 #include <map>
 #include <memory>
 #include <set>
@@ -13,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "daemon/npu/device.h"
 #include "irontune/v1/recording.pb.h"
 
 namespace irontune {
@@ -20,6 +22,14 @@ namespace irontune {
 // The seed for operator buffer `op_buffer` of step `step`, from the
 // request's seed.
 uint64_t InputSeed(uint64_t seed, int step, int op_buffer);
+
+// The seed of the values operator buffer `op_buffer` is filled with in every
+// step of a runlist, from the plan's seed. Each step of a distinct runlist
+// has buffers of its own, but a cache finds the later steps' inputs at
+// other addresses all the same, and only the 1-step image's outputs are
+// read, so every step reads one copy of the values (docs/npu-facts.md,
+// "Step time").
+uint64_t OperatorInputSeed(uint64_t seed, int op_buffer);
 
 // `nbytes` bytes of values of `dtype` drawn from `seed`: floats uniform in
 // in (-1, 1) with magnitudes of at least 2^-7
@@ -35,10 +45,12 @@ std::string SeededInput(v1::DType dtype, uint64_t nbytes, uint64_t seed);
 // ask for again; a user is a shape searched at once with others,
 // TuneContext::lane) are always kept; besides them it keeps at most
 // `max_bytes`, dropping the oldest first, so what it holds is at most
-// max(max_bytes, the users' last MakeAll's inputs). An input larger than
-// the cap that no user's last MakeAll asked for is made but not kept.
-// Threads: one thread at a time (the device worker's); MakeAll uses helper
-// threads of its own inside the call.
+// max(max_bytes, the users' last MakeAll's and Prefetch's inputs). An
+// input larger than the cap that no user's last MakeAll asked for is made
+// but not kept.
+// Threads: one thread at a time (the device worker's, or a shape's holding
+// the job's turn); MakeAll uses helper threads of its own inside the call,
+// and each Prefetch'd input is made on a thread that touches nothing else.
 class InputCache {
  public:
   // What a job keeps beyond the inputs in use: enough for the small inputs
@@ -66,14 +78,35 @@ class InputCache {
   // kept inputs plus those being made; inputs kept beyond the cap, other
   // than those the users' last MakeAll asked for, are dropped.
   void MakeAll(const std::vector<Want>& wants, int threads, int user = 0);
-  // `user` has ended: its last MakeAll's inputs are kept as any others.
+  // `user` has ended: its last MakeAll's and Prefetch's inputs are kept as
+  // any others.
   void Release(int user);
+
+  // Starts making those of `wants` neither kept nor being made, each on a
+  // thread of its own, for `user` to ask for later: a shape's first
+  // batch, whose inputs can be made while its designs are built. They are
+  // `user`'s in use (as its last MakeAll's) until its next MakeAll, which,
+  // as Get does, waits for one still being made instead of making it
+  // again. Memory: the prefetched inputs, until that MakeAll (or Release)
+  // and the cap decide as for any others. The destructor waits for those
+  // still being made.
+  void Prefetch(const std::vector<Want>& wants, int user);
+  // Inputs Prefetch started that no Get or MakeAll has taken yet.
+  int prefetched() const { return static_cast<int>(pending_.size()); }
 
   // Bytes kept now.
   uint64_t bytes() const { return bytes_; }
 
  private:
   using Key = std::tuple<int, uint64_t, uint64_t>;
+  using Made = std::shared_ptr<const std::string>;
+  // Waits for `key`'s prefetch and keeps what it made (as Get would).
+  // REQUIRES: pending_ holds `key`.
+  Made TakePrefetched(const Key& key);
+  // Keeps the prefetches that have ended, so none holds memory unseen.
+  void TakeEnded();
+  // Makes each of `todo` (MakeAll's) on up to `threads` threads and keeps it.
+  void MakeEach(const std::vector<Key>& todo, int threads);
   // Keeps `made` under `key` (unless larger than the cap and not in use),
   // dropping the oldest beyond it; returns it.
   std::shared_ptr<const std::string> Keep(
@@ -88,7 +121,26 @@ class InputCache {
   std::map<int, std::set<Key>> in_use_;  // by user: its last MakeAll's
   std::map<Key, std::shared_ptr<const std::string>> entries_;
   std::deque<Key> order_;  // oldest first
+  // Being made by Prefetch (or made, not taken yet); each future is
+  // std::async's, whose last copy waits for its thread as it goes.
+  std::map<Key, std::shared_future<Made>> pending_;
 };
+
+// The seeded inputs PrepareImage (measure.cc) hands the images of
+// `artifact`, a design of `op`: one for each buffer it fills that `given`
+// (buffers given by name) does not name, per step that has buffers of
+// its own.
+void AddArtifactWants(const v1::Operator& op, const Artifact& artifact,
+                      const std::map<std::string, std::string>& given,
+                      uint64_t seed, std::vector<InputCache::Want>& wants);
+
+// The same guessed before any design of `op` is built: each operator buffer
+// marked `fills` at its declared size (Buffer.shape), as a builder lays
+// them out (the simulated NPU's does). A buffer whose size overflows is
+// left out.
+void AddDeclaredWants(const v1::Operator& op,
+                      const std::map<std::string, std::string>& given,
+                      uint64_t seed, std::vector<InputCache::Want>& wants);
 
 }  // namespace irontune
 

@@ -59,16 +59,6 @@ std::map<std::string, std::string> GivenDigests(const MeasurePlan& request) {
   return out;
 }
 
-// The seed of the values of artifact buffer `buf`, from the plan's `seed`.
-// Every step of a runlist reads its operator buffer's values, in buffers
-// of its own where the runlist is distinct: a cache finds the later
-// steps' inputs at other addresses all the same, and only the 1-step
-// image's outputs are read, so one copy of each input is made and kept
-// (docs/npu-facts.md, "Step time").
-uint64_t BufferSeed(uint64_t seed, const ArtifactBuffer& buf) {
-  return InputSeed(seed, /*step=*/0, buf.op_buffer);
-}
-
 // Writes the per-call values and hands `image` its inputs: those given
 // (`given`, the plan's inputs made shared once per Measure call) and the
 // rest seeded, from `memo` by (dtype, bytes, seed), so every setting of a
@@ -109,7 +99,8 @@ absl::Status PrepareImage(const v1::Operator& op, const Artifact& artifact,
       }
       bytes = it->second;
     } else {
-      bytes = memo.Get(ob.dtype(), buf.nbytes, BufferSeed(request.seed, buf));
+      bytes = memo.Get(ob.dtype(), buf.nbytes,
+                       OperatorInputSeed(request.seed, buf.op_buffer));
     }
     if (fed != nullptr) (*fed)[ob.name()] = bytes;
     RETURN_IF_ERROR(image.ShareBuffer(buf.name, std::move(bytes)));
@@ -527,8 +518,10 @@ class Measurer {
     }
     std::vector<InputCache::Want> wants;
     for (const auto& [i, many] : built) {
-      AddWants(plan_.settings[i], ones_[i], wants);
-      AddWants(plan_.settings[i], many, wants);
+      AddArtifactWants(plan_.settings[i], ones_[i], plan_.inputs, plan_.seed,
+                       wants);
+      AddArtifactWants(plan_.settings[i], many, plan_.inputs, plan_.seed,
+                       wants);
     }
     context_.inputs().MakeAll(wants, HelperThreads(), context_.lane());
     std::vector<Probe> probes;
@@ -569,18 +562,6 @@ class Measurer {
     }
     outcome_.refused[i] = built->refusal;
     return std::nullopt;
-  }
-
-  // The seeded inputs PrepareImage will take for `artifact`.
-  void AddWants(const v1::Operator& op, const Artifact& artifact,
-                std::vector<InputCache::Want>& wants) const {
-    for (const ArtifactBuffer& buf : artifact.buffers) {
-      if (!buf.fills || buf.op_buffer < 0 || buf.op_buffer >= op.buffers_size())
-        continue;
-      const v1::Buffer& ob = op.buffers(buf.op_buffer);
-      if (plan_.inputs.count(ob.name()) > 0) continue;
-      wants.push_back({ob.dtype(), buf.nbytes, BufferSeed(plan_.seed, buf)});
-    }
   }
 
   static int HelperThreads() {

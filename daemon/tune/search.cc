@@ -27,16 +27,6 @@ CallValues ToCallValues(const google::protobuf::Map<std::string, int64_t>& m) {
 // A label of bound-member values; nullopt where no binding sets the member.
 using Label = std::vector<std::optional<int64_t>>;
 
-// The operator buffer's bytes, or nullopt where the product overflows.
-std::optional<uint64_t> BufferBytes(const v1::Buffer& buffer) {
-  uint64_t bytes = DTypeSize(buffer.dtype());
-  for (uint64_t extent : buffer.shape()) {
-    if (extent != 0 && bytes > UINT64_MAX / extent) return std::nullopt;
-    bytes *= extent;
-  }
-  return bytes;
-}
-
 const v1::Value* Find(const TunableValues& setting, const std::string& name) {
   for (const v1::Field& f : setting) {
     if (f.name() == name) return &f.value();

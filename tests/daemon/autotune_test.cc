@@ -1260,6 +1260,8 @@ TEST_CASE("Autotune: a cached rerun builds, loads, seeds and judges nothing") {
   REQUIRE(first_builder.builds > 0);
   REQUIRE(first_device.loads > 0);
   REQUIRE(first.inputs_asked > 0);
+  // The inputs made ahead for each shape were the ones its batches took.
+  CHECK(first.inputs().prefetched() == 0);
 
   judged = 0;
   SimBuilder sim_builder;
@@ -1302,6 +1304,9 @@ class ShapeNotingBuilder : public Builder {
     built.emplace_back(Now(), RequestKey(request));
     return inner_.Build(request);
   }
+  void PrefetchAt(const BuildRequest& request, int rank) override {
+    at.push_back({rank, request.op.class_name(), built.size()});
+  }
   void PrefetchLater(const BuildRequest& request) override {
     later.emplace_back(Now(), RequestKey(request));
     queued += 'L';
@@ -1327,6 +1332,14 @@ class ShapeNotingBuilder : public Builder {
   const std::vector<std::string>* shapes = nullptr;
   std::vector<std::pair<int, std::string>> built, later, spare, dropped;
   std::string queued;  // 'L' or 'S' for each PrefetchLater or PrefetchSpare
+  // Each PrefetchAt: its rank, the operator's class, and how many builds
+  // had been asked for before it.
+  struct At {
+    int rank;
+    std::string class_name;
+    size_t built_before;
+  };
+  std::vector<At> at;
 
  private:
   int Now() const { return static_cast<int>(shapes->size()) - 1; }
@@ -1342,10 +1355,13 @@ struct NotedBuilds {
   std::string queued;  // ShapeNotingBuilder::queued
 };
 
+// One shape at a time, so the shapes after the first are queued as shapes
+// ahead (PrefetchLater), not as shapes starting with it (PrefetchAt).
 NotedBuilds AutotuneNoted(const v1::Calls& calls, AutotuneOptions options,
                           bool checks) {
   options.space = RecordingSearchSpace();
   options.timing = Quick();
+  options.shapes_at_once = 1;
   Rig rig;
   SimBuilder sim;
   ShapeNotingBuilder noting(sim);
@@ -1431,6 +1447,58 @@ TEST_CASE("Autotune: every later shape's first builds go before any spare") {
   const size_t first_spare = noted.queued.find('S');
   CHECK(first_spare > 0);
   CHECK(noted.queued.find('L', first_spare) == std::string::npos);
+}
+
+TEST_CASE(
+    "Autotune: of the shapes that start together, the one with the longest "
+    "timings per setting is built first") {
+  // A small GEMM run often (the most weighted time: tuned first) and a
+  // large GEMV run once (the longest timings per setting).
+  std::vector<int> steps(60, 0);
+  steps.push_back(1);
+  const v1::Calls calls =
+      MakeCalls({SearchGemm(256), SearchGemv(4096, 2048)}, steps);
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing = Quick();
+  Rig rig;
+  auto platform = rig.device->GetPlatform();
+  REQUIRE(platform.ok());
+  auto shapes = Shapes(calls, options.space, platform->generation);
+  REQUIRE(shapes.ok());
+  auto costs =
+      PlanShapes(*shapes, calls, *platform, options, KernelCycles());
+  REQUIRE(costs.ok());
+  REQUIRE(costs->size() == 2);
+  const std::vector<size_t> order = TuneOrder(*costs);
+  auto per_setting = [&](size_t s) {
+    return (*costs)[s].device_seconds / (*costs)[s].settings;
+  };
+  // The premise: the shape tuned second has the longer timings.
+  INFO((*costs)[0].weighted_us << " " << (*costs)[1].weighted_us << " "
+                               << per_setting(0) << " " << per_setting(1));
+  REQUIRE((*shapes)[order[0]].class_name == "GEMM");
+  REQUIRE(per_setting(order[1]) > per_setting(order[0]));
+
+  SimBuilder sim;
+  ShapeNotingBuilder noting(sim);
+  testing::LocalTuneContext run(rig.device.get(), &noting);
+  noting.shapes = &run.shapes;
+  REQUIRE(Autotune(calls, Profile(), options, run).ok());
+  // Before anything was built, the GEMV's first designs were queued at
+  // rank 1, all of them ahead of any of the GEMM's (at rank 2).
+  std::string classes;
+  for (const ShapeNotingBuilder::At& a : noting.at) {
+    if (a.built_before > 0) break;
+    CHECK(a.rank == (a.class_name == "GEMV" ? 1 : 2));
+    if (classes.empty() || classes.back() != a.class_name[3]) {
+      classes += a.class_name[3];
+    }
+  }
+  CHECK(classes == "VM");
+  // The turn still goes by the order: the GEMM was searched first.
+  REQUIRE_FALSE(run.shapes.empty());
+  CHECK(run.shapes[0].rfind("GEMM", 0) == 0);
 }
 
 // A builder whose builds take wall time: those of operators of class

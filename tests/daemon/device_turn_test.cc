@@ -52,7 +52,11 @@ class TurnNotingBuilder : public SimBuilder {
     return SimBuilder::Fit(request);
   }
   bool Ready(const BuildRequest& /*request*/) override { return ready; }
+  void PrefetchAt(const BuildRequest& /*request*/, int rank) override {
+    queued_at.push_back(rank);
+  }
   bool ready = false;
+  std::vector<int> queued_at;
   std::vector<bool> held_while_building;
 
  private:
@@ -62,7 +66,7 @@ class TurnNotingBuilder : public SimBuilder {
 TEST_CASE("TurnBuilder: the turn is given up only while a wait is due") {
   DeviceTurn turn;
   TurnNotingBuilder inner(turn);
-  TurnBuilder builder(&inner, &turn, 1);
+  TurnBuilder builder(&inner, &turn, 1, 1);
   BuildRequest request;
   request.op = testing::Gemm(256, 256, 256, 64, 64, 64, 1);
   request.platform = testing::PlatformOf("npu2");
@@ -82,7 +86,7 @@ TEST_CASE("TurnBuilder: a ready build gives way to a lower rank waiting") {
   DeviceTurn turn;
   TurnNotingBuilder inner(turn);
   inner.ready = true;
-  TurnBuilder builder(&inner, &turn, 3);
+  TurnBuilder builder(&inner, &turn, 3, 3);
   BuildRequest request;
   request.op = testing::Gemm(256, 256, 256, 64, 64, 64, 1);
   request.platform = testing::PlatformOf("npu2");
@@ -103,6 +107,18 @@ TEST_CASE("TurnBuilder: a ready build gives way to a lower rank waiting") {
   CHECK(turn.held());
   turn.Give();
   earlier.join();
+}
+
+TEST_CASE("TurnBuilder: prefetches queue at the queue rank, not the turn's") {
+  DeviceTurn turn;
+  TurnNotingBuilder inner(turn);
+  TurnBuilder builder(&inner, &turn, /*rank=*/4, /*queue_rank=*/2);
+  BuildRequest request;
+  request.op = testing::Gemm(256, 256, 256, 64, 64, 64, 1);
+  request.platform = testing::PlatformOf("npu2");
+  builder.Prefetch(request);
+  builder.PrefetchAt(request, 7);  // an explicit rank goes through
+  CHECK(inner.queued_at == std::vector<int>{2, 7});
 }
 
 }  // namespace

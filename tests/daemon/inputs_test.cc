@@ -1,6 +1,8 @@
 #include "daemon/tune/inputs.h"
 
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <thread>
 
 #include "daemon/base/sha256.h"
 
@@ -96,6 +98,52 @@ TEST_CASE("each user's last batch stays kept until it is released",
   cache.MakeAll({Want(2 * kMiB, 3)}, 1, /*user=*/2);
   CHECK(cache.bytes() == 2 * kMiB);
   CHECK(cache.Get(v1::DTYPE_BF16, 2 * kMiB, 1).get() != first.get());
+}
+
+TEST_CASE("a prefetched input is made once and taken by whoever asks",
+          "[inputs]") {
+  InputCache cache(4 * kMiB);
+  cache.Prefetch({Want(kMiB, 1), Want(kMiB, 2)}, /*user=*/1);
+  cache.Prefetch({Want(kMiB, 2)}, /*user=*/1);  // already being made
+  CHECK(cache.prefetched() == 2);
+  CHECK(cache.bytes() == 0);
+  // The batch that asks takes both; nothing is made twice or left over.
+  cache.MakeAll({Want(kMiB, 1), Want(kMiB, 2)}, 2, /*user=*/1);
+  CHECK(cache.prefetched() == 0);
+  CHECK(cache.bytes() == 2 * kMiB);
+  CHECK(*cache.Get(v1::DTYPE_BF16, kMiB, 2) ==
+        SeededInput(v1::DTYPE_BF16, kMiB, 2));
+  // A single Get takes one too, with the values Get makes.
+  cache.Prefetch({Want(kMiB, 3)}, /*user=*/2);
+  CHECK(cache.prefetched() == 1);
+  CHECK(*cache.Get(v1::DTYPE_BF16, kMiB, 3) ==
+        SeededInput(v1::DTYPE_BF16, kMiB, 3));
+  CHECK(cache.prefetched() == 0);
+  // One already kept is not made again.
+  cache.Prefetch({Want(kMiB, 3)}, /*user=*/2);
+  CHECK(cache.prefetched() == 0);
+}
+
+TEST_CASE("a prefetched input is kept for its user beyond the cap",
+          "[inputs]") {
+  InputCache cache(kMiB);
+  cache.Prefetch({Want(2 * kMiB, 1)}, /*user=*/1);
+  // Another shape's batches go on meanwhile; once the prefetch has ended,
+  // the next of them keeps it, though it is past the cap alone: its user
+  // has not asked yet.
+  for (int i = 0; i < 10000 && cache.prefetched() > 0; ++i) {
+    cache.MakeAll({Want(kMiB / 2, 2)}, 1, /*user=*/2);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(cache.prefetched() == 0);
+  CHECK(cache.bytes() == 2 * kMiB + kMiB / 2);
+  const auto made = cache.Get(v1::DTYPE_BF16, 2 * kMiB, 1);
+  cache.MakeAll({Want(2 * kMiB, 1)}, 1, /*user=*/1);
+  CHECK(cache.Get(v1::DTYPE_BF16, 2 * kMiB, 1).get() == made.get());
+  // Once its user has ended, it goes as any other.
+  cache.Release(1);
+  cache.MakeAll({Want(kMiB / 2, 3)}, 1, /*user=*/2);
+  CHECK(cache.bytes() == kMiB / 2);
 }
 
 }  // namespace

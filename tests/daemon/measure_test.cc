@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -236,6 +237,40 @@ TEST_CASE("the steps of a distinct runlist read one copy of each input") {
     one_copy += (*objects.begin())->size();
   }
   CHECK(context.inputs().bytes() == one_copy);
+}
+
+// Autotune prefetches a shape's inputs from its operator before any design
+// is built (AddDeclaredWants): they must be the ones Measure then asks for.
+TEST_CASE("the inputs guessed from an operator are those its designs take") {
+  Rig rig;
+  auto platform = rig.device->GetPlatform();
+  REQUIRE(platform.ok());
+  const v1::Operator op = Gemm(256, 512, 512, 32, 64, 64, 8);
+  using Wants = std::set<std::tuple<int, uint64_t, uint64_t>>;
+  auto keys = [](const std::vector<InputCache::Want>& wants) {
+    Wants out;
+    for (const InputCache::Want& w : wants) {
+      out.insert({w.dtype, w.nbytes, w.seed});
+    }
+    return out;
+  };
+  for (const std::map<std::string, std::string>& given :
+       {std::map<std::string, std::string>{},
+        std::map<std::string, std::string>{{"B", "given"}}}) {
+    std::vector<InputCache::Want> declared;
+    AddDeclaredWants(op, given, /*seed=*/11, declared);
+    CHECK(declared.size() == 2 - given.size());
+    for (int steps : {1, 9}) {
+      auto built = rig.builder.Build(
+          {op, *platform, steps, true, v1::PACKAGING_FULL_ELF});
+      REQUIRE(built.ok());
+      REQUIRE(built->artifact.has_value());
+      std::vector<InputCache::Want> taken;
+      AddArtifactWants(op, *built->artifact, given, 11, taken);
+      CHECK(taken.size() == steps * declared.size());
+      CHECK(keys(taken) == keys(declared));
+    }
+  }
 }
 
 TEST_CASE("outputs are dropped once digested unless a judge needs them") {
