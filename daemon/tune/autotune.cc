@@ -47,12 +47,14 @@ std::vector<int> QueueRanks(const std::vector<ShapeCost>& costs,
   together = std::min(n, std::max(1, together));
   auto per_setting = [&](int p) {
     const ShapeCost& c = costs[order[p]];
-    return c.device_seconds / static_cast<double>(std::max<int64_t>(1, c.settings));
+    return c.device_seconds /
+           static_cast<double>(std::max<int64_t>(1, c.settings));
   };
   std::vector<int> starting(together);
   for (int p = 0; p < together; ++p) starting[p] = p;
-  std::stable_sort(starting.begin(), starting.end(),
-                   [&](int a, int b) { return per_setting(a) > per_setting(b); });
+  std::stable_sort(starting.begin(), starting.end(), [&](int a, int b) {
+    return per_setting(a) > per_setting(b);
+  });
   std::vector<int> ranks(n);
   for (int i = 0; i < together; ++i) ranks[starting[i]] = i + 1;
   for (int p = together; p < n; ++p) ranks[p] = p + 1;
@@ -197,9 +199,8 @@ std::vector<int> AutotuneRun::QueueStart(Builder& builder) {
   for (int p = 0; p < together && (p == 0 || Reaches(p)); ++p) {
     starting.push_back(p);
   }
-  std::sort(starting.begin(), starting.end(), [&](int a, int b) {
-    return QueueRank(a) < QueueRank(b);
-  });
+  std::sort(starting.begin(), starting.end(),
+            [&](int a, int b) { return QueueRank(a) < QueueRank(b); });
   std::vector<int> later;
   for (int p : starting) {
     std::vector<BuildRequest>& list = ahead_[p];
@@ -221,9 +222,7 @@ bool AutotuneRun::Reaches(int position) const {
   return planned < options_.budget_seconds;
 }
 
-int AutotuneRun::QueueRank(int position) const {
-  return queue_rank_[position];
-}
+int AutotuneRun::QueueRank(int position) const { return queue_rank_[position]; }
 
 int AutotuneRun::QueueAhead(Builder& builder) {
   const int next = ahead_to_ + 1;

@@ -170,6 +170,7 @@ std::shared_ptr<const std::string> InputCache::Get(v1::DType dtype,
   const Key key{dtype, nbytes, seed};
   if (auto it = entries_.find(key); it != entries_.end()) return it->second;
   if (pending_.contains(key)) return TakePrefetched(key);
+  made_bytes_ += nbytes;
   return Keep(key, std::make_shared<const std::string>(
                        SeededInput(dtype, nbytes, seed)));
 }
@@ -182,6 +183,7 @@ void InputCache::Prefetch(const std::vector<Want>& wants, int user) {
     const Key key{w.dtype, w.nbytes, w.seed};
     theirs.insert(key);
     if (entries_.contains(key) || pending_.contains(key)) continue;
+    made_bytes_ += w.nbytes;
     try {
       pending_[key] = std::async(std::launch::async, [w] {
                         return std::make_shared<const std::string>(
@@ -189,6 +191,7 @@ void InputCache::Prefetch(const std::vector<Want>& wants, int user) {
                       }).share();
     } catch (const std::system_error&) {
       // No thread to spare: the input is made when it is asked for.
+      made_bytes_ -= w.nbytes;
     }
   }
 }
@@ -198,6 +201,15 @@ InputCache::Made InputCache::TakePrefetched(const Key& key) {
   Made made = it->second.get();
   pending_.erase(it);
   return Keep(key, std::move(made));
+}
+
+int InputCache::prefetched_ended() const {
+  int ended = 0;
+  for (const auto& [key, made] : pending_) {
+    ended +=
+        made.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  }
+  return ended;
 }
 
 void InputCache::TakeEnded() {
@@ -221,9 +233,11 @@ void InputCache::MakeAll(const std::vector<Want>& wants, int threads,
                          int user) {
   std::vector<Key> todo, prefetched;
   uint64_t needed = 0;
+  // Before `user`'s last inputs stop being in use: one it prefetched is
+  // kept for it, whatever its size.
+  TakeEnded();
   std::set<Key>& mine = in_use_[user];
   mine.clear();
-  TakeEnded();
   for (const Want& w : wants) {
     const Key key{w.dtype, w.nbytes, w.seed};
     if (!entries_.contains(key) && !mine.contains(key)) {
@@ -259,7 +273,10 @@ void InputCache::MakeEach(const std::vector<Key>& todo, int threads) {
   for (size_t t = 1; t < n; ++t) helpers.emplace_back(work);
   work();  // the caller is one of them
   for (std::thread& t : helpers) t.join();
-  for (size_t i = 0; i < todo.size(); ++i) Keep(todo[i], std::move(made[i]));
+  for (size_t i = 0; i < todo.size(); ++i) {
+    made_bytes_ += std::get<1>(todo[i]);
+    Keep(todo[i], std::move(made[i]));
+  }
 }
 
 void InputCache::Trim(uint64_t more) {

@@ -91,8 +91,12 @@ class InputCache {
   // and the cap decide as for any others. The destructor waits for those
   // still being made.
   void Prefetch(const std::vector<Want>& wants, int user);
-  // Inputs Prefetch started that no Get or MakeAll has taken yet.
+  // Inputs Prefetch started that no Get or MakeAll has taken yet, and of
+  // those the ones made already.
   int prefetched() const { return static_cast<int>(pending_.size()); }
+  int prefetched_ended() const;
+  // Bytes of inputs made (or being made) so far, all told.
+  uint64_t made_bytes() const { return made_bytes_; }
 
   // Bytes kept now.
   uint64_t bytes() const { return bytes_; }
@@ -116,6 +120,7 @@ class InputCache {
   void Trim(uint64_t more);
   uint64_t max_bytes_;
   uint64_t bytes_ = 0;
+  uint64_t made_bytes_ = 0;
   // Whether a user's last MakeAll asked for `key`.
   bool InUse(const Key& key) const;
   std::map<int, std::set<Key>> in_use_;  // by user: its last MakeAll's

@@ -1466,8 +1466,7 @@ TEST_CASE(
   REQUIRE(platform.ok());
   auto shapes = Shapes(calls, options.space, platform->generation);
   REQUIRE(shapes.ok());
-  auto costs =
-      PlanShapes(*shapes, calls, *platform, options, KernelCycles());
+  auto costs = PlanShapes(*shapes, calls, *platform, options, KernelCycles());
   REQUIRE(costs.ok());
   REQUIRE(costs->size() == 2);
   const std::vector<size_t> order = TuneOrder(*costs);

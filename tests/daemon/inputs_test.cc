@@ -124,6 +124,20 @@ TEST_CASE("a prefetched input is made once and taken by whoever asks",
   CHECK(cache.prefetched() == 0);
 }
 
+TEST_CASE("a prefetch made before its user asks is not made again",
+          "[inputs]") {
+  InputCache cache(kMiB);  // smaller than the input
+  cache.Prefetch({Want(2 * kMiB, 1)}, /*user=*/1);
+  for (int i = 0; i < 10000 && cache.prefetched_ended() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(cache.prefetched_ended() == 1);
+  cache.MakeAll({Want(2 * kMiB, 1)}, 1, /*user=*/1);
+  CHECK(cache.made_bytes() == 2 * kMiB);
+  CHECK(cache.bytes() == 2 * kMiB);
+  CHECK(cache.prefetched() == 0);
+}
+
 TEST_CASE("a prefetched input is kept for its user beyond the cap",
           "[inputs]") {
   InputCache cache(kMiB);
