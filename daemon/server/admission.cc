@@ -46,8 +46,7 @@ struct Bytes {
 Bytes BufferBytes(const v1::Operator& op) {
   Bytes bytes;
   for (const v1::Buffer& b : op.buffers()) {
-    uint64_t n = DTypeSize(b.dtype());
-    for (uint64_t d : b.shape()) n = Mul(n, d);
+    const uint64_t n = ::irontune::BufferBytes(b).value_or(kMaxU64);
     uint64_t& total = b.role() == v1::BUFFER_ROLE_IN ? bytes.in : bytes.out;
     total = Add(total, n);
   }

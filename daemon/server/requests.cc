@@ -102,9 +102,7 @@ absl::Status CheckValues(const v1::MeasureRequest& request) {
 absl::Status CheckInputs(const v1::MeasureRequest& request) {
   std::map<std::string, uint64_t> sizes;
   for (const v1::Buffer& b : request.operator_().buffers()) {
-    uint64_t n = DTypeSize(b.dtype());
-    for (uint64_t d : b.shape()) n *= d;  // bounded by CheckOperator
-    sizes[b.name()] = n;
+    sizes[b.name()] = BufferBytes(b).value_or(0);  // bounded by CheckOperator
   }
   std::set<std::string> given;
   for (int i = 0; i < request.inputs_size(); ++i) {

@@ -196,6 +196,10 @@ void InputCache::Prefetch(const std::vector<Want>& wants, int user) {
   }
 }
 
+bool InputCache::Ended(const std::shared_future<Made>& made) {
+  return made.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
 InputCache::Made InputCache::TakePrefetched(const Key& key) {
   auto it = pending_.find(key);
   Made made = it->second.get();
@@ -204,20 +208,15 @@ InputCache::Made InputCache::TakePrefetched(const Key& key) {
 }
 
 int InputCache::prefetched_ended() const {
-  int ended = 0;
-  for (const auto& [key, made] : pending_) {
-    ended +=
-        made.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-  }
-  return ended;
+  return static_cast<int>(
+      std::count_if(pending_.begin(), pending_.end(),
+                    [](const auto& entry) { return Ended(entry.second); }));
 }
 
 void InputCache::TakeEnded() {
   std::vector<Key> ended;
   for (const auto& [key, made] : pending_) {
-    if (made.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
-      ended.push_back(key);
-    }
+    if (Ended(made)) ended.push_back(key);
   }
   for (const Key& key : ended) TakePrefetched(key);
 }

@@ -109,6 +109,8 @@ class InputCache {
   Made TakePrefetched(const Key& key);
   // Keeps the prefetches that have ended, so none holds memory unseen.
   void TakeEnded();
+  // Whether a prefetch's thread has made its input.
+  static bool Ended(const std::shared_future<Made>& made);
   // Makes each of `todo` (MakeAll's) on up to `threads` threads and keeps it.
   void MakeEach(const std::vector<Key>& todo, int threads);
   // Keeps `made` under `key` (unless larger than the cap and not in use),

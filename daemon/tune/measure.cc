@@ -152,11 +152,7 @@ std::string Today() {
 uint64_t TotalBytes(const v1::Operator& op) {
   uint64_t total = 0;
   for (const v1::Buffer& b : op.buffers()) {
-    uint64_t n = DTypeSize(b.dtype());
-    for (uint64_t d : b.shape()) {
-      n = (d != 0 && n > std::numeric_limits<uint64_t>::max() / d) ? 0 : n * d;
-    }
-    total += n;
+    total += BufferBytes(b).value_or(0);
   }
   return total;
 }
