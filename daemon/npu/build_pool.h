@@ -15,11 +15,13 @@
 //   Prefetch of a build queued there moves it to the first queue's back.
 // - PrefetchSpare(request) queues a build on a third, lowest queue: taken
 //   only when the other two are empty, under the same memory bound, and by
-//   at most SpareThreads() threads at a time, so some are always free for
-//   a build someone asks for. AutotuneRun queues there the rest of each
-//   later shape's settings (daemon/tune/autotune.h). Unprefetch drops such
-//   a build while it waits. A Prefetch, PrefetchLater, Build or Await of it
-//   moves it up.
+//   at most SpareThreads() threads at a time: all but one of a small pool,
+//   so one is always free for a build someone asks for; every one of a
+//   pool of kSpareOnEveryThread threads or more, where a build asked for
+//   waits at most for the first of them to end. AutotuneRun queues there the
+//   rest of each later shape's settings (daemon/tune/autotune.h). Unprefetch
+//   drops such a build while it waits. A Prefetch, PrefetchLater, Build or
+//   Await of it moves it up.
 // - Build(request) answers from memory when the request was built before,
 //   waits for it when it is being built (by a pool thread or another
 //   caller: one build of a request at a time, its outcome shared with every
@@ -116,6 +118,13 @@ BuildPoolStats StatsSince(const BuildPoolStats& after,
 // the platform's generation and name, steps, distinct and packaging.
 std::string RequestKey(const BuildRequest& request);
 
+// From this many threads on, builds with time to spare may take every
+// thread. A thread kept free would idle an eighth of the pool or more
+// while the spare queue has work; a build asked for instead waits for the
+// first of eight or more running builds to end, on average an eighth of
+// a build or less (docs/operations.md, "Builds").
+inline constexpr int kSpareOnEveryThread = 8;
+
 class BuildPool : public Builder {
  public:
   // `inner` is not owned and must outlive the pool.
@@ -151,10 +160,14 @@ class BuildPool : public Builder {
 
   BuildPoolStats stats() const;
   int threads() const { return options_.threads; }
-  // The most threads building from PrefetchSpare's queue at once: all but
-  // one, so none with one thread (nor without options.spare).
+  // The most threads building from PrefetchSpare's queue at once: every
+  // thread from kSpareOnEveryThread on, else all but one (so none with one
+  // thread); none without options.spare.
   int SpareThreads() const {
-    return options_.spare ? std::max(0, options_.threads - 1) : 0;
+    if (!options_.spare) return 0;
+    return options_.threads >= kSpareOnEveryThread
+               ? options_.threads
+               : std::max(0, options_.threads - 1);
   }
   Builder& inner() { return *inner_; }
 

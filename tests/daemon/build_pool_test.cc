@@ -1,8 +1,11 @@
 #include "daemon/npu/build_pool.h"
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <numeric>
 #include <thread>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -249,6 +252,30 @@ TEST_CASE("a build queued to spare is dropped unless it started") {
   REQUIRE(pool.Build(Request(64, 3)).ok());
   CHECK(inner.steps_started() == std::vector<int>{2, 9, 5, 4, 3});
   CHECK(pool.stats().spare == 2);  // 2 and 4
+}
+
+TEST_CASE("a pool of eight threads builds with time to spare on all") {
+  GatedBuilder inner;
+  inner.Open(false);
+  BuildPool pool(&inner, BuildPoolOptions{kSpareOnEveryThread});
+  REQUIRE(pool.SpareThreads() == kSpareOnEveryThread);
+  CHECK(BuildPool(&inner, BuildPoolOptions{kSpareOnEveryThread - 1})
+            .SpareThreads() == kSpareOnEveryThread - 2);
+  for (int steps = 2; steps < 2 + kSpareOnEveryThread + 1; ++steps) {
+    pool.PrefetchSpare(Request(64, steps));
+  }
+  // Every thread takes a spare build; none is kept free.
+  REQUIRE(inner.WaitStarted(kSpareOnEveryThread));
+  pool.Prefetch(Request(64, 1));  // waits for a thread, ahead of the spare
+  inner.Open(true);
+  REQUIRE(inner.WaitStarted(kSpareOnEveryThread + 2));
+  std::vector<int> first = inner.steps_started();
+  first.resize(kSpareOnEveryThread);
+  std::sort(first.begin(), first.end());
+  std::vector<int> spare(kSpareOnEveryThread);
+  std::iota(spare.begin(), spare.end(), 2);
+  CHECK(first == spare);
+  CHECK(pool.stats().spare == kSpareOnEveryThread + 1);
 }
 
 TEST_CASE("a pool of one thread builds nothing with time to spare") {
