@@ -106,6 +106,14 @@ class Image {
   }
   // The buffer's present contents.
   virtual absl::StatusOr<std::string> ReadBuffer(std::string_view name) = 0;
+  // As ReadBuffer, for a caller that reads the buffer once and not again
+  // before the next Run: the image may hand over its own storage instead
+  // of copying it, and the buffer's contents are then unspecified until
+  // the next Run, which makes them as it would have. The default is
+  // ReadBuffer.
+  virtual absl::StatusOr<std::string> TakeBuffer(std::string_view name) {
+    return ReadBuffer(name);
+  }
   // One call: runs every step once. Fails (Internal, Unavailable) when the
   // device reports an error for the call.
   virtual absl::StatusOr<RunResult> Run() = 0;
@@ -179,6 +187,9 @@ class ImageWrapper : public Image {
   }
   absl::StatusOr<std::string> ReadBuffer(std::string_view name) override {
     return target_->ReadBuffer(name);
+  }
+  absl::StatusOr<std::string> TakeBuffer(std::string_view name) override {
+    return target_->TakeBuffer(name);
   }
   void PrepareOutputs() override { target_->PrepareOutputs(); }
   absl::StatusOr<RunResult> Run() override { return target_->Run(); }

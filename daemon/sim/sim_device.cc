@@ -121,6 +121,25 @@ class SimImage : public Image {
     return CopyBytes(b.bytes);
   }
 
+  // Hands over the storage of an output a run computed, and marks the
+  // steps that write it to compute it again when next observed. Copies
+  // (ReadBuffer) an input, a buffer never written, and every buffer of an
+  // image that changes a buffer in place: its next run reads what the last
+  // one left.
+  absl::StatusOr<std::string> TakeBuffer(std::string_view name) override {
+    ASSIGN_OR_RETURN(int index, Find(name));
+    RETURN_IF_ERROR(Settle());
+    Stored& b = buffers_[index];
+    if (has_inout_ || b.shared || b.bytes.empty() || only_read_[index]) {
+      return ReadBuffer(name);
+    }
+    std::string out = std::move(b.bytes);
+    b.bytes.clear();
+    MarkDirty(index);
+    ran_ = true;
+    return out;
+  }
+
   absl::StatusOr<RunResult> Run() override {
     const Clock::time_point started = Clock::now();
     // Outputs are computed when first observed (Settle), so timing loops

@@ -116,15 +116,18 @@ bool InPlace(const Artifact& artifact) {
       [](const ArtifactBuffer& b) { return b.fills && b.drains; });
 }
 
-// What the 1-step image of `p` wrote. REQUIRES: the image has run, and no
-// run since the first changed its outputs (see InPlace).
-absl::StatusOr<OutputMap> ReadWritten(const v1::Operator& op, const Probe& p) {
+// What the 1-step image of `p` wrote; with `last`, taken (Image::TakeBuffer):
+// the image is not read again. REQUIRES: the image has run, and no run
+// since the first changed its outputs (see InPlace).
+absl::StatusOr<OutputMap> ReadWritten(const v1::Operator& op, const Probe& p,
+                                      bool last) {
   OutputMap written;
   for (const ArtifactBuffer& buf : p.one_artifact.buffers) {
     if (buf.op_buffer < 0 || buf.op_buffer >= op.buffers_size()) continue;
     if (!buf.drains) continue;
-    ASSIGN_OR_RETURN(written[op.buffers(buf.op_buffer).name()],
-                     p.one->ReadBuffer(buf.name));
+    ASSIGN_OR_RETURN(
+        written[op.buffers(buf.op_buffer).name()],
+        last ? p.one->TakeBuffer(buf.name) : p.one->ReadBuffer(buf.name));
   }
   return written;
 }
@@ -401,7 +404,7 @@ class Measurer {
     for (Probe& p : probes) {
       RETURN_IF_ERROR(p.one->Run().status());
       if (InPlace(p.one_artifact)) {
-        RETURN_IF_ERROR(KeepOutput(p, written));
+        RETURN_IF_ERROR(KeepOutput(p, /*last=*/false, written));
       } else {
         p.one->PrepareOutputs();
         later.push_back(&p);
@@ -421,18 +424,22 @@ class Measurer {
                      TimeInterleaved(images, groups, timing_, fastest_,
                                      plan_.idle, context_));
     RETURN_IF_ERROR(FinishDigests());
-    for (const Probe* p : later) RETURN_IF_ERROR(KeepOutput(*p, written));
+    for (const Probe* p : later) {
+      RETURN_IF_ERROR(KeepOutput(*p, /*last=*/true, written));
+    }
     ASSIGN_OR_RETURN(Platform after, context_.device().GetPlatform());
     RETURN_IF_ERROR(SamePowerMode(before, after));
     return Record(probes, times, after, std::move(written));
     // The probes release their contexts here, before the next batch loads.
   }
 
-  // Reads what `p`'s 1-step image wrote into `written`; for the default,
-  // keeps the inputs it was given (shared, not read back) for judging.
-  absl::Status KeepOutput(const Probe& p, std::map<int, OutputMap>& written) {
+  // Reads what `p`'s 1-step image wrote into `written` (taken where the
+  // image is `last` read); for the default, keeps the inputs it was given
+  // (shared, not read back) for judging.
+  absl::Status KeepOutput(const Probe& p, bool last,
+                          std::map<int, OutputMap>& written) {
     const v1::Operator& op = plan_.settings[p.index];
-    ASSIGN_OR_RETURN(written[p.index], ReadWritten(op, p));
+    ASSIGN_OR_RETURN(written[p.index], ReadWritten(op, p, last));
     if (p.index == 0) outcome_.outputs[0].inputs = InputsOf(op, p);
     return absl::OkStatus();
   }
@@ -448,27 +455,55 @@ class Measurer {
   struct Pending {
     std::vector<int> index;  // the setting of each measurement
     std::vector<v1::Measurement> measurements;
-    std::future<std::vector<Digested>> digests;
+    // Helper f digests measurements f, f + n, f + 2n... of the n helpers.
+    std::vector<std::future<std::vector<Digested>>> digests;
   };
 
-  // Digests `written` (by setting; each batch's outputs are its own) on a
-  // helper thread, which holds them meanwhile.
-  std::future<std::vector<Digested>> StartDigests(
+  // Digests `written` (by setting; each batch's outputs are its own) on up
+  // to HelperThreads() helper threads, which hold the outputs meanwhile:
+  // the last batch of a call is waited for as it ends.
+  std::vector<std::future<std::vector<Digested>>> StartDigests(
       const std::vector<int>& index, std::map<int, OutputMap> written) {
-    return std::async(
-        std::launch::async,
-        // mutable: each output is moved out of `written`, not copied.
-        [index, written = std::move(written), this]() mutable {
-          std::vector<Digested> out;
-          for (int i : index) {
-            Digested d;
-            auto it = written.find(i);
-            if (it != written.end()) d.written = std::move(it->second);
-            d.digest = OutputDigest(plan_.settings[i], d.written, plan_.values);
-            out.push_back(std::move(d));
-          }
-          return out;
-        });
+    const size_t n = std::min<size_t>(index.size(), HelperThreads());
+    std::vector<std::vector<std::pair<int, OutputMap>>> shares(n);
+    for (size_t j = 0; j < index.size(); ++j) {
+      OutputMap mine;
+      if (auto it = written.find(index[j]); it != written.end()) {
+        mine = std::move(it->second);
+      }
+      shares[j % n].emplace_back(index[j], std::move(mine));
+    }
+    std::vector<std::future<std::vector<Digested>>> out;
+    for (auto& share : shares) {
+      out.push_back(std::async(
+          std::launch::async,
+          // mutable: each output is moved out of `share`, not copied.
+          [share = std::move(share), this]() mutable {
+            std::vector<Digested> digested;
+            for (auto& [i, mine] : share) {
+              Digested d;
+              d.written = std::move(mine);
+              d.digest =
+                  OutputDigest(plan_.settings[i], d.written, plan_.values);
+              digested.push_back(std::move(d));
+            }
+            return digested;
+          }));
+    }
+    return out;
+  }
+
+  // The digests of `pending`, in its measurements' order, once made.
+  static std::vector<Digested> DigestsOf(Pending& pending) {
+    std::vector<Digested> out(pending.index.size());
+    const size_t n = pending.digests.size();
+    for (size_t f = 0; f < n; ++f) {
+      std::vector<Digested> part = pending.digests[f].get();
+      for (size_t k = 0; k < part.size(); ++k) {
+        out[f + k * n] = std::move(part[k]);
+      }
+    }
+    return out;
   }
 
   // Waits for the pending digests, then caches and keeps the figures; keeps
@@ -478,7 +513,7 @@ class Measurer {
     if (!pending_) return absl::OkStatus();
     Pending done = *std::move(pending_);
     pending_.reset();
-    std::vector<Digested> digested = done.digests.get();
+    std::vector<Digested> digested = DigestsOf(done);
     const auto def = std::find(done.index.begin(), done.index.end(), 0);
     const std::string* default_digest =
         def == done.index.end() ? nullptr

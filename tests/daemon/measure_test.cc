@@ -298,6 +298,57 @@ TEST_CASE("outputs are dropped once digested unless a judge needs them") {
         m.at(2).output());
 }
 
+// Images that count how outputs are read.
+struct Reads {
+  int read = 0;
+  int taken = 0;
+};
+
+class ReadCountingImage : public ImageWrapper {
+ public:
+  ReadCountingImage(std::unique_ptr<Image> image, Reads* reads)
+      : ImageWrapper(std::move(image)), reads_(reads) {}
+  absl::StatusOr<std::string> ReadBuffer(std::string_view name) override {
+    ++reads_->read;
+    return ImageWrapper::ReadBuffer(name);
+  }
+  absl::StatusOr<std::string> TakeBuffer(std::string_view name) override {
+    ++reads_->taken;
+    return ImageWrapper::TakeBuffer(name);
+  }
+
+ private:
+  Reads* reads_;
+};
+
+class ReadCountingDevice : public DeviceWrapper {
+ public:
+  using DeviceWrapper::DeviceWrapper;
+  Reads reads;
+
+ protected:
+  std::unique_ptr<Image> WrapImage(std::unique_ptr<Image> image,
+                                   const Artifact&) override {
+    return std::make_unique<ReadCountingImage>(std::move(image), &reads);
+  }
+};
+
+TEST_CASE("outputs read once the batch is timed are taken, not copied") {
+  Rig rig;
+  ReadCountingDevice device(rig.device.get());
+  testing::LocalTuneContext context(&device, &rig.builder);
+  const std::vector<v1::Operator> settings = ThreeSettings();
+  auto result = Measure(Request(settings), context);
+  REQUIRE(result.ok());
+  REQUIRE(result->measurements.size() == 3);
+  CHECK(device.reads.read == 0);
+  CHECK(device.reads.taken == 3);  // C of each setting's 1-step image
+  // What setting 2 kept for the judge is its output, whole.
+  REQUIRE(result->outputs.count(2) == 1);
+  CHECK(OutputDigest(settings[2], result->outputs.at(2).written, {}) ==
+        result->measurements.at(2).output());
+}
+
 TEST_CASE("sharing inputs or copying them gives the same results bit for bit") {
   // Nine settings: two batches on npu2, so outputs are digested beside the
   // next batch.
@@ -331,6 +382,20 @@ TEST_CASE("sharing inputs or copying them gives the same results bit for bit") {
   REQUIRE(a->outputs.size() == b->outputs.size());
   for (const auto& [i, out] : a->outputs) {
     CHECK(out.written == b->outputs.at(i).written);
+  }
+  // Each digest is its own setting's, whichever helper made it: the
+  // settings of one tile_k write alike, those of another differ.
+  for (size_t i = 0; i < settings.size(); ++i) {
+    for (size_t j = 0; j < settings.size(); ++j) {
+      const bool same_k = i % 3 == j % 3;
+      CHECK((a->measurements.at(i).output() ==
+             a->measurements.at(j).output()) == same_k);
+    }
+  }
+  for (const auto& [i, out] : a->outputs) {
+    if (i == 0) continue;
+    CHECK(OutputDigest(settings[i], out.written, {}) ==
+          a->measurements.at(i).output());
   }
 }
 
