@@ -11,25 +11,13 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "daemon/base/big_bytes.h"
+#include "daemon/base/thread_priority.h"
 #include "daemon/sim/kernels.h"
 
 namespace irontune {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Sleep until `kSpinWindow` before the deadline, then spin: sleeps overshoot
-// by tens of microseconds, which would swamp short runs.
-constexpr auto kSpinWindow = std::chrono::microseconds(100);
-
-void WaitUntil(Clock::time_point deadline) {
-  const Clock::time_point now = Clock::now();
-  if (deadline - now > kSpinWindow) {
-    std::this_thread::sleep_for(deadline - now - kSpinWindow);
-  }
-  while (Clock::now() < deadline) {
-  }
-}
 
 }  // namespace
 
@@ -159,7 +147,10 @@ class SimImage : public Image {
     if (!ran_ || computing_.valid()) return;
     if (std::find(dirty_.begin(), dirty_.end(), true) == dirty_.end()) return;
     ran_ = false;
-    computing_ = std::async(std::launch::async, [this] { return Compute(); });
+    computing_ = std::async(std::launch::async, [this] {
+      LowerThreadPriority();
+      return Compute();
+    });
   }
 
  private:
@@ -394,9 +385,9 @@ RunResult SimDevice::TimeRun(int64_t image_id, const sim::SimDesign& design,
   if (options_.clock == SimOptions::Clock::kVirtual) {
     virtual_us_ += draw.elapsed_us;
   } else {
-    WaitUntil(started +
-              std::chrono::duration_cast<Clock::duration>(
-                  std::chrono::duration<double, std::micro>(draw.elapsed_us)));
+    wait_.Until(started + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double, std::micro>(
+                                  draw.elapsed_us)));
   }
   return RunResult{draw.elapsed_us, draw.cpu_wait_us};
 }

@@ -5,7 +5,8 @@
 // docs/simulated-npu.md describes the model, its constants and its sources.
 //
 // Clocks: on SimOptions::Clock::kVirtual a Run returns at once; on
-// kRealTime it waits (sleeps, then spins the last ~100 us) until its
+// kRealTime it waits (sleeps, then spins a window learned from how late
+// its sleeps end: sim::PreciseWait) until its
 // simulated time has passed, so wall time follows simulated time. The
 // device keeps a virtual clock (now_us) that drives drift and scripted
 // interference: on kVirtual it advances by every run's elapsed time and by
@@ -34,6 +35,7 @@
 #include "daemon/sim/design.h"
 #include "daemon/sim/noise.h"
 #include "daemon/sim/perf_model.h"
+#include "daemon/sim/precise_wait.h"
 #include "daemon/sim/presets.h"
 
 namespace irontune {
@@ -116,6 +118,7 @@ class SimDevice : public Device {
   int64_t calls_ = 0;
   double virtual_us_ = 0;
   std::chrono::steady_clock::time_point created_;
+  sim::PreciseWait wait_;  // kRealTime's runs
 };
 
 // Makes the simulated NPU `spec` ("sim:npu2" or "sim:npu1").

@@ -11,6 +11,7 @@
 
 #include "common/recording.h"
 #include "daemon/base/big_bytes.h"
+#include "daemon/base/thread_priority.h"
 
 namespace irontune {
 namespace {
@@ -186,6 +187,7 @@ void InputCache::Prefetch(const std::vector<Want>& wants, int user) {
     made_bytes_ += w.nbytes;
     try {
       pending_[key] = std::async(std::launch::async, [w] {
+                        LowerThreadPriority();
                         return std::make_shared<const std::string>(
                             SeededInput(w.dtype, w.nbytes, w.seed));
                       }).share();

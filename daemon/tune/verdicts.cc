@@ -9,6 +9,7 @@
 #include "common/design.h"
 #include "common/status_macros.h"
 #include "daemon/base/sha256.h"
+#include "daemon/base/thread_priority.h"
 #include "daemon/store/cache.h"
 
 namespace irontune {
@@ -254,8 +255,10 @@ absl::Status OutputJudge::Start(const MeasurePlan& plan, MeasureOutcome outcome,
         RecipeKeyHash(plan.settings[0], options_.platform, options_.packaging),
         "\n", options_.seed, *given);
     pending->judged =
-        std::async(std::launch::async,
-                   [this, work = std::move(work)] { return JudgeAll(work); });
+        std::async(std::launch::async, [this, work = std::move(work)] {
+          LowerThreadPriority();
+          return JudgeAll(work);
+        });
   }
   pending_ = std::move(pending);
   return absl::OkStatus();
