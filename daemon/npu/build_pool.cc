@@ -7,6 +7,7 @@
 #include "absl/time/clock.h"
 #include "common/design.h"
 #include "daemon/base/sha256.h"
+#include "daemon/base/thread_roles.h"
 
 namespace irontune {
 namespace {
@@ -60,7 +61,10 @@ BuildPool::BuildPool(std::unique_ptr<Builder> inner, BuildPoolOptions options)
 BuildPool::BuildPool(Builder* inner, BuildPoolOptions options)
     : inner_(inner), options_(options) {
   for (int i = 0; i < options_.threads; ++i) {
-    threads_.emplace_back([this] { Loop(); });
+    threads_.emplace_back([this] {
+      BecomeHelperThread();
+      Loop();
+    });
   }
 }
 

@@ -40,6 +40,10 @@
 // builder's own store (the ArtifactStore of a CommandBuilder) keeps
 // artifacts across restarts; this pool only saves asking it again.
 //
+// The pool's threads are helper threads (daemon/base/thread_roles.h): nice
+// +10 and off the device's timing CPUs, as are the build commands they
+// start, so a build never holds the CPU the device is timed on.
+//
 // Threads: every method may be called from any thread. The inner builder
 // is called from the pool's threads and from callers of Build at once, up
 // to threads + callers calls at a time. REQUIRES: the inner builder is

@@ -11,8 +11,10 @@ void SpinWindow::Observe(Duration late) {
 }
 
 void PreciseWait::Until(Clock::time_point deadline) {
+  const Clock::time_point now = Clock::now();
   const Clock::time_point wake = deadline - window_.window();
-  if (Clock::now() < wake) {
+  if (deadline - now > spin_whole_ && now < wake) {
+    ++sleeps_;
     std::this_thread::sleep_until(wake);
     window_.Observe(
         std::chrono::duration_cast<SpinWindow::Duration>(Clock::now() - wake));

@@ -6,13 +6,17 @@
 // run would hold a core. So it sleeps until a window before the deadline
 // and spins the rest, the window following how late its sleeps ended: a
 // running estimate of their 90th percentile (SpinWindow), between 100 us
-// and 1 ms.
+// and 1 ms. A wait no longer than its spin_whole limit (set where the
+// waiting thread has a CPU of its own, thread_roles.h) is spun whole:
+// a sleep on a CPU that another thread holds can end a scheduler tick
+// late, several times the wait itself.
 //
 // Threads: one PreciseWait is used by one thread at a time (the device's).
 #ifndef IRONTUNE_DAEMON_SIM_PRECISE_WAIT_H_
 #define IRONTUNE_DAEMON_SIM_PRECISE_WAIT_H_
 
 #include <chrono>
+#include <cstdint>
 
 namespace irontune::sim {
 
@@ -39,13 +43,22 @@ class PreciseWait {
  public:
   using Clock = std::chrono::steady_clock;
 
+  // Waits of at most `spin_whole` never sleep (zero: every wait sleeps
+  // until its spin window).
+  explicit PreciseWait(Clock::duration spin_whole = Clock::duration::zero())
+      : spin_whole_(spin_whole) {}
+
   // Returns at `deadline` or just after, never before.
   void Until(Clock::time_point deadline);
 
   const SpinWindow& window() const { return window_; }
+  // How many waits slept.
+  int64_t sleeps() const { return sleeps_; }
 
  private:
+  Clock::duration spin_whole_;
   SpinWindow window_;
+  int64_t sleeps_ = 0;
 };
 
 }  // namespace irontune::sim

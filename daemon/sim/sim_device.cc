@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "daemon/base/big_bytes.h"
-#include "daemon/base/thread_priority.h"
+#include "daemon/base/thread_roles.h"
 #include "daemon/sim/kernels.h"
 
 namespace irontune {
@@ -148,7 +148,7 @@ class SimImage : public Image {
     if (std::find(dirty_.begin(), dirty_.end(), true) == dirty_.end()) return;
     ran_ = false;
     computing_ = std::async(std::launch::async, [this] {
-      LowerThreadPriority();
+      BecomeHelperThread();
       return Compute();
     });
   }
@@ -237,7 +237,13 @@ SimDevice::SimDevice(const sim::SimPreset& preset, const SimOptions& options)
       options_(options),
       noise_(options.seed, options.noise),
       mode_(options.power_mode),
-      created_(Clock::now()) {}
+      created_(Clock::now()) {
+  if (options.clock != SimOptions::Clock::kRealTime) return;
+  timing_cpus_ = SpareTimingCpu();
+  if (timing_cpus_.empty()) return;
+  ReserveTimingCpus(timing_cpus_);
+  wait_ = sim::PreciseWait(kSpinWholeRun);
+}
 
 SimDevice::~SimDevice() = default;
 
@@ -385,6 +391,7 @@ RunResult SimDevice::TimeRun(int64_t image_id, const sim::SimDesign& design,
   if (options_.clock == SimOptions::Clock::kVirtual) {
     virtual_us_ += draw.elapsed_us;
   } else {
+    const ScopedPin pin(timing_cpus_);
     wait_.Until(started + std::chrono::duration_cast<Clock::duration>(
                               std::chrono::duration<double, std::micro>(
                                   draw.elapsed_us)));

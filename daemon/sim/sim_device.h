@@ -5,9 +5,12 @@
 // docs/simulated-npu.md describes the model, its constants and its sources.
 //
 // Clocks: on SimOptions::Clock::kVirtual a Run returns at once; on
-// kRealTime it waits (sleeps, then spins a window learned from how late
-// its sleeps end: sim::PreciseWait) until its
-// simulated time has passed, so wall time follows simulated time. The
+// kRealTime it waits until its simulated time has passed, so wall time
+// follows simulated time: sleeping, then spinning a window learned from
+// how late its sleeps end (sim::PreciseWait). A real-time device made on
+// a thread that may use two CPUs or more reserves the last of them as its
+// timing CPU (thread_roles.h): each run's wait is pinned there, helper
+// threads keep off it, and runs up to kSpinWholeRun are spun whole. The
 // device keeps a virtual clock (now_us) that drives drift and scripted
 // interference: on kVirtual it advances by every run's elapsed time and by
 // holders_query_us per OtherHolders() query (so a caller polling for the NPU
@@ -39,6 +42,11 @@
 #include "daemon/sim/presets.h"
 
 namespace irontune {
+
+// On kRealTime with a timing CPU, runs this short are spun whole: the
+// timing CPU is kept for them, and a sleep there could end a scheduler
+// tick late.
+inline constexpr std::chrono::milliseconds kSpinWholeRun{2};
 
 struct SimOptions {
   enum class Clock { kVirtual, kRealTime };
@@ -96,6 +104,8 @@ class SimDevice : public Device {
   const sim::SimPreset& preset() const { return preset_; }
   PowerMode power_mode() const { return mode_; }
   int core_mhz() const { return sim::CoreMhz(preset_, mode_); }
+  // The CPUs its runs wait on (kRealTime; empty: any).
+  const std::vector<int>& timing_cpus() const { return timing_cpus_; }
 
  private:
   friend class SimImage;
@@ -118,6 +128,7 @@ class SimDevice : public Device {
   int64_t calls_ = 0;
   double virtual_us_ = 0;
   std::chrono::steady_clock::time_point created_;
+  std::vector<int> timing_cpus_;
   sim::PreciseWait wait_;  // kRealTime's runs
 };
 

@@ -11,7 +11,7 @@
 
 #include "common/recording.h"
 #include "daemon/base/big_bytes.h"
-#include "daemon/base/thread_priority.h"
+#include "daemon/base/thread_roles.h"
 
 namespace irontune {
 namespace {
@@ -187,7 +187,7 @@ void InputCache::Prefetch(const std::vector<Want>& wants, int user) {
     made_bytes_ += w.nbytes;
     try {
       pending_[key] = std::async(std::launch::async, [w] {
-                        LowerThreadPriority();
+                        BecomeHelperThread();
                         return std::make_shared<const std::string>(
                             SeededInput(w.dtype, w.nbytes, w.seed));
                       }).share();

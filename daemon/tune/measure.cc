@@ -20,7 +20,7 @@
 #include "common/status_macros.h"
 #include "daemon/base/sha256.h"
 #include "daemon/base/stats.h"
-#include "daemon/base/thread_priority.h"
+#include "daemon/base/thread_roles.h"
 #include "daemon/npu/build_pool.h"
 #include "daemon/store/cache.h"
 #include "daemon/store/cache_key.h"
@@ -480,7 +480,7 @@ class Measurer {
           std::launch::async,
           // mutable: each output is moved out of `share`, not copied.
           [share = std::move(share), this]() mutable {
-            LowerThreadPriority();
+            BecomeHelperThread();
             std::vector<Digested> digested;
             for (auto& [i, mine] : share) {
               Digested d;

@@ -9,7 +9,7 @@
 #include "common/design.h"
 #include "common/status_macros.h"
 #include "daemon/base/sha256.h"
-#include "daemon/base/thread_priority.h"
+#include "daemon/base/thread_roles.h"
 #include "daemon/store/cache.h"
 
 namespace irontune {
@@ -256,7 +256,7 @@ absl::Status OutputJudge::Start(const MeasurePlan& plan, MeasureOutcome outcome,
         "\n", options_.seed, *given);
     pending->judged =
         std::async(std::launch::async, [this, work = std::move(work)] {
-          LowerThreadPriority();
+          BecomeHelperThread();
           return JudgeAll(work);
         });
   }

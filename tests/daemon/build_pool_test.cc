@@ -9,6 +9,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "daemon/base/thread_roles.h"
 #include "daemon/npu/metered.h"
 #include "daemon/sim/sim_builder.h"
 #include "tests/testing/operator_fixtures.h"
@@ -164,6 +165,42 @@ TEST_CASE("prefetched builds run ahead on the pool's threads") {
   const BuildPoolStats stats = pool.stats();
   CHECK(stats.builds == 2);
   CHECK(stats.prefetched == 2);
+}
+
+// A Builder that notes the nice value of the thread each build runs on.
+class NicenessBuilder : public Builder {
+ public:
+  absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override {
+    {
+      absl::MutexLock lock(&mu_);
+      seen_.push_back(ThreadNiceness());
+    }
+    return inner_.Build(request);
+  }
+  std::string Environment() const override { return "niceness/1"; }
+  std::vector<int> seen() {
+    absl::MutexLock lock(&mu_);
+    return seen_;
+  }
+
+ private:
+  SimBuilder inner_;
+  absl::Mutex mu_;
+  std::vector<int> seen_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST_CASE("the pool's threads build as helpers, below the device thread") {
+  NicenessBuilder inner;
+  BuildPool pool(&inner, BuildPoolOptions{1});
+  REQUIRE(pool.Build(Request(64)).ok());  // on the pool's thread
+  REQUIRE(inner.seen().size() == 1);
+  CHECK(inner.seen()[0] == std::min(19, ThreadNiceness() + kHelperNiceness));
+  // A pool off builds on its caller, at the caller's priority.
+  NicenessBuilder direct;
+  BuildPool off(&direct, BuildPoolOptions{0});
+  REQUIRE(off.Build(Request(64)).ok());
+  REQUIRE(direct.seen().size() == 1);
+  CHECK(direct.seen()[0] == ThreadNiceness());
 }
 
 TEST_CASE("builds prefetched for later wait until the first queue is empty") {

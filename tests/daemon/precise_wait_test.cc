@@ -40,5 +40,21 @@ TEST_CASE("a precise wait never returns before its deadline", "[sim]") {
   CHECK(wait.window().window() <= SpinWindow::kMax);
 }
 
+TEST_CASE("a wait within the spin-whole limit never sleeps", "[sim]") {
+  PreciseWait spun(std::chrono::milliseconds(2));
+  PreciseWait slept;
+  for (int i = 0; i < 5; ++i) {
+    const auto deadline = PreciseWait::Clock::now() + microseconds(1500);
+    spun.Until(deadline);
+    CHECK(PreciseWait::Clock::now() >= deadline);
+    slept.Until(PreciseWait::Clock::now() + microseconds(1500));
+  }
+  CHECK(spun.sleeps() == 0);
+  CHECK(slept.sleeps() == 5);  // 1.5 ms is longer than any spin window
+  // A longer wait sleeps until its window.
+  spun.Until(PreciseWait::Clock::now() + std::chrono::milliseconds(4));
+  CHECK(spun.sleeps() == 1);
+}
+
 }  // namespace
 }  // namespace irontune::sim

@@ -1,10 +1,12 @@
 #include "daemon/sim/sim_device.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <memory>
 #include <vector>
 
+#include "daemon/base/thread_roles.h"
 #include "daemon/sim/design.h"
 #include "tests/testing/sim_fixtures.h"
 
@@ -257,6 +259,27 @@ TEST_CASE("the real-time clock runs too", "[sim][device]") {
   RunResult r = *image->Run();
   CHECK(r.elapsed_us > 0);
   CHECK(device->now_us() > 0);
+}
+
+TEST_CASE("a real-time device times on a CPU of its own, where it has two",
+          "[sim][device]") {
+  const std::vector<int> mine = ThreadCpus();
+  SimOptions options;
+  options.clock = SimOptions::Clock::kRealTime;
+  auto device = Make("sim:npu2", options);
+  auto image = *device->Load(Tiny("npu2"));
+  REQUIRE(image->Run().ok());
+  // The caller gets its CPUs back after the run's pinned wait.
+  CHECK(ThreadCpus() == mine);
+  if (mine.size() < 2) {
+    CHECK(device->timing_cpus().empty());
+    return;
+  }
+  REQUIRE(device->timing_cpus() == std::vector<int>{mine.back()});
+  const std::vector<int> reserved = TimingCpus();
+  CHECK(std::binary_search(reserved.begin(), reserved.end(), mine.back()));
+  // The virtual clock reserves none.
+  CHECK(Make("sim:npu2")->timing_cpus().empty());
 }
 
 // Runs the GEMM (m, k, n) at tiles on fixed inputs; returns C.
