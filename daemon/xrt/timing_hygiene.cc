@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "daemon/base/thread_roles.h"
 #include "spdlog/spdlog.h"
 
 namespace irontune {
@@ -171,6 +172,9 @@ void TimingHygiene::ReadTopology() {
       if (!cpus.count(s)) siblings.insert(s);
   }
   siblings_.assign(siblings.begin(), siblings.end());
+  // Helper threads keep off them (where others remain): the timing
+  // thread wakes there as each run completes.
+  ReserveTimingCpus(cpus_);
   if (!cpus_.empty()) {
     spdlog::info("timing hygiene: completions on CPU {}, SMT siblings {}",
                  absl::StrJoin(cpus_, ","),

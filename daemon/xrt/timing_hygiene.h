@@ -1,7 +1,9 @@
 // Timing hygiene on a real NPU, as IRON does it (docs/npu-facts.md, "How
 // IRON times"): the CPUs that take the NPU's completion interrupts (the
 // `xdna_mailbox` IRQs of /proc/interrupts and their
-// /proc/irq/N/effective_affinity_list), the timing thread pinned there, a
+// /proc/irq/N/effective_affinity_list), the timing thread pinned there
+// (they are reserved as the process's timing CPUs, so helper threads keep
+// off them: daemon/base/thread_roles.h), a
 // nice-19 spinner on each SMT sibling of those CPUs while timing, so deep
 // C-state exits do not land on long runs only; and the run-queue wait of a
 // call from /proc/thread-self/schedstat (its second field, ns).

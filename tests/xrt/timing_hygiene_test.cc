@@ -2,9 +2,12 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "catch2/catch.hpp"
+#include "daemon/base/thread_roles.h"
 #include "tests/testing/process.h"
 
 namespace irontune {
@@ -53,6 +56,10 @@ TEST_CASE("timing hygiene reads a captured /proc and /sys", "[xrt][hygiene]") {
   CHECK(h.completion_cpus() == std::vector<int>{2, 3});
   CHECK(h.siblings() == std::vector<int>{10, 11});
   CHECK(h.CpuWaitNs() == 92331);
+  // Reserved: helper threads keep off them.
+  const std::vector<int> timing = TimingCpus();
+  CHECK(std::binary_search(timing.begin(), timing.end(), 2));
+  CHECK(std::binary_search(timing.begin(), timing.end(), 3));
 }
 
 TEST_CASE("timing hygiene degrades where files are missing", "[xrt][hygiene]") {
