@@ -526,8 +526,8 @@ TEST_CASE("robustness: an ended job's big profile is not kept in memory") {
   f->set_name("M");
   f->mutable_value()->set_string_value(std::string(10 << 20, 'x'));
   // Four jobs to bring gRPC's and the allocator's pools to their working
-  // size, then the figure over sixteen more: memory the allocator holds on
-  // to levels off (though where it levels varies from run to run), while
+  // size, then the figure over thirty-two more: memory the allocator holds
+  // on to levels off (though where it levels varies from run to run), while
   // ended jobs kept in memory would grow it by each job.
   for (int i = 0; i < 4; ++i) {
     const grpc::Status warm = Autotune(*stub, request);
@@ -535,17 +535,18 @@ TEST_CASE("robustness: an ended job's big profile is not kept in memory") {
     REQUIRE(warm.ok());
   }
   const long before = ProcStatusKib(daemon.process().pid(), "VmRSS");
-  for (int i = 0; i < 16; ++i) REQUIRE(Autotune(*stub, request).ok());
+  for (int i = 0; i < 32; ++i) REQUIRE(Autotune(*stub, request).ok());
   const long after = ProcStatusKib(daemon.process().pid(), "VmRSS");
-  INFO("VmRSS " << before << " KiB, after sixteen more jobs " << after
+  INFO("VmRSS " << before << " KiB, after thirty-two more jobs " << after
                 << " KiB");
   REQUIRE(before > 0);
   // Each job holds 30 MB while it runs (the 10 MB request, and a result
   // whose tuned profile and diff carry the entry twice). Kept after they
-  // end, sixteen would add 480 MB (668 MB for one job when it was found);
-  // trimmed to the 1 MiB of history, the allocator's retention alone has
-  // measured 6 to 78 MB, so the bound sits between the two.
-  CHECK(after - before < 200 * 1024);
+  // end, thirty-two would add 960 MB (668 MB for one job when it was
+  // found); trimmed to the 1 MiB of history, the allocator's retention
+  // alone has measured 6 to 145 MB (the most with the machine's other CPU
+  // busy), whatever the number of jobs, so the bound sits between the two.
+  CHECK(after - before < 400 * 1024);
   CHECK(daemon.Stop() == 0);
 }
 
