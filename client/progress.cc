@@ -13,18 +13,17 @@ AutotuneProgress::AutotuneProgress(std::ostream& err, ProgressStyle style,
     : err_(err), style_(style), width_(width) {}
 
 void AutotuneProgress::Show(const std::string& line, bool transient) {
-  if (style_ == ProgressStyle::kBar) {
-    if (bar_shown_) err_ << kEraseLine;
-    err_ << line;
-    if (transient) {
-      bar_shown_ = true;
-    } else {
-      err_ << "\n";
-      bar_shown_ = false;
-    }
+  // One write for the whole update: std::cerr flushes at every <<.
+  std::string out;
+  if (style_ == ProgressStyle::kBar && bar_shown_) out = kEraseLine;
+  absl::StrAppend(&out, line);
+  if (style_ == ProgressStyle::kBar && transient) {
+    bar_shown_ = true;
   } else {
-    err_ << line << "\n";
+    out.push_back('\n');
+    bar_shown_ = false;
   }
+  err_ << out;
   err_.flush();
 }
 

@@ -116,14 +116,16 @@ bool Job::Finish(
     state_ = v1::JOB_STATE_SUCCEEDED;
     if (auto* a = std::get_if<v1::AutotuneResult>(&result)) {
       autotune_result_ = *a;
+      result_bytes_ = a->ByteSizeLong();
       if (a->has_stats()) stats_ = a->stats();
       v1::AutotuneEvent event;
       event.set_job_id(id_);
       *event.mutable_result() = *a;
-      event_bytes_ += event.ByteSizeLong();
+      event_bytes_ += id_.size() + result_bytes_;
       events_.push_back(std::move(event));
     } else if (auto* m = std::get_if<v1::MeasureResult>(&result)) {
       measure_result_ = *m;
+      result_bytes_ = m->ByteSizeLong();
     }
   } else {
     const bool asked =
@@ -172,17 +174,24 @@ bool Job::WaitCancelled(absl::Duration timeout) const {
 
 std::vector<v1::AutotuneEvent> Job::EventsFrom(size_t from,
                                                absl::Duration timeout,
-                                               bool* done) const {
+                                               bool* done,
+                                               absl::Duration linger) const {
   absl::MutexLock lock(&mu_);
   const absl::Time deadline = absl::Now() + timeout;
   while (events_.size() <= from && !IsTerminal(state_)) {
     if (changed_.WaitWithDeadline(&mu_, deadline)) break;
+  }
+  if (events_.size() > from && linger > absl::ZeroDuration()) {
+    // Woken only by the end, not by each event meanwhile.
+    mu_.AwaitWithTimeout(absl::Condition(this, &Job::EndedLocked), linger);
   }
   std::vector<v1::AutotuneEvent> out;
   for (size_t i = from; i < events_.size(); ++i) out.push_back(events_[i]);
   *done = IsTerminal(state_);
   return out;
 }
+
+bool Job::EndedLocked() const { return IsTerminal(state_); }
 
 v1::JobState Job::state() const {
   absl::MutexLock lock(&mu_);
@@ -254,11 +263,8 @@ JobRecord Job::Record() const {
 
 size_t Job::RetainedBytes() const {
   absl::MutexLock lock(&mu_);
-  size_t bytes = sizeof(Job) + request_bytes_ + event_bytes_ +
-                 events_.size() * sizeof(v1::AutotuneEvent);
-  if (autotune_result_) bytes += autotune_result_->ByteSizeLong();
-  if (measure_result_) bytes += measure_result_->ByteSizeLong();
-  return bytes;
+  return sizeof(Job) + request_bytes_ + event_bytes_ +
+         events_.size() * sizeof(v1::AutotuneEvent) + result_bytes_;
 }
 
 }  // namespace irontune

@@ -107,10 +107,13 @@ class Job {
   bool WaitCancelled(absl::Duration timeout) const;
 
   // The events from index `from` on, waiting up to `timeout` for one when
-  // there are none yet and the job has not ended. `done` is set when the
-  // job has ended and every event has been returned.
-  std::vector<v1::AutotuneEvent> EventsFrom(size_t from, absl::Duration timeout,
-                                            bool* done) const;
+  // there are none yet and the job has not ended; once there is one, up to
+  // `linger` more for those that follow (until the job ends), so that a
+  // burst of events is taken at once. `done` is set when the job has ended
+  // and every event has been returned.
+  std::vector<v1::AutotuneEvent> EventsFrom(
+      size_t from, absl::Duration timeout, bool* done,
+      absl::Duration linger = absl::ZeroDuration()) const;
 
   v1::JobState state() const;
   absl::Status status() const;  // OK unless FAILED or CANCELLED
@@ -139,6 +142,8 @@ class Job {
   double device_seconds_ = 0;
   Bounds bounds_;
 
+  bool EndedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   mutable absl::Mutex mu_;
   mutable absl::CondVar changed_;  // an event, the end or a cancellation
   std::shared_ptr<const Request> request_ ABSL_GUARDED_BY(mu_);
@@ -158,6 +163,8 @@ class Job {
   v1::AutotuneStats stats_ ABSL_GUARDED_BY(mu_);
   std::optional<v1::AutotuneResult> autotune_result_ ABSL_GUARDED_BY(mu_);
   std::optional<v1::MeasureResult> measure_result_ ABSL_GUARDED_BY(mu_);
+  // The wire size of the result kept, measured once when it is set.
+  size_t result_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 using JobPtr = std::shared_ptr<Job>;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "daemon/server/event_merge.h"
 #include "daemon/server/requests.h"
 #include "daemon/store/cache.h"
 #include "spdlog/spdlog.h"
@@ -19,6 +20,11 @@ namespace {
 constexpr size_t kKeptJobs = 1000;
 // How often a stream looks whether its client is still there.
 constexpr absl::Duration kStreamPoll = absl::Milliseconds(100);
+// How long a stream lets events gather after one arrives before it writes
+// them, merged (event_merge.h): a cached job's few hundred events go out in
+// a few bursts of fewer messages rather than one write each beside the
+// job. Far below what a person watching progress notices.
+constexpr absl::Duration kStreamLinger = absl::Milliseconds(2);
 // ListJobs' default and largest limit.
 constexpr uint32_t kDefaultListLimit = 50;
 constexpr uint32_t kMaxListLimit = 1000;
@@ -180,8 +186,9 @@ absl::Status TunerService::Follow(grpc::ServerContext* context,
   while (true) {
     bool done = false;
     std::vector<v1::AutotuneEvent> events =
-        job->EventsFrom(next, kStreamPoll, &done);
+        job->EventsFrom(next, kStreamPoll, &done, kStreamLinger);
     next += events.size();
+    events = MergeEvents(std::move(events));
     bool gone = context->IsCancelled();
     for (const v1::AutotuneEvent& e : events) {
       if (gone) break;

@@ -234,6 +234,9 @@ void DeviceWorker::ReturnFreedMemory() {
 #if defined(__GLIBC__)
   // An ended job's request and result are freed into the allocator's
   // per-thread arenas, which keep the pages; give them back to the system.
+  // Trimming walks every arena under its lock, which stalls the threads
+  // still streaming the job's last events: only worth it when much is held.
+  if (mallinfo2().fordblks < kTrimAboveBytes) return;
   malloc_trim(0);
 #endif
 }

@@ -121,8 +121,10 @@ class DeviceWorker {
 
   void Loop();
   // Idle: hands memory the allocator keeps from ended jobs back to the
-  // system (glibc's malloc_trim; nothing elsewhere).
+  // system (glibc's malloc_trim; nothing elsewhere) when it holds more than
+  // kTrimAboveBytes free.
   static void ReturnFreedMemory();
+  static constexpr size_t kTrimAboveBytes = size_t{64} << 20;
   // queue_->Pop(), with the heartbeat waiting meanwhile.
   JobPtr PopWaiting();
   void RunTasks();

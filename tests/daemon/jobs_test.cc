@@ -69,6 +69,28 @@ TEST_CASE("job: events are kept and replayed, the end is signalled") {
   CHECK(job->EventsSummary() == "2 events: log 1, started 1");
 }
 
+TEST_CASE("job: a stream that lingers takes what follows the first event") {
+  JobPtr job = MeasureJob("j1");
+  job->Emit(LogEvent("one"));
+  bool done = true;
+  // Without a linger, what is there now.
+  CHECK(job->EventsFrom(0, absl::Seconds(30), &done).size() == 1);
+  CHECK(!done);
+  // With one, the events that follow until the job ends, in one batch.
+  std::thread runner([job] {
+    absl::SleepFor(absl::Milliseconds(20));
+    job->Emit(LogEvent("two"));
+    job->Emit(LogEvent("three"));
+    job->Finish(absl::OkStatus(), v1::MeasureResult());
+  });
+  auto events = job->EventsFrom(0, absl::Seconds(30), &done,
+                                /*linger=*/absl::Seconds(30));
+  runner.join();
+  REQUIRE(events.size() == 3);
+  CHECK(events[2].log().text() == "three");
+  CHECK(done);
+}
+
 TEST_CASE("job: cancellation is seen by the runner and ends it CANCELLED") {
   JobPtr job = MeasureJob("j2");
   job->MarkStarted();
