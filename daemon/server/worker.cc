@@ -235,9 +235,13 @@ void DeviceWorker::ReturnFreedMemory() {
   // An ended job's request and result are freed into the allocator's
   // per-thread arenas, which keep the pages; give them back to the system.
   // Trimming walks every arena under its lock, which stalls the threads
-  // still streaming the job's last events: only worth it when much is held.
-  if (mallinfo2().fordblks < kTrimAboveBytes) return;
+  // still streaming the job's last events: only worth it when the free
+  // memory held has grown by much since the last trim (what stays free
+  // after a trim is fragments it cannot give back).
+  const size_t free_bytes = mallinfo2().fordblks;
+  if (free_bytes < free_after_trim_ + kTrimGrowthBytes) return;
   malloc_trim(0);
+  free_after_trim_ = mallinfo2().fordblks;
 #endif
 }
 

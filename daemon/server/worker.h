@@ -121,10 +121,10 @@ class DeviceWorker {
 
   void Loop();
   // Idle: hands memory the allocator keeps from ended jobs back to the
-  // system (glibc's malloc_trim; nothing elsewhere) when it holds more than
-  // kTrimAboveBytes free.
-  static void ReturnFreedMemory();
-  static constexpr size_t kTrimAboveBytes = size_t{64} << 20;
+  // system (glibc's malloc_trim; nothing elsewhere) once the free memory
+  // it holds has grown by kTrimGrowthBytes since the last trim.
+  void ReturnFreedMemory();
+  static constexpr size_t kTrimGrowthBytes = size_t{64} << 20;
   // queue_->Pop(), with the heartbeat waiting meanwhile.
   JobPtr PopWaiting();
   void RunTasks();
@@ -161,6 +161,8 @@ class DeviceWorker {
   std::atomic<bool> stopping_{false};
   // Worker thread only: the Autotune under way, if any.
   std::unique_ptr<Running> autotune_;
+  // Worker thread only: the allocator's free bytes after the last trim.
+  size_t free_after_trim_ = 0;
 
   mutable absl::Mutex mu_;
   absl::CondVar task_done_;

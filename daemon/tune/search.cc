@@ -96,24 +96,32 @@ absl::StatusOr<std::vector<WeightedValues>> OpPoints(
 
 std::map<std::string, std::string> OpInputs(const v1::Timed& call, uint32_t op,
                                             const v1::Operator& design) {
+  return CallBuffers(call).OpInputs(op, design);
+}
+
+CallBuffers::CallBuffers(const v1::Timed& call) {
   const v1::Recording& rec = call.recording();
-  std::map<std::string, uint64_t, std::less<>> nbytes;
   for (const v1::GraphBuffer& b : rec.buffers()) {
-    nbytes.emplace(b.name(), b.nbytes());
+    nbytes_.emplace(b.name(), b.nbytes());
   }
-  std::map<std::string, const std::string*, std::less<>> contents;
   for (const v1::Content& c : call.contents()) {
-    contents.emplace(c.buffer(), &c.data());
+    contents_.emplace(c.buffer(), &c.data());
   }
+  for (const v1::Step& step : rec.steps()) steps_[step.op()].push_back(&step);
+}
+
+std::map<std::string, std::string> CallBuffers::OpInputs(
+    uint32_t op, const v1::Operator& design) const {
   std::map<std::string, std::string> out;
-  for (const v1::Step& step : rec.steps()) {
-    if (step.op() != op) continue;
-    const int n = std::min(step.refs_size(), design.buffers_size());
+  auto steps = steps_.find(op);
+  if (steps == steps_.end()) return out;
+  for (const v1::Step* step : steps->second) {
+    const int n = std::min(step->refs_size(), design.buffers_size());
     for (int r = 0; r < n; ++r) {
-      const v1::BufferRef& ref = step.refs(r);
-      auto size = nbytes.find(ref.buffer());
-      auto content = contents.find(ref.buffer());
-      if (size == nbytes.end() || content == contents.end()) continue;
+      const v1::BufferRef& ref = step->refs(r);
+      auto size = nbytes_.find(ref.buffer());
+      auto content = contents_.find(ref.buffer());
+      if (size == nbytes_.end() || content == contents_.end()) continue;
       std::optional<uint64_t> own = BufferBytes(design.buffers(r));
       const bool whole = ref.offset() == 0 && own == size->second &&
                          (ref.length() == 0 || ref.length() == size->second);

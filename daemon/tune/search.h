@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -65,6 +66,22 @@ absl::StatusOr<std::vector<WeightedValues>> OpPoints(
 // are skipped. Never fails.
 std::map<std::string, std::string> OpInputs(const v1::Timed& call, uint32_t op,
                                             const v1::Operator& design);
+
+// A call's graph buffers (sizes and contents by name) and its steps by
+// operator, read once for OpInputs over many operators of the call. Holds
+// views into the call, which must outlive it. Thread-compatible.
+class CallBuffers {
+ public:
+  explicit CallBuffers(const v1::Timed& call);
+  // OpInputs(call, op, design), without reading the whole call again.
+  std::map<std::string, std::string> OpInputs(
+      uint32_t op, const v1::Operator& design) const;
+
+ private:
+  std::map<std::string_view, uint64_t> nbytes_;
+  std::map<std::string_view, const std::string*> contents_;
+  std::map<uint32_t, std::vector<const v1::Step*>> steps_;
+};
 
 // How many standard errors faster than the recorded setting a setting must
 // be to be taken. One-sided, z = 2.0 leaves about a 2.3% chance (normal

@@ -1,5 +1,6 @@
 #include "daemon/tune/shapes.h"
 
+#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -31,6 +32,7 @@ absl::StatusOr<std::vector<Shape>> Shapes(const v1::Calls& calls,
   ASSIGN_OR_RETURN(std::vector<ShapeGroup> groups, GroupShapes(calls));
   const SearchSpace complete = CompleteSearchSpace(space);
   std::vector<Shape> out;
+  std::map<int, CallBuffers> buffers;  // by call, read once
   for (ShapeGroup& group : groups) {
     const v1::Operator& first =
         calls.operators(static_cast<int>(group.members[0].op));
@@ -49,7 +51,8 @@ absl::StatusOr<std::vector<Shape>> Shapes(const v1::Calls& calls,
       member.call = m.call;
       member.steps = m.steps;
       ASSIGN_OR_RETURN(member.points, OpPoints(call, m.op, op));
-      member.inputs = OpInputs(call, m.op, op);
+      auto b = buffers.try_emplace(m.call, call).first;
+      member.inputs = b->second.OpInputs(m.op, op);
       shape.members.push_back(std::move(member));
     }
     out.push_back(std::move(shape));
