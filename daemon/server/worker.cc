@@ -2,9 +2,11 @@
 
 #if defined(__GLIBC__)
 #include <malloc.h>
+#include <unistd.h>
 #endif
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -230,18 +232,34 @@ void DeviceWorker::Loop() {
   heartbeat_.Exited();
 }
 
+#if defined(__GLIBC__)
+namespace {
+
+// The process's resident bytes (/proc/self/statm); 0 where unreadable.
+size_t ResidentBytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long pages_total = 0, pages_resident = 0;
+  const int read = std::fscanf(f, "%lu %lu", &pages_total, &pages_resident);
+  std::fclose(f);
+  if (read != 2) return 0;
+  return pages_resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace
+#endif
+
 void DeviceWorker::ReturnFreedMemory() {
 #if defined(__GLIBC__)
   // An ended job's request and result are freed into the allocator's
   // per-thread arenas, which keep the pages; give them back to the system.
-  // Trimming walks every arena under its lock, which stalls the threads
-  // still streaming the job's last events: only worth it when the free
-  // memory held has grown by much since the last trim (what stays free
-  // after a trim is fragments it cannot give back).
-  const size_t free_bytes = mallinfo2().fordblks;
-  if (free_bytes < free_after_trim_ + kTrimGrowthBytes) return;
+  // Trimming (or even counting the free memory) walks every arena under its
+  // lock, which stalls the threads still streaming the job's last events:
+  // only worth it once the process has grown by much since the last trim.
+  const size_t resident = ResidentBytes();
+  if (resident < resident_after_trim_ + kTrimGrowthBytes) return;
   malloc_trim(0);
-  free_after_trim_ = mallinfo2().fordblks;
+  resident_after_trim_ = ResidentBytes();
 #endif
 }
 

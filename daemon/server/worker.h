@@ -121,8 +121,8 @@ class DeviceWorker {
 
   void Loop();
   // Idle: hands memory the allocator keeps from ended jobs back to the
-  // system (glibc's malloc_trim; nothing elsewhere) once the free memory
-  // it holds has grown by kTrimGrowthBytes since the last trim.
+  // system (glibc's malloc_trim; nothing elsewhere) once the process's
+  // resident memory has grown by kTrimGrowthBytes since the last trim.
   void ReturnFreedMemory();
   static constexpr size_t kTrimGrowthBytes = size_t{64} << 20;
   // queue_->Pop(), with the heartbeat waiting meanwhile.
@@ -161,8 +161,8 @@ class DeviceWorker {
   std::atomic<bool> stopping_{false};
   // Worker thread only: the Autotune under way, if any.
   std::unique_ptr<Running> autotune_;
-  // Worker thread only: the allocator's free bytes after the last trim.
-  size_t free_after_trim_ = 0;
+  // Worker thread only: the process's resident bytes after the last trim.
+  size_t resident_after_trim_ = 0;
 
   mutable absl::Mutex mu_;
   absl::CondVar task_done_;

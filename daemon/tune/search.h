@@ -74,8 +74,8 @@ class CallBuffers {
  public:
   explicit CallBuffers(const v1::Timed& call);
   // OpInputs(call, op, design), without reading the whole call again.
-  std::map<std::string, std::string> OpInputs(
-      uint32_t op, const v1::Operator& design) const;
+  std::map<std::string, std::string> OpInputs(uint32_t op,
+                                              const v1::Operator& design) const;
 
  private:
   std::map<std::string_view, uint64_t> nbytes_;
