@@ -115,7 +115,6 @@ bool Job::Finish(
   if (status.ok()) {
     state_ = v1::JOB_STATE_SUCCEEDED;
     if (auto* a = std::get_if<v1::AutotuneResult>(&result)) {
-      autotune_result_ = *a;
       result_bytes_ = a->ByteSizeLong();
       if (a->has_stats()) stats_ = a->stats();
       v1::AutotuneEvent event;
@@ -123,9 +122,10 @@ bool Job::Finish(
       *event.mutable_result() = *a;
       event_bytes_ += id_.size() + result_bytes_;
       events_.push_back(std::move(event));
+      autotune_result_ = std::move(*a);
     } else if (auto* m = std::get_if<v1::MeasureResult>(&result)) {
-      measure_result_ = *m;
       result_bytes_ = m->ByteSizeLong();
+      measure_result_ = std::move(*m);
     }
   } else {
     const bool asked =
