@@ -23,6 +23,9 @@
 #include "irontune/v1/profile.pb.h"
 
 namespace irontune {
+namespace v1 {
+class Calls;
+}  // namespace v1
 
 // Says which keys of an entry of `class_name` are tunables; the rest are
 // dims. The default (nullptr) asks the families registry, and for a class it
@@ -92,7 +95,8 @@ class Profile {
   // each of its dims equals the call's). Equally specific entries giving
   // one tunable different values are InvalidArgument naming both. The
   // tunables are in the order entries first name them; call-site values win
-  // over these (the caller overlays its own).
+  // over these (the caller overlays its own). As IRON, entries are met in
+  // order: a tie met before a more specific entry is refused even so.
   absl::StatusOr<std::vector<v1::Field>> TunablesFor(
       std::string_view class_name,
       const google::protobuf::RepeatedPtrField<v1::Field>& params) const;
@@ -114,6 +118,14 @@ class Profile {
   v1::Profile proto_;
   std::vector<std::string> notes_;
 };
+
+// IRON's selection rule (Profile.TunablesFor) for every operator shape
+// `calls` constructs (ShapeDims): InvalidArgument "profile: ..." naming both
+// equally specific entries that disagree and the operator, as IRON raises
+// when the model makes that operator under `profile`. Each shape is looked
+// up once. REQUIRES: calls passed ValidateRecording.
+absl::Status CheckProfileFor(const v1::Profile& profile,
+                             const v1::Calls& calls);
 
 // One entry as IRON's Profile.save writes it: operator, dims, tunables, each
 // in stored order.

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,7 @@
 #include "common/families.h"
 #include "common/profile.h"
 #include "common/profile_order.h"
+#include "common/shape.h"
 #include "common/value.h"
 
 namespace irontune {
@@ -144,54 +146,74 @@ std::string IronEntryCheck(const v1::ProfileEntry& entry) {
   return "";
 }
 
-absl::StatusOr<std::vector<v1::Field>> Profile::TunablesFor(
-    std::string_view class_name, const ProfileFields& params) const {
-  // The call's dims: its params, else the class's defaults.
+namespace {
+
+// The call's dims: its params, else the class's defaults.
+std::vector<v1::Field> CallDims(std::string_view class_name,
+                                const ProfileFields& params) {
   std::vector<v1::Field> dims(params.begin(), params.end());
-  if (const Family* family = FindFamily(class_name)) {
-    for (const Dim& d : family->dims) {
-      if (d.default_value.kind_case() == v1::Value::KIND_NOT_SET) continue;
-      auto it = std::find_if(dims.begin(), dims.end(), [&](const v1::Field& f) {
-        return f.name() == d.name;
-      });
-      if (it != dims.end()) continue;
-      v1::Field& f = dims.emplace_back();
-      f.set_name(d.name);
-      *f.mutable_value() = d.default_value;
+  const Family* family = FindFamily(class_name);
+  if (family == nullptr) return dims;
+  for (const Dim& d : family->dims) {
+    if (d.default_value.kind_case() == v1::Value::KIND_NOT_SET) continue;
+    auto it = std::find_if(dims.begin(), dims.end(), [&](const v1::Field& f) {
+      return f.name() == d.name;
+    });
+    if (it != dims.end()) continue;
+    v1::Field& f = dims.emplace_back();
+    f.set_name(d.name);
+    *f.mutable_value() = d.default_value;
+  }
+  return dims;
+}
+
+bool EntryMatches(const v1::ProfileEntry& entry,
+                  const std::vector<v1::Field>& dims) {
+  for (const v1::Field& dim : entry.dims()) {
+    auto it = std::find_if(dims.begin(), dims.end(), [&](const v1::Field& p) {
+      return p.name() == dim.name();
+    });
+    if (it == dims.end() || !ValuesEqual(it->value(), dim.value())) {
+      return false;
     }
   }
-  auto matches = [&](const v1::ProfileEntry& entry) {
-    for (const v1::Field& dim : entry.dims()) {
-      auto it = std::find_if(dims.begin(), dims.end(), [&](const v1::Field& p) {
-        return p.name() == dim.name();
-      });
-      if (it == dims.end() || !ValuesEqual(it->value(), dim.value()))
-        return false;
-    }
-    return true;
-  };
+  return true;
+}
+
+// IRON's Profile.tunables_for over `profile`'s entries: each tunable from the
+// most specific matching entry naming it; a tie that disagrees is refused,
+// naming both entries by index.
+absl::StatusOr<std::vector<v1::Field>> TunablesOf(const v1::Profile& profile,
+                                                  std::string_view class_name,
+                                                  const ProfileFields& params) {
+  const std::vector<v1::Field> dims = CallDims(class_name, params);
   struct Chosen {
     int rank;
     const v1::Field* field;
-    const v1::ProfileEntry* entry;
+    int entry;
   };
   std::vector<std::pair<std::string, Chosen>> chosen;  // in first-named order
-  for (const v1::ProfileEntry& entry : proto_.entries()) {
-    if (entry.operator_class() != class_name || !matches(entry)) continue;
+  for (int i = 0; i < profile.entries_size(); ++i) {
+    const v1::ProfileEntry& entry = profile.entries(i);
+    if (entry.operator_class() != class_name || !EntryMatches(entry, dims)) {
+      continue;
+    }
     for (const v1::Field& t : entry.tunables()) {
       auto it = std::find_if(chosen.begin(), chosen.end(), [&](const auto& c) {
         return c.first == t.name();
       });
-      const Chosen here{entry.dims_size(), &t, &entry};
+      const Chosen here{entry.dims_size(), &t, i};
       if (it == chosen.end()) {
         chosen.emplace_back(t.name(), here);
       } else if (here.rank > it->second.rank) {
         it->second = here;
       } else if (here.rank == it->second.rank &&
                  !ValuesEqual(it->second.field->value(), t.value())) {
+        const int first = it->second.entry;
         return absl::InvalidArgumentError(absl::StrCat(
             Absl(class_name), ": equally specific profile entries disagree on ",
-            t.name(), ": ", EntryToString(*it->second.entry), " and ",
+            t.name(), ": entries[", first, "] ",
+            EntryToString(profile.entries(first)), " and entries[", i, "] ",
             EntryToString(entry)));
       }
     }
@@ -199,6 +221,33 @@ absl::StatusOr<std::vector<v1::Field>> Profile::TunablesFor(
   std::vector<v1::Field> out;
   for (const auto& [name, c] : chosen) out.push_back(*c.field);
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<v1::Field>> Profile::TunablesFor(
+    std::string_view class_name, const ProfileFields& params) const {
+  return TunablesOf(proto_, class_name, params);
+}
+
+absl::Status CheckProfileFor(const v1::Profile& profile,
+                             const v1::Calls& calls) {
+  std::set<std::string> seen;  // shape keys already looked up
+  for (int i = 0; i < calls.operators_size(); ++i) {
+    const v1::Operator& op = calls.operators(i);
+    if (!seen.insert(ShapeKey(op)).second) continue;
+    const std::vector<v1::Field> dims = ShapeDims(op);
+    const ProfileFields params(dims.begin(), dims.end());
+    absl::StatusOr<std::vector<v1::Field>> chosen =
+        TunablesOf(profile, op.class_name(), params);
+    if (!chosen.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("profile: ", chosen.status().message(),
+                       "; IRON refuses to construct operators[", i, "] (",
+                       ShapeKey(op), ") under it"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 void Profile::Put(v1::ProfileEntry entry) {

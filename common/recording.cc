@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -235,8 +236,28 @@ absl::StatusOr<v1::Calls> LoadRecording(const std::string& path,
   return calls;
 }
 
-absl::StatusOr<std::string> SerializeRecording(const v1::Calls& calls,
+void SealRecording(v1::Calls& calls) {
+  calls.set_format_version(v1::FORMAT_VERSION_2);
+  calls.mutable_counts()->set_operators(
+      static_cast<uint32_t>(calls.operators_size()));
+  calls.mutable_counts()->set_calls(static_cast<uint32_t>(calls.calls_size()));
+}
+
+bool IsSealed(const v1::Calls& calls) {
+  return calls.format_version() == v1::FORMAT_VERSION_2 && calls.has_counts() &&
+         calls.counts().operators() ==
+             static_cast<uint32_t>(calls.operators_size()) &&
+         calls.counts().calls() == static_cast<uint32_t>(calls.calls_size());
+}
+
+absl::StatusOr<std::string> SerializeRecording(const v1::Calls& given,
                                                RecordingFormat format) {
+  std::optional<v1::Calls> sealed;
+  if (!IsSealed(given)) {
+    sealed.emplace(given);
+    SealRecording(*sealed);
+  }
+  const v1::Calls& calls = sealed ? *sealed : given;
   std::string out;
   switch (format) {
     case RecordingFormat::kBinary: {

@@ -67,7 +67,17 @@ absl::Status ValidateRecording(
 absl::StatusOr<v1::Calls> LoadRecording(
     const std::string& path, const RecordingLimits& limits = RecordingLimits());
 
-// Encodes `calls` in `format`. The binary encoding is deterministic (map
+// Makes `calls` a format 2 recording counting what it holds now
+// (FORMAT_VERSION_2, counts). A writer seals before it writes; a reader can
+// then tell a file cut short from a whole one.
+void SealRecording(v1::Calls& calls);
+
+// Whether `calls` is format 2 and its counts agree with what it holds.
+bool IsSealed(const v1::Calls& calls);
+
+// Encodes `calls`, sealed (SealRecording; a copy is sealed where `calls`
+// is not), in `format`: every file irontune writes is format 2. The binary
+// encoding is deterministic (map
 // entries sorted), so the same Calls always gives the same bytes. JSON fails
 // with InvalidArgument for messages nested more than 64 deep (an expression
 // deeper than 31 levels): protobuf 3.21's JSON writer stops there.

@@ -298,15 +298,7 @@ class Validator {
       : calls_(calls), limits_(Clamped(limits)) {}
 
   absl::Status Run() {
-    if (calls_.format_version() == v1::FORMAT_VERSION_UNSPECIFIED) {
-      return Invalid("format_version: missing (this build reads ",
-                     v1::FORMAT_VERSION_1, ")");
-    }
-    if (calls_.format_version() != v1::FORMAT_VERSION_1) {
-      return Invalid("format_version: ", calls_.format_version(),
-                     " is not supported (this build reads ",
-                     v1::FORMAT_VERSION_1, ")");
-    }
+    RETURN_IF_ERROR(CheckFormat());
     if (calls_.operators_size() == 0 && calls_.calls_size() == 0) {
       return Invalid(
           "operators: none, and no calls; a recording holds the "
@@ -328,6 +320,53 @@ class Validator {
   }
 
  private:
+  // The version, and for format 2 the counts: a file cut between two of its
+  // top-level fields parses, but holds fewer operators or calls than its
+  // writer counted, or (cut before its last field) no counts at all.
+  absl::Status CheckFormat() const {
+    const uint32_t version = calls_.format_version();
+    if (version == v1::FORMAT_VERSION_UNSPECIFIED) {
+      return Invalid("format_version: missing (this build reads 1 and 2)");
+    }
+    if (version != v1::FORMAT_VERSION_1 && version != v1::FORMAT_VERSION_2) {
+      return Invalid("format_version: ", version,
+                     " is not supported (this build reads 1 and 2)");
+    }
+    if (version == v1::FORMAT_VERSION_1) {
+      if (!calls_.has_counts()) return absl::OkStatus();
+      return Invalid(
+          "counts: set in a format 1 recording (counts are format "
+          "2's; write format_version: 2)");
+    }
+    if (!calls_.has_counts()) {
+      return Invalid(
+          "counts: missing; the recording is cut short (copied half-way?), "
+          "or a hand-made format 2 file without counts (give counts, or "
+          "write format_version: 1)");
+    }
+    return CheckCounts();
+  }
+
+  absl::Status CheckCounts() const {
+    const struct {
+      const char* what;
+      uint64_t said;
+      int held;
+    } counted[] = {
+        {"operators", calls_.counts().operators(), calls_.operators_size()},
+        {"calls", calls_.counts().calls(), calls_.calls_size()},
+    };
+    for (const auto& c : counted) {
+      if (c.said == static_cast<uint64_t>(c.held)) continue;
+      return Invalid("counts.", c.what, ": the file says ", c.said, " ", c.what,
+                     " and holds ", c.held,
+                     static_cast<uint64_t>(c.held) < c.said
+                         ? "; it is cut short (copied half-way?)"
+                         : "; counts do not match the file");
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status CheckOperator(int i) {
     const v1::Operator& op = calls_.operators(i);
     const std::string p = absl::StrCat("operators[", i, "]");

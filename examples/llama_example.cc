@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/contexts.h"
 #include "common/families.h"
+#include "common/recording.h"
 #include "common/status_macros.h"
 #include "common/value.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -718,9 +719,9 @@ absl::Status AddPrefill(v1::Calls& calls) {
 
 absl::StatusOr<v1::Calls> MakeLlamaCalls() {
   v1::Calls calls;
-  calls.set_format_version(v1::FORMAT_VERSION_1);
   RETURN_IF_ERROR(AddDecode(calls));
   RETURN_IF_ERROR(AddPrefill(calls));
+  SealRecording(calls);
   return calls;
 }
 

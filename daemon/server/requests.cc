@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/defaults.h"
+#include "common/profile.h"
 #include "common/recording.h"
 #include "common/status_macros.h"
 #include "common/value.h"
@@ -227,6 +228,7 @@ absl::Status ValidateAutotuneRequest(const v1::AutotuneRequest& request) {
     return Invalid("calls.calls: none; a recording to tune has at least one");
   }
   RETURN_IF_ERROR(CheckProfile(request.profile()));
+  RETURN_IF_ERROR(CheckProfileFor(request.profile(), request.calls()));
   RETURN_IF_ERROR(CheckTiming(request.timing()));
   RETURN_IF_ERROR(CheckPriority(request.priority()));
   RETURN_IF_ERROR(CheckMinGain(request));

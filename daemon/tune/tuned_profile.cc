@@ -62,25 +62,15 @@ TunedProfile::TunedProfile(const v1::Calls& calls, const Profile& submitted,
       }
     }
   }
-  // What the submitted profile gives each shape, by IRON's selection rule;
-  // where its entries are ambiguous, every covering entry in order.
+  // What the submitted profile gives each shape, by IRON's selection rule
+  // (the request's profile passed CheckProfileFor, so no lookup is
+  // ambiguous).
   for (size_t s = 0; s < shapes.size(); ++s) {
     google::protobuf::RepeatedPtrField<v1::Field> params(shapes[s].dims.begin(),
                                                          shapes[s].dims.end());
     absl::StatusOr<std::vector<v1::Field>> chosen =
         submitted.TunablesFor(shapes[s].class_name, params);
-    if (chosen.ok()) {
-      held_[s] = *std::move(chosen);
-      continue;
-    }
-    for (const v1::ProfileEntry& entry : submitted.proto().entries()) {
-      const std::vector<v1::Field> dims(entry.dims().begin(),
-                                        entry.dims().end());
-      if (shapes[s].class_name == entry.operator_class() &&
-          DimsMatch(dims, shapes[s].dims)) {
-        Overlay(held_[s], entry.tunables());
-      }
-    }
+    if (chosen.ok()) held_[s] = *std::move(chosen);
   }
 }
 

@@ -34,6 +34,9 @@ namespace irontune {
 
 class TunedProfile {
  public:
+  // REQUIRES: CheckProfileFor(submitted, calls) holds (the request's
+  // validation refuses an ambiguous profile); else an ambiguous shape runs
+  // its recorded setting.
   TunedProfile(const v1::Calls& calls, const Profile& submitted,
                const std::vector<Shape>& shapes);
 

@@ -1,12 +1,17 @@
 #include "client/cli.h"
 
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "client/job_flags.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "irontune/v1/recording.pb.h"
 
 namespace irontune {
 namespace {
@@ -164,6 +169,48 @@ TEST_CASE("a bad recording is refused locally, naming the file") {
                  "unix:/nonexistent.sock"},
                 &err) == kExitError);
   CHECK_THAT(err, Catch::Contains("/nonexistent/model.rec"));
+}
+
+// The example without its last call (the prompt chunk) and its counts: what
+// a copy stopped half-way leaves. Every command that reads it refuses it.
+TEST_CASE("a recording cut short is refused by inspect, convert and submit") {
+  std::ifstream in(kExample, std::ios::binary);
+  const std::string whole((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
+  v1::Calls calls;
+  REQUIRE(calls.ParseFromString(whole));
+  REQUIRE(calls.calls_size() == 2);
+  // The first fields of the file, encoded alone, are a prefix of it.
+  v1::Calls shorter = calls;
+  shorter.mutable_calls()->RemoveLast();
+  shorter.clear_counts();
+  std::string prefix;
+  {
+    google::protobuf::io::StringOutputStream stream(&prefix);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    REQUIRE(shorter.SerializeToCodedStream(&coded));
+  }
+  REQUIRE(whole.starts_with(prefix));
+  REQUIRE(prefix.size() < whole.size());
+  const std::string cut_path =
+      std::string(IRONTUNE_BINARY_DIR) + "/cut_example.rec";
+  {
+    std::ofstream out(cut_path, std::ios::binary | std::ios::trunc);
+    out << prefix;
+  }
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{
+           {"inspect", cut_path},
+           {"convert", cut_path, cut_path + ".txtpb"},
+           {"submit", cut_path, "--server", "unix:/nonexistent.sock"}}) {
+    INFO(args[0]);
+    std::string err;
+    CHECK(RunCode(args, &err) == kExitError);
+    CHECK_THAT(err, Catch::Contains(cut_path) &&
+                        Catch::Contains("counts: missing; the recording is "
+                                        "cut short"));
+  }
 }
 
 TEST_CASE("help documents the exit codes and the environment") {

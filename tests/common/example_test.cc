@@ -99,7 +99,8 @@ TEST_CASE("The committed example is what the generator builds") {
 
 TEST_CASE("The example has a decode step and a prompt chunk of 16 layers") {
   const v1::Calls calls = Built();
-  CHECK(calls.format_version() == v1::FORMAT_VERSION_1);
+  CHECK(calls.format_version() == v1::FORMAT_VERSION_2);
+  CHECK(IsSealed(calls));
   REQUIRE(calls.calls_size() == 2);
   CHECK(calls.calls(0).recording().name() == "decode");
   CHECK(calls.calls(1).recording().name() == "prefill");

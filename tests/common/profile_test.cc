@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/families.h"
+#include "common/shape.h"
 #include "common/value.h"
 
 namespace irontune {
@@ -691,8 +692,63 @@ TEST_CASE("TunablesFor: per tunable, the most specific entry naming it",
   REQUIRE_FALSE(ambiguous.ok());
   CHECK(std::string(ambiguous.status().message()) ==
         R"(GEMM: equally specific profile entries disagree on tile_m: )"
-        R"({"operator": "GEMM", "M": 256, "tile_m": 32} and )"
-        R"({"operator": "GEMM", "K": 2048, "tile_m": 16})");
+        R"(entries[1] {"operator": "GEMM", "M": 256, "tile_m": 32} and )"
+        R"(entries[5] {"operator": "GEMM", "K": 2048, "tile_m": 16})");
+}
+
+// IRON raises as the model makes an operator under an ambiguous profile;
+// CheckProfileFor finds it for every operator of a recording, and only for
+// operators the tie covers.
+TEST_CASE("CheckProfileFor refuses ties a recording's operators meet",
+          "[profile]") {
+  v1::Calls calls;
+  calls.set_format_version(v1::FORMAT_VERSION_1);
+  v1::Operator& gemm = *calls.add_operators();
+  gemm.set_class_name("GEMM");
+  for (const auto& [name, v] : std::vector<std::pair<std::string, int>>{
+           {"M", 256}, {"K", 2048}, {"N", 512}}) {
+    v1::Param& p = *gemm.add_params();
+    p.set_name(name);
+    *p.mutable_value() = IntValue(v);
+  }
+  Profile profile;
+  profile.Add(
+      Entry("GEMM", {{"M", IntValue(256)}}, {{"tile_m", IntValue(32)}}));
+  // Equally specific, another dim, another tunable: no tie.
+  profile.Add(
+      Entry("GEMM", {{"K", IntValue(2048)}}, {{"tile_n", IntValue(64)}}));
+  // A tie on tile_m a call of another shape would meet, not this one.
+  profile.Add(
+      Entry("GEMM", {{"M", IntValue(128)}}, {{"tile_m", IntValue(16)}}));
+  const absl::Status none = CheckProfileFor(profile.proto(), calls);
+  INFO(none.ToString());
+  CHECK(none.ok());
+  // A more specific entry settles a tie below it.
+  profile.Add(
+      Entry("GEMM", {{"N", IntValue(512)}}, {{"tile_m", IntValue(64)}}));
+  const absl::Status tie = CheckProfileFor(profile.proto(), calls);
+  REQUIRE_FALSE(tie.ok());
+  CHECK(tie.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(std::string(tie.message()) ==
+        R"(profile: GEMM: equally specific profile entries disagree on )"
+        R"(tile_m: entries[0] {"operator": "GEMM", "M": 256, "tile_m": 32} )"
+        R"(and entries[3] {"operator": "GEMM", "N": 512, "tile_m": 64}; )"
+        R"(IRON refuses to construct operators[0] ()" +
+            ShapeKey(gemm) + ") under it");
+  // As IRON, entries are met in order: a more specific entry after the tie
+  // comes too late; one before it settles it.
+  const v1::ProfileEntry specific =
+      Entry("GEMM", {{"M", IntValue(256)}, {"N", IntValue(512)}},
+            {{"tile_m", IntValue(128)}});
+  Profile late = profile;
+  late.Add(specific);
+  CHECK_FALSE(CheckProfileFor(late.proto(), calls).ok());
+  Profile early;
+  early.Add(specific);
+  for (const v1::ProfileEntry& e : profile.proto().entries()) early.Add(e);
+  const absl::Status settled = CheckProfileFor(early.proto(), calls);
+  INFO(settled.ToString());
+  CHECK(settled.ok());
 }
 
 // Conformance: for every class with tunables, an entry written in IRON's

@@ -221,6 +221,34 @@ TEST_CASE("requests: a profile entry without its class is refused") {
         "profile.entries[1].operator_class: empty");
 }
 
+// IRON raises when the model makes an operator under equally specific
+// entries that disagree; a profile sent over the wire skips the JSON loader,
+// so the request's validation applies the rule.
+TEST_CASE("requests: a profile whose ties a recorded operator meets") {
+  v1::AutotuneRequest request = Tune(testing::AddCalls());
+  auto add_entry = [&](int64_t tile_size) {
+    v1::ProfileEntry* e = request.mutable_profile()->add_entries();
+    e->set_operator_class("ElementwiseAdd");
+    v1::Field* dim = e->add_dims();
+    dim->set_name("size");
+    dim->mutable_value()->set_int_value(2048);
+    v1::Field* t = e->add_tunables();
+    t->set_name("tile_size");
+    t->mutable_value()->set_int_value(tile_size);
+  };
+  add_entry(256);
+  add_entry(256);  // the same twice: no disagreement
+  REQUIRE(ValidateAutotuneRequest(request).ok());
+  add_entry(512);
+  const absl::Status s = ValidateAutotuneRequest(request);
+  CHECK(absl::IsInvalidArgument(s));
+  CHECK(absl::StartsWith(s.message(),
+                         "profile: ElementwiseAdd: equally specific profile "
+                         "entries disagree on tile_size: entries[0] "));
+  CHECK(absl::StrContains(s.message(), " and entries[2] "));
+  CHECK(absl::StrContains(s.message(), "operators[0]"));
+}
+
 TEST_CASE("requests: a recording with no operators and no calls is refused") {
   v1::Calls calls;
   calls.set_format_version(v1::FORMAT_VERSION_1);
