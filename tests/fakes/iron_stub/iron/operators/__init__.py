@@ -1,9 +1,11 @@
 """Four of IRON's operator classes, with the fields, buffers, extents and
 domain rules IRON declares for them, as far as irontune reads them: GEMM
 (iron/operators/gemm.py @ 0274eac8; tile_k searched only under
-prio_accuracy, as the newest readable GEMM does), GEMV, ElementwiseAdd and
-SiLU (iron/common/elementwise.py). Nothing builds; the checks are those
-whose messages the tests read.
+prio_accuracy, as the newest readable GEMM does), GEMV
+(iron/operators/gemv.py), ElementwiseAdd and SiLU (iron/operators/
+elementwise_add.py and silu.py on iron/common/elementwise.py @ 250c6e12),
+with the fields docs/operators.md gives each. Nothing builds; the checks
+are those whose messages the tests read.
 """
 
 from __future__ import annotations
