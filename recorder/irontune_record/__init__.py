@@ -8,9 +8,3 @@ graphs, operators, per-call values, points and contents -- as one
 `irontune.v1.Calls` message. docs/recording-format.md ("Recording from
 IRON") describes what is recorded and the IRON surface it reads.
 """
-
-# The amd/IRON commit whose tune surface this package follows: the newest
-# one irontune's operator catalogue is built from (docs/operators.md).
-IRON_COMMIT = "0274eac8f0716c5a4cda92f80b22df8323720455"
-
-__all__ = ["IRON_COMMIT"]

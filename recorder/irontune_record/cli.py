@@ -20,7 +20,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import IRON_COMMIT
 from .errors import RecordError
 from .proto import recording_pb2
 from .record import Recorder
@@ -35,7 +34,8 @@ def _parser(with_app: bool) -> argparse.ArgumentParser:
         description="Record the calls an IRON application is tuned in as "
         "irontune's .rec, for `irontune-client submit`. The model, its calls, "
         "their per-call values, points and contents come from IRON's own "
-        f"tune surface (iron.lm.tune; amd/IRON {IRON_COMMIT[:12]}).",
+        "tune surface (iron.lm.tune.application_model, the model's tune_calls; "
+        "docs/recording-format.md lists every IRON API read).",
         epilog="The application's own flags (e.g. --checkpoint, --position, "
         "--context, --points) follow; `APP --help` lists them.",
     )
@@ -78,10 +78,26 @@ def application_model(name: str):
     find = getattr(tune, "application_model", None)
     if find is None:
         raise RecordError(
-            "iron.lm.tune has no application_model: this IRON is older than the "
-            f"one irontune_record follows (amd/IRON {IRON_COMMIT[:12]})"
+            "this IRON has no iron.lm.tune.application_model (IRON's tune docs, "
+            "iron/lm/tune.py), which finds an application's model: it is older "
+            "than the IRON API irontune_record reads"
         )
     return find(name)
+
+
+def _extent():
+    """IRON's `iron.common.Extent`, the member a graph may bound per call."""
+    try:
+        common = importlib.import_module("iron.common")
+    except ImportError as e:
+        raise RecordError(f"cannot import IRON's iron.common ({e})") from e
+    extent = getattr(common, "Extent", None)
+    if extent is None:
+        raise RecordError(
+            "this IRON has no iron.common.Extent (iron/common/__init__.py @ "
+            "04e0f3ea): it is older than the IRON API irontune_record reads"
+        )
+    return extent
 
 
 def _device(no_device: bool):
@@ -106,7 +122,7 @@ def record(model, parser, args):
         raise RecordError(f"{args.app}: its model's tune_calls planned no calls")
     pb = recording_pb2()
     dev = _device(args.no_device)
-    recorder = Recorder(pb, dev)
+    recorder = Recorder(pb, dev, _extent())
     for i, call in enumerate(calls):
         if not list(call.recording.steps):
             raise RecordError(f"{args.app}: calls[{i}] runs no operator")
@@ -114,14 +130,20 @@ def record(model, parser, args):
             recorder.add_call(call, f"calls[{i}]")
         except AttributeError as e:
             raise RecordError(
-                f"calls[{i}]: {e}: this IRON's tune surface differs from the one "
-                f"irontune_record follows (amd/IRON {IRON_COMMIT[:12]})"
+                f"calls[{i}]: {e}: this IRON lacks an API irontune_record reads "
+                f"(docs/recording-format.md, Recording from IRON, lists them)"
             ) from e
     return recorder.calls
 
 
 def write(calls, path: Path) -> None:
-    """Writes `calls` to `path` in the encoding its extension names, atomically."""
+    """Writes `calls` to `path` in the encoding its extension names, atomically.
+
+    Format 2: its `counts` are set here, last, to what is written, so a
+    reader tells a file cut short from a whole one.
+    """
+    calls.counts.operators = len(calls.operators)
+    calls.counts.calls = len(calls.calls)
     if path.suffix == ".rec":
         data = calls.SerializeToString(deterministic=True)
     elif path.suffix == ".txtpb":

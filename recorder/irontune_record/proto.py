@@ -28,4 +28,10 @@ def recording_pb2():
             f"({e}); build the target irontune_record_py and run with "
             f"PYTHONPATH=<build>/recorder/python"
         ) from e
+    if not hasattr(module, "FORMAT_VERSION_2"):
+        raise RecordError(
+            "irontune's generated module irontune.v1.recording_pb2 has no "
+            "FORMAT_VERSION_2 (it was generated from an older "
+            "proto/irontune/v1/recording.proto); rebuild irontune_record_py"
+        )
     return module

@@ -1,21 +1,31 @@
 """Turns the calls an IRON model plans for tuning into irontune's `Calls`.
 
-What is read from IRON (the surface tests/recorder/stub_iron keeps):
+The IRON API read here, each where it is defined: "ref" is IRON's tune
+module documentation (iron/tune/autotune.py, iron/tune/measure.py,
+iron/lm/tune.py as rendered there); a file @ commit is amd/IRON's readable
+source, followed where the reference is silent. docs/recording-format.md
+("Recording from IRON") holds the same list; tests/fakes/iron_stub keeps
+exactly this surface.
 
-- a call (`iron.tune.autotune.Timed`): `recording`, `values` (name ->
-  int), `contents` (graph buffer name -> array), `points` (each `weight`
-  and `values`);
-- its recording: `name`, `values` (per-call values, names or objects with
-  `name`), `addresses` (per-call values a call leaves at 0), `steps` (each
-  `op` and `refs()`, a ref's `root`, `offset` in bytes and `nbytes`, None
-  for the operator buffer's own size), `bindings` (each `op`, `member`,
-  `symbol` and `expression`), `inputs` and `outputs`, and `buffers` (graph
-  buffer name -> bytes) where it has them;
-- an operator: its class name, `declaration.params` and
-  `declaration.tunables`, `pinned`, `buffers` (`name`, `direction`,
-  `shape`, `dtype`, `extent_axis(extent)`), its class's `Extent` members
-  (`_members`, each naming its param as `field.name`), and, for a device,
-  `resolved(dev)` and its `_domains(dev)`.
+- a call, `iron.tune.autotune.Timed` (ref): `recording`, `values`,
+  `contents`, `points`, each point's `weight` and `values` (ref `Point`);
+- its recording: `steps` (each `op` and `refs()`, a ref's `root` and
+  `nbytes`, None for the operator buffer whole), `bindings` (each `op`,
+  `member`, `expression`) and `addresses` (ref, `Timed.op_values` and
+  `op_inputs`); `name`, `values` (graph values, each with a `name`),
+  `inputs` and `outputs` (iron/common/graph/trace.py @ 01c8638a,
+  TracedGraph); a binding's `symbol` (same file, Binding); an expression's
+  `value`, `scale`, `bias` (iron/common/graph/handle.py @ 057b08d4,
+  Affine);
+- an operator: `declaration.params` (ref, autotune `Shape`), `pinned`,
+  `resolved(dev)` (ref), `domains(dev)` (iron/common/declare/operator.py
+  @ 607010e5; the ref's prose names it `Operator.domains`), its class's
+  `_tunable_fields` and `_members` (same file), `value(name)` and a
+  value's `bounds` (ref, measure `judge`), `buffers`, each `name`,
+  `fills`, `drains`, `shape`, `dtype` and `extent_axis(op.value(name))`
+  (ref, measure `Standalone.written`); `iron.common.Extent`
+  (iron/common/__init__.py @ 04e0f3ea, iron/common/declare/member.py @
+  0a215bf9), the members a graph may bound per call.
 """
 
 from __future__ import annotations
@@ -23,7 +33,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import numbers
-from collections.abc import Mapping
 
 from .errors import RecordError
 
@@ -40,9 +49,6 @@ _DTYPES = {
     "uint32": "DTYPE_U32",
     "int64": "DTYPE_I64",
 }
-
-_ROLES = {"in": "BUFFER_ROLE_IN", "out": "BUFFER_ROLE_OUT", "inout": "BUFFER_ROLE_INOUT"}
-
 
 def _name(x) -> str:
     """A per-call value or graph buffer given as a name or as an object with one."""
@@ -75,18 +81,28 @@ def _dtype_name(dtype) -> str:
     return name
 
 
+def _older(where: str, what: str, source: str) -> RecordError:
+    """The error for an IRON without an API the recorder reads, naming it."""
+    return RecordError(
+        f"{where}: this IRON has no {what} ({source}); irontune_record reads "
+        f"the IRON API docs/recording-format.md lists, which this IRON is older than"
+    )
+
+
 class Recorder:
     """Builds one `Calls` from IRON calls; operators are shared across calls by identity.
 
     `pb` is the generated recording_pb2 module; `dev` the device domains are
     asked for, or None to record no domains (irontune's catalogue then
-    supplies them).
+    supplies them). `extent` is IRON's `iron.common.Extent`, the member
+    class a graph may bound per call.
     """
 
-    def __init__(self, pb, dev) -> None:
+    def __init__(self, pb, dev, extent) -> None:
         self.pb = pb
         self.dev = dev
-        self.calls = pb.Calls(format_version=pb.FORMAT_VERSION_1)
+        self.extent = extent
+        self.calls = pb.Calls(format_version=pb.FORMAT_VERSION_2)
         self._index: dict[int, int] = {}  # id(IRON operator) -> Calls.operators index
         self._ops: list = []  # keeps each operator alive, so its id stays its own
         self._values: dict[int, set[str]] = {}  # operator index -> call value names
@@ -100,29 +116,29 @@ class Recorder:
             return self._index[key]
         cls = type(op).__name__
         where = f"{cls} (operator {len(self._ops)})"
-        declaration = getattr(op, "declaration", None)
-        if declaration is None or not hasattr(declaration, "params"):
-            raise RecordError(
-                f"{where}: has no declaration (params, tunables); this IRON is "
-                f"older than the one irontune_record follows"
-            )
+        try:
+            params = tuple(op.declaration.params)
+        except AttributeError:
+            raise _older(where, "Operator.declaration.params",
+                         "IRON's tune docs, iron/tune/autotune.py Shape") from None
+        tunables = getattr(type(op), "_tunable_fields", None)
+        if tunables is None:
+            raise _older(where, "Operator._tunable_fields",
+                         "iron/common/declare/operator.py @ 607010e5")
         out = self.calls.operators.add(class_name=cls)
-        self._params(out, op, declaration, where)
-        self._tunables(out, op, declaration, where)
+        self._params(out, op, params, where)
+        self._tunables(out, op, tunables, where)
         self._buffers(out, op, where)
         self._index[key] = len(self._ops)
         self._ops.append(op)
         self._values[self._index[key]] = set()
         return self._index[key]
 
-    def _params(self, out, op, declaration, where: str) -> None:
-        defaults = {}
-        if dataclasses.is_dataclass(op):
-            for f in dataclasses.fields(op):
-                if f.default is not dataclasses.MISSING:
-                    defaults[f.name] = f.default
-        for name in declaration.params:
-            value = vars(op).get(name, getattr(op, name, None))
+    def _params(self, out, op, params, where: str) -> None:
+        defaults = {f.name: f.default for f in dataclasses.fields(op)
+                    if f.default is not dataclasses.MISSING}
+        for name in params:
+            value = getattr(op, name)
             if value is None:
                 continue  # left to IRON to derive; a profile never names it
             p = out.params.add(name=name)
@@ -131,36 +147,38 @@ class Recorder:
             if default is not None and not callable(default):
                 _set_value(p.default_value, default, f"{where}.params.{name} default")
 
-    def _tunables(self, out, op, declaration, where: str) -> None:
+    def _tunables(self, out, op, tunables, where: str) -> None:
         resolved, domains = op, {}
         if self.dev is not None:
             try:
                 resolved = op.resolved(self.dev)
-                domains = dict(resolved._domains(self.dev))
+                domains = dict(resolved.domains(self.dev))
             except (ValueError, TypeError) as e:
                 raise RecordError(f"{where}: IRON cannot resolve it for {self.dev}: {e}")
-        for name in getattr(declaration, "tunables", ()):
-            value = vars(resolved).get(name, getattr(resolved, name, None))
+        for name in tunables:
+            value = getattr(resolved, name)
             if value is None:
                 continue  # unresolved without a device: irontune's default applies
             t = out.tunables.add(name=name)
             _set_value(t.value, value, f"{where}.tunables.{name}")
             if self.dev is None:
                 continue
-            # A tunable IRON does not search on this device stays at its value.
+            # A tunable IRON does not search (pinned, no rule, its `when`
+            # false) stays at its value.
             for i, v in enumerate(domains.get(name, (value,))):
                 _set_value(t.domain.add(), v, f"{where}.tunables.{name}.domain[{i}]")
-        declared = [t.name for t in out.tunables]
-        out.pinned.extend(n for n in declared if n in set(getattr(op, "pinned", ())))
+        pinned = set(op.pinned)
+        out.pinned.extend(t.name for t in out.tunables if t.name in pinned)
 
     def _buffers(self, out, op, where: str) -> None:
-        extents = [
-            m for m in getattr(type(op), "_members", ()) if type(m).__name__ == "Extent"
-        ]
+        extents = [op.value(m.name) for m in type(op)._members
+                   if isinstance(m, self.extent)]
         for b in op.buffers:
-            direction = str(getattr(b.direction, "value", b.direction)).lower()
-            if direction not in _ROLES:
-                raise RecordError(f"{where}.{b.name}: unknown direction {b.direction!r}")
+            fills, drains = bool(b.fills), bool(b.drains)
+            if not (fills or drains):
+                raise RecordError(f"{where}.{b.name}: neither fills nor drains")
+            role = "BUFFER_ROLE_INOUT" if fills and drains else (
+                "BUFFER_ROLE_IN" if fills else "BUFFER_ROLE_OUT")
             dtype = _dtype_name(b.dtype)
             if dtype not in _DTYPES:
                 raise RecordError(
@@ -169,27 +187,26 @@ class Recorder:
                 )
             buf = out.buffers.add(
                 name=b.name,
-                role=self.pb.BufferRole.Value(_ROLES[direction]),
+                role=self.pb.BufferRole.Value(role),
                 dtype=self.pb.DType.Value(_DTYPES[dtype]),
                 shape=[int(s) for s in b.shape] or [1],
-                fills=direction in ("in", "inout"),
-                drains=direction in ("out", "inout"),
+                fills=fills,
+                drains=drains,
             )
-            for m in extents:
-                axis = b.extent_axis(m)
+            for value in extents:
+                axis = b.extent_axis(value)
                 if axis is not None:
-                    buf.extents.add(extent=m.field.name, axis=int(axis))
+                    buf.extents.add(extent=value.bounds.name, axis=int(axis))
 
     def call_value(self, index: int, binding) -> None:
         """Declares the per-call value `binding` sets on operator `index`, once."""
-        name = _name(binding.member)
-        if name in self._values[index]:
+        member = binding.member
+        if member.name in self._values[index]:
             return
-        self._values[index].add(name)
-        member = getattr(binding.member, "member", None)
-        field = getattr(member, "field", None) if type(member).__name__ == "Extent" else None
+        self._values[index].add(member.name)
+        bounds = member.bounds.name if member.bounds is not None else ""
         self.calls.operators[index].values.add(
-            name=name, symbol=str(binding.symbol), bounds=field.name if field else ""
+            name=member.name, symbol=str(binding.symbol), bounds=bounds
         )
 
     # -- expressions ------------------------------------------------------
@@ -197,8 +214,8 @@ class Recorder:
     def expression(self, out, e, where: str) -> None:
         """Writes IRON binding expression `e` into Expression `out`.
 
-        IRON's is affine, `scale * value + bias` (Affine); a bare value or an
-        integer is taken too.
+        IRON's is affine, `scale * value + bias` (Affine); a bare graph value
+        or an integer is taken too.
         """
         if isinstance(e, bool):
             raise RecordError(f"{where}: a bool is not an expression")
@@ -236,40 +253,40 @@ class Recorder:
         recording = call.recording
         timed = self.calls.calls.add()
         rec = timed.recording
-        rec.name = str(getattr(recording, "name", "") or "")
-        names = [_name(v) for v in getattr(recording, "values", ())]
-        addresses = [_name(a) for a in getattr(recording, "addresses", ())]
+        rec.name = str(recording.name or "")
+        names = [_name(v) for v in recording.values]
+        addresses = [_name(a) for a in recording.addresses]
         rec.values.extend(names + [a for a in addresses if a not in names])
         sizes = self._steps(rec, recording, f"{where}.recording")
         for name, nbytes in sizes.items():
             rec.buffers.add(name=name, nbytes=nbytes)
-        rec.inputs.extend(_name(h) for h in getattr(recording, "inputs", ()))
-        rec.outputs.extend(_name(h) for h in getattr(recording, "outputs", ()))
+        rec.inputs.extend(_name(h) for h in recording.inputs)
+        rec.outputs.extend(_name(h) for h in recording.outputs)
         running = {s.op for s in rec.steps}
-        for i, b in enumerate(getattr(recording, "bindings", ())):
+        for i, b in enumerate(recording.bindings):
             self._binding(rec, b, running, f"{where}.recording.bindings[{i}]")
         zero = dict.fromkeys(addresses, 0)
         for k, v in {**zero, **dict(call.values)}.items():
             timed.values[k] = int(v)
-        for name, data in dict(getattr(call, "contents", {}) or {}).items():
+        for name, data in dict(call.contents or {}).items():
             raw = data.tobytes() if hasattr(data, "tobytes") else bytes(data)
             timed.contents.add(buffer=name, data=raw)
-        for point in getattr(call, "points", ()) or ():
+        for point in call.points or ():
             p = timed.points.add(weight=float(point.weight))
             for k, v in {**zero, **dict(point.values)}.items():
                 p.values[k] = int(v)
 
     def _steps(self, rec, recording, where: str) -> dict[str, int]:
-        """Adds the steps; returns each graph buffer's size, in first-use order."""
+        """Adds the steps; returns each graph buffer's size, in first-use order.
+
+        Every ref is an operator buffer whole (`nbytes` None): the reference
+        gives a ref that is part of its root no offset to place it at.
+        """
         sizes: dict[str, int] = {}
-        declared = getattr(recording, "buffers", None)
-        if isinstance(declared, Mapping):
-            sizes.update((str(k), int(v)) for k, v in declared.items())
         for i, step in enumerate(recording.steps):
             index = self.operator(step.op)
             op_buffers = self.calls.operators[index].buffers
-            refs = step.refs() if callable(step.refs) else step.refs
-            refs = list(refs)
+            refs = list(step.refs())
             if len(refs) != len(op_buffers):
                 raise RecordError(
                     f"{where}.steps[{i}]: {len(refs)} refs for "
@@ -277,17 +294,22 @@ class Recorder:
                 )
             s = rec.steps.add(op=index)
             for j, (ref, buf) in enumerate(zip(refs, op_buffers)):
-                offset = int(getattr(ref, "offset", 0) or 0)
-                own = _nbytes(self.pb, buf)
-                if ref.nbytes is not None and int(ref.nbytes) != own:
+                at = f"{where}.steps[{i}].refs()[{j}]"
+                if ref.nbytes is not None:
                     raise RecordError(
-                        f"{where}.steps[{i}].refs[{j}]: {ref.nbytes} bytes of "
-                        f"{ref.root} for {type(step.op).__name__}.{buf.name}, "
-                        f"which is {own} bytes"
+                        f"{at}: {ref.nbytes} bytes of graph buffer {ref.root!r} for "
+                        f"{type(step.op).__name__}.{buf.name}, a part of it; IRON's "
+                        f"BufferRef as its tune docs show it (root, nbytes) names no "
+                        f"offset for a part, so irontune_record cannot place it"
                     )
-                length = 0 if ref.nbytes is None else own
-                s.refs.add(buffer=ref.root, offset=offset, length=length)
-                sizes[ref.root] = max(sizes.get(ref.root, 0), offset + own)
+                own = _nbytes(self.pb, buf)
+                if sizes.setdefault(ref.root, own) != own:
+                    raise RecordError(
+                        f"{at}: graph buffer {ref.root!r} is {sizes[ref.root]} bytes "
+                        f"where an earlier step uses it, {own} for "
+                        f"{type(step.op).__name__}.{buf.name}"
+                    )
+                s.refs.add(buffer=ref.root, offset=0, length=0)
         return sizes
 
     def _binding(self, rec, b, running: set[int], where: str) -> None:
@@ -296,7 +318,7 @@ class Recorder:
             raise RecordError(f"{where}: binds {cls}, which no step of its recording runs")
         index = self._index[id(b.op)]
         self.call_value(index, b)
-        out = rec.bindings.add(op=index, member=_name(b.member))
+        out = rec.bindings.add(op=index, member=b.member.name)
         self.expression(out.expression, b.expression, where)
 
 

@@ -5,8 +5,10 @@ speaking irontune's builder protocol to a stub IRON.
 Run: python3 tests/builder/iron_builder_test.py (ctest: iron_builder).
 """
 
+import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -34,7 +36,10 @@ def request(out_dir, packaging="full_elf", generation="npu2", steps=1,
             "tunables": tunables or {"tile_m": 64, "tile_k": 64, "tile_n": 64,
                                      "num_aie_columns": 8},
             "buffers": buffers,
-            "values": [{"name": "seq_len", "symbol": "seq_len", "bounds": "M"}]
+            # seq_len a core reads, base a DMA address; rows has no word.
+            "values": [{"name": "seq_len", "symbol": "seq_len", "bounds": "M"},
+                       {"name": "base", "symbol": "other", "bounds": ""},
+                       {"name": "rows", "symbol": "rows", "bounds": "M"}]
             if values else []},
         "device": {"platform": "NPU Strix", "generation": generation,
                    "columns": 8},
@@ -48,8 +53,9 @@ class IronBuilderTest(unittest.TestCase):
         self.dir = tempfile.mkdtemp(prefix="iron-builder-test-")
         self.log = os.path.join(self.dir, "compiles.log")
         self.env = dict(os.environ, PYTHONPATH=STUB, IRON_STUB_LOG=self.log)
-        self.env.pop("IRON_STUB_FAIL", None)
-        self.env.pop("IRON_STUB_UNPLACEABLE", None)
+        for name in ("IRON_STUB_FAIL", "IRON_STUB_UNPLACEABLE", "IRON_STUB_HIDE",
+                     "IRON_STUB_FEEDBACK", "IRON_STUB_OLD_SIZES"):
+            self.env.pop(name, None)
 
     def run_adapter(self, req, *args):
         done = subprocess.run([sys.executable, ADAPTER, *args],
@@ -73,6 +79,9 @@ class IronBuilderTest(unittest.TestCase):
         done = self.run_adapter(None, "--version")
         self.assertEqual(done.returncode, 0)
         self.assertTrue(done.stdout.startswith("iron-builder 1 (IRON "))
+        # It names where its IRON API is listed, not a commit.
+        self.assertIn("docs/builder-protocol.md", done.stdout)
+        self.assertIsNone(re.search(r"[0-9a-f]{12}", done.stdout))
         self.assertIn("fit-check", done.stdout.splitlines()[1:])
 
     def test_a_fit_check_answers_without_compiling(self):
@@ -101,8 +110,6 @@ class IronBuilderTest(unittest.TestCase):
         with open(os.path.join(self.dir, "design.elf"), "rb") as f:
             self.assertTrue(f.read().startswith(b"\x7fELF"))
         self.assertEqual(len(r["artifact_hash"]), 64)
-        # Only the value the operator has, where the table puts it.
-        self.assertEqual(r["symbols"], [{"name": "seq_len", "scratchpad_word": 5}])
         self.assertEqual([b["name"] for b in r["buffers"]],
                          ["s0.A", "s0.B", "s0.C", "s1.A", "s1.B", "s1.C"])
         self.assertEqual(r["buffers"][2]["nbytes"], 256 * 1024 * 2)
@@ -112,12 +119,43 @@ class IronBuilderTest(unittest.TestCase):
         self.assertTrue(c["reconfigure"])
         self.assertEqual(c["steps"], [["s0.A", "s0.B", "s0.C"],
                                       ["s1.A", "s1.B", "s1.C"]])
+        self.assertEqual(c["inputs"], ["s0.A", "s0.B", "s1.A", "s1.B"])
         self.assertEqual(c["outputs"], ["s0.C", "s1.C"])
+
+    def test_full_elf_buffers_are_views_in_iron_arenas(self):
+        r = self.reply(request(self.dir, steps=2))
+        self.assertEqual(r["status"], "built", r)
+        a, b, c = 256 * 512 * 2, 512 * 1024 * 2, 256 * 1024 * 2
+        # Kernel-argument order; the inputs and the outputs back to back.
+        self.assertEqual(r["arenas"], [{"name": "input", "nbytes": 2 * (a + b)},
+                                       {"name": "output", "nbytes": 2 * c},
+                                       {"name": "scratch", "nbytes": 0}])
+        at = {x["name"]: (x["arena"], x["offset"]) for x in r["buffers"]}
+        self.assertEqual(at, {"s0.A": ("input", 0), "s0.B": ("input", a),
+                              "s1.A": ("input", a + b), "s1.B": ("input", 2 * a + b),
+                              "s0.C": ("output", 0), "s1.C": ("output", c)})
+
+    def test_per_call_values_keep_their_kind(self):
+        r = self.reply(request(self.dir))
+        self.assertEqual(r["status"], "built", r)
+        # Each value the table holds, with its kind; never a kernel argument.
+        self.assertEqual(r["symbols"],
+                         [{"name": "seq_len", "scratchpad_word": 5, "kind": "core"},
+                          {"name": "other", "scratchpad_word": 6, "kind": "addr"}])
+        self.assertFalse(any("arg" in s for s in r["symbols"]))
+
+    def test_a_declared_feedback_arena_is_the_fourth(self):
+        self.env["IRON_STUB_FEEDBACK"] = "4096"
+        r = self.reply(request(self.dir))
+        self.assertEqual(r["status"], "built", r)
+        self.assertEqual([(a["name"], a["nbytes"]) for a in r["arenas"][2:]],
+                         [("scratch", 0), ("feedback", 4096)])
 
     def test_shared_buffers_when_not_distinct(self):
         r = self.reply(request(self.dir, steps=3, distinct=False))
         self.assertEqual(r["status"], "built", r)
         self.assertEqual(len(r["buffers"]), 3)
+        self.assertEqual(r["arenas"][0]["nbytes"], 256 * 512 * 2 + 512 * 1024 * 2)
         [c] = self.compiles()
         self.assertEqual(c["steps"], [["s0.A", "s0.B", "s0.C"]] * 3)
         self.assertEqual(c["inputs"], ["s0.A", "s0.B"])
@@ -126,12 +164,33 @@ class IronBuilderTest(unittest.TestCase):
         r = self.reply(request(self.dir, packaging="xclbin_chain",
                                values=False))
         self.assertEqual(r["status"], "built", r)
+        [c] = self.compiles()
+        self.assertEqual(c["packaging"], "PerStep")
+        # The kernel as IRON's chain names it: f<sha1 of the image name>_op0.
+        kernel = f"f{hashlib.sha1(c['name'].encode()).hexdigest()[:6]}_op0"
         self.assertEqual(r["files"], {"xclbin": "design.xclbin",
-                                      "kernel": "MLIR_AIE",
+                                      "kernel": kernel,
                                       "insts": "insts.bin"})
         self.assertEqual(os.path.getsize(os.path.join(self.dir, "insts.bin")) % 4, 0)
         self.assertEqual(r["symbols"], [])
-        self.assertEqual(self.compiles()[0]["packaging"], "PerStep")
+        self.assertNotIn("arenas", r)
+        self.assertTrue(all("arena" not in b for b in r["buffers"]))
+
+    def test_an_older_iron_fails_naming_what_it_lacks(self):
+        self.env["IRON_STUB_HIDE"] = "iron.tune.measure.Image"
+        r = self.reply(request(self.dir))
+        self.assertEqual(r["status"], "failed")
+        self.assertIn("iron.tune.measure has no Image", r["reason"])
+        self.env["IRON_STUB_HIDE"] = "iron.tune.autotune.refusal"
+        fit = dict(request(self.dir), check="fit")
+        self.assertIn("iron.tune.autotune has no refusal", self.reply(fit)["reason"])
+        # IRON before ArgumentSizes gave its arenas as a bare tuple.
+        self.env.pop("IRON_STUB_HIDE")
+        self.env["IRON_STUB_OLD_SIZES"] = "1"
+        r = self.reply(request(self.dir))
+        self.assertEqual(r["status"], "failed")
+        self.assertIn("tuple has no arguments", r["reason"])
+        self.assertIn("ArgumentSizes", r["reason"])
 
     def test_xclbin_chain_with_values_is_refused_before_compiling(self):
         r = self.reply(request(self.dir, packaging="xclbin_chain"))
@@ -143,7 +202,8 @@ class IronBuilderTest(unittest.TestCase):
         r = self.reply(request(self.dir, tunables={"tile_k": 48}))
         self.assertEqual(r["status"], "refused")
         self.assertEqual(r["reason"], "GEMM: K (512) must be a multiple of 48")
-        r = self.reply(request(self.dir, tunables={"tile_n": 256}))
+        r = self.reply(request(self.dir, tunables={"tile_n": 256,
+                                                   "num_aie_columns": 8}))
         self.assertEqual(r["status"], "refused")
         self.assertIn("N (1024) must be a multiple of 2048", r["reason"])
 

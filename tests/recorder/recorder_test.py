@@ -1,4 +1,4 @@
-"""The IRON recorder end to end, against the stub IRON in tests/recorder/stub_iron.
+"""The IRON recorder end to end, against the stub IRON in tests/fakes/iron_stub.
 
 recorder_test.py PYTHON_TREE CLIENT DAEMON
 
@@ -20,18 +20,19 @@ import unittest
 from pathlib import Path
 
 TREE, CLIENT, DAEMON = (str(Path(a).resolve()) for a in sys.argv[1:4])
-STUB = Path(__file__).resolve().parent / "stub_iron"
+STUB = Path(__file__).resolve().parents[1] / "fakes" / "iron_stub"
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([TREE, str(STUB)])}
 sys.path[:0] = [TREE]
 
 from irontune.v1 import recording_pb2  # noqa: E402  (generated at build time)
 
 
-def record(*args, cwd):
-    """Runs the recorder with `args`; returns the finished process."""
+def record(*args, cwd, hide=""):
+    """Runs the recorder with `args` (the stub without the APIs `hide` names)."""
     return subprocess.run(
         [sys.executable, "-m", "irontune_record", *args],
-        env=ENV, cwd=cwd, capture_output=True, text=True, timeout=60,
+        env={**ENV, "IRON_STUB_HIDE": hide}, cwd=cwd, capture_output=True,
+        text=True, timeout=60,
     )
 
 
@@ -52,7 +53,7 @@ class RecordTiny(unittest.TestCase):
 
     def test_writes_the_model_calls(self):
         self.assertEqual(self.run_.returncode, 0, self.run_.stderr)
-        self.assertEqual(self.calls.format_version, 1)
+        self.assertEqual(self.calls.format_version, recording_pb2.FORMAT_VERSION_2)
         self.assertEqual([o.class_name for o in self.calls.operators],
                          ["ElementwiseAdd", "SiLU", "GEMV", "GEMM"])
         self.assertEqual([c.recording.name for c in self.calls.calls],
@@ -60,6 +61,16 @@ class RecordTiny(unittest.TestCase):
         decode, prompt = self.calls.calls
         self.assertEqual(dict(decode.values), {"position": 7})  # the app's own flag
         self.assertEqual([p.weight for p in prompt.points], [0.25, 0.75])
+
+    def test_counts_what_it_holds(self):
+        counts = self.calls.counts
+        self.assertTrue(self.calls.HasField("counts"))
+        self.assertEqual((counts.operators, counts.calls),
+                         (len(self.calls.operators), len(self.calls.calls)))
+        # Serialized last: a copy cut before it has no counts.
+        data = self.path.read_bytes()
+        tail = recording_pb2.Calls(counts=counts).SerializeToString()
+        self.assertTrue(data.endswith(tail))
 
     def test_operators_keep_iron_params_tunables_and_domains(self):
         gemm = self.calls.operators[3]
@@ -71,19 +82,34 @@ class RecordTiny(unittest.TestCase):
         tunables = {t.name: t for t in gemm.tunables}
         # The value IRON resolves for the device, and the domain it declares.
         self.assertEqual(tunables["num_aie_columns"].value.int_value, 4)
+        # Width: the resolved value and every power of two up to 8 columns.
         self.assertEqual([v.int_value for v in tunables["num_aie_columns"].domain],
                          [8, 4, 2, 1])
+        # tile_k's rule holds only under prio_accuracy: not searched here.
+        self.assertEqual([v.int_value for v in tunables["tile_k"].domain], [64])
         a = gemm.buffers[0]
         self.assertEqual((a.name, list(a.shape)), ("A", [256, 256]))
         # Only an extent IRON declares (GEMM's rows bound M) names its axis.
         self.assertEqual([(e.extent, e.axis) for e in a.extents], [("M", 0)])
         self.assertEqual(a.role, recording_pb2.BUFFER_ROLE_IN)
         self.assertTrue(a.fills and not a.drains)
+        c = gemm.buffers[2]
+        self.assertEqual((c.role, c.fills, c.drains),
+                         (recording_pb2.BUFFER_ROLE_OUT, False, True))
+
+    def test_a_tunable_the_caller_gave_is_pinned_and_not_searched(self):
+        gemv = self.calls.operators[2]
+        self.assertEqual(list(gemv.pinned), ["tile_size_input"])
+        tunables = {t.name: t for t in gemv.tunables}
+        self.assertEqual([v.int_value for v in tunables["tile_size_input"].domain], [4])
+        self.assertEqual([v.int_value for v in tunables["tile_size_output"].domain],
+                         [32, 64, 128, 256, 512])
 
     def test_bindings_call_values_and_addresses(self):
         gemm = self.calls.operators[3]
+        # The member's name, the binding's device symbol, the param it bounds.
         self.assertEqual([(v.name, v.symbol, v.bounds) for v in gemm.values],
-                         [("rows", "rows", "M")])
+                         [("rows", "gemm_rows", "M")])
         prompt = self.calls.calls[1]
         # An address the graph fills in is a per-call value left at 0.
         self.assertEqual(list(prompt.recording.values), ["chunk", "table"])
@@ -100,9 +126,11 @@ class RecordTiny(unittest.TestCase):
     def test_graph_buffers_and_contents(self):
         decode = self.calls.calls[0]
         sizes = {b.name: b.nbytes for b in decode.recording.buffers}
-        self.assertEqual(sizes["w0"], 256 * 256 * 2)
+        self.assertEqual(sizes["w0"], 256 * 2048 * 2)
         gemv = decode.recording.steps[2]
-        self.assertEqual((gemv.refs[1].buffer, gemv.refs[1].length), ("t", 512))
+        # A ref is the operator buffer whole: length 0.
+        self.assertEqual([(r.buffer, r.offset, r.length) for r in gemv.refs],
+                         [("w0", 0, 0), ("t", 0, 0), ("c", 0, 0)])
         [content] = decode.contents
         self.assertEqual((content.buffer, len(content.data)), ("x", 4096))
 
@@ -188,6 +216,26 @@ class BadInput(unittest.TestCase):
         self.assertEqual(run.returncode, 1)
         self.assertIn("idle: its model's tune_calls planned no calls", run.stderr)
         self.assertFalse(self.out.exists())
+
+    def test_part_of_a_graph_buffer_is_refused(self):
+        run = record("sliced", "--out", str(self.out), cwd=self.dir.name)
+        self.assertEqual(run.returncode, 1)
+        self.assertIn("calls[0].recording.steps[0].refs()[0]: 512 bytes of graph "
+                      "buffer 'kv' for SiLU.x", run.stderr)
+        self.assertIn("names no offset", run.stderr)
+        self.assertFalse(self.out.exists())
+
+    def test_an_older_iron_fails_naming_what_it_lacks(self):
+        for hide, named in [
+            ("iron.lm.tune.application_model", "iron.lm.tune.application_model"),
+            ("iron.common.declare.operator.Operator.declaration",
+             "ElementwiseAdd (operator 0): this IRON has no Operator.declaration.params"),
+        ]:
+            run = record("tiny", "--out", str(self.out), cwd=self.dir.name, hide=hide)
+            self.assertEqual(run.returncode, 1, run.stderr)
+            self.assertIn(named, run.stderr)
+            self.assertNotRegex(run.stderr, r"[0-9a-f]{12}")  # not a commit
+            self.assertFalse(self.out.exists())
 
     def test_no_application_given(self):
         run = record(cwd=self.dir.name)

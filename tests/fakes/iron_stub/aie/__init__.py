@@ -1,1 +1,1 @@
-"""Stub of mlir-aie's python package: only aie.iron.device."""
+"""Stub of mlir-aie's python package: the device classes and the current NPU."""

@@ -1,1 +1,1 @@
-"""Stub of IRON for deploy/iron-builder's test (see ../README.md)."""
+"""Stub of amd/IRON for irontune's tests (see ../README.md)."""

@@ -1,1 +1,1 @@
-"""Stub of IRON's tune package (see ../../README.md)."""
+"""Stub of IRON's tune package as the reference (IRON's tune docs) shows it."""

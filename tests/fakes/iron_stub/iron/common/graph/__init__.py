@@ -1,0 +1,1 @@
+"""Stub of iron.common.graph: a traced graph's values, expressions and bindings."""
