@@ -130,6 +130,8 @@ struct XrtDevice::Impl {
       : options(std::move(o)), smi(options.smi), hygiene(options.hygiene) {}
 
   void ContextMade() {
+    // The driver requests a context's completion IRQ as it creates it.
+    hygiene.ContextCreated(opened.power_mode);
     if (contexts++ == 0) hygiene.Spin();
   }
   void ContextReleased() {
