@@ -530,8 +530,7 @@ absl::StatusOr<std::unique_ptr<XrtDevice>> XrtDevice::Open(
   try {
     impl->device = ::xrt::device(index);
     // xrt-smi reports on this NPU, not on its first: -d BDF.
-    impl->options.smi.bdf =
-        impl->device.get_info<::xrt::info::device::bdf>();
+    impl->options.smi.bdf = impl->device.get_info<::xrt::info::device::bdf>();
     impl->smi = XrtSmi(impl->options.smi);
   } catch (const std::exception& e) {
     return absl::FailedPreconditionError(
