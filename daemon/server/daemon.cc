@@ -358,7 +358,7 @@ absl::StatusOr<std::unique_ptr<Device>> OpenXrtDevice(
   return absl::FailedPreconditionError(absl::StrCat(
       "--device ", options.device,
       ": XRT was not found when this irontuned was built, so it cannot drive "
-      "a real NPU; build it with XRT 2.18 or later as docs/npu-box.md says "
+      "a real NPU; build it with XRT 2.19 or later as docs/npu-box.md says "
       "(\"Building with XRT\"). It has the simulated NPUs: ",
       SimDeviceNames()));
 #endif

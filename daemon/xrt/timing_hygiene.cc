@@ -63,17 +63,16 @@ std::vector<MailboxIrq> ParseMailboxIrqs(absl::string_view text) {
   return irqs;
 }
 
-std::vector<int> RisenIrqs(const std::vector<MailboxIrq>& before,
-                           const std::vector<MailboxIrq>& after) {
-  std::vector<int> risen, all;
+std::vector<int> NewIrqs(const std::vector<MailboxIrq>& before,
+                         const std::vector<MailboxIrq>& after) {
+  std::set<int> added;
   for (const MailboxIrq& a : after) {
-    all.push_back(a.irq);
-    const auto b =
-        std::find_if(before.begin(), before.end(),
-                     [&](const MailboxIrq& x) { return x.irq == a.irq; });
-    if (b == before.end() || a.count > b->count) risen.push_back(a.irq);
+    if (std::none_of(before.begin(), before.end(),
+                     [&](const MailboxIrq& b) { return b.irq == a.irq; })) {
+      added.insert(a.irq);
+    }
   }
-  return risen.empty() ? all : risen;
+  return std::vector<int>(added.begin(), added.end());
 }
 
 absl::StatusOr<int64_t> ParseSchedstatWaitNs(absl::string_view text) {
@@ -133,32 +132,62 @@ void SpinOn(int cpu, const std::atomic<bool>* stop) {
 TimingHygiene::TimingHygiene(HygieneOptions options)
     : options_(std::move(options)) {
   CPU_ZERO(&saved_);
-  if (options_.enabled) ReadTopology();
+  if (!options_.enabled) return;
+  std::optional<std::vector<MailboxIrq>> irqs = ReadIrqs();
+  if (irqs) at_open_ = *std::move(irqs);
 }
 
 TimingHygiene::~TimingHygiene() { StopSpinning(); }
 
-void TimingHygiene::ReadTopology() {
+std::optional<std::vector<MailboxIrq>> TimingHygiene::ReadIrqs() {
   const std::string interrupts = options_.proc_root + "/interrupts";
   const std::optional<std::string> text = ReadFile(interrupts);
   if (!text) {
-    spdlog::warn(
-        "timing hygiene: cannot read {}; the timing thread is not "
-        "pinned",
-        interrupts);
+    if (!warned_interrupts_) {
+      spdlog::warn(
+          "timing hygiene: cannot read {}; the timing thread is not "
+          "pinned",
+          interrupts);
+      warned_interrupts_ = true;
+    }
+    return std::nullopt;
+  }
+  return ParseMailboxIrqs(*text);
+}
+
+void TimingHygiene::ContextCreated(PowerMode mode) {
+  if (!options_.enabled) return;
+  if (mode == PowerMode::kTurbo) {
+    // The out-of-tree driver polls a turbo context's mailbox.
+    if (!warned_turbo_) {
+      spdlog::info(
+          "timing hygiene: power mode turbo, where the amdxdna driver "
+          "polls for completions; the timing thread is not pinned");
+      warned_turbo_ = true;
+    }
+    UseIrqs({});
     return;
   }
-  const std::vector<MailboxIrq> irqs = ParseMailboxIrqs(*text);
-  if (irqs.empty()) {
+  const std::optional<std::vector<MailboxIrq>> now = ReadIrqs();
+  if (!now) return;
+  const std::vector<int> added = NewIrqs(at_open_, *now);
+  if (added.empty() && !warned_no_irq_) {
     spdlog::warn(
-        "timing hygiene: no xdna_mailbox IRQ in {}; the timing "
-        "thread is not pinned",
-        interrupts);
+        "timing hygiene: no xdna_mailbox IRQ in {}/interrupts appeared "
+        "with the hardware context; the timing thread is not pinned",
+        options_.proc_root);
+    warned_no_irq_ = true;
   }
+  UseIrqs(added);
+}
+
+void TimingHygiene::UseIrqs(const std::vector<int>& irqs) {
+  if (irqs == irqs_) return;
+  irqs_ = irqs;
   std::set<int> cpus;
-  for (const MailboxIrq& irq : irqs) {
-    const auto list = ReadCpuList(absl::StrCat(
-        options_.proc_root, "/irq/", irq.irq, "/effective_affinity_list"));
+  for (int irq : irqs) {
+    const auto list = ReadCpuList(absl::StrCat(options_.proc_root, "/irq/", irq,
+                                               "/effective_affinity_list"));
     if (list) cpus.insert(list->begin(), list->end());
   }
   cpus_.assign(cpus.begin(), cpus.end());
@@ -175,10 +204,15 @@ void TimingHygiene::ReadTopology() {
   // Helper threads keep off them (where others remain): the timing
   // thread wakes there as each run completes.
   ReserveTimingCpus(cpus_);
+  if (spin_asked_) {  // on the new siblings
+    StopSpinning();
+    Spin();
+  }
   if (!cpus_.empty()) {
-    spdlog::info("timing hygiene: completions on CPU {}, SMT siblings {}",
-                 absl::StrJoin(cpus_, ","),
-                 siblings_.empty() ? "none" : absl::StrJoin(siblings_, ","));
+    spdlog::info(
+        "timing hygiene: completions on CPU {} (IRQ {}), SMT siblings {}",
+        absl::StrJoin(cpus_, ","), absl::StrJoin(irqs_, ","),
+        siblings_.empty() ? "none" : absl::StrJoin(siblings_, ","));
   }
 }
 
@@ -204,12 +238,14 @@ void TimingHygiene::Unpin() {
 }
 
 void TimingHygiene::Spin() {
-  if (!options_.enabled || !spinners_.empty()) return;
+  if (!options_.enabled || spin_asked_) return;
+  spin_asked_ = true;
   stop_ = false;
   for (int cpu : siblings_) spinners_.emplace_back(SpinOn, cpu, &stop_);
 }
 
 void TimingHygiene::StopSpinning() {
+  spin_asked_ = false;
   stop_ = true;
   for (std::thread& t : spinners_) t.join();
   spinners_.clear();

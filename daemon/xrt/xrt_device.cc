@@ -130,6 +130,8 @@ struct XrtDevice::Impl {
       : options(std::move(o)), smi(options.smi), hygiene(options.hygiene) {}
 
   void ContextMade() {
+    // The driver requests a context's completion IRQ as it creates it.
+    hygiene.ContextCreated(opened.power_mode);
     if (contexts++ == 0) hygiene.Spin();
   }
   void ContextReleased() {
@@ -527,6 +529,9 @@ absl::StatusOr<std::unique_ptr<XrtDevice>> XrtDevice::Open(
   auto impl = std::make_unique<Impl>(std::move(options));
   try {
     impl->device = ::xrt::device(index);
+    // xrt-smi reports on this NPU, not on its first: -d BDF.
+    impl->options.smi.bdf = impl->device.get_info<::xrt::info::device::bdf>();
+    impl->smi = XrtSmi(impl->options.smi);
   } catch (const std::exception& e) {
     return absl::FailedPreconditionError(
         absl::StrCat("xrt:", index, ": cannot open NPU ", index, ": ", e.what(),

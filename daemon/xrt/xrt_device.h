@@ -1,5 +1,5 @@
 // XrtDevice: a real Ryzen AI NPU behind the Device seam (daemon/npu/
-// device.h), driven through XRT (2.18 or later, with the amdxdna driver).
+// device.h), driven through XRT (2.19 or later, with the amdxdna driver).
 // `--device xrt:N`. docs/npu-box.md says how to build and run it.
 //
 // Load takes an artifact whose payload is an XRT artifact manifest

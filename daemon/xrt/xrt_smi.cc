@@ -21,6 +21,11 @@
 namespace irontune {
 namespace {
 
+// What XRT prints as the power mode where the driver answers no power
+// mode query (core/common/info_platform.cpp add_performance_info @
+// 202420.2.18.179, 202510.2.19.194 and master 963c58ee).
+constexpr char kPowerModeNotSupported[] = "not supported";
+
 // A "Key : value" line's key, lowercased with single spaces, and its
 // trimmed value; false for other lines and the device banner.
 bool SplitField(absl::string_view line, std::string& key, std::string& value) {
@@ -52,6 +57,12 @@ absl::StatusOr<SmiPlatform> ParsePlatformReport(absl::string_view text) {
       p.name = value;
       have_name = true;
     } else if (key == "power mode" && !have_mode) {
+      have_mode = true;
+      if (absl::EqualsIgnoreCase(value, kPowerModeNotSupported)) {
+        p.power_mode = PowerMode::kDefault;
+        p.power_mode_supported = false;
+        continue;
+      }
       absl::StatusOr<PowerMode> mode = ParsePowerMode(value);
       if (!mode.ok()) {
         return absl::InvalidArgumentError(
@@ -59,7 +70,6 @@ absl::StatusOr<SmiPlatform> ParsePlatformReport(absl::string_view text) {
                          mode.status().message()));
       }
       p.power_mode = *mode;
-      have_mode = true;
     }
   }
   std::vector<std::string> missing;
@@ -68,7 +78,7 @@ absl::StatusOr<SmiPlatform> ParsePlatformReport(absl::string_view text) {
   if (!missing.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "xrt-smi platform report has no ", absl::StrJoin(missing, " and "),
-        " field (is the amdxdna driver loaded and XRT >= 2.18?)"));
+        " field (is the amdxdna driver loaded and XRT >= 2.19?)"));
   }
   return p;
 }
@@ -94,14 +104,18 @@ absl::StatusOr<int> PidOf(const json& pid, const std::string& where) {
   return static_cast<int>(v);
 }
 
-// `j[key]` as an array, or empty when absent.
+// `j[key]` as an array, or empty when absent. Boost's property-tree
+// writer, which xrt-smi writes with, prints a list with no items as "".
 absl::StatusOr<json> ArrayAt(const json& j, const char* key,
                              const std::string& where) {
   if (!j.is_object()) return BadJson(where, "not an object");
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return json::array();
-  if (!it->is_array())
-    return BadJson(absl::StrCat(where, ".", key), "not an array");
+  if (it->is_string() && it->get<std::string>().empty()) return json::array();
+  if (!it->is_array()) {
+    return BadJson(absl::StrCat(where, ".", key),
+                   "not an array (nor \"\", an empty one)");
+  }
   return *it;
 }
 
@@ -131,7 +145,7 @@ absl::StatusOr<std::vector<int>> ParseAiePartitions(absl::string_view text,
     const std::string dw = absl::StrCat("devices[", d, "]");
     if (!devices[d].is_object()) return BadJson(dw, "not an object");
     const auto aie = devices[d].find("aie_partitions");
-    if (aie == devices[d].end()) continue;
+    if (aie == devices[d].end() || *aie == "") continue;
     ASSIGN_OR_RETURN(const json parts,
                      ArrayAt(*aie, "partitions", dw + ".aie_partitions"));
     for (size_t i = 0; i < parts.size(); ++i) {
@@ -145,39 +159,109 @@ absl::StatusOr<std::vector<int>> ParseAiePartitions(absl::string_view text,
   return pids;
 }
 
-absl::StatusOr<Platform> PlatformOf(const SmiPlatform& smi) {
-  // docs/npu-facts.md: the xrt-smi names of each generation, its array,
-  // hwctx_limit, packaging and DPM H-clock table (lowest, level 3, top).
-  struct Row {
-    const char* generation;
-    int columns, contexts;
-    bool full_elf;
-    int low_mhz, balanced_mhz, top_mhz;
+namespace {
+
+// docs/npu-facts.md: each generation's array, hwctx_limit, packaging and
+// DPM H-clock table (lowest, level 3, top).
+struct Generation {
+  const char* name;
+  int columns, contexts;
+  bool full_elf;
+  int low_mhz, balanced_mhz, top_mhz;
+};
+constexpr Generation kNpu1 = {"npu1", 4, 6, false, 800, 1024, 1600};
+constexpr Generation kNpu2 = {"npu2", 8, 16, true, 792, 1267, 1800};
+
+// An NPU family: the names its drivers report, lower case, and the one
+// it is known by. The driver's names are the vbnv strings of
+// drivers/accel/amdxdna/npu*_regs.c (torvalds/linux 1c1960f5) and of
+// amd/xdna-driver src/driver/amdxdna/npu*_regs.c across its history
+// (9075f91a renamed RyzenAI-npuN to the marketing names, 9e977382 fixed
+// "Kracken", 01891bd5 added the firmware's board names, b341c114 dropped
+// npu2, Strix A0). mlir-aie also takes both schemes (python/iron/config.py
+// @ 07994622). Hawk Point is Phoenix's silicon (PCI 1502), which no
+// driver's table names apart.
+struct Family {
+  const char* canonical;           // "NPU Krackan"; a board number is appended
+  std::vector<const char*> names;  // lower case, no leading "npu "
+  const Generation* generation;
+};
+
+const std::vector<Family>& Families() {
+  static const auto* families = new std::vector<Family>{
+      {"NPU Phoenix", {"phoenix", "ryzenai-npu1"}, &kNpu1},
+      {"NPU Hawk Point", {"hawk point"}, &kNpu1},
+      {"NPU Strix A0", {"strix a0", "ryzenai-npu2"}, &kNpu2},
+      {"NPU Strix", {"strix", "ryzenai-npu4"}, &kNpu2},
+      {"NPU Strix Halo", {"strix halo", "ryzenai-npu5"}, &kNpu2},
+      {"NPU Krackan", {"krackan", "kracken", "ryzenai-npu6"}, &kNpu2},
+      {"NPU Gorgon Point", {"gorgon point"}, &kNpu2},
   };
-  static constexpr Row kNpu1 = {"npu1", 4, 6, false, 800, 1024, 1600};
-  static constexpr Row kNpu2 = {"npu2", 8, 16, true, 792, 1267, 1800};
-  const Row* row = nullptr;
-  const std::string name = absl::AsciiStrToLower(smi.name);
-  for (const char* n : {"phoenix", "hawk point"})
-    if (absl::StrContains(name, n)) row = &kNpu1;
-  for (const char* n : {"strix", "krackan", "gorgon"})
-    if (absl::StrContains(name, n)) row = &kNpu2;
-  if (row == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown NPU \"", smi.name,
-        "\" (known: NPU Phoenix, NPU Strix, NPU Strix Halo, NPU Krackan, "
-        "NPU Gorgon Point)"));
+  return *families;
+}
+
+// `name` lower case, its words single-spaced, "npu " dropped from the
+// front, and a trailing board number split off into `board`.
+std::string NormalName(absl::string_view name, std::string& board) {
+  std::vector<std::string> words = absl::StrSplit(
+      absl::AsciiStrToLower(name), absl::ByAnyChar(" \t"), absl::SkipEmpty());
+  if (!words.empty() && words.front() == "npu") words.erase(words.begin());
+  board.clear();
+  if (words.size() >= 2 &&
+      std::all_of(words.back().begin(), words.back().end(),
+                  [](char c) { return absl::ascii_isdigit(c); })) {
+    board = words.back();
+    words.pop_back();
   }
+  return absl::StrJoin(words, " ");
+}
+
+absl::StatusOr<const Family*> FamilyOf(absl::string_view reported,
+                                       std::string& board) {
+  const std::string name = NormalName(reported, board);
+  for (const Family& f : Families()) {
+    for (const char* n : f.names) {
+      if (name == n) return &f;
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown NPU \"", reported,
+      "\" (irontune drives npu1 and the npu2 family: NPU Phoenix, NPU Hawk "
+      "Point, NPU Strix, NPU Strix Halo, NPU Krackan, NPU Gorgon Point, each "
+      "with or without a board number, and the amdxdna driver's "
+      "RyzenAI-npu1, -npu2, -npu4, -npu5 and -npu6)"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> CanonicalNpuName(absl::string_view reported) {
+  std::string board;
+  ASSIGN_OR_RETURN(const Family* f, FamilyOf(reported, board));
+  return board.empty() ? std::string(f->canonical)
+                       : absl::StrCat(f->canonical, " ", board);
+}
+
+namespace {
+
+const Generation& GenerationOf(absl::string_view canonical) {
+  std::string board;
+  return *(*FamilyOf(canonical, board))->generation;
+}
+
+}  // namespace
+
+absl::StatusOr<Platform> PlatformOf(const SmiPlatform& smi) {
   Platform p;
-  p.name = smi.name;
-  p.generation = row->generation;
+  ASSIGN_OR_RETURN(p.name, CanonicalNpuName(smi.name));
+  const Generation& g = GenerationOf(p.name);
+  p.generation = g.name;
   p.power_mode = smi.power_mode;
-  p.columns = row->columns;
-  p.hw_contexts = row->contexts;
-  p.full_elf = row->full_elf;
-  p.core_mhz = smi.power_mode == PowerMode::kPowersaver ? row->low_mhz
-               : smi.power_mode == PowerMode::kBalanced ? row->balanced_mhz
-                                                        : row->top_mhz;
+  p.columns = g.columns;
+  p.hw_contexts = g.contexts;
+  p.full_elf = g.full_elf;
+  p.core_mhz = smi.power_mode == PowerMode::kPowersaver ? g.low_mhz
+               : smi.power_mode == PowerMode::kBalanced ? g.balanced_mhz
+                                                        : g.top_mhz;
   return p;
 }
 
@@ -202,8 +286,13 @@ XrtSmi::XrtSmi(XrtSmiOptions options) : options_(std::move(options)) {
   }
 }
 
-absl::StatusOr<std::string> XrtSmi::Run(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {options_.path};
+absl::StatusOr<std::string> XrtSmi::Run(const std::string& subcommand,
+                                        const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {options_.path, subcommand};
+  if (!options_.bdf.empty()) {
+    argv.push_back("-d");
+    argv.push_back(options_.bdf);
+  }
   argv.insert(argv.end(), args.begin(), args.end());
   const std::string shown = absl::StrJoin(argv, " ");
   ProcessOptions process;
@@ -233,7 +322,7 @@ absl::StatusOr<std::string> XrtSmi::Run(const std::vector<std::string>& args) {
 }
 
 absl::StatusOr<SmiPlatform> XrtSmi::ExaminePlatform() {
-  ASSIGN_OR_RETURN(const std::string out, Run({"examine", "-r", "platform"}));
+  ASSIGN_OR_RETURN(const std::string out, Run("examine", {"-r", "platform"}));
   return ParsePlatformReport(out);
 }
 
@@ -241,7 +330,7 @@ absl::StatusOr<std::vector<int>> XrtSmi::HolderPids(int own_pid) {
   const std::string& file = options_.scratch_file;
   std::remove(file.c_str());
   RETURN_IF_ERROR(
-      Run({"examine", "-r", "aie-partitions", "-f", "JSON", "-o", file})
+      Run("examine", {"-r", "aie-partitions", "-f", "JSON", "-o", file})
           .status());
   std::ifstream in(file);
   if (!in) {
@@ -256,6 +345,14 @@ absl::StatusOr<std::vector<int>> XrtSmi::HolderPids(int own_pid) {
 }
 
 absl::Status XrtSmi::SetPowerMode(PowerMode mode) {
+  ASSIGN_OR_RETURN(const SmiPlatform now, ExaminePlatform());
+  if (!now.power_mode_supported) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the NPU", options_.bdf.empty() ? "" : " at ", options_.bdf,
+        " reports its power mode as \"", kPowerModeNotSupported,
+        "\" (its driver answers no power mode query, so none can be set); "
+        "run without --power-mode (docs/npu-box.md)"));
+  }
   if (mode == PowerMode::kTurbo) {
     ASSIGN_OR_RETURN(const std::vector<int> holders, HolderPids(0));
     if (!holders.empty()) {
@@ -266,7 +363,7 @@ absl::Status XrtSmi::SetPowerMode(PowerMode mode) {
           "); stop those processes or use --power-mode performance"));
     }
   }
-  return Run({"configure", "--pmode", std::string(PowerModeName(mode))})
+  return Run("configure", {"--pmode", std::string(PowerModeName(mode))})
       .status();
 }
 

@@ -3,6 +3,8 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -26,20 +28,28 @@ TEST_CASE("CPU lists parse", "[xrt][hygiene]") {
   CHECK_FALSE(ParseCpuList("4-2").ok());
 }
 
+// The captured /proc/interrupts pair: testdata/interrupts_at_open.txt as
+// the device is opened (the management channel's IRQ 85 and another
+// process's context's 86, all named xdna_mailbox), and
+// testdata/proc/interrupts after this process made its first context (its
+// channel's IRQ 87 added, on CPU 3).
 TEST_CASE("the xdna_mailbox IRQs of /proc/interrupts", "[xrt][hygiene]") {
-  const std::vector<MailboxIrq> irqs =
+  const std::vector<MailboxIrq> at_open =
+      ParseMailboxIrqs(e2e::ReadFile(kData + "/interrupts_at_open.txt"));
+  const std::vector<MailboxIrq> after =
       ParseMailboxIrqs(e2e::ReadFile(kData + "/proc/interrupts"));
-  REQUIRE(irqs.size() == 3);
-  CHECK(irqs[0].irq == 86);
-  CHECK(irqs[0].count == 48213);
-  CHECK(irqs[1].irq == 87);
-  CHECK(irqs[1].count == 112);
-  CHECK(irqs[2].count == 0);
-
-  std::vector<MailboxIrq> after = irqs;
-  after[1].count += 50;  // a warm run raised IRQ 87 only
-  CHECK(RisenIrqs(irqs, after) == std::vector<int>{87});
-  CHECK(RisenIrqs(irqs, irqs) == std::vector<int>{86, 87, 88});
+  REQUIRE(at_open.size() == 2);
+  REQUIRE(after.size() == 3);
+  CHECK(after[0].irq == 85);
+  CHECK(after[0].count == 23);
+  CHECK(after[1].irq == 86);
+  CHECK(after[1].count == 48240);
+  CHECK(after[2].irq == 87);
+  CHECK(after[2].count == 0);
+  // The context's IRQ is the one it brought, not the busiest one.
+  CHECK(NewIrqs(at_open, after) == std::vector<int>{87});
+  CHECK(NewIrqs(after, after).empty());
+  CHECK(NewIrqs({}, after) == std::vector<int>{85, 86, 87});
 }
 
 TEST_CASE("schedstat's second field is the run-queue wait", "[xrt][hygiene]") {
@@ -48,18 +58,85 @@ TEST_CASE("schedstat's second field is the run-queue wait", "[xrt][hygiene]") {
   CHECK_FALSE(ParseSchedstatWaitNs("a b c").ok());
 }
 
-TEST_CASE("timing hygiene reads a captured /proc and /sys", "[xrt][hygiene]") {
-  HygieneOptions o;
-  o.proc_root = kData + "/proc";
-  o.sys_root = kData + "/sys";
-  TimingHygiene h(o);
-  CHECK(h.completion_cpus() == std::vector<int>{2, 3});
-  CHECK(h.siblings() == std::vector<int>{10, 11});
+// A /proc root whose interrupts file a test replaces, the rest (irq/,
+// thread-self/) linked from the captured tree.
+struct ProcRoot {
+  explicit ProcRoot(const std::string& tag) : dir(e2e::TempDir(tag)) {
+    for (const char* sub : {"irq", "thread-self"}) {
+      std::system(
+          ("ln -s " + kData + "/proc/" + sub + " " + dir + "/" + sub).c_str());
+    }
+  }
+  void Interrupts(const std::string& captured) const {
+    std::ofstream(dir + "/interrupts") << e2e::ReadFile(kData + captured);
+  }
+  HygieneOptions Options() const {
+    HygieneOptions o;
+    o.proc_root = dir;
+    o.sys_root = kData + "/sys";
+    return o;
+  }
+  std::string dir;
+};
+
+TEST_CASE("the completion CPUs are found once a context is made",
+          "[xrt][hygiene]") {
+  ProcRoot proc("hygiene-context");
+  proc.Interrupts("/interrupts_at_open.txt");
+  TimingHygiene h(proc.Options());
+  // At open only the management channel and others' contexts have IRQs:
+  // none carries our completions.
+  CHECK(h.completion_cpus().empty());
   CHECK(h.CpuWaitNs() == 92331);
-  // Reserved: helper threads keep off them.
+  proc.Interrupts("/proc/interrupts");
+  h.ContextCreated(PowerMode::kDefault);
+  CHECK(h.completion_cpus() == std::vector<int>{3});
+  CHECK(h.siblings() == std::vector<int>{11});
+  // Reserved: helper threads keep off it.
   const std::vector<int> timing = TimingCpus();
-  CHECK(std::binary_search(timing.begin(), timing.end(), 2));
   CHECK(std::binary_search(timing.begin(), timing.end(), 3));
+  // A second context that brings no IRQ leaves them.
+  h.ContextCreated(PowerMode::kPerformance);
+  CHECK(h.completion_cpus() == std::vector<int>{3});
+}
+
+TEST_CASE("in turbo, where the driver polls, nothing is pinned",
+          "[xrt][hygiene]") {
+  ProcRoot proc("hygiene-turbo");
+  proc.Interrupts("/interrupts_at_open.txt");
+  TimingHygiene h(proc.Options());
+  proc.Interrupts("/proc/interrupts");
+  h.ContextCreated(PowerMode::kTurbo);
+  CHECK(h.completion_cpus().empty());
+  CHECK(h.siblings().empty());
+  cpu_set_t before, after;
+  sched_getaffinity(0, sizeof(before), &before);
+  h.Pin();
+  sched_getaffinity(0, sizeof(after), &after);
+  CHECK(CPU_EQUAL(&before, &after));
+  h.Unpin();
+}
+
+TEST_CASE("a context that brings no IRQ pins nothing", "[xrt][hygiene]") {
+  ProcRoot proc("hygiene-no-irq");
+  proc.Interrupts("/proc/interrupts");
+  TimingHygiene h(proc.Options());
+  h.ContextCreated(PowerMode::kDefault);  // the same IRQs as at open
+  CHECK(h.completion_cpus().empty());
+}
+
+TEST_CASE("spinners started before the first context follow its siblings",
+          "[xrt][hygiene]") {
+  ProcRoot proc("hygiene-spin");
+  proc.Interrupts("/interrupts_at_open.txt");
+  TimingHygiene h(proc.Options());
+  h.Spin();
+  CHECK_FALSE(h.spinning());  // no sibling known yet
+  proc.Interrupts("/proc/interrupts");
+  h.ContextCreated(PowerMode::kDefault);
+  CHECK(h.spinning());
+  h.StopSpinning();
+  CHECK_FALSE(h.spinning());
 }
 
 TEST_CASE("timing hygiene degrades where files are missing", "[xrt][hygiene]") {
@@ -68,6 +145,7 @@ TEST_CASE("timing hygiene degrades where files are missing", "[xrt][hygiene]") {
   o.proc_root = empty;
   o.sys_root = empty;
   TimingHygiene h(o);
+  h.ContextCreated(PowerMode::kDefault);
   CHECK(h.completion_cpus().empty());
   CHECK(h.siblings().empty());
   CHECK_FALSE(h.CpuWaitNs().has_value());
@@ -89,20 +167,20 @@ TEST_CASE("Pin moves the thread to the completion CPUs and Unpin back",
   for (int c = 0; c < CPU_SETSIZE && cpu < 0; ++c)
     if (CPU_ISSET(c, &mine)) cpu = c;
   REQUIRE(cpu >= 0);
-  // A /proc whose one mailbox IRQ completes on a CPU we may run on.
+  // A /proc whose context's mailbox IRQ completes on a CPU we may run on.
   const std::string root = e2e::TempDir("hygiene-pin");
   std::system(("mkdir -p " + root + "/irq/9").c_str());
-  std::system(("printf ' 9:  1  IR-PCI-MSIX-0000:c5:00.1 1-edge "
-               "xdna_mailbox\\n' > " +
-               root + "/interrupts")
-                  .c_str());
   std::system(("echo " + std::to_string(cpu) + " > " + root +
                "/irq/9/effective_affinity_list")
                   .c_str());
+  std::ofstream(root + "/interrupts") << "";
   HygieneOptions o;
   o.proc_root = root;
   o.sys_root = root;
   TimingHygiene h(o);
+  std::ofstream(root + "/interrupts")
+      << " 9:  1  IR-PCI-MSIX-0000:c5:00.1 1-edge xdna_mailbox\n";
+  h.ContextCreated(PowerMode::kDefault);
   REQUIRE(h.completion_cpus() == std::vector<int>{cpu});
   h.Pin();
   cpu_set_t pinned;

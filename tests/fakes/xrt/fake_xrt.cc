@@ -2,6 +2,7 @@
 #include "tests/fakes/xrt/fake_xrt.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -36,10 +37,12 @@ struct Script {
   uint64_t seed = 1;
   double jitter = 0.02;     // relative standard deviation of a run's time
   bool real_clock = false;  // wait() sleeps instead of moving the clock on
+  std::vector<std::string> bdfs;  // by device index (get_info<bdf>)
 };
 
 struct DeviceState {
   unsigned int index = 0;
+  std::string bdf;
   std::map<std::string, std::shared_ptr<const Design>> registered;
 };
 
@@ -115,6 +118,8 @@ Script ParseScript(const std::string& path) {
   for (const auto& [key, value] : j.items()) {
     if (key == "no_device") {
       s.no_device = value.get<bool>();
+    } else if (key == "bdfs") {
+      s.bdfs = value.get<std::vector<std::string>>();
     } else if (key == "devices") {
       s.devices = value.get<int>();
     } else if (key == "context_limit") {
@@ -326,6 +331,18 @@ device::device(unsigned int didx) {
   }
   state_ = std::make_shared<fake_xrt::DeviceState>();
   state_->index = didx;
+  char bdf[16];
+  std::snprintf(bdf, sizeof(bdf), "0000:%02x:00.1", (0xc5 + didx) & 0xff);
+  state_->bdf = didx < w->script.bdfs.size() ? w->script.bdfs[didx] : bdf;
+}
+
+std::any device::get_info_std(info::device param) const {
+  if (!state_) throw std::runtime_error("get_info: empty device");
+  switch (param) {
+    case info::device::bdf:
+      return state_->bdf;
+  }
+  throw std::runtime_error("get_info: unknown parameter");
 }
 
 uuid device::register_xclbin(const xrt::xclbin& xclbin) {

@@ -2,6 +2,7 @@
 #ifndef IRONTUNE_FAKE_XRT_XRT_DEVICE_H_
 #define IRONTUNE_FAKE_XRT_XRT_DEVICE_H_
 
+#include <any>
 #include <memory>
 #include <string>
 
@@ -14,6 +15,18 @@ struct DeviceState;
 
 namespace xrt {
 
+namespace info {
+// XRT's xrt::info::device (xrt/xrt_device.h @ 202510.2.19.194 and master):
+// only `bdf`, which is its first value there too.
+enum class device : unsigned int { bdf };
+template <typename Param, Param>
+struct param_traits;
+template <>
+struct param_traits<device, device::bdf> {
+  using return_type = std::string;  // "0000:c5:00.1"
+};
+}  // namespace info
+
 class device {
  public:
   device() = default;
@@ -22,6 +35,17 @@ class device {
   explicit device(unsigned int didx);
   // Throws std::runtime_error for an empty xclbin.
   uuid register_xclbin(const xrt::xclbin& xclbin);
+
+  // As XRT's: the value of `param`, typed by info::param_traits. bdf is
+  // the script's "bdfs"[index], else 0000:XX:00.1 with XX = c5 + index.
+  template <info::device param>
+  typename info::param_traits<info::device, param>::return_type get_info()
+      const {
+    return std::any_cast<
+        typename info::param_traits<info::device, param>::return_type>(
+        get_info_std(param));
+  }
+  std::any get_info_std(info::device param) const;
 
   // Fake only.
   std::shared_ptr<fake_xrt::DeviceState> state() const { return state_; }
