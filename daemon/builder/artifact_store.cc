@@ -74,9 +74,9 @@ absl::StatusOr<Json> EntryJson(const std::string& recipe_hash,
   Json arenas = Json::array();
   for (size_t i = 0; i < reply.buffers.size(); ++i) {
     const ArtifactBuffer& b = reply.buffers[i];
-    Json one = {{"name", b.name},         {"step", b.step},
+    Json one = {{"name", b.name},           {"step", b.step},
                 {"op_buffer", b.op_buffer}, {"nbytes", b.nbytes},
-                {"fills", b.fills},       {"drains", b.drains}};
+                {"fills", b.fills},         {"drains", b.drains}};
     if (i < reply.views.size()) {
       one["arena"] = reply.views[i].arena;
       one["offset"] = reply.views[i].offset;

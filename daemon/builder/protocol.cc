@@ -280,7 +280,8 @@ absl::StatusOr<std::vector<BuiltArena>> ParseArenas(const Field& reply) {
   ASSIGN_OR_RETURN(size_t n, list.ArraySize());
   if (n < 3 || n > 4) {
     return Field::Bad(list.path(),
-                      absl::StrCat("has ", n, " arenas, not input, output, "
+                      absl::StrCat("has ", n,
+                                   " arenas, not input, output, "
                                    "scratch and optionally feedback"));
   }
   std::vector<BuiltArena> out;
@@ -289,10 +290,10 @@ absl::StatusOr<std::vector<BuiltArena>> ParseArenas(const Field& reply) {
     ASSIGN_OR_RETURN(Field name, list.At(i).Get("name"));
     ASSIGN_OR_RETURN(a.name, name.String());
     if (a.name != kArenaNames[i]) {
-      return Field::Bad(name.path(),
-                        absl::StrCat("is \"", a.name, "\", not \"",
-                                     kArenaNames[i], "\" (arena ", i,
-                                     " is kernel argument ", i, ")"));
+      return Field::Bad(
+          name.path(),
+          absl::StrCat("is \"", a.name, "\", not \"", kArenaNames[i],
+                       "\" (arena ", i, " is kernel argument ", i, ")"));
     }
     ASSIGN_OR_RETURN(Field nbytes, list.At(i).Get("nbytes"));
     ASSIGN_OR_RETURN(int64_t bytes, nbytes.Int(0, int64_t{1} << 40));
@@ -328,11 +329,10 @@ absl::StatusOr<std::vector<BuiltView>> ParseViews(
     if (v.offset % 4 != 0)
       return Field::Bad(offset.path(), "is not a multiple of 4");
     if (v.offset + buffers[i].nbytes > arenas[k].nbytes) {
-      return Field::Bad(f.path(),
-                        absl::StrCat("ends at byte ",
-                                     v.offset + buffers[i].nbytes,
-                                     ", past arena ", v.arena, "'s ",
-                                     arenas[k].nbytes));
+      return Field::Bad(
+          f.path(),
+          absl::StrCat("ends at byte ", v.offset + buffers[i].nbytes,
+                       ", past arena ", v.arena, "'s ", arenas[k].nbytes));
     }
     placed.emplace_back(k, v.offset, buffers[i].nbytes, i);
     out.push_back(std::move(v));
@@ -343,8 +343,8 @@ absl::StatusOr<std::vector<BuiltView>> ParseViews(
     const auto& [pa, poff, pn, pat] = placed[i - 1];
     if (a != pa || (off == poff && n == pn) || off >= poff + pn) continue;
     return Field::Bad(list.At(at).path(),
-                      absl::StrCat("overlaps ", buffers[pat].name,
-                                   " in arena ", arenas[a].name));
+                      absl::StrCat("overlaps ", buffers[pat].name, " in arena ",
+                                   arenas[a].name));
   }
   return out;
 }

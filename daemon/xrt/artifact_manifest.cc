@@ -74,7 +74,8 @@ absl::StatusOr<XrtManifestSymbol> ParseSymbol(const json& s, bool chain,
   }
   const char* place = chain ? "insts_word" : "scratchpad_word";
   const char* other = chain ? "scratchpad_word" : "insts_word";
-  if (s.contains(other) || (chain && (s.contains("arg") || s.contains("kind")))) {
+  if (s.contains(other) ||
+      (chain && (s.contains("arg") || s.contains("kind")))) {
     return Bad(where, absl::StrCat("not a symbol of ",
                                    chain ? "xclbin_chain" : "full_elf",
                                    " packaging (it takes ", place, ")"));
@@ -111,8 +112,9 @@ absl::Status ParseArenas(const json& j, XrtManifest& m) {
   const std::vector<std::string>& names = ArenaNames();
   if (!arenas->is_array() || arenas->size() < 3 ||
       arenas->size() > names.size()) {
-    return Bad("arenas", "not an array of 3 or 4 arenas (input, output, "
-                         "scratch[, feedback])");
+    return Bad("arenas",
+               "not an array of 3 or 4 arenas (input, output, "
+               "scratch[, feedback])");
   }
   for (size_t i = 0; i < arenas->size(); ++i) {
     const std::string where = absl::StrCat("arenas[", i, "]");
@@ -123,8 +125,7 @@ absl::Status ParseArenas(const json& j, XrtManifest& m) {
     if (arena.name != names[i]) {
       return Bad(absl::StrCat(where, ".name"),
                  absl::StrCat("\"", arena.name, "\", expected \"", names[i],
-                              "\" (arena ", i, " is kernel argument ", i,
-                              ")"));
+                              "\" (arena ", i, " is kernel argument ", i, ")"));
     }
     ASSIGN_OR_RETURN(arena.nbytes, SizeField(a, "nbytes", where, kMaxBytes));
     m.arenas.push_back(std::move(arena));
@@ -148,9 +149,9 @@ absl::StatusOr<XrtView> ParseView(const json& v, const XrtManifest& m,
   ASSIGN_OR_RETURN(view.offset, SizeField(v, "offset", where, kMaxBytes));
   ASSIGN_OR_RETURN(view.nbytes, SizeField(v, "nbytes", where, kMaxBytes));
   if (view.offset % kViewAlignment != 0) {
-    return Bad(absl::StrCat(where, ".offset"),
-               absl::StrCat(view.offset, " is not a multiple of ",
-                            kViewAlignment));
+    return Bad(
+        absl::StrCat(where, ".offset"),
+        absl::StrCat(view.offset, " is not a multiple of ", kViewAlignment));
   }
   if (view.nbytes == 0 || view.offset + view.nbytes > it->nbytes) {
     return Bad(where, absl::StrCat("bytes [", view.offset, ", ",

@@ -79,8 +79,8 @@ std::string StateName(ert_cmd_state state) {
 // A failed run's status: a device that stopped answering is Unavailable,
 // an error in the design Internal.
 absl::Status RunFailed(ert_cmd_state state, absl::string_view run) {
-  const std::string what = absl::StrCat(run, " ended in ",
-                                        StateName(state), ", not COMPLETED");
+  const std::string what =
+      absl::StrCat(run, " ended in ", StateName(state), ", not COMPLETED");
   if (state == ERT_CMD_STATE_TIMEOUT || state == ERT_CMD_STATE_NORESPONSE) {
     return absl::UnavailableError(what);
   }
@@ -166,10 +166,12 @@ absl::Status XrtDevice::Impl::ContextFailed(const std::exception& e) const {
       absl::StrCat("irontuned holds ", contexts, " hardware context",
                    contexts == 1 ? "" : "s", " of NPU ", options.index);
   if (code == ENOSPC) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the design needs more columns than NPU ", options.index, " has (",
-        opened.columns, " usable columns): the driver refused its hardware "
-        "context (ENOSPC): ", e.what()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the design needs more columns than NPU ", options.index,
+                     " has (", opened.columns,
+                     " usable columns): the driver refused its hardware "
+                     "context (ENOSPC): ",
+                     e.what()));
   }
   if (code == ENOENT || code == ENODEV || code == EINVAL || code == EBUSY ||
       code == ENOMEM) {
@@ -458,8 +460,9 @@ absl::Status XrtImage::CheckArgCount() const {
                             : bound == static_cast<size_t>(kernel_args_);
   if (fits) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
-      "kernel ", kernel_name_, " of ", chain() ? manifest_.xclbin : manifest_.elf,
-      " declares ", kernel_args_, " arguments, but the artifact binds ", bound,
+      "kernel ", kernel_name_, " of ",
+      chain() ? manifest_.xclbin : manifest_.elf, " declares ", kernel_args_,
+      " arguments, but the artifact binds ", bound,
       chain() ? " (opcode, instructions, their count and a step's buffers)"
               : " (its arenas)"));
 }
@@ -603,17 +606,17 @@ absl::Status XrtImage::Abort(size_t r, absl::string_view why) {
 // Waits for run `r` to end COMPLETED; a timeout aborts it.
 absl::Status XrtImage::Wait(size_t r) {
   const auto timeout = device_->options.run_timeout;
-  const std::string late = absl::StrCat(
-      RunName(r), " did not complete within ", timeout.count(), " ms");
+  const std::string late = absl::StrCat(RunName(r), " did not complete within ",
+                                        timeout.count(), " ms");
   if (chain()) {
     // ERT_CMD_STATE_TIMEOUT is both "the wait timed out" and a command
     // that ended so; abort() returns at once for the latter.
     const ert_cmd_state state = runs_[r].wait(timeout);
     if (state == ERT_CMD_STATE_TIMEOUT) {
       const absl::Status aborted = Abort(r, "timed out");
-      return absl::UnavailableError(absl::StrCat(
-          late, " (", StateName(state), "); ",
-          aborted.ok() ? "aborted" : aborted.message()));
+      return absl::UnavailableError(
+          absl::StrCat(late, " (", StateName(state), "); ",
+                       aborted.ok() ? "aborted" : aborted.message()));
     }
     in_flight_[r] = false;
     return state == ERT_CMD_STATE_COMPLETED ? absl::OkStatus()
@@ -621,8 +624,8 @@ absl::Status XrtImage::Wait(size_t r) {
   }
   if (runs_[r].wait2(timeout) == std::cv_status::timeout) {
     const absl::Status aborted = Abort(r, "timed out");
-    return absl::UnavailableError(absl::StrCat(
-        late, "; ", aborted.ok() ? "aborted" : aborted.message()));
+    return absl::UnavailableError(
+        absl::StrCat(late, "; ", aborted.ok() ? "aborted" : aborted.message()));
   }
   in_flight_[r] = false;
   return absl::OkStatus();

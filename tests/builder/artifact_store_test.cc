@@ -173,10 +173,11 @@ TEST_CASE("A full-ELF entry keeps its arenas, views and value kinds") {
   const std::string root = e2e::TempDir("store-elf") + "/artifacts";
   auto store = *ArtifactStore::Open(root, 0);
   const std::string recipe = Sha256Hex("elf");
-  const BuildRequest request =
-      GemmRequest(64, v1::PACKAGING_FULL_ELF);
+  const BuildRequest request = GemmRequest(64, v1::PACKAGING_FULL_ELF);
   const std::string dir = *store->NewBuildDir(recipe);
-  WriteFile(dir + "/design.elf", "\x7f" "ELF elf bytes");
+  WriteFile(dir + "/design.elf",
+            "\x7f"
+            "ELF elf bytes");
   BuilderReply reply;
   reply.status = ReplyStatus::kBuilt;
   reply.files.elf = "design.elf";
@@ -192,9 +193,9 @@ TEST_CASE("A full-ELF entry keeps its arenas, views and value kinds") {
   CHECK(m["arenas"][1] == nlohmann::json({{"name", "output"}, {"nbytes", 24}}));
   CHECK(m["buffers"]["s0.C"] ==
         nlohmann::json({{"arena", "output"}, {"offset", 16}, {"nbytes", 8}}));
-  CHECK(m["symbols"][0] == nlohmann::json({{"name", "seq_len"},
-                                           {"scratchpad_word", 2},
-                                           {"kind", "core"}}));
+  CHECK(m["symbols"][0] ==
+        nlohmann::json(
+            {{"name", "seq_len"}, {"scratchpad_word", 2}, {"kind", "core"}}));
   // Found again, it is the same artifact.
   absl::StatusOr<std::optional<Artifact>> hit = store->Lookup(recipe, request);
   REQUIRE(hit.ok());

@@ -26,7 +26,11 @@ namespace fs = std::filesystem;
 // ELF header (tests/fakes/xrt/README.md).
 nlohmann::json DesignJson(const std::string& path) {
   const std::string bytes = e2e::ReadFile(path);
-  return nlohmann::json::parse(bytes.substr(bytes.rfind("\x7f" "ELF", 0) == 0 ? 64 : 8));
+  return nlohmann::json::parse(bytes.substr(bytes.rfind("\x7f"
+                                                        "ELF",
+                                                        0) == 0
+                                                ? 64
+                                                : 8));
 }
 
 struct Fixture {
@@ -132,7 +136,9 @@ TEST_CASE("CommandBuilder builds a full ELF of arenas and scratchpad values") {
   const auto manifest = nlohmann::json::parse(built->artifact->payload);
   CHECK(manifest["packaging"] == "full_elf");
   const std::string elf = manifest["elf"];
-  CHECK(e2e::ReadFile(elf).compare(0, 4, "\x7f" "ELF") == 0);
+  CHECK(e2e::ReadFile(elf).compare(0, 4,
+                                   "\x7f"
+                                   "ELF") == 0);
   const auto design = DesignJson(elf);
   CHECK(design["kernel"] == "main:sequence");
   CHECK_FALSE(manifest.contains("xclbin"));
@@ -142,8 +148,8 @@ TEST_CASE("CommandBuilder builds a full ELF of arenas and scratchpad values") {
   const std::vector<ArtifactBuffer>& bufs = built->artifact->buffers;
   REQUIRE(bufs.size() == 3);
   CHECK(manifest["arenas"][0] ==
-        nlohmann::json({{"name", "input"},
-                        {"nbytes", bufs[0].nbytes + bufs[1].nbytes}}));
+        nlohmann::json(
+            {{"name", "input"}, {"nbytes", bufs[0].nbytes + bufs[1].nbytes}}));
   CHECK(manifest["buffers"]["s0.B"]["arena"] == "input");
   CHECK(manifest["buffers"]["s0.B"]["offset"] == bufs[0].nbytes);
   CHECK(manifest["buffers"]["s0.C"] ==

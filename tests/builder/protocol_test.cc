@@ -262,8 +262,9 @@ TEST_CASE("A full ELF symbol that is a kernel argument is refused") {
 TEST_CASE("A full ELF's arenas and views are checked") {
   ReplyFixture f = ElfReply();
   f.reply["arenas"][0]["name"] = "weights";
-  CHECK(f.Error() == "reply.arenas[0].name is \"weights\", not \"input\" "
-                     "(arena 0 is kernel argument 0)");
+  CHECK(f.Error() ==
+        "reply.arenas[0].name is \"weights\", not \"input\" "
+        "(arena 0 is kernel argument 0)");
   f = ElfReply();
   f.reply["arenas"].erase(2);
   CHECK(f.Error().find("has 2 arenas") != std::string::npos);

@@ -5,8 +5,8 @@
 // thousand designs, each built twice) does not start a python3 per build.
 //
 // Scripted by IRONTUNE_FAKE_BUILDER_REFUSE, _WRONG, _ELF_VALUES,
-// _VALUE_KIND and _KERNEL as the python fake is; every other build is good. `--version` prints
-// "fake-builder-native 1".
+// _VALUE_KIND and _KERNEL as the python fake is; every other build is good.
+// `--version` prints "fake-builder-native 1".
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -175,28 +175,33 @@ std::string DesignFile(const json& design, bool elf) {
   std::string header;
   if (elf) {
     header.assign(64, '\0');
-    header.replace(0, 8, std::string("\x7f" "ELF\x01\x01\x01\x45", 8));
+    header.replace(0, 8,
+                   std::string("\x7f"
+                               "ELF\x01\x01\x01\x45",
+                               8));
   } else {
     header.assign("xclbin2", 8);
   }
   return header + design.dump();
 }
 
-json Design(const json& request, json& buffers, const json& symbols,
-            bool elf, json* arenas) {
+json Design(const json& request, json& buffers, const json& symbols, bool elf,
+            json* arenas) {
   const std::string recipe = request["recipe_hash"];
-  json design = {{"uuid", recipe.substr(0, 32)},
-                 {"kernel", elf ? "main:sequence" : "f" + recipe.substr(0, 8) +
-                                                        "_op0"},
-                 {"run_us", RunUs(request)},
-                 {"wrong_output", Scripted("WRONG", request).has_value()}};
+  json design = {
+      {"uuid", recipe.substr(0, 32)},
+      {"kernel", elf ? "main:sequence" : "f" + recipe.substr(0, 8) + "_op0"},
+      {"run_us", RunUs(request)},
+      {"wrong_output", Scripted("WRONG", request).has_value()}};
   const json& ops = request["operator"]["buffers"];
   if (elf) {
     *arenas = Layout(buffers);
     json views = json::array();
     for (const json& b : buffers) {
       const std::string a = b["arena"];
-      views.push_back({{"arena", a == "input" ? 0 : a == "output" ? 1 : 2},
+      views.push_back({{"arena", a == "input"    ? 0
+                                 : a == "output" ? 1
+                                                 : 2},
                        {"offset", b["offset"]},
                        {"nbytes", b["nbytes"]},
                        {"io", Io(ops[b["op_buffer"].get<size_t>()])}});

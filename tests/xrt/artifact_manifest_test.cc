@@ -78,8 +78,8 @@ TEST_CASE("a full-ELF manifest names its arenas and each buffer's view",
 }
 
 TEST_CASE("a feedback arena is argument 3", "[xrt][manifest]") {
-  absl::StatusOr<XrtManifest> m = ParseXrtManifest(
-      Elf("[]", "{}", R"([{"name": "input", "nbytes": 0},
+  absl::StatusOr<XrtManifest> m =
+      ParseXrtManifest(Elf("[]", "{}", R"([{"name": "input", "nbytes": 0},
                          {"name": "output", "nbytes": 0},
                          {"name": "scratch", "nbytes": 0},
                          {"name": "feedback", "nbytes": 4096}])"));

@@ -176,7 +176,7 @@ TEST_CASE("an xclbin chain runs opcode 3 with its patched instructions",
   CHECK(run.scalars.at(2) == 100);
   REQUIRE(run.insts.size() == 100);
   CHECK(run.insts[57] == 4096);
-  CHECK(run.insts[56] == 56);  // the other words as built
+  CHECK(run.insts[56] == 56);      // the other words as built
   CHECK(run.buffers.size() == 3);  // the instructions and two data buffers
   CHECK(run.buffers.count(1) == 1);
   CHECK(run.buffers.count(3) == 1);
@@ -321,8 +321,9 @@ TEST_CASE("the in-tree driver out of partitions (ENODEV) is a full NPU",
   std::unique_ptr<Image> wide =
       *device->Load(npu.Chain(1, 100, 20, R"(, "columns": 8)"));
   absl::Status s =
-      device->Load(npu.Elf({"seq_len", -1, 2, ValueKind::kCore},
-                           R"(, "scratchpad_words": 8, "columns": 4)"))
+      device
+          ->Load(npu.Elf({"seq_len", -1, 2, ValueKind::kCore},
+                         R"(, "scratchpad_words": 8, "columns": 4)"))
           .status();
   CHECK(s.code() == absl::StatusCode::kResourceExhausted);
   CHECK_THAT(Message(s), Catch::Contains("err=-19"));
@@ -532,9 +533,7 @@ TEST_CASE("scratchpad symbols the ELF cannot take are refused at load",
   FakeNpu npu("xrt-scratchpad-bad");
   std::unique_ptr<XrtDevice> device = npu.Open();
   absl::Status s =
-      device
-          ->Load(npu.Elf({"seq_len", -1, 20, ValueKind::kCore}))
-          .status();
+      device->Load(npu.Elf({"seq_len", -1, 20, ValueKind::kCore})).status();
   CHECK(s.code() == absl::StatusCode::kInvalidArgument);
   CHECK_THAT(Message(s), Catch::Contains("scratchpad word 20"));
   CHECK_THAT(Message(s), Catch::Contains("has 8 words"));
@@ -579,8 +578,7 @@ TEST_CASE(
   REQUIRE(out.ok());
   CHECK(*out == fake_xrt::Output({in}, 64, 1, false));
   const std::vector<std::string> events = fake_xrt::Events();
-  CHECK(std::count(events.begin(), events.end(), "sync_to_device 1 0 64") ==
-        1);
+  CHECK(std::count(events.begin(), events.end(), "sync_to_device 1 0 64") == 1);
   CHECK(events.back() == "sync_from_device 2 64 64");
   CHECK(fake_xrt::Runs() == 1);  // the fused sequence runs every step once
 }
@@ -602,9 +600,10 @@ TEST_CASE("a full ELF declaring other arguments than its arenas is refused",
   CHECK(fake_xrt::LiveContexts() == 0);
 }
 
-TEST_CASE("an xclbin chain binding more buffers than its kernel takes is "
-          "refused",
-          "[xrt][device]") {
+TEST_CASE(
+    "an xclbin chain binding more buffers than its kernel takes is "
+    "refused",
+    "[xrt][device]") {
   FakeNpu npu("xrt-chainargs");
   std::unique_ptr<XrtDevice> device = npu.Open();
   absl::Status s =
@@ -695,13 +694,13 @@ TEST_CASE("the double reads ELF and xclbin headers as XRT does",
 TEST_CASE("the double refuses scalar ELF arguments where XRT does",
           "[xrt][fake]") {
   FakeNpu master("xrt-fake-scalar");
-  const std::string path = master.Design("s.elf", "main:sequence", 1,
-                                         R"(, "scalar_args": 1)");
+  const std::string path =
+      master.Design("s.elf", "main:sequence", 1, R"(, "scalar_args": 1)");
   CHECK_THROWS_WITH(xrt::elf(path),
                     Catch::Contains("scalar args are not yet supported"));
   FakeNpu old("xrt-fake-scalar-219", R"({"xrt": "2.19"})");
-  const std::string p219 = old.Design("s.elf", "main:sequence", 1,
-                                      R"(, "scalar_args": 1)");
+  const std::string p219 =
+      old.Design("s.elf", "main:sequence", 1, R"(, "scalar_args": 1)");
   const xrt::elf elf(p219);  // 2.19 refuses when the kernel is made
   const xrt::device device(0);
   const xrt::hw_context ctx(device, elf);
@@ -738,8 +737,8 @@ TEST_CASE("the double's ctrl scratchpad is synced from the device when asked",
           "[xrt][fake]") {
   FakeNpu npu("xrt-fake-scratchpad");
   const xrt::device device(0);
-  const xrt::elf elf(npu.Design("d.elf", "main:sequence", 1,
-                                R"(, "scratchpad_words": 4)"));
+  const xrt::elf elf(
+      npu.Design("d.elf", "main:sequence", 1, R"(, "scratchpad_words": 4)"));
   const xrt::hw_context ctx(device, elf);
   const xrt::ext::kernel kernel(ctx, "main:sequence");
   xrt::run run(kernel);

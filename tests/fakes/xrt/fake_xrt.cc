@@ -2,8 +2,8 @@
 #include "tests/fakes/xrt/fake_xrt.h"
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <fstream>
@@ -40,7 +40,7 @@ struct Script {
   int other_contexts = 0;  // contexts other processes hold
   bool xrt_219 = false;    // "xrt": "2.19" (else master)
   std::map<int64_t, ert_cmd_state> run_failures;  // by 1-based run number
-  std::set<int64_t> hangs;  // runs whose command never ends until aborted
+  std::set<int64_t> hangs;    // runs whose command never ends until aborted
   int64_t bo_alloc_fail = 0;  // the 1-based allocation that fails; 0: none
   uint64_t seed = 1;
   double jitter = 0.02;     // relative standard deviation of a run's time
@@ -60,10 +60,19 @@ struct ContextState {
   int start_col = -1;  // in-tree: its partition
 };
 
+// Buffers larger than this share one copy between host and device, as an
+// NPU's host-only memory does: a model's weights would otherwise be held
+// twice. Smaller ones keep a device copy of their own, so a missing or
+// misplaced sync shows.
+constexpr size_t kSeparateCopyLimit = size_t{64} << 20;
+
 struct BoState {
   int id = 0;
-  std::vector<char> host;    // what map() shows
-  std::vector<char> device;  // what a run reads and writes
+  std::vector<char> host;  // what map() shows
+  // What a run reads and writes: its own bytes, or (large buffers) host's.
+  std::vector<char> own_device;
+  std::vector<char>& device() { return shared() ? host : own_device; }
+  bool shared() const { return host.size() > kSeparateCopyLimit; }
   uint32_t flags = 0;
   uint32_t group = 0;
   uint64_t version = 0;  // how many times the host synced it over
@@ -88,8 +97,8 @@ struct RunState {
   std::chrono::steady_clock::time_point done;
   ert_cmd_state final_state = ERT_CMD_STATE_NEW;
   bool started = false;
-  bool hang = false;     // the command never ends until aborted
-  bool ended = false;    // waited to its end or aborted
+  bool hang = false;                    // the command never ends until aborted
+  bool ended = false;                   // waited to its end or aborted
   std::shared_ptr<BoState> scratchpad;  // made with the run
   // The versions of the data buffers the outputs were last written from.
   std::vector<uint64_t> outputs_from;
@@ -154,8 +163,7 @@ void ParseFailures(const nlohmann::json& value, Script& s) {
   }
 }
 
-void ParseKey(const std::string& key, const nlohmann::json& value,
-              Script& s) {
+void ParseKey(const std::string& key, const nlohmann::json& value, Script& s) {
   if (key == "no_device") {
     s.no_device = value.get<bool>();
   } else if (key == "devices") {
@@ -216,7 +224,7 @@ void EventLocked(World& w, std::string event) {
 }
 
 constexpr char kXclbinMagic[] = "xclbin2";  // axlf's m_magic
-constexpr size_t kElfHeader = 64;             // the fake's e_ident and pad
+constexpr size_t kElfHeader = 64;           // the fake's e_ident and pad
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -231,7 +239,10 @@ std::string ReadFile(const std::string& path) {
 // api/xrt_elf.cpp @963c58ee, load_elfio and create_elf_impl. Returns the
 // text after the header.
 std::string ElfText(const std::string& path, const std::string& bytes) {
-  if (bytes.size() < kElfHeader || bytes.compare(0, 4, "\x7f" "ELF") != 0 ||
+  if (bytes.size() < kElfHeader ||
+      bytes.compare(0, 4,
+                    "\x7f"
+                    "ELF") != 0 ||
       (bytes[4] != 1 && bytes[4] != 2)) {
     throw std::runtime_error(path + " is not found or is not a valid ELF file");
   }
@@ -272,8 +283,7 @@ std::shared_ptr<const Design> ReadDesign(const std::string& path, bool elf) {
   if (elf && bytes.empty()) {
     throw std::runtime_error(path + " is not found or is not a valid ELF file");
   }
-  const std::string text =
-      elf ? ElfText(path, bytes) : XclbinText(path, bytes);
+  const std::string text = elf ? ElfText(path, bytes) : XclbinText(path, bytes);
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
@@ -295,7 +305,8 @@ std::shared_ptr<const Design> ReadDesign(const std::string& path, bool elf) {
   d->scratchpad_words = j.value("scratchpad_words", 0);
   if (d->uuid.size() != 32 || d->run_us < 0 || d->scratchpad_words < 0) {
     throw std::runtime_error(
-        path + ": uuid must be 32 hex digits, run_us and scratchpad_words >= 0");
+        path +
+        ": uuid must be 32 hex digits, run_us and scratchpad_words >= 0");
   }
   return d;
 }
@@ -309,7 +320,7 @@ std::shared_ptr<BoState> AllocateBo(size_t size, uint32_t flags,
   auto bo = std::make_shared<BoState>();
   bo->id = static_cast<int>(w->bo_allocs);
   bo->host.assign(size, 0);
-  bo->device.assign(size, 0);
+  if (!bo->shared()) bo->own_device.assign(size, 0);
   bo->flags = flags;
   bo->group = group;
   EventLocked(*w, "bo " + std::to_string(bo->id));
@@ -373,11 +384,13 @@ std::string XclbinFile(const std::string& json) {
 std::string ElfFile(const std::string& json, unsigned char os_abi,
                     unsigned char elf_class) {
   std::string header(kElfHeader, '\0');
-  header.replace(0, 4, "\x7f" "ELF");
+  header.replace(0, 4,
+                 "\x7f"
+                 "ELF");
   header[4] = static_cast<char>(elf_class);  // EI_CLASS
-  header[5] = 1;                              // EI_DATA: little-endian
-  header[6] = 1;                              // EI_VERSION
-  header[7] = static_cast<char>(os_abi);      // EI_OSABI
+  header[5] = 1;                             // EI_DATA: little-endian
+  header[6] = 1;                             // EI_VERSION
+  header[7] = static_cast<char>(os_abi);     // EI_OSABI
   return header + json;
 }
 
@@ -440,7 +453,6 @@ StartedRun LastStarted() {
 std::chrono::steady_clock::time_point irontune::SpanClockNow() {
   return fake_xrt::Now();
 }
-
 
 // ---- The XRT API ----------------------------------------------------------
 
@@ -522,7 +534,8 @@ namespace {
 
 // The NPU's limits. Out-of-tree: its context limit (npu1_regs.c: 6;
 // npu4_family.h: 32 @856409ca). In-tree: the firmware's hardware contexts
-// (6 on npu1, 16 on the npu4 family: /work/shared/NPU_FACTS.md). Columns
+// (6 on npu1, 16 on the npu4 family: their hwctx_limit there [inferred for
+// the in-tree firmware]). Columns
 // usable: 4 and 8.
 struct Limits {
   int contexts;
@@ -628,15 +641,17 @@ void bo::sync(xclBOSyncDirection dir, size_t sz, size_t offset) {
   auto lock = Lock(w);
   const size_t size = state_->host.size();
   if (offset > size || sz > size - offset) {
-    throw std::system_error(EINVAL, std::system_category(),
-                            "Invalid BO offset and size for sync'ing: " +
-                                std::to_string(offset) + ", " +
-                                std::to_string(sz) + " (err=22)");
+    throw std::system_error(
+        EINVAL, std::system_category(),
+        "Invalid BO offset and size for sync'ing: " + std::to_string(offset) +
+            ", " + std::to_string(sz) + " (err=22)");
   }
   const bool to_device = dir == XCL_BO_SYNC_BO_TO_DEVICE;
-  const auto& from = to_device ? state_->host : state_->device;
-  auto& to = to_device ? state_->device : state_->host;
-  std::copy_n(from.begin() + offset, sz, to.begin() + offset);
+  if (!state_->shared()) {
+    const auto& from = to_device ? state_->host : state_->own_device;
+    auto& to = to_device ? state_->own_device : state_->host;
+    std::copy_n(from.begin() + offset, sz, to.begin() + offset);
+  }
   if (to_device) ++state_->version;
   fake_xrt::EventLocked(
       *w, std::string(to_device ? "sync_to_device " : "sync_from_device ") +
@@ -712,10 +727,9 @@ const fake_xrt::Design& DesignOf(const fake_xrt::RunState& r) {
 void CheckIndex(const fake_xrt::RunState& r, int index) {
   const int args = DesignOf(r).args;
   if (index < 0 || index >= args) {
-    throw std::out_of_range("vector::_M_range_check: __n (which is " +
-                            std::to_string(index) +
-                            ") >= this->size() (which is " +
-                            std::to_string(args) + ")");
+    throw std::out_of_range(
+        "vector::_M_range_check: __n (which is " + std::to_string(index) +
+        ") >= this->size() (which is " + std::to_string(args) + ")");
   }
 }
 
@@ -793,9 +807,9 @@ fake_xrt::StartedRun Seen(const fake_xrt::RunState& r) {
   }
   const auto insts = r.args.find(1);
   if (!DesignOf(r).elf && insts != r.args.end() && !insts->second.scalar) {
-    seen.insts = Words(insts->second.bo->device);
+    seen.insts = Words(insts->second.bo->device());
   }
-  if (r.scratchpad) seen.scratchpad = Words(r.scratchpad->device);
+  if (r.scratchpad) seen.scratchpad = Words(r.scratchpad->device());
   return seen;
 }
 
@@ -823,7 +837,7 @@ bool Places(const Args& args, const fake_xrt::Design& d,
     for (const auto& [i, a] : args) {
       if (i < 3 || a.scalar) continue;
       const std::string io = k < d.io.size() ? d.io[k] : "none";
-      out.push_back({a.bo, 0, a.bo->device.size(), io});
+      out.push_back({a.bo, 0, a.bo->device().size(), io});
       ++k;
     }
     return true;
@@ -831,7 +845,7 @@ bool Places(const Args& args, const fake_xrt::Design& d,
   for (const auto& v : d.views) {
     const auto it = args.find(v.arena);
     if (it == args.end() || it->second.scalar ||
-        v.offset + v.nbytes > it->second.bo->device.size()) {
+        v.offset + v.nbytes > it->second.bo->device().size()) {
       return false;
     }
     out.push_back({it->second.bo, v.offset, v.nbytes, v.io});
@@ -854,16 +868,15 @@ bool WriteOutputs(const Args& args, const fake_xrt::Design& design,
   std::vector<std::string> inputs;
   for (const Place& p : places) {
     if (p.io != "in") continue;
-    inputs.emplace_back(p.bo->device.data() + p.offset, p.nbytes);
+    inputs.emplace_back(p.bo->device().data() + p.offset, p.nbytes);
   }
   const std::vector<std::string_view> views(inputs.begin(), inputs.end());
   for (size_t k = 0; k < places.size(); ++k) {
     const Place& p = places[k];
     if (p.io != "out" && p.io != "inout") continue;
-    const std::string out = fake_xrt::Output(views, p.nbytes,
-                                             static_cast<int>(k),
-                                             design.wrong_output);
-    std::memcpy(p.bo->device.data() + p.offset, out.data(), out.size());
+    const std::string out = fake_xrt::Output(
+        views, p.nbytes, static_cast<int>(k), design.wrong_output);
+    std::memcpy(p.bo->device().data() + p.offset, out.data(), out.size());
   }
   return true;
 }

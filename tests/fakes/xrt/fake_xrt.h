@@ -27,8 +27,8 @@ struct Design {
   // arenas); and an ELF's scalar arguments, which XRT refuses.
   int args = 0;
   int scalar_args = 0;
-  int columns = 1;     // the partition's width it needs
-  double run_us = 0;   // scripted device time of one run
+  int columns = 1;    // the partition's width it needs
+  double run_us = 0;  // scripted device time of one run
   // xclbin: per data buffer argument (3..) in order, "in" (the host fills
   // it), "out" (the run writes it), "inout" (both) or "none". Empty: the
   // run writes nothing.
