@@ -163,6 +163,20 @@ TEST_CASE("CommandBuilder builds a full ELF of arenas and scratchpad values") {
   CHECK(design["scratchpad_words"].get<int>() > 1);
 }
 
+TEST_CASE("A reply's value kind and missing kernel reach the manifest") {
+  Fixture f;
+  ScriptFake("VALUE_KIND", "addr");
+  auto elf = f.builder->Build(GemmRequest(64, v1::PACKAGING_FULL_ELF));
+  REQUIRE((elf.ok() && elf->artifact));
+  CHECK(nlohmann::json::parse(elf->artifact->payload)["symbols"][0]["kind"] ==
+        "addr");
+  ScriptFake("KERNEL", "omit");
+  auto chain = f.builder->Build(GemmRequest(64));
+  REQUIRE((chain.ok() && chain->artifact));
+  CHECK_FALSE(
+      nlohmann::json::parse(chain->artifact->payload).contains("kernel"));
+}
+
 TEST_CASE("CommandBuilder refuses a full ELF whose values are arguments") {
   Fixture f;
   ScriptFake("ELF_VALUES", "arg");

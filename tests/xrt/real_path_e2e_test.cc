@@ -141,8 +141,8 @@ TEST_CASE("xrt e2e: submit on xrt:0 with the fake XRT and fake builder",
   // The model's designs are full ELFs on npu2: each manifest names IRON's
   // arenas, and every buffer is a view of one.
   size_t elves = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(
-           dir + "/state/artifacts")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(dir + "/state/artifacts")) {
     if (entry.path().filename() == ".tmp") continue;
     const auto e =
         nlohmann::json::parse(e2e::ReadFile(entry.path() / "entry.json"));
@@ -159,8 +159,8 @@ TEST_CASE("xrt e2e: a store entry of format /1 is rebuilt, not loaded",
           "[xrt][e2e]") {
   const std::string dir = e2e::TempDir("xrt-real-path-v1");
   const std::string model = WriteModel(dir);
-  const std::vector<std::string> submit = {"submit", model, "--rounds", "2",
-                                           "--calls", "3"};
+  const std::vector<std::string> submit = {"submit", model,     "--rounds",
+                                           "2",      "--calls", "3"};
   {
     FakeNpuDaemon first(dir);
     REQUIRE(first.Client(submit).code == 0);
@@ -170,8 +170,8 @@ TEST_CASE("xrt e2e: a store entry of format /1 is rebuilt, not loaded",
   for (const char* db : {"irontune.db", "irontune.db-wal", "irontune.db-shm"})
     std::filesystem::remove(dir + "/state/" + db);
   std::vector<std::string> entries;
-  for (const auto& entry : std::filesystem::directory_iterator(
-           dir + "/state/artifacts")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(dir + "/state/artifacts")) {
     if (entry.path().filename() == ".tmp") continue;
     const std::string path = entry.path() / "entry.json";
     auto e = nlohmann::json::parse(e2e::ReadFile(path));
