@@ -21,8 +21,12 @@ namespace {
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
-constexpr char kEntryFormat[] = "irontune-artifact-entry/1";
-constexpr char kManifestFormat[] = "irontune-xrt-artifact/1";
+// /2: full-ELF arenas and views, value kinds. An entry of another format
+// (a /1 entry, whose manifest XrtDevice refuses) is deleted and rebuilt.
+constexpr char kEntryFormat[] = "irontune-artifact-entry/2";
+// daemon/xrt/artifact_manifest.h's kXrtManifestFormat (this layer cannot
+// include it; tests/xrt/real_path_e2e_test.cc loads what is written here).
+constexpr char kManifestFormat[] = "irontune-xrt-artifact/2";
 constexpr char kEntryFile[] = "entry.json";
 constexpr char kTmpDir[] = ".tmp";
 
@@ -67,22 +71,31 @@ absl::StatusOr<Json> EntryJson(const std::string& recipe_hash,
     files[role] = {{"path", path}, {"nbytes", size}, {"sha256", sha}};
   }
   Json buffers = Json::array(), symbols = Json::array();
-  for (const ArtifactBuffer& b : reply.buffers) {
-    buffers.push_back({{"name", b.name},
-                       {"step", b.step},
-                       {"op_buffer", b.op_buffer},
-                       {"nbytes", b.nbytes},
-                       {"fills", b.fills},
-                       {"drains", b.drains}});
+  Json arenas = Json::array();
+  for (size_t i = 0; i < reply.buffers.size(); ++i) {
+    const ArtifactBuffer& b = reply.buffers[i];
+    Json one = {{"name", b.name},           {"step", b.step},
+                {"op_buffer", b.op_buffer}, {"nbytes", b.nbytes},
+                {"fills", b.fills},         {"drains", b.drains}};
+    if (i < reply.views.size()) {
+      one["arena"] = reply.views[i].arena;
+      one["offset"] = reply.views[i].offset;
+    }
+    buffers.push_back(std::move(one));
   }
+  for (const BuiltArena& a : reply.arenas)
+    arenas.push_back({{"name", a.name}, {"nbytes", a.nbytes}});
   for (const BuiltSymbol& s : reply.symbols) {
     Json one = {{"name", s.name}};
     if (s.insts_word >= 0) one["insts_word"] = s.insts_word;
-    if (s.arg >= 0) one["arg"] = s.arg;
-    if (s.scratchpad_word >= 0) one["scratchpad_word"] = s.scratchpad_word;
+    if (s.scratchpad_word >= 0) {
+      one["scratchpad_word"] = s.scratchpad_word;
+      one["kind"] = s.kind;
+    }
     symbols.push_back(one);
   }
   return Json{{"format", kEntryFormat},
+              {"arenas", arenas},
               {"recipe_hash", recipe_hash},
               {"builder_artifact_hash", reply.builder_artifact_hash},
               {"packaging", PackagingWord(request.packaging)},
@@ -115,11 +128,22 @@ Artifact ArtifactOf(const Json& entry, const fs::path& dir,
     absl::StrAppend(&identity, "\n", role, " ",
                     file.at("sha256").get<std::string>());
   }
+  Json views = Json::object();
   for (const Json& b : entry.at("buffers")) {
     a.buffers.push_back(
         {b.at("name").get<std::string>(), b.at("step").get<int>(),
          b.at("op_buffer").get<int>(), b.at("nbytes").get<uint64_t>(),
          b.at("fills").get<bool>(), b.at("drains").get<bool>()});
+    if (!b.contains("arena")) continue;
+    views[a.buffers.back().name] = {{"arena", b.at("arena")},
+                                    {"offset", b.at("offset")},
+                                    {"nbytes", b.at("nbytes")}};
+  }
+  if (request.packaging == v1::PACKAGING_FULL_ELF) {
+    manifest["arenas"] = entry.at("arenas");
+    manifest["buffers"] = views;
+    absl::StrAppend(&identity, "\narenas ", entry.at("arenas").dump(),
+                    "\nviews ", views.dump());
   }
   manifest["symbols"] = entry.at("symbols");
   for (const Json& s : entry.at("symbols")) {

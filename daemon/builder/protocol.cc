@@ -1,8 +1,10 @@
 #include "daemon/builder/protocol.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 #include <system_error>
+#include <tuple>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -208,9 +210,10 @@ absl::Status ParseFiles(const Field& reply, const BuildRequest& request,
   }
   ASSIGN_OR_RETURN(Field xclbin, f.Get("xclbin"));
   ASSIGN_OR_RETURN(files.xclbin, CheckFile(xclbin, dir, &size));
-  ASSIGN_OR_RETURN(Field kernel, f.Get("kernel"));
-  ASSIGN_OR_RETURN(files.kernel, kernel.String());
-  if (files.kernel.empty()) return Field::Bad(kernel.path(), "is empty");
+  if (f.Has("kernel")) {  // absent or empty: the xclbin's first kernel
+    ASSIGN_OR_RETURN(Field kernel, f.Get("kernel"));
+    ASSIGN_OR_RETURN(files.kernel, kernel.String());
+  }
   ASSIGN_OR_RETURN(Field insts, f.Get("insts"));
   ASSIGN_OR_RETURN(files.insts, CheckFile(insts, dir, &size));
   if (size % 4 != 0) {
@@ -219,6 +222,24 @@ absl::Status ParseFiles(const Field& reply, const BuildRequest& request,
                                                  "words"));
   }
   *insts_words = size / 4;
+  return absl::OkStatus();
+}
+
+// A full ELF's symbol: its ctrl scratchpad word and kind; never "arg".
+absl::Status ParseElfSymbol(const Field& f, BuiltSymbol& s) {
+  if (f.Has("arg")) {
+    return Field::Bad(absl::StrCat(f.path(), ".arg"),
+                      "is refused: XRT takes no scalar arguments on a full "
+                      "ELF's kernel (write the value to a scratchpad_word)");
+  }
+  ASSIGN_OR_RETURN(Field word, f.Get("scratchpad_word"));
+  ASSIGN_OR_RETURN(s.scratchpad_word, word.Int(0, 1 << 20));
+  ASSIGN_OR_RETURN(Field kind, f.Get("kind"));
+  ASSIGN_OR_RETURN(s.kind, kind.String());
+  if (s.kind != "core" && s.kind != "addr") {
+    return Field::Bad(kind.path(),
+                      absl::StrCat("is \"", s.kind, "\", not core or addr"));
+  }
   return absl::OkStatus();
 }
 
@@ -237,18 +258,93 @@ absl::StatusOr<std::vector<BuiltSymbol>> ParseSymbols(
     if (s.name.empty()) return Field::Bad(name.path(), "is empty");
     if (!names.insert(s.name).second)
       return Field::Bad(f.path(), absl::StrCat("repeats \"", s.name, "\""));
-    if (elf && f.Has("scratchpad_word")) {
-      ASSIGN_OR_RETURN(Field word, f.Get("scratchpad_word"));
-      ASSIGN_OR_RETURN(s.scratchpad_word, word.Int(0, 1 << 20));
-    } else if (elf) {
-      ASSIGN_OR_RETURN(Field arg, f.Get("arg"));
-      ASSIGN_OR_RETURN(s.arg, arg.Int(0, 1 << 16));
+    if (elf) {
+      RETURN_IF_ERROR(ParseElfSymbol(f, s));
     } else {
       ASSIGN_OR_RETURN(Field word, f.Get("insts_word"));
       ASSIGN_OR_RETURN(s.insts_word,
                        word.Int(0, static_cast<int64_t>(insts_words) - 1));
     }
     out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// The names of a full ELF's arenas in argument order (amd/IRON
+// iron/common/image/fusion.py, ArgumentSizes).
+constexpr const char* kArenaNames[] = {"input", "output", "scratch",
+                                       "feedback"};
+
+absl::StatusOr<std::vector<BuiltArena>> ParseArenas(const Field& reply) {
+  ASSIGN_OR_RETURN(Field list, reply.Get("arenas"));
+  ASSIGN_OR_RETURN(size_t n, list.ArraySize());
+  if (n < 3 || n > 4) {
+    return Field::Bad(list.path(),
+                      absl::StrCat("has ", n,
+                                   " arenas, not input, output, "
+                                   "scratch and optionally feedback"));
+  }
+  std::vector<BuiltArena> out;
+  for (size_t i = 0; i < n; ++i) {
+    BuiltArena a;
+    ASSIGN_OR_RETURN(Field name, list.At(i).Get("name"));
+    ASSIGN_OR_RETURN(a.name, name.String());
+    if (a.name != kArenaNames[i]) {
+      return Field::Bad(
+          name.path(),
+          absl::StrCat("is \"", a.name, "\", not \"", kArenaNames[i],
+                       "\" (arena ", i, " is kernel argument ", i, ")"));
+    }
+    ASSIGN_OR_RETURN(Field nbytes, list.At(i).Get("nbytes"));
+    ASSIGN_OR_RETURN(int64_t bytes, nbytes.Int(0, int64_t{1} << 40));
+    a.nbytes = static_cast<uint64_t>(bytes);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+// Each full-ELF buffer's view: inside its arena, 4-byte aligned (the shim
+// DMA's word, fusion.py SHIM_ADDRESS_ALIGNMENT), overlapping no other view
+// unless identical to it (a buffer steps share).
+absl::StatusOr<std::vector<BuiltView>> ParseViews(
+    const Field& reply, const std::vector<BuiltArena>& arenas,
+    const std::vector<ArtifactBuffer>& buffers) {
+  ASSIGN_OR_RETURN(Field list, reply.Get("buffers"));
+  std::vector<BuiltView> out;
+  std::vector<std::tuple<size_t, uint64_t, uint64_t, size_t>> placed;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const Field f = list.At(i);
+    BuiltView v;
+    ASSIGN_OR_RETURN(Field arena, f.Get("arena"));
+    ASSIGN_OR_RETURN(v.arena, arena.String());
+    size_t k = 0;
+    while (k < arenas.size() && arenas[k].name != v.arena) ++k;
+    if (k == arenas.size()) {
+      return Field::Bad(arena.path(),
+                        absl::StrCat("\"", v.arena, "\" is no arena"));
+    }
+    ASSIGN_OR_RETURN(Field offset, f.Get("offset"));
+    ASSIGN_OR_RETURN(int64_t off, offset.Int(0, int64_t{1} << 40));
+    v.offset = static_cast<uint64_t>(off);
+    if (v.offset % 4 != 0)
+      return Field::Bad(offset.path(), "is not a multiple of 4");
+    if (v.offset + buffers[i].nbytes > arenas[k].nbytes) {
+      return Field::Bad(
+          f.path(),
+          absl::StrCat("ends at byte ", v.offset + buffers[i].nbytes,
+                       ", past arena ", v.arena, "'s ", arenas[k].nbytes));
+    }
+    placed.emplace_back(k, v.offset, buffers[i].nbytes, i);
+    out.push_back(std::move(v));
+  }
+  std::sort(placed.begin(), placed.end());
+  for (size_t i = 1; i < placed.size(); ++i) {
+    const auto& [a, off, n, at] = placed[i];
+    const auto& [pa, poff, pn, pat] = placed[i - 1];
+    if (a != pa || (off == poff && n == pn) || off >= poff + pn) continue;
+    return Field::Bad(list.At(at).path(),
+                      absl::StrCat("overlaps ", buffers[pat].name, " in arena ",
+                                   arenas[a].name));
   }
   return out;
 }
@@ -382,6 +478,10 @@ absl::StatusOr<BuilderReply> ParseReply(std::string_view text,
   RETURN_IF_ERROR(
       ParseFiles(reply, request, output_dir, out.files, &insts_words));
   ASSIGN_OR_RETURN(out.buffers, ParseBuffers(reply, request));
+  if (request.packaging == v1::PACKAGING_FULL_ELF) {
+    ASSIGN_OR_RETURN(out.arenas, ParseArenas(reply));
+    ASSIGN_OR_RETURN(out.views, ParseViews(reply, out.arenas, out.buffers));
+  }
   ASSIGN_OR_RETURN(out.symbols, ParseSymbols(reply, request, insts_words));
   return out;
 }

@@ -24,17 +24,33 @@ inline constexpr int kBuilderProtocol = 1;
 inline constexpr char kFitCheckLine[] = "fit-check";
 
 // A per-call value of a built image and where it is written: the word of
-// the instruction stream (xclbin chain), or the kernel argument or the
-// word of the ctrl scratchpad (IRON's parameter table; full ELF). Exactly
-// one of insts_word, arg and scratchpad_word is >= 0.
+// the instruction stream (xclbin chain), or the word of the run's ctrl
+// scratchpad (IRON's parameter table; full ELF), with its kind: "core" (a
+// core reads it; written shifted left by 2) or "addr" (written as is).
+// Exactly one of insts_word and scratchpad_word is >= 0. A full ELF's value
+// is never a kernel argument: XRT has no scalar arguments on ELF kernels.
 struct BuiltSymbol {
   std::string name;
   int64_t insts_word = -1;
-  int64_t arg = -1;
   int64_t scratchpad_word = -1;
+  std::string kind;  // full ELF: "core" or "addr"
+};
+
+// A full ELF's byte arena; the k-th is argument k of "main:sequence".
+struct BuiltArena {
+  std::string name;  // input, output, scratch[, feedback]
+  uint64_t nbytes = 0;
+};
+
+// Where a full ELF's buffer lives: bytes [offset, offset + nbytes) of an
+// arena.
+struct BuiltView {
+  std::string arena;
+  uint64_t offset = 0;
 };
 
 // The files of a built design, as paths relative to the build's directory.
+// `kernel` (xclbin chain) may be empty: the xclbin's first kernel.
 struct BuiltFiles {
   std::string xclbin, kernel, insts;  // xclbin chain
   std::string elf;                    // full ELF
@@ -49,6 +65,9 @@ struct BuilderReply {
   std::string builder_artifact_hash;  // the builder's own, for diagnosis
   BuiltFiles files;
   std::vector<ArtifactBuffer> buffers;
+  // Full ELF: the arenas, and each buffer's view (parallel to `buffers`).
+  std::vector<BuiltArena> arenas;
+  std::vector<BuiltView> views;
   std::vector<BuiltSymbol> symbols;
 };
 
@@ -81,8 +100,11 @@ absl::StatusOr<BuilderReply> ParseFitReply(std::string_view text);
 // Parses and checks a reply to `request` (recipe `recipe_hash`). For a built
 // design, also checks that its files are regular, non-empty files inside
 // `output_dir`, and that each insts_word lies within the instruction
-// stream. InvalidArgument naming the field ("reply.buffers[2].nbytes: ...")
-// for anything malformed.
+// stream; for a full ELF, that the arenas are input, output, scratch[,
+// feedback] and each buffer a 4-byte aligned view inside one, overlapping
+// no other unless identical to it, and that every symbol has a
+// scratchpad_word and a kind (an "arg" is refused). InvalidArgument naming
+// the field ("reply.buffers[2].nbytes: ...") for anything malformed.
 absl::StatusOr<BuilderReply> ParseReply(std::string_view text,
                                         const BuildRequest& request,
                                         std::string_view recipe_hash,

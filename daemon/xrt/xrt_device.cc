@@ -10,6 +10,8 @@
 #include <new>
 #include <sstream>
 #include <system_error>
+#include <type_traits>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -22,6 +24,7 @@
 #include "spdlog/spdlog.h"
 #include "xrt/experimental/xrt_elf.h"
 #include "xrt/experimental/xrt_ext.h"
+#include "xrt/experimental/xrt_xclbin.h"
 #include "xrt/xrt_bo.h"
 #include "xrt/xrt_device.h"
 #include "xrt/xrt_hw_context.h"
@@ -75,9 +78,9 @@ std::string StateName(ert_cmd_state state) {
 
 // A failed run's status: a device that stopped answering is Unavailable,
 // an error in the design Internal.
-absl::Status RunFailed(ert_cmd_state state, int step) {
-  const std::string what = absl::StrCat("NPU run of step ", step, " ended in ",
-                                        StateName(state), ", not COMPLETED");
+absl::Status RunFailed(ert_cmd_state state, absl::string_view run) {
+  const std::string what =
+      absl::StrCat(run, " ended in ", StateName(state), ", not COMPLETED");
   if (state == ERT_CMD_STATE_TIMEOUT || state == ERT_CMD_STATE_NORESPONSE) {
     return absl::UnavailableError(what);
   }
@@ -141,18 +144,48 @@ struct XrtDevice::Impl {
   absl::Status ContextFailed(const std::exception& e) const;
 };
 
+// How a failed hardware context is reported. The shim's ioctl wrapper
+// throws xrt_core::system_error(-errno), a std::system_error whose code is
+// the errno (amd/xdna-driver src/shim/host/platform_host.cpp and
+// src/shim/shim_debug.h @856409ca; Xilinx/XRT src/runtime_src/core/common/
+// error.h @963c58ee); xrt::hw_context's constructor lets it through
+// (xrt_hw_context.cpp @963c58ee). What the errno means:
+//   out-of-tree driver (aie2_ctx_runqueue.c @856409ca, aie2_rq_add):
+//     ENOENT  past the context limit (6 on npu1, 32 on the npu4 family) or
+//             out of real-time hardware contexts: the NPU is full;
+//     EBUSY   a context of the whole array is running;
+//     ENOSPC  the design needs more columns than the NPU has.
+//   in-tree driver (torvalds/linux drivers/accel/amdxdna aie2_solver.c
+//   @323bbfcf, aie2_message.c @00ffe45e):
+//     ENODEV  no free partition of the design's width (or no firmware
+//             channel);
+//     EINVAL  the firmware refused the context (out of firmware contexts),
+//             or the design is wider than the NPU.
 absl::Status XrtDevice::Impl::ContextFailed(const std::exception& e) const {
   const auto* se = dynamic_cast<const std::system_error*>(&e);
   const int code = se != nullptr ? se->code().value() : 0;
   const std::string held =
       absl::StrCat("irontuned holds ", contexts, " hardware context",
                    contexts == 1 ? "" : "s", " of NPU ", options.index);
-  if (code == EBUSY || code == ENOSPC || code == EAGAIN || code == ENOMEM) {
+  if (code == ENOSPC) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the design needs more columns than NPU ", options.index,
+                     " has (", opened.columns,
+                     " usable columns): the driver refused its hardware "
+                     "context (ENOSPC): ",
+                     e.what()));
+  }
+  if (code == ENOENT || code == ENODEV || code == EINVAL || code == EBUSY ||
+      code == ENOMEM) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "no hardware context is free (", held,
         "; other processes may hold the rest: see `xrt-smi examine -r "
-        "aie-partitions`): ",
-        e.what()));
+        "aie-partitions`",
+        code == EINVAL ? absl::StrCat("; with the in-tree driver EINVAL also "
+                                      "means a design wider than the NPU's ",
+                                      opened.columns, " columns")
+                       : "",
+        "): ", e.what()));
   }
   return absl::InternalError(absl::StrCat("cannot create a hardware context (",
                                           held, "): ", e.what()));
@@ -160,10 +193,36 @@ absl::Status XrtDevice::Impl::ContextFailed(const std::exception& e) const {
 
 namespace {
 
-// One data buffer: its bo and where the artifact puts it.
+// Whether the xrt::elf of these headers lists its kernels (XRT master,
+// since 99b8b9763b; 2.19 cannot tell an ELF kernel's arguments).
+template <typename Elf, typename = void>
+struct ElfListsKernels : std::false_type {};
+template <typename Elf>
+struct ElfListsKernels<
+    Elf, std::void_t<decltype(std::declval<const Elf&>().get_kernels())>>
+    : std::true_type {};
+
+// The arguments the ELF declares for `kernel` ("main:sequence": kernel
+// "main"), or -1 where the headers cannot tell. Throws what XRT throws.
+template <typename Elf>
+int ElfKernelArgs(const Elf& elf, const std::string& kernel) {
+  if constexpr (ElfListsKernels<Elf>::value) {
+    const std::string name = kernel.substr(0, kernel.find(':'));
+    for (const auto& k : elf.get_kernels()) {
+      if (k.get_name() == name) return static_cast<int>(k.get_num_args());
+    }
+    throw std::runtime_error("the ELF has no kernel \"" + name + "\"");
+  } else {
+    return -1;
+  }
+}
+
+// One data buffer: its bo and where the artifact puts it. A full ELF's
+// buffer is a view of its arena's bo at `offset`.
 struct DataBuffer {
   ArtifactBuffer info;
   ::xrt::bo bo;
+  uint64_t offset = 0;
 };
 
 class XrtImage : public Image {
@@ -171,15 +230,7 @@ class XrtImage : public Image {
   XrtImage(XrtDevice::Impl* device, const Artifact& artifact,
            XrtManifest manifest)
       : device_(device), artifact_(artifact), manifest_(std::move(manifest)) {}
-  ~XrtImage() override {
-    runs_.clear();
-    buffers_.clear();
-    kernel_ = ::xrt::kernel();
-    if (held_) {
-      context_ = ::xrt::hw_context();
-      device_->ContextReleased();
-    }
-  }
+  ~XrtImage() override;
 
   absl::Status Open();
   absl::Status WriteValues(
@@ -195,13 +246,22 @@ class XrtImage : public Image {
   }
   absl::Status OpenChain();
   absl::Status OpenElf();
-  absl::Status MakeBuffers();
+  absl::Status MakeChainBuffers();
+  absl::Status MakeArenas();
+  absl::Status CheckArgCount() const;
   absl::Status MakeRuns();
   absl::Status MakeScratchpads();
   absl::Status WriteScratchpads(
       const std::vector<std::pair<const XrtManifestSymbol*, int32_t>>& writes);
   absl::StatusOr<DataBuffer*> Find(std::string_view name);
   absl::Status RunSteps();
+  absl::Status Wait(size_t run);
+  absl::Status Abort(size_t run, absl::string_view why);
+  // "NPU run of step K" (xclbin chain), "NPU run of the full ELF".
+  std::string RunName(size_t run) const {
+    return chain() ? absl::StrCat("NPU run of step ", run)
+                   : "NPU run of the full ELF";
+  }
 
   XrtDevice::Impl* device_;
   const Artifact artifact_;
@@ -209,19 +269,44 @@ class XrtImage : public Image {
   bool held_ = false;
   ::xrt::hw_context context_;
   ::xrt::kernel kernel_;
+  std::string kernel_name_;
+  int kernel_args_ = -1;  // what the design declares; -1: unknown
   std::vector<uint32_t> insts_;
   ::xrt::bo insts_bo_;
   std::vector<DataBuffer> buffers_;
-  // Per step: the indexes into buffers_ of its kernel's buffer arguments.
+  std::vector<::xrt::bo> arenas_;  // full ELF: argument k is arenas_[k]
+  // xclbin chain, per step: the indexes into buffers_ of its arguments 3...
   std::vector<std::vector<int>> step_args_;
+  // One per step (xclbin chain), one in all (full ELF: the fused sequence
+  // runs every step).
   std::vector<::xrt::run> runs_;
-  // Full ELF with scratchpad symbols: each run's ctrl scratchpad.
+  // Started and neither waited to an end nor aborted: XRT requires abort()
+  // before such a run is started again or destroyed (xrt_kernel.h @963c58ee,
+  // run::wait; master's ~run_impl aborts the process otherwise).
+  std::vector<bool> in_flight_;
+  // Full ELF with scratchpad symbols: the run's ctrl scratchpad.
   std::vector<::xrt::bo> scratchpads_;
 };
 
+XrtImage::~XrtImage() {
+  for (size_t r = 0; r < runs_.size(); ++r) {
+    if (in_flight_[r]) Abort(r, "image unloaded").IgnoreError();
+  }
+  runs_.clear();
+  scratchpads_.clear();
+  buffers_.clear();
+  arenas_.clear();
+  kernel_ = ::xrt::kernel();
+  if (held_) {
+    context_ = ::xrt::hw_context();
+    device_->ContextReleased();
+  }
+}
+
 absl::Status XrtImage::Open() {
   RETURN_IF_ERROR(chain() ? OpenChain() : OpenElf());
-  RETURN_IF_ERROR(MakeBuffers());
+  RETURN_IF_ERROR(chain() ? MakeChainBuffers() : MakeArenas());
+  RETURN_IF_ERROR(CheckArgCount());
   RETURN_IF_ERROR(MakeRuns());
   return MakeScratchpads();
 }
@@ -239,6 +324,19 @@ absl::Status XrtImage::OpenChain() {
   ::xrt::uuid uuid;
   RETURN_IF_ERROR(Guard(absl::StrCat("xclbin ", manifest_.xclbin), [&] {
     const ::xrt::xclbin xclbin(manifest_.xclbin);
+    // No kernel named: the xclbin's first, as mlir-aie's test utilities
+    // take it (IRON names each design's kernel f<hash>_op<idx>).
+    const auto kernels = xclbin.get_kernels();
+    kernel_name_ = manifest_.kernel;
+    if (kernel_name_.empty() && !kernels.empty())
+      kernel_name_ = kernels.front().get_name();
+    for (const auto& k : kernels) {
+      if (k.get_name() == kernel_name_)
+        kernel_args_ = static_cast<int>(k.get_num_args());
+    }
+    if (kernel_args_ < 0) {
+      throw std::runtime_error("has no kernel \"" + kernel_name_ + "\"");
+    }
     uuid = device_->device.register_xclbin(xclbin);
   }));
   try {
@@ -248,8 +346,8 @@ absl::Status XrtImage::OpenChain() {
   }
   held_ = true;
   device_->ContextMade();
-  RETURN_IF_ERROR(Guard(absl::StrCat("kernel ", manifest_.kernel), [&] {
-    kernel_ = ::xrt::kernel(context_, manifest_.kernel);
+  RETURN_IF_ERROR(Guard(absl::StrCat("kernel ", kernel_name_), [&] {
+    kernel_ = ::xrt::kernel(context_, kernel_name_);
   }));
   return Guard("instruction buffer", [&] {
     insts_bo_ = ::xrt::bo(device_->device, insts_.size() * 4,
@@ -261,8 +359,11 @@ absl::Status XrtImage::OpenChain() {
 
 absl::Status XrtImage::OpenElf() {
   ::xrt::elf elf;
-  RETURN_IF_ERROR(Guard(absl::StrCat("ELF ", manifest_.elf),
-                        [&] { elf = ::xrt::elf(manifest_.elf); }));
+  kernel_name_ = kElfKernel;
+  RETURN_IF_ERROR(Guard(absl::StrCat("ELF ", manifest_.elf), [&] {
+    elf = ::xrt::elf(manifest_.elf);
+    kernel_args_ = ElfKernelArgs(elf, kernel_name_);
+  }));
   try {
     context_ = ::xrt::hw_context(device_->device, elf);
   } catch (const std::exception& e) {
@@ -274,7 +375,15 @@ absl::Status XrtImage::OpenElf() {
                [&] { kernel_ = ::xrt::ext::kernel(context_, kElfKernel); });
 }
 
-absl::Status XrtImage::MakeBuffers() {
+absl::Status AllocationFailed(absl::string_view what, uint64_t nbytes,
+                              const absl::Status& made) {
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "cannot allocate ", what, " (", nbytes, " bytes): ", made.message()));
+}
+
+// xclbin chain: one host-only bo per buffer, in the memory group of its
+// argument position (3.. in op_buffer order).
+absl::Status XrtImage::MakeChainBuffers() {
   const int steps = artifact_.distinct ? artifact_.steps : 1;
   step_args_.assign(artifact_.steps, {});
   std::vector<std::vector<int>> of_step(steps);
@@ -284,7 +393,7 @@ absl::Status XrtImage::MakeBuffers() {
           "artifact buffer ", b.name, ": step ", b.step, " of ", steps));
     }
     of_step[b.step].push_back(static_cast<int>(buffers_.size()));
-    buffers_.push_back({b, {}});
+    buffers_.push_back({b, {}, 0});
   }
   for (int s = 0; s < artifact_.steps; ++s) {
     std::vector<int> args = of_step[artifact_.distinct ? s : 0];
@@ -293,58 +402,101 @@ absl::Status XrtImage::MakeBuffers() {
     });
     step_args_[s] = std::move(args);
   }
-  // A buffer's memory group is that of its argument position.
   for (int s = 0; s < steps; ++s) {
     for (size_t k = 0; k < step_args_[s].size(); ++k) {
       DataBuffer& d = buffers_[step_args_[s][k]];
       const size_t size = std::max<uint64_t>(d.info.nbytes, 4);
       absl::Status made = Guard(absl::StrCat("buffer ", d.info.name), [&] {
-        d.bo = chain() ? ::xrt::bo(device_->device, size,
-                                   ::xrt::bo::flags::host_only,
-                                   kernel_.group_id(3 + static_cast<int>(k)))
-                       : ::xrt::bo(::xrt::ext::bo(device_->device, size));
+        d.bo = ::xrt::bo(device_->device, size, ::xrt::bo::flags::host_only,
+                         kernel_.group_id(3 + static_cast<int>(k)));
       });
       if (!made.ok()) {
-        return absl::ResourceExhaustedError(
-            absl::StrCat("cannot allocate buffer ", d.info.name, " (",
-                         d.info.nbytes, " bytes): ", made.message()));
+        return AllocationFailed(absl::StrCat("buffer ", d.info.name),
+                                d.info.nbytes, made);
       }
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status XrtImage::MakeRuns() {
-  const int first_value_arg = static_cast<int>(step_args_[0].size());
-  for (const XrtManifestSymbol& s : manifest_.symbols) {
-    if (s.arg >= 0 && s.arg < first_value_arg) {
+// Full ELF: one host-only bo per arena; each buffer a view of its arena.
+absl::Status XrtImage::MakeArenas() {
+  for (const ArtifactBuffer& b : artifact_.buffers) {
+    const auto it = manifest_.views.find(b.name);
+    if (it == manifest_.views.end() || it->second.nbytes != b.nbytes) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "artifact manifest: symbol \"", s.name, "\" is argument ", s.arg,
-          ", which is buffer ", buffers_[step_args_[0][s.arg]].info.name));
+          "artifact buffer ", b.name, " (", b.nbytes,
+          " bytes) has no view of that size in the manifest's arenas"));
     }
+    buffers_.push_back({b, {}, it->second.offset});
   }
-  return Guard("kernel arguments", [&] {
-    for (int s = 0; s < artifact_.steps; ++s) {
+  for (const XrtArena& a : manifest_.arenas) {
+    ::xrt::bo bo;
+    absl::Status made = Guard(absl::StrCat("arena ", a.name), [&] {
+      bo = ::xrt::ext::bo(device_->device, std::max<uint64_t>(a.nbytes, 4));
+    });
+    if (!made.ok()) {
+      return AllocationFailed(absl::StrCat("arena ", a.name), a.nbytes, made);
+    }
+    arenas_.push_back(std::move(bo));
+  }
+  for (DataBuffer& d : buffers_) {
+    d.bo = arenas_[manifest_.views.at(d.info.name).arena];
+  }
+  return absl::OkStatus();
+}
+
+// The buffers bound must be arguments the kernel has: XRT indexes its
+// argument table past the end otherwise (xrt_kernel.cpp @963c58ee,
+// kernel_impl::get_arg), and mlir-aie's test utilities check it too. A
+// full ELF binds exactly its arenas.
+absl::Status XrtImage::CheckArgCount() const {
+  if (kernel_args_ < 0) return absl::OkStatus();
+  size_t bound = arenas_.size();
+  if (chain()) {
+    bound = 0;
+    for (const auto& args : step_args_) bound = std::max(bound, args.size());
+    bound += 3;
+  }
+  const bool fits = chain() ? bound <= static_cast<size_t>(kernel_args_)
+                            : bound == static_cast<size_t>(kernel_args_);
+  if (fits) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "kernel ", kernel_name_, " of ",
+      chain() ? manifest_.xclbin : manifest_.elf, " declares ", kernel_args_,
+      " arguments, but the artifact binds ", bound,
+      chain() ? " (opcode, instructions, their count and a step's buffers)"
+              : " (its arenas)"));
+}
+
+absl::Status XrtImage::MakeRuns() {
+  const int runs = chain() ? artifact_.steps : 1;
+  RETURN_IF_ERROR(Guard("kernel arguments", [&] {
+    for (int s = 0; s < runs; ++s) {
       ::xrt::run run(kernel_);
-      const int base = chain() ? 3 : 0;
       if (chain()) {
         run.set_arg(0, kOpcode);
         run.set_arg(1, insts_bo_);
         run.set_arg(2, static_cast<uint32_t>(insts_.size()));
-      }
-      for (size_t k = 0; k < step_args_[s].size(); ++k) {
-        run.set_arg(base + static_cast<int>(k), buffers_[step_args_[s][k]].bo);
-      }
-      for (const XrtManifestSymbol& sym : manifest_.symbols) {
-        if (sym.arg >= 0) run.set_arg(sym.arg, int32_t{0});
+        for (size_t k = 0; k < step_args_[s].size(); ++k) {
+          run.set_arg(3 + static_cast<int>(k), buffers_[step_args_[s][k]].bo);
+        }
+      } else {
+        for (size_t k = 0; k < arenas_.size(); ++k) {
+          run.set_arg(static_cast<int>(k), arenas_[k]);
+        }
       }
       runs_.push_back(std::move(run));
     }
-  });
+  }));
+  in_flight_.assign(runs_.size(), false);
+  return absl::OkStatus();
 }
 
-// Each run's ctrl scratchpad, when a symbol is written there, with the
-// symbols' words zeroed and synced to the device.
+// The run's ctrl scratchpad, when a symbol is written there, with the
+// symbols' words zeroed and synced to the device. XRT makes it with the run
+// from the ELF's "scratch-pad-ctrl" symbol, and get_ctrl_scratchpad_bo()
+// syncs it from the device before returning it (xrt_module.cpp @963c58ee).
 absl::Status XrtImage::MakeScratchpads() {
   std::vector<std::pair<const XrtManifestSymbol*, int32_t>> zeros;
   for (const XrtManifestSymbol& s : manifest_.symbols) {
@@ -381,39 +533,29 @@ absl::Status XrtImage::WriteScratchpads(
   });
 }
 
+// Each value encoded by its kind (EncodeValue: a core's value << 2).
 absl::Status XrtImage::WriteValues(
     const std::map<std::string, int64_t>& values) {
   std::vector<std::pair<const XrtManifestSymbol*, int32_t>> writes;
-  for (const auto& entry : values) {
-    const std::string& name = entry.first;
-    const int64_t value = entry.second;
+  for (const auto& [name, value] : values) {
     const auto it = std::find_if(
         manifest_.symbols.begin(), manifest_.symbols.end(),
-        [&name](const XrtManifestSymbol& s) { return s.name == name; });
+        [&name = name](const XrtManifestSymbol& s) { return s.name == name; });
     if (it == manifest_.symbols.end()) {
       return absl::InvalidArgumentError(
           absl::StrCat("the image takes no per-call value \"", name, "\""));
     }
-    if (value < INT32_MIN || value > INT32_MAX) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "per-call value ", name, " = ", value, " does not fit 32 bits"));
-    }
-    writes.emplace_back(&*it, static_cast<int32_t>(value));
+    ASSIGN_OR_RETURN(const int32_t word, EncodeValue(name, value, it->kind));
+    writes.emplace_back(&*it, word);
   }
   if (writes.empty()) return absl::OkStatus();
-  if (!scratchpads_.empty()) RETURN_IF_ERROR(WriteScratchpads(writes));
+  if (!chain()) return WriteScratchpads(writes);
   return Guard("per-call values", [&] {
     for (const auto& [sym, v] : writes) {
-      if (sym->insts_word >= 0) {
-        insts_[sym->insts_word] = static_cast<uint32_t>(v);
-      } else if (sym->arg >= 0) {
-        for (::xrt::run& run : runs_) run.set_arg(sym->arg, v);
-      }
+      insts_[sym->insts_word] = static_cast<uint32_t>(v);
     }
-    if (chain()) {
-      std::memcpy(insts_bo_.map<void*>(), insts_.data(), insts_.size() * 4);
-      insts_bo_.sync(XCL_BO_SYNC_BO_TO_DEVICE);
-    }
+    std::memcpy(insts_bo_.map<void*>(), insts_.data(), insts_.size() * 4);
+    insts_bo_.sync(XCL_BO_SYNC_BO_TO_DEVICE);
   });
 }
 
@@ -424,6 +566,7 @@ absl::StatusOr<DataBuffer*> XrtImage::Find(std::string_view name) {
       absl::StrCat("the image has no buffer \"", A(name), "\""));
 }
 
+// Writes at the buffer's view and syncs only that range.
 absl::Status XrtImage::WriteBuffer(std::string_view name,
                                    std::string_view bytes) {
   ASSIGN_OR_RETURN(DataBuffer * d, Find(name));
@@ -433,8 +576,8 @@ absl::Status XrtImage::WriteBuffer(std::string_view name,
                      " bytes, not ", bytes.size()));
   }
   return Guard(absl::StrCat("buffer ", A(name)), [&] {
-    std::memcpy(d->bo.map<void*>(), bytes.data(), bytes.size());
-    d->bo.sync(XCL_BO_SYNC_BO_TO_DEVICE);
+    std::memcpy(d->bo.map<char*>() + d->offset, bytes.data(), bytes.size());
+    d->bo.sync(XCL_BO_SYNC_BO_TO_DEVICE, bytes.size(), d->offset);
   });
 }
 
@@ -442,31 +585,66 @@ absl::StatusOr<std::string> XrtImage::ReadBuffer(std::string_view name) {
   ASSIGN_OR_RETURN(DataBuffer * d, Find(name));
   std::string out = ZeroBytes(d->info.nbytes);
   RETURN_IF_ERROR(Guard(absl::StrCat("buffer ", A(name)), [&] {
-    d->bo.sync(XCL_BO_SYNC_BO_FROM_DEVICE);
-    std::memcpy(out.data(), d->bo.map<void*>(), out.size());
+    d->bo.sync(XCL_BO_SYNC_BO_FROM_DEVICE, out.size(), d->offset);
+    std::memcpy(out.data(), d->bo.map<char*>() + d->offset, out.size());
   }));
   return out;
 }
 
-// Every step: start, then wait for it. Inside the timed span: nothing else.
-absl::Status XrtImage::RunSteps() {
+// Aborts run `r`, which did not end: XRT leaves a timed-out command
+// running, and it must be aborted before the run is started again or
+// destroyed (xrt_kernel.h @963c58ee, run::wait and run::abort).
+absl::Status XrtImage::Abort(size_t r, absl::string_view why) {
+  ert_cmd_state state = ERT_CMD_STATE_ABORT;
+  const absl::Status aborted =
+      Guard("abort", [&] { state = runs_[r].abort(); });
+  if (aborted.ok()) in_flight_[r] = false;
+  spdlog::warn("xrt:{}: {} {}; {}", device_->options.index, RunName(r),
+               std::string(why),
+               aborted.ok() ? "aborted" : std::string(aborted.message()));
+  return aborted.ok() ? absl::OkStatus() : aborted;
+}
+
+// Waits for run `r` to end COMPLETED; a timeout aborts it.
+absl::Status XrtImage::Wait(size_t r) {
   const auto timeout = device_->options.run_timeout;
-  for (size_t s = 0; s < runs_.size(); ++s) {
+  const std::string late = absl::StrCat(RunName(r), " did not complete within ",
+                                        timeout.count(), " ms");
+  if (chain()) {
+    // ERT_CMD_STATE_TIMEOUT is both "the wait timed out" and a command
+    // that ended so; abort() returns at once for the latter.
+    const ert_cmd_state state = runs_[r].wait(timeout);
+    if (state == ERT_CMD_STATE_TIMEOUT) {
+      const absl::Status aborted = Abort(r, "timed out");
+      return absl::UnavailableError(
+          absl::StrCat(late, " (", StateName(state), "); ",
+                       aborted.ok() ? "aborted" : aborted.message()));
+    }
+    in_flight_[r] = false;
+    return state == ERT_CMD_STATE_COMPLETED ? absl::OkStatus()
+                                            : RunFailed(state, RunName(r));
+  }
+  if (runs_[r].wait2(timeout) == std::cv_status::timeout) {
+    const absl::Status aborted = Abort(r, "timed out");
+    return absl::UnavailableError(
+        absl::StrCat(late, "; ", aborted.ok() ? "aborted" : aborted.message()));
+  }
+  in_flight_[r] = false;
+  return absl::OkStatus();
+}
+
+// Every run: start, then wait for it. Inside the timed span: nothing else.
+absl::Status XrtImage::RunSteps() {
+  for (size_t r = 0; r < runs_.size(); ++r) {
     try {
-      runs_[s].start();
-      if (chain()) {
-        const ert_cmd_state state = runs_[s].wait(timeout);
-        if (state != ERT_CMD_STATE_COMPLETED) return RunFailed(state, s);
-      } else if (runs_[s].wait2(timeout) == std::cv_status::timeout) {
-        return absl::UnavailableError(absl::StrCat("NPU run of step ", s,
-                                                   " did not complete within ",
-                                                   timeout.count(), " ms"));
-      }
+      runs_[r].start();
+      in_flight_[r] = true;
+      RETURN_IF_ERROR(Wait(r));
     } catch (const ::xrt::run::command_error& e) {
-      return RunFailed(e.get_command_state(), s);
+      in_flight_[r] = false;
+      return RunFailed(e.get_command_state(), RunName(r));
     } catch (const std::exception& e) {
-      return absl::InternalError(
-          absl::StrCat("NPU run of step ", s, ": ", e.what()));
+      return absl::InternalError(absl::StrCat(RunName(r), ": ", e.what()));
     }
   }
   return absl::OkStatus();

@@ -4,20 +4,28 @@
 //
 // Load takes an artifact whose payload is an XRT artifact manifest
 // (artifact_manifest.h) and makes one hardware context for it:
-//   xclbin chain: xrt::xclbin, device.register_xclbin, hw_context(device,
-//     uuid), xrt::kernel(ctx, kernel); the instruction buffer cacheable in
-//     group_id(1), data buffers host_only in group_id(3..); a step is a run
-//     of (opcode 3, instructions, word count, buffers...) ended by wait(),
-//     whose ert_cmd_state must be COMPLETED.
+//   xclbin chain: xrt::xclbin, its kernel (the manifest's, or the xclbin's
+//     first), device.register_xclbin, hw_context(device, uuid),
+//     xrt::kernel(ctx, kernel); the instruction buffer cacheable in
+//     group_id(1), data buffers host_only in group_id(3..), no more than
+//     the kernel declares; a step is a run of (opcode 3, instructions, word
+//     count, buffers...) ended by wait(timeout), whose ert_cmd_state must be
+//     COMPLETED.
 //   full ELF: xrt::elf, hw_context(device, elf), xrt::ext::kernel(ctx,
-//     "main:sequence"), host-only xrt::ext::bo buffers as arguments 0..,
-//     per-call values as their symbols' arguments or in each run's ctrl
-//     scratchpad (xrt::run::get_ctrl_scratchpad_bo); start, then wait2().
+//     "main:sequence"); one host-only xrt::ext::bo per arena (input,
+//     output, scratch[, feedback]) bound as arguments 0.. and nothing else
+//     (as many as the ELF declares, where the headers tell); each buffer a
+//     view (arena, offset) of one; per-call values in the run's ctrl
+//     scratchpad (xrt::run::get_ctrl_scratchpad_bo), encoded by kind; one
+//     run of the fused sequence (every step) per call: start, wait2(timeout).
 // Per-call values are written where the manifest's symbols say (an int32
-// instruction word, a kernel argument, or a ctrl scratchpad word). Buffers
-// and scratchpads are synced to the device when written and from it when
-// read: never inside the timed span, which is steady-clock time around
-// start + wait of every step (SpanClockNow, span_clock.h).
+// instruction word, or a ctrl scratchpad word: a core's value << 2).
+// Buffers and scratchpads are synced to the device when written and from it
+// when read, a buffer's range only: never inside the timed span, which is
+// steady-clock time around start + wait of every run (SpanClockNow,
+// span_clock.h). A run whose wait times out is aborted before it is
+// started again or destroyed (XRT's contract), and the call fails
+// Unavailable.
 //
 // The host around it: the platform and power mode from `xrt-smi examine -r
 // platform`, the other holders from `xrt-smi examine -r aie-partitions`,
@@ -71,10 +79,13 @@ class XrtDevice : public Device {
 
   // The platform as xrt-smi reports it now.
   absl::StatusOr<Platform> GetPlatform() override;
-  // InvalidArgument for a payload that is no manifest, a packaging the
-  // platform lacks, files that are missing or malformed, or symbols the
-  // manifest does not place; ResourceExhausted when no hardware context or
-  // buffer can be had (saying how many contexts irontuned holds).
+  // InvalidArgument for a payload that is no manifest (format /1 included),
+  // a packaging the platform lacks, files that are missing or malformed,
+  // symbols the manifest does not place, buffers the kernel's arguments do
+  // not match, or a design wider than the NPU (the driver's ENOSPC);
+  // ResourceExhausted when no hardware context (the driver's ENOENT,
+  // ENODEV, EINVAL, EBUSY) or buffer can be had, saying how many contexts
+  // irontuned holds.
   absl::StatusOr<std::unique_ptr<Image>> Load(
       const Artifact& artifact) override;
   absl::StatusOr<std::vector<int>> OtherHolders() override;

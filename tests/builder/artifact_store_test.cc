@@ -32,7 +32,7 @@ BuilderReply FakeBuild(ArtifactStore& store, const std::string& recipe,
   reply.files.kernel = "MLIR_AIE";
   reply.files.insts = "insts.bin";
   reply.buffers.push_back({"s0.A", 0, 0, 16, true, false});
-  reply.symbols.push_back({"seq_len", 7, -1});
+  reply.symbols.push_back({"seq_len", 7, -1, ""});
   return reply;
 }
 
@@ -167,6 +167,55 @@ TEST_CASE("A second insert of a recipe keeps the first") {
   REQUIRE(second.ok());
   CHECK(second->artifact_hash == first.artifact_hash);
   CHECK_FALSE(fs::exists(dir));
+}
+
+TEST_CASE("A full-ELF entry keeps its arenas, views and value kinds") {
+  const std::string root = e2e::TempDir("store-elf") + "/artifacts";
+  auto store = *ArtifactStore::Open(root, 0);
+  const std::string recipe = Sha256Hex("elf");
+  const BuildRequest request = GemmRequest(64, v1::PACKAGING_FULL_ELF);
+  const std::string dir = *store->NewBuildDir(recipe);
+  WriteFile(dir + "/design.elf",
+            "\x7f"
+            "ELF elf bytes");
+  BuilderReply reply;
+  reply.status = ReplyStatus::kBuilt;
+  reply.files.elf = "design.elf";
+  reply.buffers.push_back({"s0.A", 0, 0, 16, true, false});
+  reply.buffers.push_back({"s0.C", 0, 2, 8, false, true});
+  reply.arenas = {{"input", 16}, {"output", 24}, {"scratch", 0}};
+  reply.views = {{"input", 0}, {"output", 16}};
+  reply.symbols.push_back({"seq_len", -1, 2, "core"});
+  absl::StatusOr<Artifact> a = store->Insert(recipe, dir, reply, request);
+  REQUIRE(a.ok());
+  const auto m = nlohmann::json::parse(a->payload);
+  CHECK(m["format"] == "irontune-xrt-artifact/2");
+  CHECK(m["arenas"][1] == nlohmann::json({{"name", "output"}, {"nbytes", 24}}));
+  CHECK(m["buffers"]["s0.C"] ==
+        nlohmann::json({{"arena", "output"}, {"offset", 16}, {"nbytes", 8}}));
+  CHECK(m["symbols"][0] ==
+        nlohmann::json(
+            {{"name", "seq_len"}, {"scratchpad_word", 2}, {"kind", "core"}}));
+  // Found again, it is the same artifact.
+  absl::StatusOr<std::optional<Artifact>> hit = store->Lookup(recipe, request);
+  REQUIRE(hit.ok());
+  REQUIRE(hit->has_value());
+  CHECK((*hit)->payload == a->payload);
+  CHECK((*hit)->artifact_hash == a->artifact_hash);
+}
+
+TEST_CASE("An entry of format /1 is deleted, so the design is rebuilt") {
+  const std::string root = e2e::TempDir("store-v1") + "/artifacts";
+  auto store = *ArtifactStore::Open(root, 0);
+  const std::string recipe = Sha256Hex("old");
+  Insert(*store, recipe);
+  const std::string entry = root + "/" + recipe + "/entry.json";
+  auto json = nlohmann::json::parse(e2e::ReadFile(entry));
+  CHECK(json["format"] == "irontune-artifact-entry/2");
+  json["format"] = "irontune-artifact-entry/1";  // as an older irontuned wrote
+  WriteFile(entry, json.dump());
+  CHECK_FALSE(Has(*store, recipe));
+  CHECK_FALSE(fs::exists(root + "/" + recipe));
 }
 
 }  // namespace

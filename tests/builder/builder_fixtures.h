@@ -75,7 +75,7 @@ struct FakeScript {
   ~FakeScript() { Clear(); }
   static void Clear() {
     for (const char* n : {"MODE", "REFUSE", "SLEEP", "LOG", "VERSION", "WRONG",
-                          "ELF_VALUES", "FIT_CHECK"})
+                          "ELF_VALUES", "VALUE_KIND", "KERNEL", "FIT_CHECK"})
       ScriptFake(n, "");
   }
 };

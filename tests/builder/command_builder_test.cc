@@ -22,6 +22,17 @@ using testing::GemmRequest;
 using testing::ScriptFake;
 namespace fs = std::filesystem;
 
+// The JSON of a fake design file: after the "xclbin2" magic or the 64-byte
+// ELF header (tests/fakes/xrt/README.md).
+nlohmann::json DesignJson(const std::string& path) {
+  const std::string bytes = e2e::ReadFile(path);
+  return nlohmann::json::parse(bytes.substr(bytes.rfind("\x7f"
+                                                        "ELF",
+                                                        0) == 0
+                                                ? 64
+                                                : 8));
+}
+
 struct Fixture {
   FakeScript script;
   std::string dir = e2e::TempDir("command-builder");
@@ -94,13 +105,15 @@ TEST_CASE("CommandBuilder builds an xclbin chain into the store, once") {
   CHECK(a.buffers[4].nbytes == 64 * 128 * 2);
   CHECK(a.symbols == std::vector<std::string>{"seq_len"});
   const auto manifest = nlohmann::json::parse(a.payload);
-  CHECK(manifest["format"] == "irontune-xrt-artifact/1");
+  CHECK(manifest["format"] == "irontune-xrt-artifact/2");
   CHECK(manifest["packaging"] == "xclbin_chain");
-  CHECK(manifest["kernel"] == "MLIR_AIE");
+  // IRON's xclbin chain names a design's kernel f<hash>_op<idx>.
+  CHECK(manifest["kernel"] == "f" + a.recipe_hash.substr(0, 8) + "_op0");
   const std::string xclbin = manifest["xclbin"];
   CHECK(xclbin == f.dir + "/artifacts/" + a.recipe_hash + "/design.xclbin");
-  const auto design = nlohmann::json::parse(e2e::ReadFile(xclbin));
-  CHECK(design["fake_xrt"] == 1);
+  CHECK(e2e::ReadFile(xclbin).compare(0, 8, std::string("xclbin2", 8)) == 0);
+  const auto design = DesignJson(xclbin);
+  CHECK(design["kernel"] == manifest["kernel"]);
   CHECK(design["run_us"].get<double>() > 0);
   CHECK(manifest["symbols"][0]["insts_word"] == 16);
   CHECK(fs::file_size(manifest["insts"].get<std::string>()) % 4 == 0);
@@ -115,31 +128,62 @@ TEST_CASE("CommandBuilder builds an xclbin chain into the store, once") {
   CHECK(f.TmpLeft().empty());
 }
 
-TEST_CASE("CommandBuilder builds a full ELF with scratchpad symbols") {
+TEST_CASE("CommandBuilder builds a full ELF of arenas and scratchpad values") {
   Fixture f;
   auto built = f.builder->Build(GemmRequest(64, v1::PACKAGING_FULL_ELF));
   REQUIRE(built.ok());
   REQUIRE(built->artifact);
   const auto manifest = nlohmann::json::parse(built->artifact->payload);
   CHECK(manifest["packaging"] == "full_elf");
-  const auto design =
-      nlohmann::json::parse(e2e::ReadFile(manifest["elf"].get<std::string>()));
+  const std::string elf = manifest["elf"];
+  CHECK(e2e::ReadFile(elf).compare(0, 4,
+                                   "\x7f"
+                                   "ELF") == 0);
+  const auto design = DesignJson(elf);
   CHECK(design["kernel"] == "main:sequence");
   CHECK_FALSE(manifest.contains("xclbin"));
-  // As IRON's: the value in a word of the ctrl scratchpad the ELF has.
+  // IRON's fused layout: arenas input, output, scratch; A and B in the
+  // input arena one after the other, C in the output arena.
+  REQUIRE(manifest["arenas"].size() == 3);
+  const std::vector<ArtifactBuffer>& bufs = built->artifact->buffers;
+  REQUIRE(bufs.size() == 3);
+  CHECK(manifest["arenas"][0] ==
+        nlohmann::json(
+            {{"name", "input"}, {"nbytes", bufs[0].nbytes + bufs[1].nbytes}}));
+  CHECK(manifest["buffers"]["s0.B"]["arena"] == "input");
+  CHECK(manifest["buffers"]["s0.B"]["offset"] == bufs[0].nbytes);
+  CHECK(manifest["buffers"]["s0.C"] ==
+        nlohmann::json(
+            {{"arena", "output"}, {"offset", 0}, {"nbytes", bufs[2].nbytes}}));
+  CHECK(design["args"] == 3);
+  // As IRON's: the value in a word of the ctrl scratchpad, with its kind.
   CHECK(manifest["symbols"][0]["scratchpad_word"] == 1);
+  CHECK(manifest["symbols"][0]["kind"] == "core");
   CHECK_FALSE(manifest["symbols"][0].contains("arg"));
   CHECK(design["scratchpad_words"].get<int>() > 1);
 }
 
-TEST_CASE("CommandBuilder builds a full ELF with argument symbols") {
+TEST_CASE("A reply's value kind and missing kernel reach the manifest") {
+  Fixture f;
+  ScriptFake("VALUE_KIND", "addr");
+  auto elf = f.builder->Build(GemmRequest(64, v1::PACKAGING_FULL_ELF));
+  REQUIRE((elf.ok() && elf->artifact));
+  CHECK(nlohmann::json::parse(elf->artifact->payload)["symbols"][0]["kind"] ==
+        "addr");
+  ScriptFake("KERNEL", "omit");
+  auto chain = f.builder->Build(GemmRequest(64));
+  REQUIRE((chain.ok() && chain->artifact));
+  CHECK_FALSE(
+      nlohmann::json::parse(chain->artifact->payload).contains("kernel"));
+}
+
+TEST_CASE("CommandBuilder refuses a full ELF whose values are arguments") {
   Fixture f;
   ScriptFake("ELF_VALUES", "arg");
   auto built = f.builder->Build(GemmRequest(64, v1::PACKAGING_FULL_ELF));
-  REQUIRE(built.ok());
-  REQUIRE(built->artifact);
-  const auto manifest = nlohmann::json::parse(built->artifact->payload);
-  CHECK(manifest["symbols"][0]["arg"] == 3);
+  REQUIRE_FALSE(built.ok());
+  CHECK_THAT(std::string(built.status().message()),
+             Catch::Contains("reply.symbols[0].arg is refused"));
 }
 
 TEST_CASE("The fake's designs say which buffers a run reads and writes") {
@@ -150,7 +194,7 @@ TEST_CASE("The fake's designs say which buffers a run reads and writes") {
   REQUIRE((good.ok() && wrong.ok() && good->artifact && wrong->artifact));
   auto design = [](const Artifact& a) {
     const auto m = nlohmann::json::parse(a.payload);
-    return nlohmann::json::parse(e2e::ReadFile(m["xclbin"].get<std::string>()));
+    return DesignJson(m["xclbin"].get<std::string>());
   };
   const auto g = design(*good->artifact);
   CHECK(g["io"] == nlohmann::json({"in", "in", "out"}));
@@ -167,8 +211,7 @@ TEST_CASE("Settings of one operator get distinct recipes and fake times") {
   CHECK(a->artifact->artifact_hash != b->artifact->artifact_hash);
   auto run_us = [](const Artifact& x) {
     const auto m = nlohmann::json::parse(x.payload);
-    return nlohmann::json::parse(e2e::ReadFile(m["xclbin"]))["run_us"]
-        .get<double>();
+    return DesignJson(m["xclbin"])["run_us"].get<double>();
   };
   CHECK(run_us(*a->artifact) < run_us(*b->artifact));  // 64 is the sweet spot
 }

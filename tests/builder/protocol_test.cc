@@ -154,8 +154,8 @@ TEST_CASE("Malformed replies name the field") {
   f.reply["symbols"][0]["insts_word"] = 4;  // i.bin has 4 words
   CHECK(f.Error() == "reply.symbols[0].insts_word is 4, not in [0, 3]");
   f = ReplyFixture();
-  f.reply["files"].erase("kernel");
-  CHECK(f.Error() == "reply.files.kernel is missing");
+  f.reply["files"]["kernel"] = 7;
+  CHECK(f.Error() == "reply.files.kernel is not a string");
   f = ReplyFixture();
   f.reply["recipe_hash"] = "r2";
   CHECK(f.Error() == "reply.recipe_hash is \"r2\", not the request's \"r1\"");
@@ -194,23 +194,110 @@ TEST_CASE("Reply files must be non-empty files inside the output dir") {
   CHECK(f.Error().find("is not a regular file") != std::string::npos);
 }
 
-TEST_CASE("A full ELF reply names the ELF and argument symbols") {
+// A full-ELF reply as IRON's fused image lays it out: s0.A in the input
+// arena, s0.C at byte 64 of the output arena.
+ReplyFixture ElfReply() {
   ReplyFixture f;
   f.request.packaging = v1::PACKAGING_FULL_ELF;
   f.reply["packaging"] = "full_elf";
   f.reply["files"] = {{"elf", "d.xclbin"}};
-  f.reply["symbols"] = {{{"name", "seq_len"}, {"arg", 4}}};
+  f.reply["arenas"] = {{{"name", "input"}, {"nbytes", 8192}},
+                       {{"name", "output"}, {"nbytes", 8256}},
+                       {{"name", "scratch"}, {"nbytes", 0}}};
+  f.reply["buffers"][0]["arena"] = "input";
+  f.reply["buffers"][0]["offset"] = 0;
+  f.reply["buffers"].push_back({{"name", "s0.C"},
+                                {"step", 0},
+                                {"op_buffer", 2},
+                                {"nbytes", 8192},
+                                {"fills", false},
+                                {"drains", true},
+                                {"arena", "output"},
+                                {"offset", 64}});
+  f.reply["symbols"] = {
+      {{"name", "seq_len"}, {"scratchpad_word", 2}, {"kind", "core"}}};
+  return f;
+}
+
+TEST_CASE("A full ELF reply names its arenas, views and value kinds") {
+  const ReplyFixture f = ElfReply();
   absl::StatusOr<BuilderReply> r = f.Parse();
   REQUIRE(r.ok());
   CHECK(r->files.elf == "d.xclbin");
-  CHECK(r->symbols.at(0).arg == 4);
-  f.reply["symbols"] = {{{"name", "seq_len"}, {"scratchpad_word", 2}}};
-  r = f.Parse();
-  REQUIRE(r.ok());
+  REQUIRE(r->arenas.size() == 3);
+  CHECK(r->arenas[1].name == "output");
+  CHECK(r->arenas[1].nbytes == 8256);
+  REQUIRE(r->views.size() == 2);
+  CHECK(r->views[1].arena == "output");
+  CHECK(r->views[1].offset == 64);
   CHECK(r->symbols.at(0).scratchpad_word == 2);
-  CHECK(r->symbols.at(0).arg == -1);
+  CHECK(r->symbols.at(0).kind == "core");
+}
+
+TEST_CASE("A full ELF reply without arenas, views or kinds is refused") {
+  ReplyFixture f = ElfReply();
+  f.reply.erase("arenas");
+  CHECK(f.Error() == "reply.arenas is missing");
+  f = ElfReply();
+  f.reply["buffers"][1].erase("offset");
+  CHECK(f.Error() == "reply.buffers[1].offset is missing");
+  f = ElfReply();
+  f.reply["symbols"][0].erase("kind");
+  CHECK(f.Error() == "reply.symbols[0].kind is missing");
+  f = ElfReply();
+  f.reply["symbols"][0]["kind"] = "int";
+  CHECK(f.Error() == "reply.symbols[0].kind is \"int\", not core or addr");
+  f = ElfReply();
   f.reply["symbols"] = {{{"name", "seq_len"}, {"insts_word", 4}}};
-  CHECK(f.Error() == "reply.symbols[0].arg is missing");
+  CHECK(f.Error() == "reply.symbols[0].scratchpad_word is missing");
+}
+
+TEST_CASE("A full ELF symbol that is a kernel argument is refused") {
+  ReplyFixture f = ElfReply();
+  f.reply["symbols"] = {{{"name", "seq_len"}, {"arg", 4}}};
+  CHECK(f.Error().find("reply.symbols[0].arg is refused: XRT takes no "
+                       "scalar arguments") == 0);
+}
+
+TEST_CASE("A full ELF's arenas and views are checked") {
+  ReplyFixture f = ElfReply();
+  f.reply["arenas"][0]["name"] = "weights";
+  CHECK(f.Error() ==
+        "reply.arenas[0].name is \"weights\", not \"input\" "
+        "(arena 0 is kernel argument 0)");
+  f = ElfReply();
+  f.reply["arenas"].erase(2);
+  CHECK(f.Error().find("has 2 arenas") != std::string::npos);
+  f = ElfReply();
+  f.reply["arenas"].push_back({{"name", "feedback"}, {"nbytes", 64}});
+  CHECK(f.Error() == "ok");
+  f = ElfReply();
+  f.reply["buffers"][1]["arena"] = "feedback";
+  CHECK(f.Error() == "reply.buffers[1].arena \"feedback\" is no arena");
+  f = ElfReply();
+  f.reply["buffers"][1]["offset"] = 66;
+  CHECK(f.Error() == "reply.buffers[1].offset is not a multiple of 4");
+  f = ElfReply();
+  f.reply["buffers"][1]["offset"] = 128;
+  CHECK(f.Error() ==
+        "reply.buffers[1] ends at byte 8320, past arena output's 8256");
+  f = ElfReply();
+  f.reply["buffers"][1]["arena"] = "input";
+  f.reply["buffers"][1]["offset"] = 0;
+  f.reply["arenas"][0]["nbytes"] = 16384;
+  CHECK(f.Error() == "ok");  // the same view twice: a shared buffer
+  f.reply["buffers"][1]["offset"] = 4096;
+  CHECK(f.Error() == "reply.buffers[1] overlaps s0.A in arena input");
+}
+
+TEST_CASE("An xclbin chain reply may leave the kernel to the xclbin") {
+  ReplyFixture f;
+  f.reply["files"].erase("kernel");
+  absl::StatusOr<BuilderReply> r = f.Parse();
+  REQUIRE(r.ok());
+  CHECK(r->files.kernel.empty());
+  f.reply["files"]["kernel"] = "f1a2b3c4_op0";
+  CHECK(f.Parse()->files.kernel == "f1a2b3c4_op0");
 }
 
 }  // namespace

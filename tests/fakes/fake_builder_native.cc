@@ -4,9 +4,9 @@
 // that builds a whole model's settings (the example recording: about a
 // thousand designs, each built twice) does not start a python3 per build.
 //
-// Scripted by IRONTUNE_FAKE_BUILDER_REFUSE, _WRONG and _ELF_VALUES as the
-// python fake is; every other build is good. `--version` prints
-// "fake-builder-native 1".
+// Scripted by IRONTUNE_FAKE_BUILDER_REFUSE, _WRONG, _ELF_VALUES,
+// _VALUE_KIND and _KERNEL as the python fake is; every other build is good.
+// `--version` prints "fake-builder-native 1".
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -131,7 +131,7 @@ std::string Io(const json& b) {
   return fills ? "in" : drains ? "out" : "none";
 }
 
-json Symbols(const json& request, size_t nbuffers, bool elf) {
+json Symbols(const json& request, bool elf) {
   std::set<std::string> names;
   for (const json& v : request["operator"]["values"]) names.insert(v["symbol"]);
   json table = json::array();
@@ -140,54 +140,118 @@ json Symbols(const json& request, size_t nbuffers, bool elf) {
     if (!elf) {
       table.push_back({{"name", s}, {"insts_word", 16 + i}});
     } else if (Env("ELF_VALUES", "scratchpad") == "arg") {
-      table.push_back({{"name", s}, {"arg", nbuffers + i}});
+      table.push_back({{"name", s}, {"arg", 3 + i}});
     } else {
-      table.push_back({{"name", s}, {"scratchpad_word", 1 + i}});
+      table.push_back({{"name", s},
+                       {"scratchpad_word", 1 + i},
+                       {"kind", Env("VALUE_KIND", "core")}});
     }
     ++i;
   }
   return table;
 }
 
+const char* const kArenas[] = {"input", "output", "scratch"};
+
+// IRON's fused layout (the python fake's layout()): each buffer at the next
+// 4-byte aligned offset of its arena; sets each buffer's arena and offset.
+json Layout(json& buffers) {
+  uint64_t size[3] = {0, 0, 0};
+  for (json& b : buffers) {
+    const int a = b["drains"].get<bool>() ? 1 : b["fills"].get<bool>() ? 0 : 2;
+    b["arena"] = kArenas[a];
+    b["offset"] = size[a];
+    size[a] += (b["nbytes"].get<uint64_t>() + 3) / 4 * 4;
+  }
+  json arenas = json::array();
+  for (int a = 0; a < 3; ++a)
+    arenas.push_back({{"name", kArenas[a]}, {"nbytes", size[a]}});
+  return arenas;
+}
+
+// The fake design files (tests/fakes/xrt/README.md): an xclbin is
+// "xclbin2\0" then JSON; an ELF a 64-byte ELF32 header (OS/ABI 69) then JSON.
+std::string DesignFile(const json& design, bool elf) {
+  std::string header;
+  if (elf) {
+    header.assign(64, '\0');
+    header.replace(0, 8,
+                   std::string("\x7f"
+                               "ELF\x01\x01\x01\x45",
+                               8));
+  } else {
+    header.assign("xclbin2", 8);
+  }
+  return header + design.dump();
+}
+
+json Design(const json& request, json& buffers, const json& symbols, bool elf,
+            json* arenas) {
+  const std::string recipe = request["recipe_hash"];
+  json design = {
+      {"uuid", recipe.substr(0, 32)},
+      {"kernel", elf ? "main:sequence" : "f" + recipe.substr(0, 8) + "_op0"},
+      {"run_us", RunUs(request)},
+      {"wrong_output", Scripted("WRONG", request).has_value()}};
+  const json& ops = request["operator"]["buffers"];
+  if (elf) {
+    *arenas = Layout(buffers);
+    json views = json::array();
+    for (const json& b : buffers) {
+      const std::string a = b["arena"];
+      views.push_back({{"arena", a == "input"    ? 0
+                                 : a == "output" ? 1
+                                                 : 2},
+                       {"offset", b["offset"]},
+                       {"nbytes", b["nbytes"]},
+                       {"io", Io(ops[b["op_buffer"].get<size_t>()])}});
+    }
+    design["args"] = arenas->size();
+    design["views"] = views;
+  } else {
+    json io = json::array();
+    for (const json& b : ops) io.push_back(Io(b));
+    design["io"] = io;
+  }
+  bool scratchpad = false;
+  for (const json& s : symbols) scratchpad |= s.contains("scratchpad_word");
+  if (scratchpad) design["scratchpad_words"] = 8 + symbols.size();
+  return design;
+}
+
 json Build(const json& request) {
   const std::string dir = request["output_dir"];
   const std::string recipe = request["recipe_hash"];
   const bool elf = request["packaging"] == "full_elf";
-  const json buffers = Buffers(request);
-  const json symbols = Symbols(request, buffers.size(), elf);
-  json io = json::array();
-  for (const json& b : request["operator"]["buffers"]) io.push_back(Io(b));
-  json design = {{"fake_xrt", 1},
-                 {"uuid", recipe.substr(0, 32)},
-                 {"kernel", elf ? "main:sequence" : "MLIR_AIE"},
-                 {"run_us", RunUs(request)},
-                 {"io", io},
-                 {"wrong_output", Scripted("WRONG", request).has_value()}};
-  if (elf && Env("ELF_VALUES", "scratchpad") != "arg" && !symbols.empty()) {
-    design["scratchpad_words"] = 8 + symbols.size();
-  }
+  json buffers = Buffers(request);
+  const json symbols = Symbols(request, elf);
+  json arenas;
+  const json design = Design(request, buffers, symbols, elf, &arenas);
   json files;
   if (elf) {
     files = {{"elf", "design.elf"}};
-    std::ofstream(dir + "/design.elf") << design.dump();
+    std::ofstream(dir + "/design.elf", std::ios::binary)
+        << DesignFile(design, true);
   } else {
-    files = {{"xclbin", "design.xclbin"},
-             {"kernel", "MLIR_AIE"},
-             {"insts", "insts.bin"}};
-    std::ofstream(dir + "/design.xclbin") << design.dump();
+    files = {{"xclbin", "design.xclbin"}, {"insts", "insts.bin"}};
+    if (Env("KERNEL") != "omit") files["kernel"] = design["kernel"];
+    std::ofstream(dir + "/design.xclbin", std::ios::binary)
+        << DesignFile(design, false);
     std::string insts(1024, '\0');
     for (size_t i = 0; i < insts.size(); ++i) insts[i] = static_cast<char>(i);
     std::ofstream(dir + "/insts.bin", std::ios::binary) << insts;
   }
-  return {{"protocol", 1},
-          {"status", "built"},
-          {"reason", ""},
-          {"recipe_hash", recipe},
-          {"artifact_hash", std::string(recipe.rbegin(), recipe.rend())},
-          {"packaging", request["packaging"]},
-          {"files", files},
-          {"buffers", buffers},
-          {"symbols", symbols}};
+  json reply = {{"protocol", 1},
+                {"status", "built"},
+                {"reason", ""},
+                {"recipe_hash", recipe},
+                {"artifact_hash", std::string(recipe.rbegin(), recipe.rend())},
+                {"packaging", request["packaging"]},
+                {"files", files},
+                {"buffers", buffers},
+                {"symbols", symbols}};
+  if (elf) reply["arenas"] = arenas;
+  return reply;
 }
 
 }  // namespace

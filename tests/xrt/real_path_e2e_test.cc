@@ -137,6 +137,58 @@ TEST_CASE("xrt e2e: submit on xrt:0 with the fake XRT and fake builder",
   INFO(again.out << again.err);
   CHECK(again.code == 0);
   CHECK(ArtifactCount(dir + "/state") == built);
+
+  // The model's designs are full ELFs on npu2: each manifest names IRON's
+  // arenas, and every buffer is a view of one.
+  size_t elves = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(dir + "/state/artifacts")) {
+    if (entry.path().filename() == ".tmp") continue;
+    const auto e =
+        nlohmann::json::parse(e2e::ReadFile(entry.path() / "entry.json"));
+    CHECK(e["format"] == "irontune-artifact-entry/2");
+    if (e["packaging"] != "full_elf") continue;
+    ++elves;
+    CHECK(e["arenas"].size() == 3);
+    for (const auto& b : e["buffers"]) CHECK(b.contains("arena"));
+  }
+  CHECK(elves == built);
+}
+
+TEST_CASE("xrt e2e: a store entry of format /1 is rebuilt, not loaded",
+          "[xrt][e2e]") {
+  const std::string dir = e2e::TempDir("xrt-real-path-v1");
+  const std::string model = WriteModel(dir);
+  const std::vector<std::string> submit = {"submit", model,     "--rounds",
+                                           "2",      "--calls", "3"};
+  {
+    FakeNpuDaemon first(dir);
+    REQUIRE(first.Client(submit).code == 0);
+  }
+  // As an older irontuned left them: every entry of format /1, and no
+  // measurement, so every design is loaded again.
+  for (const char* db : {"irontune.db", "irontune.db-wal", "irontune.db-shm"})
+    std::filesystem::remove(dir + "/state/" + db);
+  std::vector<std::string> entries;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(dir + "/state/artifacts")) {
+    if (entry.path().filename() == ".tmp") continue;
+    const std::string path = entry.path() / "entry.json";
+    auto e = nlohmann::json::parse(e2e::ReadFile(path));
+    e["format"] = "irontune-artifact-entry/1";
+    std::ofstream(path) << e.dump();
+    entries.push_back(path);
+  }
+  REQUIRE(!entries.empty());
+  FakeNpuDaemon daemon(dir);
+  const e2e::Result again = daemon.Client(submit);
+  INFO(again.out << again.err);
+  CHECK(again.code == 0);
+  for (const std::string& path : entries) {
+    INFO(path);
+    CHECK(nlohmann::json::parse(e2e::ReadFile(path))["format"] ==
+          "irontune-artifact-entry/2");
+  }
 }
 
 }  // namespace

@@ -1,14 +1,25 @@
 // XrtDevice against the test double of XRT (tests/fakes/xrt/).
 #include "daemon/xrt/xrt_device.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <map>
 #include <string>
+#include <system_error>
 
 #include "catch2/catch.hpp"
 #include "daemon/xrt/artifact_manifest.h"
 #include "tests/fakes/xrt/fake_xrt.h"
 #include "tests/testing/process.h"
+#include "xrt/experimental/xrt_elf.h"
+#include "xrt/experimental/xrt_ext.h"
+#include "xrt/experimental/xrt_xclbin.h"
+#include "xrt/xrt_bo.h"
+#include "xrt/xrt_device.h"
+#include "xrt/xrt_hw_context.h"
+#include "xrt/xrt_kernel.h"
 
 namespace irontune {
 namespace {
@@ -51,16 +62,17 @@ struct FakeNpu {
     REQUIRE(d.ok());
     return *std::move(d);
   }
-  // A fake design file (the xclbin or ELF) taking `run_us` per run; `more`
-  // adds keys (", \"io\": [...]").
+  // A fake design file taking `run_us` per run: an xclbin, or an ELF when
+  // `name` ends in ".elf" (tests/fakes/xrt/README.md); `more` adds keys
+  // (", \"io\": [...]").
   std::string Design(const std::string& name, const std::string& kernel,
                      double run_us = 20, const std::string& more = "") const {
     const std::string path = dir + "/" + name;
-    WriteText(path,
-              "{\"fake_xrt\": 1, \"uuid\": "
-              "\"0123456789abcdef0123456789abcdef\", \"kernel\": \"" +
-                  kernel + "\", \"run_us\": " + std::to_string(run_us) + more +
-                  "}");
+    const std::string json =
+        "{\"uuid\": \"0123456789abcdef0123456789abcdef\", \"kernel\": \"" +
+        kernel + "\", \"run_us\": " + std::to_string(run_us) + more + "}";
+    const bool elf = name.size() > 4 && name.substr(name.size() - 4) == ".elf";
+    WriteText(path, elf ? fake_xrt::ElfFile(json) : fake_xrt::XclbinFile(json));
     return path;
   }
   std::string Insts(int words) const {
@@ -84,8 +96,8 @@ struct FakeNpu {
                  const std::string& more = "") const {
     XrtManifest m;
     m.packaging = v1::PACKAGING_XCLBIN_CHAIN;
-    m.xclbin = Design("design.xclbin", "MLIR_AIE", run_us, more);
-    m.kernel = "MLIR_AIE";
+    m.xclbin = Design("design.xclbin", "f1a2b3c4_op0", run_us, more);
+    m.kernel = "f1a2b3c4_op0";
     m.insts = Insts(insts_words);
     m.symbols = {{"seq_len", 57, -1}};
     Artifact a;
@@ -95,16 +107,27 @@ struct FakeNpu {
     AddBuffers(a, steps);
     return a;
   }
-  // `symbol` places seq_len (an argument by default); `more` as Design's.
-  Artifact Elf(XrtManifestSymbol symbol = {"seq_len", -1, 5},
-               const std::string& more = "") const {
+  // IRON's fused layout of one step: s0.a at byte 0 of the 64-byte input
+  // arena, s0.c at byte 64 of the 192-byte output arena, scratch empty; the
+  // ELF declares the three arenas and reads a, writes c. `symbol` places
+  // seq_len (none when its name is empty); `more` as Design's.
+  Artifact Elf(XrtManifestSymbol symbol = {"seq_len", -1, 2, ValueKind::kCore},
+               const std::string& more = R"(, "scratchpad_words": 8)") const {
     XrtManifest m;
     m.packaging = v1::PACKAGING_FULL_ELF;
-    m.elf = Design("design.elf", "main:sequence", 20, more);
-    m.symbols = {symbol};
+    m.elf = Design("design.elf", "main:sequence", 20,
+                   R"(, "args": 3, "views": [
+                     {"arena": 0, "offset": 0, "nbytes": 64, "io": "in"},
+                     {"arena": 1, "offset": 64, "nbytes": 64, "io": "out"}])" +
+                       more);
+    m.arenas = {{"input", 64}, {"output", 192}, {"scratch", 0}};
+    m.views = {{"s0.a", {0, 0, 64}}, {"s0.c", {1, 64, 64}}};
     Artifact a;
     a.packaging = v1::PACKAGING_FULL_ELF;
-    a.symbols = {"seq_len"};
+    if (!symbol.name.empty()) {
+      m.symbols = {symbol};
+      a.symbols = {symbol.name};
+    }
     a.payload = XrtManifestJson(m);
     AddBuffers(a, 1);
     return a;
@@ -148,13 +171,14 @@ TEST_CASE("an xclbin chain runs opcode 3 with its patched instructions",
   CHECK(r->elapsed_us > 0);
   CHECK(r->cpu_wait_us >= 0);
   const fake_xrt::StartedRun run = fake_xrt::LastStarted();
-  CHECK(run.kernel == "MLIR_AIE");
+  CHECK(run.kernel == "f1a2b3c4_op0");
   CHECK(run.scalars.at(0) == 3);
   CHECK(run.scalars.at(2) == 100);
   REQUIRE(run.insts.size() == 100);
   CHECK(run.insts[57] == 4096);
-  CHECK(run.insts[56] == 56);  // the other words as built
-  CHECK(run.buffers.size() == 2);
+  CHECK(run.insts[56] == 56);      // the other words as built
+  CHECK(run.buffers.size() == 3);  // the instructions and two data buffers
+  CHECK(run.buffers.count(1) == 1);
   CHECK(run.buffers.count(3) == 1);
   CHECK(run.buffers.count(4) == 1);
   image->reset();
@@ -230,22 +254,6 @@ TEST_CASE("artifacts the device cannot take are refused", "[xrt][device]") {
   CHECK(fake_xrt::LiveContexts() == 0);
 }
 
-TEST_CASE("a full ELF runs main:sequence with its values as arguments",
-          "[xrt][device]") {
-  FakeNpu npu("xrt-elf");
-  std::unique_ptr<XrtDevice> device = npu.Open();
-  absl::StatusOr<std::unique_ptr<Image>> image = device->Load(npu.Elf());
-  REQUIRE(image.ok());
-  REQUIRE((*image)->WriteValues({{"seq_len", 300}}).ok());
-  REQUIRE((*image)->Run().ok());
-  const fake_xrt::StartedRun run = fake_xrt::LastStarted();
-  CHECK(run.kernel == "main:sequence");
-  CHECK(run.scalars.at(5) == 300);
-  CHECK(run.buffers.count(0) == 1);
-  CHECK(run.buffers.count(1) == 1);
-  CHECK(fake_xrt::Events().back() == "wait2");
-}
-
 TEST_CASE("npu1 has no full ELF", "[xrt][device]") {
   FakeNpu npu("xrt-npu1");
   setenv("IRONTUNE_FAKE_XRT_SMI_PLATFORM",
@@ -257,9 +265,13 @@ TEST_CASE("npu1 has no full ELF", "[xrt][device]") {
   CHECK(device->Load(npu.Chain()).ok());
 }
 
-TEST_CASE("past the context limit Load says how many are held",
-          "[xrt][device]") {
-  FakeNpu npu("xrt-ctxlimit", R"({"context_limit": 2})");
+TEST_CASE(
+    "out of contexts on the out-of-tree driver (ENOENT) says how many are "
+    "held",
+    "[xrt][device][context]") {
+  // The npu4 family's context limit is 32 (amd/xdna-driver npu4_family.h);
+  // other processes hold 30 of them.
+  FakeNpu npu("xrt-ctxlimit", R"({"other_contexts": 30})");
   std::unique_ptr<XrtDevice> device = npu.Open();
   std::unique_ptr<Image> a = *device->Load(npu.Chain());
   std::unique_ptr<Image> b = *device->Load(npu.Elf());
@@ -267,9 +279,57 @@ TEST_CASE("past the context limit Load says how many are held",
   REQUIRE_FALSE(c.ok());
   CHECK(c.status().code() == absl::StatusCode::kResourceExhausted);
   CHECK_THAT(Message(c.status()),
-             Catch::Contains("irontuned holds 2 hardware contexts"));
+             Catch::Contains("no hardware context is free (irontuned holds 2 "
+                             "hardware contexts"));
+  CHECK_THAT(Message(c.status()), Catch::Contains("err=-2"));
   a.reset();
   CHECK(device->Load(npu.Chain()).ok());
+}
+
+TEST_CASE("a design wider than the NPU (ENOSPC, out-of-tree) names columns",
+          "[xrt][device][context]") {
+  FakeNpu npu("xrt-enospc");
+  std::unique_ptr<XrtDevice> device = npu.Open();
+  absl::Status s =
+      device->Load(npu.Chain(1, 100, 20, R"(, "columns": 16)")).status();
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(Message(s), Catch::Contains("needs more columns than NPU 0 has "
+                                         "(8 usable columns)"));
+  CHECK(device->contexts_held() == 0);
+}
+
+TEST_CASE("the in-tree driver's firmware limit (EINVAL) is a full NPU",
+          "[xrt][device][context]") {
+  // In-tree, the firmware holds 16 hardware contexts on the npu4 family.
+  FakeNpu npu("xrt-intree-fw",
+              R"({"driver": "in-tree", "other_contexts": 15})");
+  std::unique_ptr<XrtDevice> device = npu.Open();
+  std::unique_ptr<Image> a = *device->Load(npu.Chain());
+  absl::Status s = device->Load(npu.Elf()).status();
+  CHECK(s.code() == absl::StatusCode::kResourceExhausted);
+  CHECK_THAT(Message(s), Catch::Contains("no hardware context is free"));
+  CHECK_THAT(Message(s), Catch::Contains("err=-22"));
+  CHECK_THAT(Message(s), Catch::Contains("wider than the NPU's 8 columns"));
+}
+
+TEST_CASE("the in-tree driver out of partitions (ENODEV) is a full NPU",
+          "[xrt][device][context]") {
+  FakeNpu npu("xrt-intree-part", R"({"driver": "in-tree"})");
+  std::unique_ptr<XrtDevice> device = npu.Open();
+  // A design of all 8 columns; one of 4 then finds no free columns and no
+  // partition of its width to share.
+  std::unique_ptr<Image> wide =
+      *device->Load(npu.Chain(1, 100, 20, R"(, "columns": 8)"));
+  absl::Status s =
+      device
+          ->Load(npu.Elf({"seq_len", -1, 2, ValueKind::kCore},
+                         R"(, "scratchpad_words": 8, "columns": 4)"))
+          .status();
+  CHECK(s.code() == absl::StatusCode::kResourceExhausted);
+  CHECK_THAT(Message(s), Catch::Contains("err=-19"));
+  // Another 8-column design shares the partition.
+  CHECK(device->Load(npu.Chain(1, 100, 20, R"(, "columns": 8)")).ok());
+  wide.reset();
 }
 
 TEST_CASE("a run ending ERROR or TIMEOUT fails that call only",
@@ -436,24 +496,36 @@ TEST_CASE("a run writes its outputs from its inputs", "[xrt][device][output]") {
   CHECK(bad != *out);
 }
 
-TEST_CASE("a full ELF takes per-call values in its ctrl scratchpad",
-          "[xrt][device][scratchpad]") {
+TEST_CASE(
+    "a full ELF's per-call values go to its ctrl scratchpad by kind: core "
+    "<< 2, addr as is",
+    "[xrt][device][scratchpad]") {
   FakeNpu npu("xrt-scratchpad");
   std::unique_ptr<XrtDevice> device = npu.Open();
-  absl::StatusOr<std::unique_ptr<Image>> image = device->Load(
-      npu.Elf({"seq_len", -1, -1, 2}, R"(, "scratchpad_words": 8)"));
+  absl::StatusOr<std::unique_ptr<Image>> image = device->Load(npu.Elf());
   REQUIRE(image.ok());
   REQUIRE((*image)->WriteValues({{"seq_len", 4096}}).ok());
   REQUIRE((*image)->Run().ok());
   fake_xrt::StartedRun run = fake_xrt::LastStarted();
   REQUIRE(run.scratchpad.size() == 8);
-  CHECK(run.scratchpad[2] == 4096);
+  CHECK(run.scratchpad[2] == 4096u << 2);  // a core reads value << 2
   CHECK(run.scratchpad[1] == 0);
-  CHECK(run.scalars.empty());  // not an argument
+  CHECK(run.scalars.empty());  // never a kernel argument
   REQUIRE((*image)->WriteValues({{"seq_len", -5}}).ok());
   REQUIRE((*image)->Run().ok());
-  run = fake_xrt::LastStarted();
-  CHECK(static_cast<int32_t>(run.scratchpad[2]) == -5);
+  CHECK(static_cast<int32_t>(fake_xrt::LastStarted().scratchpad[2]) == -20);
+  // The range is checked after the shift.
+  absl::Status s = (*image)->WriteValues({{"seq_len", int64_t{1} << 30}});
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(Message(s), Catch::Contains("shifted left by 2"));
+  image->reset();
+
+  std::unique_ptr<Image> addr =
+      *device->Load(npu.Elf({"base", -1, 3, ValueKind::kAddr}));
+  REQUIRE(addr->WriteValues({{"base", 4096}}).ok());
+  REQUIRE(addr->Run().ok());
+  CHECK(fake_xrt::LastStarted().scratchpad[3] == 4096);
+  CHECK(addr->WriteValues({{"base", int64_t{1} << 30}}).ok());
 }
 
 TEST_CASE("scratchpad symbols the ELF cannot take are refused at load",
@@ -461,17 +533,220 @@ TEST_CASE("scratchpad symbols the ELF cannot take are refused at load",
   FakeNpu npu("xrt-scratchpad-bad");
   std::unique_ptr<XrtDevice> device = npu.Open();
   absl::Status s =
-      device
-          ->Load(npu.Elf({"seq_len", -1, -1, 20}, R"(, "scratchpad_words": 8)"))
-          .status();
+      device->Load(npu.Elf({"seq_len", -1, 20, ValueKind::kCore})).status();
   CHECK(s.code() == absl::StatusCode::kInvalidArgument);
   CHECK_THAT(Message(s), Catch::Contains("scratchpad word 20"));
   CHECK_THAT(Message(s), Catch::Contains("has 8 words"));
-  s = device->Load(npu.Elf({"seq_len", -1, -1, 2})).status();
+  s = device->Load(npu.Elf({"seq_len", -1, 2, ValueKind::kCore}, "")).status();
   CHECK_FALSE(s.ok());
-  CHECK_THAT(Message(s), Catch::Contains("no ctrl scratchpad"));
+  CHECK_THAT(Message(s),
+             Catch::Contains("Control scratchpad memory is not present"));
   CHECK(device->contexts_held() == 0);
   CHECK(fake_xrt::LiveContexts() == 0);
+}
+
+}  // namespace
+}  // namespace irontune
+
+namespace irontune {
+namespace {
+
+int EventCount(const std::string& prefix) {
+  int n = 0;
+  for (const std::string& e : fake_xrt::Events()) n += e.rfind(prefix, 0) == 0;
+  return n;
+}
+
+TEST_CASE(
+    "a full ELF binds exactly its arenas; buffers are views synced by "
+    "range",
+    "[xrt][device][arena]") {
+  FakeNpu npu("xrt-arenas");
+  std::unique_ptr<XrtDevice> device = npu.Open();
+  std::unique_ptr<Image> image = *device->Load(npu.Elf());
+  // One bo per arena (allocations 1-3; the scratchpad is 4), bound as
+  // arguments 0, 1, 2 and nothing else.
+  std::string in(64, '\0');
+  for (int i = 0; i < 64; ++i) in[i] = static_cast<char>(i * 5 + 1);
+  REQUIRE(image->WriteBuffer("s0.a", in).ok());
+  REQUIRE(image->Run().ok());
+  const fake_xrt::StartedRun run = fake_xrt::LastStarted();
+  CHECK(run.buffers == std::map<int, int>{{0, 1}, {1, 2}, {2, 3}});
+  CHECK(run.scalars.empty());
+  // The output lands at byte 64 of the output arena, and is read there.
+  absl::StatusOr<std::string> out = image->ReadBuffer("s0.c");
+  REQUIRE(out.ok());
+  CHECK(*out == fake_xrt::Output({in}, 64, 1, false));
+  const std::vector<std::string> events = fake_xrt::Events();
+  CHECK(std::count(events.begin(), events.end(), "sync_to_device 1 0 64") == 1);
+  CHECK(events.back() == "sync_from_device 2 64 64");
+  CHECK(fake_xrt::Runs() == 1);  // the fused sequence runs every step once
+}
+
+TEST_CASE("a full ELF declaring other arguments than its arenas is refused",
+          "[xrt][device][arena]") {
+  FakeNpu npu("xrt-elfargs");
+  std::unique_ptr<XrtDevice> device = npu.Open();
+  // The ELF's sequence takes a feedback arena the manifest lacks.
+  Artifact a = npu.Elf();
+  XrtManifest m = *ParseXrtManifest(a.payload);
+  m.elf = npu.Design("design.elf", "main:sequence", 20,
+                     R"(, "args": 4, "scratchpad_words": 8)");
+  a.payload = XrtManifestJson(m);
+  absl::Status s = device->Load(a).status();
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(Message(s), Catch::Contains("declares 4 arguments, but the "
+                                         "artifact binds 3 (its arenas)"));
+  CHECK(fake_xrt::LiveContexts() == 0);
+}
+
+TEST_CASE(
+    "an xclbin chain binding more buffers than its kernel takes is "
+    "refused",
+    "[xrt][device]") {
+  FakeNpu npu("xrt-chainargs");
+  std::unique_ptr<XrtDevice> device = npu.Open();
+  absl::Status s =
+      device->Load(npu.Chain(1, 100, 20, R"(, "args": 4)")).status();
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(Message(s), Catch::Contains("declares 4 arguments, but the "
+                                         "artifact binds 5"));
+  CHECK(device->Load(npu.Chain(1, 100, 20, R"(, "args": 5)")).ok());
+}
+
+TEST_CASE("an xclbin chain naming no kernel runs the xclbin's first",
+          "[xrt][device]") {
+  FakeNpu npu("xrt-firstkernel");
+  std::unique_ptr<XrtDevice> device = npu.Open();
+  Artifact a = npu.Chain();
+  XrtManifest m = *ParseXrtManifest(a.payload);
+  m.kernel.clear();
+  a.payload = XrtManifestJson(m);
+  std::unique_ptr<Image> image = *device->Load(a);
+  REQUIRE(image->Run().ok());
+  CHECK(fake_xrt::LastStarted().kernel == "f1a2b3c4_op0");
+  m.kernel = "MLIR_AIE";  // a name the xclbin does not hold
+  a.payload = XrtManifestJson(m);
+  CHECK_THAT(Message(device->Load(a).status()),
+             Catch::Contains("has no kernel \"MLIR_AIE\""));
+}
+
+// A command that never ends: the wait times out, and the backend must
+// abort the run before it starts it again or destroys it (XRT master
+// aborts the process on a run destroyed in progress; both refuse to start
+// one in progress).
+void TimesOutThenRecovers(const std::string& tag, const std::string& xrt,
+                          bool elf) {
+  FakeNpu npu(tag, R"({"xrt": ")" + xrt +
+                       R"(", "run_failures": [{"call": 1, "state": "HANG"}]})");
+  XrtDeviceOptions o = npu.Options();
+  o.run_timeout = std::chrono::milliseconds(50);
+  std::unique_ptr<XrtDevice> device = *XrtDevice::Open(o);
+  std::unique_ptr<Image> image = *device->Load(elf ? npu.Elf() : npu.Chain());
+  absl::StatusOr<RunResult> r = image->Run();
+  CHECK(r.status().code() == absl::StatusCode::kUnavailable);
+  CHECK_THAT(Message(r.status()), Catch::Contains("did not complete within "
+                                                  "50 ms"));
+  CHECK_THAT(Message(r.status()), Catch::Contains("aborted"));
+  CHECK(EventCount("timeout") == 1);
+  CHECK(EventCount("abort") == 1);
+  CHECK(image->Run().ok());  // started again: it was aborted
+  image.reset();
+  CHECK(EventCount("destroyed in progress") == 0);
+}
+
+TEST_CASE("a run that times out is aborted before it is reused",
+          "[xrt][device][timeout]") {
+  SECTION("xclbin chain, XRT master") {
+    TimesOutThenRecovers("xrt-hang-chain", "master", false);
+  }
+  SECTION("full ELF, XRT master") {
+    TimesOutThenRecovers("xrt-hang-elf", "master", true);
+  }
+  SECTION("full ELF, XRT 2.19") {
+    TimesOutThenRecovers("xrt-hang-219", "2.19", true);
+  }
+}
+
+// ---- The double itself behaves as XRT does --------------------------------
+
+TEST_CASE("the double reads ELF and xclbin headers as XRT does",
+          "[xrt][fake]") {
+  FakeNpu npu("xrt-fake-files");
+  const std::string json =
+      R"({"uuid": "0123456789abcdef0123456789abcdef", "kernel": "k",
+          "run_us": 1})";
+  WriteText(npu.dir + "/bad.elf", fake_xrt::ElfFile(json, 69, 7));
+  CHECK_THROWS_WITH(xrt::elf(npu.dir + "/bad.elf"),
+                    Catch::Contains("is not a valid ELF file"));
+  WriteText(npu.dir + "/npu1.elf", fake_xrt::ElfFile(json, 3));
+  CHECK_THROWS_WITH(xrt::elf(npu.dir + "/npu1.elf"),
+                    Catch::Contains("unsupported platform OS/ABI: 3"));
+  WriteText(npu.dir + "/json.xclbin", json);
+  CHECK_THROWS_WITH(xrt::xclbin(npu.dir + "/json.xclbin"),
+                    Catch::Contains("Invalid xclbin"));
+  WriteText(npu.dir + "/ok.xclbin", fake_xrt::XclbinFile(json));
+  const xrt::xclbin ok(npu.dir + "/ok.xclbin");
+  REQUIRE(ok.get_kernels().size() == 1);
+  CHECK(ok.get_kernels()[0].get_num_args() == 8);  // mlir-aie's MLIR_AIE
+}
+
+TEST_CASE("the double refuses scalar ELF arguments where XRT does",
+          "[xrt][fake]") {
+  FakeNpu master("xrt-fake-scalar");
+  const std::string path =
+      master.Design("s.elf", "main:sequence", 1, R"(, "scalar_args": 1)");
+  CHECK_THROWS_WITH(xrt::elf(path),
+                    Catch::Contains("scalar args are not yet supported"));
+  FakeNpu old("xrt-fake-scalar-219", R"({"xrt": "2.19"})");
+  const std::string p219 =
+      old.Design("s.elf", "main:sequence", 1, R"(, "scalar_args": 1)");
+  const xrt::elf elf(p219);  // 2.19 refuses when the kernel is made
+  const xrt::device device(0);
+  const xrt::hw_context ctx(device, elf);
+  CHECK_THROWS_WITH(xrt::ext::kernel(ctx, "main:sequence"),
+                    Catch::Contains("scalar args are not yet supported"));
+}
+
+TEST_CASE("the double clones a buffer in the wrong group, as XRT does",
+          "[xrt][fake]") {
+  FakeNpu npu("xrt-fake-clone");
+  xrt::device device(0);
+  const xrt::xclbin xclbin(
+      npu.Design("d.xclbin", "k", 1, R"(, "io": ["in", "out"])"));
+  const xrt::hw_context ctx(device, device.register_xclbin(xclbin));
+  const xrt::kernel kernel(ctx, "k");
+  xrt::bo in(device, 64, xrt::bo::flags::host_only, kernel.group_id(3));
+  xrt::bo out(device, 64, xrt::bo::flags::host_only, kernel.group_id(3));
+  xrt::run run(kernel);
+  run.set_arg(3, in);
+  run.set_arg(4, out);  // group_id(3), not (4): XRT copies it
+  CHECK(EventCount("clone") == 1);
+  CHECK_THROWS_AS(run.set_arg(8, in), std::out_of_range);  // 8 arguments
+  std::memset(in.map<char*>(), 7, 64);
+  in.sync(XCL_BO_SYNC_BO_TO_DEVICE);
+  run.start();
+  CHECK(run.wait(std::chrono::milliseconds(0)) == ERT_CMD_STATE_COMPLETED);
+  out.sync(XCL_BO_SYNC_BO_FROM_DEVICE);
+  CHECK(std::string(out.map<char*>(), 64) == std::string(64, '\0'));
+  CHECK_THROWS_AS(out.sync(XCL_BO_SYNC_BO_FROM_DEVICE, 8, 60),
+                  std::system_error);
+}
+
+TEST_CASE("the double's ctrl scratchpad is synced from the device when asked",
+          "[xrt][fake]") {
+  FakeNpu npu("xrt-fake-scratchpad");
+  const xrt::device device(0);
+  const xrt::elf elf(
+      npu.Design("d.elf", "main:sequence", 1, R"(, "scratchpad_words": 4)"));
+  const xrt::hw_context ctx(device, elf);
+  const xrt::ext::kernel kernel(ctx, "main:sequence");
+  xrt::run run(kernel);
+  xrt::bo pad = run.get_ctrl_scratchpad_bo();
+  pad.map<int32_t*>()[1] = 9;  // not synced: the next ask overwrites it
+  pad = run.get_ctrl_scratchpad_bo();
+  CHECK(pad.map<int32_t*>()[1] == 0);
+  CHECK_THROWS_WITH(run.abort(), Catch::Contains("wasn't started"));
 }
 
 }  // namespace

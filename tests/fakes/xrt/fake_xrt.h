@@ -19,22 +19,45 @@ namespace fake_xrt {
 // What a design file (the fake xclbin or ELF) says.
 struct Design {
   std::string path;
+  bool elf = false;
   std::string uuid;    // 32 hex digits
-  std::string kernel;  // "MLIR_AIE" (xclbin) or "main:sequence" (ELF)
-  double run_us = 0;   // scripted device time of one run
-  // Per data buffer argument of a step, in argument order: "in" (the host
-  // fills it), "out" (the run writes it), "inout" (both) or "none". Empty:
-  // the run writes nothing.
+  std::string kernel;  // an xclbin's kernel; an ELF's "main:sequence"
+  // The kernel's arguments: an xclbin's (mlir-aie's MLIR_AIE kernel: opcode,
+  // instructions, their count, 5 buffers), an ELF's global pointers (its
+  // arenas); and an ELF's scalar arguments, which XRT refuses.
+  int args = 0;
+  int scalar_args = 0;
+  int columns = 1;    // the partition's width it needs
+  double run_us = 0;  // scripted device time of one run
+  // xclbin: per data buffer argument (3..) in order, "in" (the host fills
+  // it), "out" (the run writes it), "inout" (both) or "none". Empty: the
+  // run writes nothing.
   std::vector<std::string> io;
+  // ELF: the operator buffers a run reads and writes, as views of its
+  // arena arguments.
+  struct View {
+    int arena = 0;
+    uint64_t offset = 0;
+    uint64_t nbytes = 0;
+    std::string io;  // as above
+  };
+  std::vector<View> views;
   bool wrong_output = false;  // the outputs are off (a broken setting)
   int scratchpad_words = 0;   // ELF: its ctrl scratchpad's 32-bit words
 };
 
+// The bytes of a fake design file holding `json` (README.md, "Design
+// files"): an xclbin is "xclbin2\0" then the text; an ELF a 64-byte ELF
+// header (class ELFCLASS32, OS/ABI 69 aie2p unless given) then the text.
+std::string XclbinFile(const std::string& json);
+std::string ElfFile(const std::string& json, unsigned char os_abi = 69,
+                    unsigned char elf_class = 1);
+
 // What a run writes into its output buffer at `position` (0-based among
-// the step's data buffer arguments) of `nbytes` bytes, from its input
-// buffers (those marked "in", in argument order): a deterministic mix of
-// them, so equal inputs give equal outputs whatever the setting, and a
-// wrong-output design something else.
+// an xclbin step's data buffer arguments, or among an ELF's views) of
+// `nbytes` bytes, from its input buffers (those marked "in", in order): a
+// deterministic mix of them, so equal inputs give equal outputs whatever
+// the setting, and a wrong-output design something else.
 std::string Output(const std::vector<std::string_view>& inputs, size_t nbytes,
                    int position, bool wrong);
 
@@ -58,18 +81,21 @@ int64_t Runs();
 int64_t BoAllocations();
 
 // What happened, in order, since Reset (the last 10000 events): "bo N",
-// "sync_to_device N", "sync_from_device N", "start", "wait", "wait2".
+// "sync_to_device N OFFSET SIZE", "sync_from_device N OFFSET SIZE",
+// "clone N M" (XRT's copy of a buffer in the wrong memory group), "start",
+// "wait", "wait2", "timeout" (a wait that timed out), "abort", "destroyed
+// in progress" (a run destroyed while its command ran).
 std::vector<std::string> Events();
 
-// The arguments of the last run started: scalars by index, buffer ids by
-// index, and the instruction words as they were at start (xclbin chain).
+// The arguments of the last run started: scalars by index (as many bytes
+// as the argument declares: XRT truncates silently), buffer ids by index,
+// and the instruction words on the device at start (xclbin chain).
 struct StartedRun {
   std::map<int, int64_t> scalars;
   std::map<int, int> buffers;
   std::vector<uint32_t> insts;
   std::string kernel;
-  // ELF: the run's ctrl scratchpad as last synced to the device, when the
-  // run has one.
+  // ELF: the run's ctrl scratchpad on the device at start, when it has one.
   std::vector<uint32_t> scratchpad;
 };
 StartedRun LastStarted();

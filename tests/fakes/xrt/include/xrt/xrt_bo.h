@@ -1,5 +1,8 @@
-// Test double of XRT's xrt/xrt_bo.h: the part irontune uses. Memory is host
-// memory; the fake records syncs so tests can see where they happen.
+// Test double of XRT's xrt/xrt_bo.h: the part irontune uses. A buffer has a
+// host copy (map()) and a device copy; sync() copies a byte range between
+// them, so a missing or misplaced sync shows (on an NPU host-only memory is
+// shared and a sync flushes or invalidates the CPU cache: Xilinx/XRT
+// src/runtime_src/core/common/api/xrt_bo.cpp @963c58ee, bo_impl::sync).
 #ifndef IRONTUNE_FAKE_XRT_XRT_BO_H_
 #define IRONTUNE_FAKE_XRT_XRT_BO_H_
 
@@ -38,7 +41,10 @@ class bo {
   bo(const xrt::device& device, size_t sz, bo::flags flags,
      xrt::memory_group grp);
 
-  void sync(xclBOSyncDirection dir);
+  // Throws std::system_error(EINVAL) for a range past the buffer, as the
+  // amdxdna shim does (amd/xdna-driver src/shim/buffer.cpp @856409ca).
+  void sync(xclBOSyncDirection dir, size_t sz, size_t offset);
+  void sync(xclBOSyncDirection dir) { sync(dir, size(), 0); }
   void* map();
   template <typename MapType>
   MapType map() {

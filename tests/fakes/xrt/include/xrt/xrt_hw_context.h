@@ -24,8 +24,10 @@ class hw_context {
   enum class access_mode : uint8_t { exclusive = 0, shared = 1 };
 
   hw_context() = default;
-  // Throws std::system_error(EBUSY) past the scripted "context_limit";
-  // std::runtime_error for an xclbin not registered with `device`.
+  // Throws std::system_error with the driver's errno when the driver
+  // refuses the context (the scripted "driver", "npu" and
+  // "other_contexts": README.md); std::runtime_error for an xclbin not
+  // registered with `device`.
   hw_context(const xrt::device& device, const xrt::uuid& xclbin_id);
   hw_context(const xrt::device& device, const xrt::elf& elf,
              const cfg_param_type& cfg_param = cfg_param_type{},

@@ -1,6 +1,9 @@
 // Test double of XRT's xrt/xrt_kernel.h: the part irontune uses. A run's
 // device time is the design's scripted run_us plus seeded jitter; wait()
 // returns when it has passed (on the double's clock: fake_xrt.h, Now()).
+// A command scripted to hang never ends: wait(timeout) returns
+// ERT_CMD_STATE_TIMEOUT and wait2(timeout) std::cv_status::timeout, and it
+// stays in progress until abort() (tests/fakes/xrt/README.md cites XRT).
 #ifndef IRONTUNE_FAKE_XRT_XRT_KERNEL_H_
 #define IRONTUNE_FAKE_XRT_XRT_KERNEL_H_
 
@@ -51,17 +54,21 @@ class run {
     }
   }
 
-  // Throws std::invalid_argument for arguments the kernel does not take
-  // (wrong opcode, instruction count or memory group).
+  // Throws std::runtime_error("bad command state, can't launch") while the
+  // run's command is still in progress.
   void start();
   ert_cmd_state wait(const std::chrono::milliseconds& timeout =
                          std::chrono::milliseconds{0}) const;
   std::cv_status wait2(const std::chrono::milliseconds& timeout) const;
   void wait2() const { wait2(std::chrono::milliseconds{0}); }
   ert_cmd_state state() const;
+  // Aborts a started command; returns its state (ABORT, or how it ended).
+  // Throws std::runtime_error for a run never started.
+  ert_cmd_state abort();
   // A full ELF's ctrl scratchpad, where IRON's parameter table puts per-call
-  // values (one buffer per run). Throws std::runtime_error when the run's
-  // ELF has none (an xclbin never has one).
+  // values: made with the run, synced from the device on every call.
+  // Throws std::runtime_error when the run's ELF has none (an xclbin never
+  // has one).
   xrt::bo get_ctrl_scratchpad_bo() const;
 
  private:
@@ -73,7 +80,7 @@ class run {
 class kernel {
  public:
   kernel() = default;
-  // Throws std::runtime_error when the context's design has no kernel
+  // Throws std::runtime_error when the context's xclbin has no kernel
   // `name`.
   kernel(const xrt::hw_context& ctx, const std::string& name);
   int group_id(int argno) const;

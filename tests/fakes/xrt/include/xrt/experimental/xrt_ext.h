@@ -21,7 +21,8 @@ class bo : public xrt::bo {
 
 class kernel : public xrt::kernel {
  public:
-  // Throws std::runtime_error when the ELF has no kernel `name`.
+  // Throws std::runtime_error when the ELF has no kernel `name`, or (XRT
+  // 2.19) when it takes scalar arguments.
   kernel(const xrt::hw_context& ctx, const std::string& name);
 };
 
