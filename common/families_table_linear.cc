@@ -160,6 +160,23 @@ Family Gemv() {
   return f;
 }
 
+// MHA's tunables (mha.py): a core holds one (B_q, B_kv) score tile, which
+// caps either block; a pipeline a column.
+std::vector<TunableSpec> MhaTunables() {
+  const DomainBound kv_len = ExprBound(
+      "kv_len",
+      [](const v1::Operator& op, const DomainDevice&) { return KvLen(op); });
+  return {R(T("B_q", 64),
+            DivisorsRule(kv_len, ConstBound(64),
+                         MemoryOver("B_kv", "core memory / (B_kv * 2)"))),
+          R(T("B_kv", 64),
+            DivisorsRule(kv_len, ConstBound(64),
+                         MemoryOver("B_q", "core memory / (B_q * 2)"))),
+          R(T("num_pipelines", 1), WidthRule()),
+          R(TunableSpec{"placement", StringValue("memtiles"), ""},
+            PlacementRule({"memtiles", "tiles", "columns"}))};
+}
+
 Family Mha() {
   Family f;
   f.class_name = "MHA";
@@ -175,20 +192,7 @@ Family Mha() {
             P("kv_interleaved", BoolValue(false)),
             P("d", IntValue(64)),
             P("emulate_bf16_mmul_with_bfp16", BoolValue(true))};
-  f.tunable_specs = {
-      R(T("B_q", 64),
-        DivisorsRule(
-            ExprBound("kv_len", [](const v1::Operator& op,
-                                   const DomainDevice&) { return KvLen(op); }),
-            ConstBound(64), MemoryOver("B_kv", "core memory / (B_kv * 2)"))),
-      R(T("B_kv", 64),
-        DivisorsRule(
-            ExprBound("kv_len", [](const v1::Operator& op,
-                                   const DomainDevice&) { return KvLen(op); }),
-            ConstBound(64), MemoryOver("B_q", "core memory / (B_q * 2)"))),
-      R(T("num_pipelines", 1), WidthRule()),
-      R(TunableSpec{"placement", StringValue("memtiles"), ""},
-        PlacementRule({"memtiles", "tiles", "columns"}))};
+  f.tunable_specs = MhaTunables();
   f.derived = {"q_shims", "join_rows", "kv_lanes", "width"};
   const char* heads = "[num_heads, seq_pad, d]";
   const char* kv = "[num_KV_heads, kv_len, d]";
