@@ -2,15 +2,19 @@
 // clock, default noise), judged against the sim's noise-free model
 // (sim::ModelStepUs) as ground truth. Prints figures; never fails on time.
 //
-//   autotune_bench [quality|cost|false-gains|stability|ci|coverage|all]...
+//   autotune_bench [quality|cost|false-gains|stability|ci|coverage|spaces|
+//                  all]...
 //                  [--shapes N] [--seeds S] [--ci-runs N] [--rounds R]
-//                  [--calls C] [--example PATH] [--only TEXT] [--part I/N]
+//                  [--calls C] [--example PATH] [--example-rules]
+//                  [--only TEXT] [--part I/N]
 //
 // Shapes: the example recording's GEMM and GEMV shapes (each alone, with
 // its points), then decode GEMVs (K -> M) and 256-row prompt GEMMs of real
 // models (Llama 3.2 3B, Llama 3.1 8B, Qwen2.5 0.5B/1.5B/7B, Phi-3-mini,
 // Gemma 2 2B; sizes from their public configs), each a one-operator
-// recording with the families' domains and the recorder's usual setting.
+// recording with the catalogue's domain rules evaluated for it and the
+// recorder's usual setting. --example-rules drops the example's recorded
+// domains, so its shapes search the rules' spaces too.
 // A shape's true time is what the search minimises: the sum over its
 // members and points of weight x the model's step time.
 //
@@ -28,6 +32,8 @@
 //                again with fresh figures (remeasured, another seed) 10
 //                times: how often `submit --check` would pass (the same
 //                profile), and what the confirmations cost
+//   spaces       the example's settings per shape (Settings on sim:npu2),
+//                with its recorded domains and with the catalogue's rules
 //   coverage     how often +-2 reported noises cover the truth: every
 //                exhaustive trial's delta, and the recorded setting's
 //                absolute step time in every run
@@ -76,8 +82,9 @@ constexpr int64_t kChunk = 256;  // prompt rows
 
 // ---------------------------------------------------------------- shapes
 
-// `op` as the recorder writes it: its family's defaults on its params and
-// npu2 domains on its tunables.
+// `op` as the recorder writes it: its family's defaults on its params and,
+// on its tunables, the catalogue's domain rules evaluated for it on npu2
+// (OperatorDomain: IRON's recorder writes the rule's values).
 v1::Operator WithFamily(v1::Operator op) {
   const Family* f = FindFamily(op.class_name());
   if (f == nullptr) return op;
@@ -89,8 +96,9 @@ v1::Operator WithFamily(v1::Operator op) {
       }
     }
   }
+  const v1::Operator resolved = op;
   for (v1::Tunable& t : *op.mutable_tunables()) {
-    for (const v1::Value& v : FamilyDomain(*f, t.name(), "npu2")) {
+    for (const v1::Value& v : OperatorDomain(resolved, t.name(), "npu2")) {
       *t.add_domain() = v;
     }
   }
@@ -233,12 +241,18 @@ const Model kModels[] = {
 };
 
 // The example's GEMM and GEMV shapes, each alone: its calls with only the
-// steps that run the shape's operators.
-std::vector<Case> ExampleCases(const std::string& path) {
+// steps that run the shape's operators. With `rules`, its recorded domains
+// are dropped, so the catalogue's rules (OperatorDomain) give the spaces.
+std::vector<Case> ExampleCases(const std::string& path, bool rules) {
   auto calls = LoadRecording(path);
   if (!calls.ok()) {
     std::fprintf(stderr, "example: %s\n", calls.status().ToString().c_str());
     return {};
+  }
+  if (rules) {
+    for (v1::Operator& op : *calls->mutable_operators()) {
+      for (v1::Tunable& t : *op.mutable_tunables()) t.clear_domain();
+    }
   }
   auto shapes = Shapes(*calls, DefaultSearchSpace(), "npu2");
   if (!shapes.ok()) return {};
@@ -401,6 +415,9 @@ struct Config {
   v1::Timing timing;
   int seeds = 5;     // stability
   int ci_runs = 10;  // ci
+  // The example's shapes on the catalogue's domain rules rather than the
+  // domains its recording declares (--example-rules).
+  bool example_rules = false;
 };
 
 // Where a Tune starts from: the submitted profile (none: empty) and whether
@@ -1035,6 +1052,47 @@ void PrintCoverage(const std::vector<Row>& rows) {
       an ? 100.0 * ain / an : 0.0);
 }
 
+// spaces: each of the example's shapes' settings on sim:npu2 (Settings in
+// the default space: after constraints and resolved-design dedup), with the
+// domains its recording declares and with the catalogue's rules alone.
+int Spaces(const std::string& example) {
+  auto calls = LoadRecording(example);
+  if (!calls.ok()) {
+    std::fprintf(stderr, "example: %s\n", calls.status().ToString().c_str());
+    return 1;
+  }
+  v1::Calls open = *calls;
+  for (v1::Operator& op : *open.mutable_operators()) {
+    for (v1::Tunable& t : *op.mutable_tunables()) t.clear_domain();
+  }
+  auto sim = MakeSimDevice("sim:npu2");
+  const Platform platform = *(*sim)->GetPlatform();
+  auto shapes = Shapes(*calls, DefaultSearchSpace(), "npu2");
+  if (!shapes.ok()) return 1;
+  std::printf(
+      "spaces: the example's settings per shape on sim:npu2 "
+      "(recorded domains -> the catalogue's rules)\n");
+  int64_t total[2] = {0, 0};
+  for (const Shape& shape : *shapes) {
+    int64_t n[2] = {0, 0};
+    for (int k = 0; k < 2; ++k) {
+      const v1::Operator& op =
+          (k == 0 ? *calls : open)
+              .operators(static_cast<int>(shape.members[0].op));
+      auto settings =
+          Settings(op, platform, shape.pinned, DefaultSearchSpace());
+      n[k] = settings.ok() ? static_cast<int64_t>(settings->size()) : -1;
+      total[k] += std::max<int64_t>(n[k], 0);
+    }
+    std::printf("  %5lld -> %5lld  %s\n", static_cast<long long>(n[0]),
+                static_cast<long long>(n[1]), shape.key.c_str());
+  }
+  std::printf("  %5lld -> %5lld  over %zu shapes\n",
+              static_cast<long long>(total[0]),
+              static_cast<long long>(total[1]), shapes->size());
+  return 0;
+}
+
 int Main(const Parts& parts, int max_shapes, uint64_t max_mib,
          const Config& config, const std::string& example,
          const std::string& only, std::pair<int, int> part) {
@@ -1043,7 +1101,7 @@ int Main(const Parts& parts, int max_shapes, uint64_t max_mib,
   const Platform platform = *(*sim)->GetPlatform();
   SimBuilder builder;
 
-  std::vector<Case> cases = ExampleCases(example);
+  std::vector<Case> cases = ExampleCases(example, config.example_rules);
   std::set<std::string> seen;
   for (const Case& c : cases) seen.insert(c.name.substr(c.name.find(": ") + 2));
   for (Case& c : ModelCases(platform, builder, seen)) {
@@ -1127,7 +1185,7 @@ int main(int argc, char** argv) {
   std::string example = (std::filesystem::path(IRONTUNE_SOURCE_DIR) /
                          "examples" / "llama-3.2-1b.rec")
                             .string();
-  bool any = false;
+  bool any = false, spaces = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -1160,6 +1218,10 @@ int main(int argc, char** argv) {
       config.timing.set_calls(std::atoi(next().c_str()));
     } else if (a == "--example") {
       example = next();
+    } else if (a == "--example-rules") {
+      config.example_rules = true;
+    } else if (a == "spaces") {
+      spaces = true;
     } else if (a == "--verbose") {
       spdlog::set_level(spdlog::level::info);  // the searches' log lines
     } else if (a == "--only") {
@@ -1170,14 +1232,18 @@ int main(int argc, char** argv) {
       part = {std::atoi(v.c_str()),
               std::max(1, std::atoi(v.substr(v.find('/') + 1).c_str()))};
     } else {
-      std::fprintf(stderr,
-                   "usage: autotune_bench [quality|cost|false-gains|"
-                   "stability|ci|coverage|all]... [--shapes N] [--seeds S] "
-                   "[--ci-runs N] [--max-mib M] [--rounds R] [--calls C] "
-                   "[--example PATH] [--only TEXT] [--part I/N] [--verbose]\n");
+      std::fprintf(
+          stderr,
+          "usage: autotune_bench [quality|cost|false-gains|"
+          "stability|ci|coverage|all]... [--shapes N] [--seeds S] "
+          "[--ci-runs N] [--max-mib M] [--rounds R] [--calls C] "
+          "[--example PATH] [--example-rules] [--only TEXT] [--part I/N] "
+          "[--verbose]\n");
       return 2;
     }
   }
+  if (spaces && !any) return irontune::Spaces(example);
+  if (spaces) irontune::Spaces(example);
   if (!any) parts = {true, true, true, true, true, true};
   return irontune::Main(parts, max_shapes, max_mib, config, example, only,
                         part);

@@ -2,10 +2,11 @@
 // (kIronCommit), the one home for operator rules. Per class: the params that
 // name a profile entry (IRON's param() fields, with their defaults), the
 // tunables a profile sets (auto() fields a caller may give), the fields IRON
-// derives or fixes (refused in a profile), domains per NPU generation, the
-// constraints a setting must satisfy to build, the buffers in order with
-// shape, dtype and layout, the per-call values and the accuracy gate.
-// Adding a class is one entry in families_table.cc. Hardware facts come
+// derives or fixes (refused in a profile), each tunable's domain rule
+// (common/families_domain.h: Width, Divisors, Choices, Placement, Pinned,
+// `when`), the constraints a setting must satisfy to build, the buffers in
+// order with shape, dtype and layout, the per-call values and the accuracy
+// gate. Adding a class is one entry in families_table.cc. Hardware facts come
 // from docs/npu-facts.md; checks it only implies are marked [inferred].
 // docs/operators.md is generated from this catalogue
 // (make-operators-doc, tests/common/families_test.cc checks it is current).
@@ -21,14 +22,22 @@
 #include <string_view>
 #include <vector>
 
+#include "common/families_domain.h"
 #include "irontune/v1/recording.pb.h"
 #include "irontune/v1/value.pb.h"
 
 namespace irontune {
 
-// The amd/IRON commit the catalogue follows (iron/operators/*,
-// iron/common/elementwise.py, iron/common/declare/profile.py).
+// The amd/IRON commit the catalogue follows: the newest readable operator
+// model, with domain rules (iron/common/declare/domain.py, placement.py,
+// iron/common/elementwise.py, iron/operators/{gemm,gemv,mha,softmax,
+// transpose,gqa}.py). A class whose file is read at another commit names
+// it in Family::commit.
 inline constexpr std::string_view kIronCommit =
+    "607010e5a0ceffce6c804e1bc06d3e3a4d87117c";
+// The commit the classes IRON declares no domain rule for were read at
+// (their domains are irontune's lists, DomainRule::origin says so).
+inline constexpr std::string_view kIronBaseCommit =
     "0274eac8f0716c5a4cda92f80b22df8323720455";
 
 struct Dim {
@@ -44,6 +53,7 @@ struct TunableSpec {
   std::string name;
   v1::Value default_value;  // unset: IRON resolves it from the device/shape
   std::string note;
+  DomainRule domain;  // the values the search tries (families_domain.h)
 };
 
 // One operand of an IRON class, in IRON's order.
@@ -80,6 +90,9 @@ struct Family {
   v1::Tolerance gate;     // the same as irontune's gate
   std::string refusals;   // the build constraints, as text (docs)
   std::string source;     // IRON path, e.g. "iron/operators/gemm.py"
+  // The amd/IRON commit `source` is read at; "" where the index that
+  // served the file named none (its newest stored version).
+  std::string commit;
 };
 
 // The family of `class_name`, or nullptr for a class irontune does not know.
@@ -98,6 +111,9 @@ inline constexpr int64_t kL1Bytes = 64 * 1024;
 inline constexpr int64_t kL1StackBytes = 3380;  // ~3.3 KiB
 // Core rows per column, both generations (docs/npu-facts.md "Devices").
 inline constexpr int64_t kCoreRows = 4;
+// A row of GEMV's A above this many bytes resolves tile_size_input to 1
+// (IRON's Target.L1_BANK_BYTES).
+inline constexpr int64_t kGemvRowBankBytes = 8192;
 // GEMM's L1 holds 2 A + 2 B + 1 or 2 C tiles; irontune counts 2 C tiles
 // (output double-buffered), the stricter reading.
 inline constexpr int kGemmCTiles = 2;
@@ -123,14 +139,48 @@ std::optional<MacShape> Bf16MacShape(std::string_view generation);
 // an unknown name (bf16 is IRON's default, docs/npu-facts.md "GEMM").
 int DTypeNameBytes(std::string_view name);
 
-// The values the catalogue lets the search try for `tunable` of `family` on
-// an NPU of `generation` ("npu1": 4 columns, "npu2": 8), in ascending order;
-// empty when it has none (an unknown tunable or generation). A recording's
-// own domain wins over this one (daemon/tune/settings.h). Domains may hold
-// values a shape's constraints refuse; ConstraintViolation prunes those.
+// The spec of tunable `tunable` of `family`, or nullptr.
+const TunableSpec* FindTunable(const Family& family, std::string_view tunable);
+
+// A shape-free sample of `tunable`'s domain on `generation` ("npu1": 4
+// columns, "npu2": 8), of the tunable's kind: a Width's powers of two up to
+// the columns, widest first; a Choices' or Placement's options; for a
+// Divisors or Pinned rule, which need a shape, one value: the tunable's
+// catalogue default, else the rule's constant step, else 1. Empty for an
+// unknown tunable or generation, or a tunable with no rule. For kinds and
+// docs; the search asks OperatorDomain.
 std::vector<v1::Value> FamilyDomain(const Family& family,
                                     std::string_view tunable,
                                     std::string_view generation);
+
+// `tunable`'s resolved value on `op` (IRON's value after resolve on a
+// device of `generation` with `columns` columns): the operator's own value
+// where set, else the catalogue's default, else the class's resolve rule
+// (the column count: the most columns at which `op` builds, as IRON's
+// resolve_columns; GEMM tile_m: the widest of 64, 32, 16, 8 that splits M
+// over the rows and the MAC block divides; GEMV tile_size_input: 2 rows,
+// or 1 where a row is above kGemvRowBankBytes, tile_size_output: at least 2
+// and a multiple of it; Softmax block: the row, or where the row is longer
+// than 4096 the longest multiple of 32 up to 1024 dividing it, streamed:
+// block < cols). nullopt for a tunable the catalogue cannot resolve.
+std::optional<v1::Value> ResolvedTunable(const v1::Operator& op,
+                                         std::string_view tunable,
+                                         std::string_view generation,
+                                         int columns);
+
+// The values the search tries for `tunable` of `op` on `generation`, its
+// rule (TunableSpec::domain) evaluated as IRON's Domain.values(op, dev,
+// name) is: on `op` with every tunable resolved (ResolvedTunable), the
+// device DomainDeviceOf(generation), in IRON's order, the resolved value
+// among them. A rule gated `when` a bool param that is false (its
+// default where the operator lacks it) yields the resolved value alone.
+// Empty for an unknown class, tunable or generation, or a tunable the
+// operator cannot resolve. A recording's own domain wins over this one
+// (daemon/tune/settings.h). Values may be ones a shape's constraints
+// refuse; ConstraintViolation prunes those.
+std::vector<v1::Value> OperatorDomain(const v1::Operator& op,
+                                      std::string_view tunable,
+                                      std::string_view generation);
 
 // Why `op`, at its tunables' values, cannot build on an NPU of `generation`
 // with `columns` usable columns, as a sentence a person can act on (e.g.

@@ -1,13 +1,16 @@
 // The catalogue's entries: IRON's operator classes at kIronCommit, one entry
 // each. Sources: iron/operators/<class>.py and, for the elementwise classes,
-// iron/common/elementwise.py (Elementwise, UnaryElementwise,
-// BinaryElementwise, Rowwise). Read IRON, written here in irontune's words.
+// iron/common/elementwise.py @ 607010e (Elementwise, UnaryElementwise,
+// BinaryElementwise, Rowwise, their domain rules), iron/operators/
+// elementwise_mul.py (RowwiseMul), iron/operators/softmax.py @ 607010e.
+// Read IRON, written here in irontune's words.
 #include "common/families_table.h"
 
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/op_access.h"
 #include "common/value.h"
 
 namespace irontune::catalogue {
@@ -46,12 +49,30 @@ BufferSpec Out(std::string name, std::string shape, std::string dtype = "bf16",
 }
 v1::Tolerance Ulps(int ulps) { return Bf16Ulps(ulps); }
 
+// The elements of the class's output: its `size` param, else its first
+// input's elements.
+DomainBound OutputElements() {
+  return ExprBound("size", [](const v1::Operator& op, const DomainDevice&) {
+    return std::optional<int64_t>(
+        IntParam(op, "size").value_or(FirstInputElements<int64_t>(op, 0)));
+  });
+}
+
+// Elementwise.tile_size's rule (elementwise.py): Divisors(of=the output's
+// elements, step=64, cap=tile_cap, span=3).
+DomainRule LineRule(int64_t cap) {
+  return DivisorsRule(OutputElements(), ConstBound(64), ConstBound(cap), 3);
+}
+
 // The elementwise template's tunables (iron/common/elementwise.py).
 std::vector<TunableSpec> LineTunables() {
-  return {T("num_aie_columns",
-            "the most the shim budget allows that give "
-            "every core whole lines"),
-          T("num_channels", 1), T("tile_size", 256, "the line, at most 4096")};
+  return {R(T("num_aie_columns",
+              "the most the shim budget allows that give "
+              "every core whole lines"),
+            PerWidth()),
+          R(T("num_channels", 1), PerWidth()),
+          R(T("tile_size", 256, "the line, at most 4096"),
+            LineRule(kElementwiseTileCap))};
 }
 const char* kLineRefusal =
     "size is not a multiple of tile_size * num_aie_columns * num_channels; "
@@ -73,6 +94,7 @@ Family Unary(std::string cls, std::string summary, std::vector<Dim> extra,
   f.refusals = kLineRefusal;
   f.source = absl::StrCat("iron/operators/", Snake(f.class_name),
                           ".py, on iron/common/elementwise.py");
+  f.commit = std::string(kIronCommit);
   return f;
 }
 
@@ -115,7 +137,8 @@ Family Rowwise(std::string cls, std::string summary) {
   f.class_name = std::move(cls);
   f.summary = std::move(summary);
   f.dims = {P("rows"), P("tile_size")};
-  f.tunable_specs = {T("num_aie_columns", 1), T("num_channels", 1)};
+  f.tunable_specs = {R(T("num_aie_columns", 1), PerWidth()),
+                     R(T("num_channels", 1), PerWidth())};
   f.buffers = {In("x", "[rows, tile_size]"), Out("y", "[rows, tile_size]")};
   f.values = {
       {"count", "rows each core processes; derived from the bound", "rows"}};
@@ -126,6 +149,25 @@ Family Rowwise(std::string cls, std::string summary) {
       "row length) above 8192";
   f.source = absl::StrCat("iron/operators/", Snake(f.class_name),
                           ".py, on iron/common/elementwise.py Rowwise");
+  f.commit = std::string(kIronCommit);
+  return f;
+}
+
+// RowwiseMul (iron/operators/elementwise_mul.py): each row times one row
+// every core holds; a line of at most 4096 (its tile_cap).
+Family RowwiseMul() {
+  Family f = Rowwise("RowwiseMul", "y = x * row: each row of x times one row");
+  f.buffers = {In("x", "[rows, tile_size]"),
+               In("row", "[tile_size]", "bf16",
+                  "one row, every core holds it for the call"),
+               Out("y", "[rows, tile_size]")};
+  f.refusals =
+      "rows not a multiple of num_aie_columns * num_channels; tile_size above "
+      "4096";
+  f.source =
+      "iron/operators/elementwise_mul.py, on iron/common/elementwise.py "
+      "Rowwise";
+  f.commit = "";  // the index named no commit for this version of the file
   return f;
 }
 
@@ -153,27 +195,56 @@ void Norms(std::vector<Family>& out) {
   out.push_back(std::move(rms));
   Family sm;
   sm.class_name = "Softmax";
-  sm.summary = "softmax of each row of cols, masked to vector_size elements";
+  sm.summary =
+      "softmax of each row of cols; a row held whole, or streamed in blocks "
+      "read three times";
   sm.dims = {P("rows"), P("cols")};
-  sm.tunable_specs = {T("num_aie_columns"), T("num_channels", 1)};
+  sm.tunable_specs = {
+      R(T("num_aie_columns",
+          "the most the shim budget allows that give every core whole rows"),
+        PerWidth()),
+      R(T("num_channels", 1), PerWidth()),
+      R(T("block",
+          "the row, or where it is longer than 4096 the longest multiple of "
+          "32 up to 1024 that divides it"),
+        DivisorsRule(ParamBound("cols"), ConstBound(32), ConstBound(4096))),
+      R(T("streamed", "block < cols"),
+        ChoicesRule({BoolValue(false), BoolValue(true)}))};
   sm.buffers = {In("x", "[rows, cols]"), Out("y", "[rows, cols]")};
-  sm.values = {{"count", "rows each core processes; bounds rows", "rows"},
-               {"vector_size", "valid elements per row (default cols)", ""}};
+  sm.values = {{"valid_cols", "valid elements per row; bounds cols", "cols"},
+               {"blocks", "blocks per row when streamed (optional)", ""}};
   sm.tolerance = "the kernel's contract: 2 bf16 ulps";
   sm.gate = Ulps(2);
   sm.refusals =
       "rows or cols not a multiple of 16; rows not a multiple of "
-      "num_aie_columns * num_channels";
+      "num_aie_columns * num_channels; block not a multiple of 32 dividing "
+      "cols; block other than cols unless streamed; streamed with more than "
+      "48 rows a core";
   sm.source = "iron/operators/softmax.py";
+  sm.commit = std::string(kIronCommit);
   out.push_back(std::move(sm));
 }
 
 }  // namespace
 
+DomainRule OwnRule(DomainRule rule) {
+  rule.origin = absl::StrCat("irontune's: IRON @ ",
+                             std::string(kIronBaseCommit.substr(0, 7)),
+                             " declares no domain");
+  return rule;
+}
+
+DomainRule OwnList(std::vector<int64_t> values) {
+  std::vector<v1::Value> options;
+  for (int64_t v : values) options.push_back(IntValue(v));
+  return OwnRule(ChoicesRule(std::move(options)));
+}
+
 std::vector<Family> ElementwiseFamilies() {
   std::vector<Family> out;
   Elementwise(out);
   Norms(out);
+  out.push_back(RowwiseMul());
   return out;
 }
 

@@ -31,6 +31,19 @@ inline TunableSpec T(std::string name, std::string note = "") {
 inline TunableSpec T(std::string name, int64_t v, std::string note = "") {
   return TunableSpec{std::move(name), IntValue(v), std::move(note)};
 }
+// `t` with its domain rule.
+inline TunableSpec R(TunableSpec t, DomainRule rule) {
+  t.domain = std::move(rule);
+  return t;
+}
+// A rule IRON's class does not declare at the commit followed (it declares
+// no domains there): irontune's own, with DomainRule::origin saying so.
+DomainRule OwnRule(DomainRule rule);
+// OwnRule(Choices of `values`).
+DomainRule OwnList(std::vector<int64_t> values);
+// A count of columns, channels or cores named by a stream's per= with no
+// domain of its own: IRON takes it as a Width (domain.py).
+inline DomainRule PerWidth() { return WidthRule(); }
 inline v1::Tolerance Close(double atol, double rtol) {
   v1::Tolerance t;
   t.mutable_close()->set_atol(atol);
@@ -57,6 +70,8 @@ std::vector<Family> ElementwiseFamilies();
 std::vector<Family> LinearFamilies();
 // Copy, Dequant, Emit, Repeat, Sample, Transpose.
 std::vector<Family> MovementFamilies();
+// Limbs, Log, Magnitude, Resample, ResampleTaps.
+std::vector<Family> SignalFamilies();
 
 }  // namespace irontune::catalogue
 

@@ -1,8 +1,11 @@
-// The catalogue's data-movement and sampling classes at kIronCommit:
-// iron/operators/{copy,dequant,emit,repeat,sample,transpose}.py.
+// The catalogue's data-movement and sampling classes:
+// iron/operators/transpose.py @ kIronCommit (607010e), iron/operators/
+// {copy,dequant,emit,repeat,sample}.py @ kIronBaseCommit (0274eac), which
+// declare no domains: those rules are irontune's (OwnRule).
 #include <utility>
 
 #include "common/families_table.h"
+#include "common/op_access.h"
 #include "common/value.h"
 
 namespace irontune::catalogue {
@@ -14,8 +17,9 @@ Family Copy() {
   f.summary = "gather by src, scatter by dst, over num_channels memtiles";
   f.dims = {P("input_buffer_size"),
             Pf("output_buffer_size", "the src walk's elements")};
-  f.tunable_specs = {T("tile_size", "the per-channel share of the walk"),
-                     T("num_channels", 1)};
+  f.tunable_specs = {R(T("tile_size", "the per-channel share of the walk"),
+                       OwnList({256, 512, 1024, 2048, 4096})),
+                     R(T("num_channels", 1), OwnList({1, 2}))};
   f.other_fields = {"src", "dst", "dtype"};
   f.buffers = {{"x", v1::BUFFER_ROLE_IN, "[input_buffer_size]", "bf16",
                 "flat; read by the src walk"},
@@ -31,6 +35,7 @@ Family Copy() {
       "the walks' innermost axis not a multiple of num_channels; tile_size "
       "not dividing the per-channel transfer";
   f.source = "iron/operators/copy.py";
+  f.commit = std::string(kIronBaseCommit);
   return f;
 }
 
@@ -41,8 +46,10 @@ Family Dequant() {
       "int4 to bf16: packed nibbles times their group's bf16 scale (group "
       "32)";
   f.dims = {P("size"), Pf("packed", "size / 2 + size / 32 * 2")};
-  f.tunable_specs = {T("num_aie_columns", "every column"), T("num_channels", 1),
-                     T("tile_size", 4096)};
+  f.tunable_specs = {
+      R(T("num_aie_columns", "every column"), OwnRule(WidthRule())),
+      R(T("num_channels", 1), OwnList({1, 2})),
+      R(T("tile_size", 4096), OwnList({256, 512, 1024, 2048, 4096}))};
   f.derived = {"per_tile", "in_tile"};
   f.other_fields = {"group_size"};
   f.buffers = {{"x", v1::BUFFER_ROLE_IN, "[packed]", "u8",
@@ -58,6 +65,7 @@ Family Dequant() {
       "more than 16 cores; size not a multiple of the cores or of "
       "tile_size per core";
   f.source = "iron/operators/dequant.py";
+  f.commit = std::string(kIronBaseCommit);
   return f;
 }
 
@@ -78,6 +86,7 @@ Family Emit() {
   f.gate = Exact();
   f.refusals = "rows other than slots + carried";
   f.source = "iron/operators/emit.py";
+  f.commit = std::string(kIronBaseCommit);
   return f;
 }
 
@@ -101,6 +110,7 @@ Family Repeat() {
   f.gate = Exact();
   f.refusals = "a row (seq * cols) with no descriptor split";
   f.source = "iron/operators/repeat.py";
+  f.commit = std::string(kIronBaseCommit);
   return f;
 }
 
@@ -111,9 +121,10 @@ Family Sample() {
       "the next token drawn from a row of logits (temperature, top-k), "
       "recorded at its position";
   f.dims = {P("vocab"), P("k_max", IntValue(64)), P("steps", IntValue(1))};
-  f.tunable_specs = {T("cores", 4), T("chunk",
-                                      "the largest even divisor of "
-                                      "the slice up to 8192")};
+  f.tunable_specs = {
+      R(T("cores", 4), OwnRule(WidthRule())),
+      R(T("chunk", "the largest even divisor of the slice up to 8192"),
+        OwnList({512, 1024, 2048, 4096, 8192}))};
   f.buffers = {{"logits", v1::BUFFER_ROLE_IN, "[vocab]", "bf16", "flat"},
                {"draws", v1::BUFFER_ROLE_IN, "[steps, 4]", "i32",
                 "per position: temperature (f32 bits), top-k, 53-bit "
@@ -133,6 +144,7 @@ Family Sample() {
       "vocab not a multiple of cores; chunk not dividing vocab / cores, odd "
       "or above 8192";
   f.source = "iron/operators/sample.py";
+  f.commit = std::string(kIronBaseCommit);
   return f;
 }
 
@@ -141,11 +153,29 @@ Family Transpose() {
   f.class_name = "Transpose";
   f.summary = "y = x^T per batch, m x n tiles of s x s sub-tiles";
   f.dims = {P("M"), P("N"), P("num_batches", IntValue(1))};
-  f.tunable_specs = {T("m", 64), T("n", 64), T("s", 8),
-                     T("num_aie_columns",
-                       "the most that split N into whole "
-                       "n tiles"),
-                     T("num_channels", 1)};
+  f.tunable_specs = {
+      R(T("m", 64),
+        DivisorsRule(ParamBound("M"), TunableBound("s"),
+                     ExprBound("8192 / n",
+                               [](const v1::Operator& op, const DomainDevice&) {
+                                 const auto n = IntTunable(op, "n");
+                                 if (!n.has_value() || *n < 1)
+                                   return std::optional<int64_t>();
+                                 return std::optional<int64_t>(8192 / *n);
+                               }))),
+      R(T("n", 64),
+        DivisorsRule(ParamBound("N"), TunableBound("s"),
+                     ExprBound("8192 / m",
+                               [](const v1::Operator& op, const DomainDevice&) {
+                                 const auto m = IntTunable(op, "m");
+                                 if (!m.has_value() || *m < 1)
+                                   return std::optional<int64_t>();
+                                 return std::optional<int64_t>(8192 / *m);
+                               }))),
+      R(T("s", 8), ChoicesRule({IntValue(8), IntValue(4)})),
+      R(T("num_aie_columns", "the most that split N into whole n tiles"),
+        PerWidth()),
+      R(T("num_channels", 1), PerWidth())};
   f.buffers = {{"x", v1::BUFFER_ROLE_IN, "[num_batches, M, N]", "bf16",
                 "no leading axis when num_batches is 1"},
                {"y", v1::BUFFER_ROLE_OUT, "[num_batches, N, M]", "bf16",
@@ -157,9 +187,10 @@ Family Transpose() {
   f.gate = Exact();
   f.refusals =
       "m or n not a multiple of s; m * n above 8192; s 8 with m or n at most "
-      "16; M not a multiple of m * num_channels; N not a multiple of n * "
-      "num_aie_columns";
+      "16, s 4 with m or n at most 4; M not a multiple of m * num_channels; "
+      "N not a multiple of n * num_aie_columns";
   f.source = "iron/operators/transpose.py";
+  f.commit = std::string(kIronCommit);
   return f;
 }
 

@@ -243,7 +243,20 @@ double DoubleParam(const v1::Operator& op, std::string_view name,
 }  // namespace
 
 bool IsBinaryElementwiseClass(std::string_view cls) {
-  return cls == "ElementwiseAdd" || cls == "ElementwiseMul" || cls == "AXPY";
+  return cls == "ElementwiseAdd" || cls == "ElementwiseMul" || cls == "AXPY" ||
+         cls == "RowwiseMul";
+}
+
+bool BroadcastsSecond(std::string_view cls) { return cls == "RowwiseMul"; }
+
+bool IsRowMapClass(std::string_view cls) {
+  return cls == "Limbs" || cls == "Magnitude";
+}
+
+int64_t RowMapOutLength(std::string_view cls, int64_t in_len) {
+  if (cls == "Limbs") return 6 * in_len;
+  if (cls == "Magnitude") return in_len / 2;
+  return 0;
 }
 
 bool IsElementwiseClass(std::string_view cls) {
@@ -260,11 +273,18 @@ const std::map<std::string, ElementMapper::Kind, std::less<>>&
 ElementMapper::Kinds() {
   static const auto* const kKinds =
       new std::map<std::string, Kind, std::less<>>{
-          {"ElementwiseAdd", Kind::kAdd},  {"ElementwiseMul", Kind::kMul},
-          {"AXPY", Kind::kAxpy},           {"SiLU", Kind::kSilu},
-          {"ReLU", Kind::kRelu},           {"Sigmoid", Kind::kSigmoid},
-          {"Tanh", Kind::kTanh},           {"GELU", Kind::kGelu},
-          {"LeakyReLU", Kind::kLeakyRelu}, {"Clamp", Kind::kClamp}};
+          {"ElementwiseAdd", Kind::kAdd},
+          {"ElementwiseMul", Kind::kMul},
+          {"AXPY", Kind::kAxpy},
+          {"SiLU", Kind::kSilu},
+          {"ReLU", Kind::kRelu},
+          {"Sigmoid", Kind::kSigmoid},
+          {"Tanh", Kind::kTanh},
+          {"GELU", Kind::kGelu},
+          {"LeakyReLU", Kind::kLeakyRelu},
+          {"Clamp", Kind::kClamp},
+          {"Log", Kind::kLog},
+          {"RowwiseMul", Kind::kMul}};
   return *kKinds;
 }
 
@@ -281,6 +301,9 @@ ElementMapper::ElementMapper(const v1::Operator& op) {
   };
   if (kind_ == Kind::kAxpy) a_ = bf16(DoubleParam(op, "scalar_factor", 3.0));
   if (kind_ == Kind::kLeakyRelu) a_ = DoubleParam(op, "alpha", 0.01);
+  // iron/operators/log.py: the offset as the kernel holds it, a float32.
+  if (kind_ == Kind::kLog)
+    a_ = static_cast<float>(DoubleParam(op, "offset", 0.0));
   if (kind_ == Kind::kClamp) {
     a_ = bf16(DoubleParam(op, "low", -INFINITY));
     b_ = bf16(DoubleParam(op, "high", INFINITY));
@@ -311,6 +334,8 @@ double ElementMapper::operator()(double x, double z) const {
       return x >= 0 ? x : a_ * x;
     case Kind::kClamp:
       return std::min(std::max(x, a_), b_);
+    case Kind::kLog:
+      return std::log(x + a_);
     case Kind::kNone:
       break;
   }

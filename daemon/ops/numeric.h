@@ -73,9 +73,13 @@ inline double RopeAngle(int64_t row, int64_t p, int64_t dim, double theta) {
 // the CPU reference and the simulated NPU's kernels share. Binary classes
 // read two inputs (x, z), unary ones x. ElementMap is nullopt for a class
 // that is not elementwise. Params read: AXPY scalar_factor (3.0),
-// LeakyReLU alpha (0.01), Clamp low and high (unbounded when missing).
+// LeakyReLU alpha (0.01), Clamp low and high (unbounded when missing), Log
+// offset (0, as the kernel holds it: float32; y = log(x + offset)).
+// RowwiseMul is binary with its second input one row, broadcast: element i
+// of x takes element i % row of it (BroadcastsSecond).
 bool IsElementwiseClass(std::string_view cls);
 bool IsBinaryElementwiseClass(std::string_view cls);
+bool BroadcastsSecond(std::string_view cls);
 std::optional<double> ElementMap(const v1::Operator& op, double x, double z);
 
 // ElementMap of one operator, its class and params looked up once: for
@@ -103,7 +107,8 @@ class ElementMapper {
     kTanh,
     kGelu,
     kLeakyRelu,
-    kClamp
+    kClamp,
+    kLog
   };
   static const std::map<std::string, Kind, std::less<>>& Kinds();
 
@@ -111,6 +116,68 @@ class ElementMapper {
   double a_ = 0;  // AXPY's factor, LeakyReLU's alpha, Clamp's low
   double b_ = 0;  // Clamp's high
 };
+
+// Limbs' and Magnitude's output row of an input row (iron/operators/
+// limbs.py @ 20ab08a, magnitude.py @ 279b5b8). Limbs: `in_len` float32 in,
+// the six planes [hi, mid, hi, lo, mid, hi] of `in_len` bf16 limbs each
+// out (hi = x to bf16, mid = the float32 residual to bf16, lo = the next
+// residual to bf16; each rounded to nearest even); Magnitude: `in_len`
+// floats [re | im] in, hypot(re, im) of the halves out, in double.
+bool IsRowMapClass(std::string_view cls);
+// The output row's length for an input row of `in_len` (6 * in_len,
+// in_len / 2); 0 for another class.
+int64_t RowMapOutLength(std::string_view cls, int64_t in_len);
+// `x` read with operator[] from `base`; `y` gets RowMapOutLength values.
+template <typename Buffer>
+void RowMap(std::string_view cls, const Buffer& x, int64_t base, int64_t in_len,
+            float* y) {
+  if (cls == "Limbs") {
+    for (int64_t i = 0; i < in_len; ++i) {
+      const float v = static_cast<float>(x[base + i]);
+      const float hi = RoundTo(v1::DTYPE_BF16, v);
+      const float r = v - hi;
+      const float mid = RoundTo(v1::DTYPE_BF16, r);
+      const float lo = RoundTo(v1::DTYPE_BF16, r - mid);
+      const float planes[6] = {hi, mid, hi, lo, mid, hi};
+      for (int p = 0; p < 6; ++p) y[p * in_len + i] = planes[p];
+    }
+    return;
+  }
+  const int64_t half = in_len / 2;  // Magnitude
+  for (int64_t i = 0; i < half; ++i) {
+    y[i] =
+        static_cast<float>(std::hypot(static_cast<double>(x[base + i]),
+                                      static_cast<double>(x[base + half + i])));
+  }
+}
+
+// GQAScores' and GQAContext's shape (iron/operators/gqa.py @ 607010e): one
+// query's `heads` over a [seq_len, groups, head_dim] cache, `used` of its
+// positions (the call's bound).
+struct GqaDims {
+  int64_t heads = 0, groups = 0, seq_len = 0, head_dim = 0, used = 0;
+};
+// Row h of the output, in double in index order: GQAScores (a = keys, b =
+// q [heads, head_dim]) y[l] = q[h] . keys[l, g] for l < used; GQAContext
+// (a = cache, b = weights [heads, seq_len]) y[d] = sum_{l < used}
+// weights[h, l] * cache[l, g, d]; g = h / (heads / groups).
+template <typename Buffer>
+void GqaRow(bool scores, const Buffer& a, const Buffer& b, const GqaDims& s,
+            int64_t h, double* y) {
+  const int64_t g = h / (s.heads / s.groups), dim = s.head_dim;
+  for (int64_t l = 0; l < s.used; ++l) {
+    const int64_t row = (l * s.groups + g) * dim;
+    if (scores) {
+      double sum = 0;
+      for (int64_t d = 0; d < dim; ++d)
+        sum += static_cast<double>(b[h * dim + d]) * a[row + d];
+      y[l] = sum;
+    } else {
+      const double w = b[h * s.seq_len + l];
+      for (int64_t d = 0; d < dim; ++d) y[d] += w * a[row + d];
+    }
+  }
+}
 
 // The last extent of `b`'s shape, capped at 2^40; `fallback` for an empty
 // shape or a last extent of 0.

@@ -218,13 +218,17 @@ Result Elementwise(const Ctx& c) {
     return NoFit(c.op);
   const In &x = c.in(0), &z = c.in(binary ? 1 : 0);
   Out out(c.out_meta());
-  const uint64_t n = std::min({x.size(), z.size(), out.size()});
+  // RowwiseMul's row serves every row of x.
+  const bool broadcast = BroadcastsSecond(c.op.class_name());
+  if (broadcast && z.size() == 0) return NoFit(c.op);
+  const uint64_t n = broadcast ? std::min(x.size(), out.size())
+                               : std::min({x.size(), z.size(), out.size()});
   const int64_t count =
       SampledRows(static_cast<int64_t>(n), 1, static_cast<int64_t>(n));
   const ElementMapper map(c.op);
   for (int64_t j = 0; j < count; ++j) {
     const uint64_t i = SampleRow(j, count, n);
-    out.Set(i, map(x[i], z[i]));
+    out.Set(i, map(x[i], z[broadcast ? i % z.size() : i]));
   }
   ComputedRows computed{.rows = static_cast<int64_t>(n), .computed = count};
   return std::make_pair(std::move(out), computed);
@@ -263,6 +267,67 @@ Result RowWise(const Ctx& c) {
     }
   }
   return RowsOf(std::move(out), total_rows, rows, row_len);
+}
+
+// Limbs and Magnitude: each row of the input's last axis mapped (RowMap),
+// over the rows in use.
+Result RowMapped(const Ctx& c) {
+  if (c.roles.in.empty() || c.roles.out.empty()) return NoFit(c.op);
+  const std::string& cls = c.op.class_name();
+  const In& x = c.in(0);
+  const int64_t in_len = LastAxis(x.meta(), 0);
+  const int64_t out_len = RowMapOutLength(cls, in_len);
+  Out out(c.out_meta());
+  if (!Sane({in_len, out_len}) || x.size() % in_len != 0) return NoFit(c.op);
+  const int64_t total = static_cast<int64_t>(x.size()) / in_len;
+  if (out.size() < static_cast<uint64_t>(total * out_len)) return NoFit(c.op);
+  const int64_t used = std::clamp<int64_t>(c.Extent("rows", total), 0, total);
+  const int64_t rows = SampledRows(used, in_len, used);
+  std::vector<float> y(out_len);
+  for (int64_t j = 0; j < rows; ++j) {
+    const int64_t row = SampleRow(j, rows, used);
+    RowMap(cls, x, row * in_len, in_len, y.data());
+    for (int64_t i = 0; i < out_len; ++i) out.Set(row * out_len + i, y[i]);
+  }
+  return RowsOf(std::move(out), used, rows, out_len);
+}
+
+// GQAScores and GQAContext (GqaRow), on gqa.py @ 607010e's layout: an
+// operator without its `heads` param (the older gqa_context.py's) has none.
+Result Gqa(const Ctx& c) {
+  if (c.roles.in.size() < 2 || c.roles.out.empty() ||
+      !IntParam(c.op, "heads").has_value())
+    return NoFit(c.op);
+  const bool scores = c.op.class_name() == "GQAScores";
+  GqaDims s{.heads = c.Param("heads", 0),
+            .groups = c.Param("groups", 0),
+            .seq_len = c.Param("seq_len", 0),
+            .head_dim = c.Param("head_dim", 64)};
+  if (!Sane({s.heads, s.groups, s.seq_len, s.head_dim}) ||
+      s.heads % s.groups != 0)
+    return NoFit(c.op);
+  s.used = std::clamp<int64_t>(c.Extent("seq_len", s.seq_len), 0, s.seq_len);
+  const In &a = c.in(0), &b = c.in(1);
+  Out out(c.out_meta());
+  const int64_t row_len = scores ? s.seq_len : s.head_dim;
+  if (a.size() < static_cast<uint64_t>(s.seq_len * s.groups * s.head_dim) ||
+      b.size() <
+          static_cast<uint64_t>(s.heads * (scores ? s.head_dim : s.seq_len)) ||
+      out.size() < static_cast<uint64_t>(s.heads * row_len))
+    return NoFit(c.op);
+  const int64_t rows = SampledRows(s.heads, s.used * s.head_dim, s.heads);
+  const int64_t valid = scores ? s.used : s.head_dim;
+  std::vector<double> y(row_len);
+  for (int64_t j = 0; j < rows; ++j) {
+    const int64_t h = SampleRow(j, rows, s.heads);
+    std::fill(y.begin(), y.end(), 0.0);
+    GqaRow(scores, a, b, s, h, y.data());
+    for (int64_t i = 0; i < valid; ++i) out.Set(h * row_len + i, y[i]);
+  }
+  return std::make_pair(std::move(out), ComputedRows{.rows = s.heads,
+                                                     .computed = rows,
+                                                     .row_elements = valid,
+                                                     .row_stride = row_len});
 }
 
 Result Rope(const Ctx& c) {
@@ -387,6 +452,10 @@ absl::StatusOr<Reference> ReferenceOutputs(const v1::Operator& op,
     compute = Mha;
   } else if (cls == "Sample") {
     compute = Sample;
+  } else if (IsRowMapClass(cls)) {
+    compute = RowMapped;
+  } else if (cls == "GQAScores" || cls == "GQAContext") {
+    compute = Gqa;
   } else {
     return absl::UnimplementedError(
         absl::StrCat("no CPU reference for class \"", cls, "\""));

@@ -20,6 +20,12 @@
 //   MHA      q [H,d], k and v [KVH, seq_pad, d]: attention of each head over
 //            the used kv length (seq_pad bounded by the per-call values).
 //   Sample   the index of each row's first maximum of `vocab` logits.
+//   Log, RowwiseMul  elementwise maps (ElementMap; RowwiseMul's row
+//            broadcast over x's rows).
+//   Limbs, Magnitude  each row of the input's last axis mapped (RowMap).
+//   GQAScores, GQAContext  GqaRow per head, over the positions in use (an
+//            operator without `heads`, the older gqa_context.py's, has no
+//            reference).
 //
 // Sampled rows: large operators are bounded as the sim bounds them
 // (daemon/ops/numeric.h): at most kSampleWorkBudget multiply-adds, so only rows

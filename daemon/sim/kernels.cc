@@ -250,13 +250,27 @@ bool Elementwise(const OpView& op, const std::vector<StepBuffer>& ins,
   if (r.in.size() < (binary ? 2u : 1u) || r.out.empty()) return false;
   In x(ins[r.in[0]]);
   In z(ins[r.in[binary ? 1 : 0]]);
-  uint64_t n = std::min(x.size(), z.size());
+  // RowwiseMul's row serves every row of x.
+  const bool broadcast = BroadcastsSecond(op.class_name());
+  if (broadcast && z.size() == 0) return false;
+  uint64_t n = broadcast ? x.size() : std::min(x.size(), z.size());
   const uint64_t out_n = bufs[r.out[0]].nbytes /
                          std::max(DTypeBytes(bufs[r.out[0]].meta->dtype()), 1);
   n = std::min(n, out_n);
   const int64_t count =
       SampledRows(static_cast<int64_t>(n), 1, static_cast<int64_t>(n));
   const ElementMapper map(op.op());
+  if (broadcast) {
+    std::vector<float> values(count);
+    for (int64_t j = 0; j < count; ++j) {
+      const uint64_t i = SampleRow(j, count, n);
+      values[j] = static_cast<float>(map(x[i], z[i % z.size()]));
+    }
+    Out out(bufs[r.out[0]]);
+    for (int64_t j = 0; j < count; ++j)
+      out.Set(SampleRow(j, count, n), values[j]);
+    return true;
+  }
   // Every element (the usual case): decoded and stored in runs, the same
   // values as one at a time. The inputs are all read before the output is
   // made: it may be one of them (in place).
@@ -449,6 +463,73 @@ bool Sample(const OpView& op, const std::vector<StepBuffer>& ins,
   return true;
 }
 
+// Limbs and Magnitude: each row of the input's last axis mapped (RowMap),
+// as the CPU reference maps it.
+bool RowMapped(const OpView& op, const std::vector<StepBuffer>& ins,
+               std::vector<StepBuffer>& bufs, const BufferRoles& r) {
+  if (r.in.empty() || r.out.empty()) return false;
+  const std::string& cls = op.class_name();
+  In x(ins[r.in[0]]);
+  const int64_t in_len = LastAxis(*ins[r.in[0]].meta, 0);
+  const int64_t out_len = RowMapOutLength(cls, in_len);
+  if (!Sane({in_len, out_len}) || x.size() % in_len != 0) return false;
+  const int64_t total = static_cast<int64_t>(x.size()) / in_len;
+  const uint64_t out_n = bufs[r.out[0]].nbytes /
+                         std::max(DTypeBytes(bufs[r.out[0]].meta->dtype()), 1);
+  if (out_n < static_cast<uint64_t>(total * out_len)) return false;
+  const int64_t used = std::clamp<int64_t>(op.Extent("rows", total), 0, total);
+  const int64_t rows = SampledRows(used, in_len, used);
+  std::vector<float> y(rows * out_len);
+  for (int64_t j = 0; j < rows; ++j)
+    RowMap(cls, x, SampleRow(j, rows, used) * in_len, in_len,
+           y.data() + j * out_len);
+  Out out(bufs[r.out[0]]);
+  for (int64_t j = 0; j < rows; ++j) {
+    const int64_t row = SampleRow(j, rows, used);
+    for (int64_t i = 0; i < out_len; ++i)
+      out.Set(row * out_len + i, y[j * out_len + i]);
+  }
+  return true;
+}
+
+// GQAScores and GQAContext (GqaRow), as the CPU reference computes them.
+bool Gqa(const OpView& op, const std::vector<StepBuffer>& ins,
+         std::vector<StepBuffer>& bufs, const BufferRoles& r) {
+  if (r.in.size() < 2 || r.out.empty() || !IntParam(op.op(), "heads"))
+    return false;
+  const bool scores = op.class_name() == "GQAScores";
+  GqaDims s{.heads = op.Param("heads", 0),
+            .groups = op.Param("groups", 0),
+            .seq_len = op.Param("seq_len", 0),
+            .head_dim = op.Param("head_dim", 64)};
+  if (!Sane({s.heads, s.groups, s.seq_len, s.head_dim}) ||
+      s.heads % s.groups != 0)
+    return false;
+  s.used = std::clamp<int64_t>(op.Extent("seq_len", s.seq_len), 0, s.seq_len);
+  In a(ins[r.in[0]]), b(ins[r.in[1]]);
+  const int64_t row_len = scores ? s.seq_len : s.head_dim;
+  const uint64_t out_n = bufs[r.out[0]].nbytes /
+                         std::max(DTypeBytes(bufs[r.out[0]].meta->dtype()), 1);
+  if (a.size() < static_cast<uint64_t>(s.seq_len * s.groups * s.head_dim) ||
+      b.size() <
+          static_cast<uint64_t>(s.heads * (scores ? s.head_dim : s.seq_len)) ||
+      out_n < static_cast<uint64_t>(s.heads * row_len))
+    return false;
+  const int64_t rows = SampledRows(s.heads, s.used * s.head_dim, s.heads);
+  const int64_t valid = scores ? s.used : s.head_dim;
+  std::vector<double> y(rows * row_len, 0.0);
+  for (int64_t j = 0; j < rows; ++j)
+    GqaRow(scores, a, b, s, SampleRow(j, rows, s.heads),
+           y.data() + j * row_len);
+  Out out(bufs[r.out[0]]);
+  for (int64_t j = 0; j < rows; ++j) {
+    const int64_t h = SampleRow(j, rows, s.heads);
+    for (int64_t i = 0; i < valid; ++i)
+      out.Set(h * row_len + i, static_cast<float>(y[j * row_len + i]));
+  }
+  return true;
+}
+
 }  // namespace
 
 absl::Status ComputeStep(const OpView& op, std::vector<StepBuffer>& buffers) {
@@ -496,6 +577,10 @@ absl::Status ComputeStep(const OpView& op, std::vector<StepBuffer>& buffers) {
       done = Mha(op, inputs, buffers, roles);
     } else if (cls == "Sample") {
       done = Sample(op, inputs, buffers, roles);
+    } else if (IsRowMapClass(cls)) {
+      done = RowMapped(op, inputs, buffers, roles);
+    } else if (cls == "GQAScores" || cls == "GQAContext") {
+      done = Gqa(op, inputs, buffers, roles);
     }
   }
   if (!done) CopyFirstInput(inputs, buffers, roles);

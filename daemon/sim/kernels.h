@@ -16,7 +16,12 @@
 //   "theta" param or 500000, docs/npu-facts.md "Llama 3.2 1B"), MHA (q [H,d],
 //   k and v [KVH, seq_pad, d], attention over the used kv length), Sample
 //   (argmax per row of logits, the first maximum; the index written to the
-//   output).
+//   output), Log (log(x + offset), f32 in, bf16 out) and RowwiseMul (each
+//   row times one row) as elementwise maps, Limbs and Magnitude (each row
+//   mapped, daemon/ops/numeric.h RowMap), GQAScores and GQAContext (one
+//   query's heads against a [seq_len, groups, head_dim] cache, GqaRow; in
+//   f64 in index order, as the reference: their settings' outputs are
+//   bit-identical).
 //   Anything else, or buffers whose sizes do not fit the layout above:
 //   the first input's bytes copied into every output (zero-padded).
 //

@@ -222,11 +222,17 @@ double StepUs(const OpView& op, const ModelPoint& point) {
     // Elementwise: IRON's default line is 256 (iron/common/elementwise.py).
     const double n = FirstInputElements<double>(op.op(), op.Param("size", 1));
     const bool binary = IsBinaryElementwiseClass(cls);
-    const double ops =
-        cls == "SiLU" || cls == "GELU" || cls == "Sigmoid" || cls == "Tanh" ? 6
-                                                                            : 1;
-    return StreamUs(op, c, n, Clamp1(op.Tunable("tile_size", 256)),
-                    {ops, binary ? 2 : 1, 1}, 0);
+    // Log's degree-9 polynomial over limbs counts as a transcendental
+    // [inferred: iron/operators/log.py's kernel].
+    const double ops = cls == "SiLU" || cls == "GELU" || cls == "Sigmoid" ||
+                               cls == "Tanh" || cls == "Log"
+                           ? 6
+                           : 1;
+    // RowwiseMul's line is its row (a param); its row is held, not streamed.
+    const double line = BroadcastsSecond(cls) ? op.Param("tile_size", 256)
+                                              : op.Tunable("tile_size", 256);
+    return StreamUs(op, c, n, Clamp1(line),
+                    {ops, binary && !BroadcastsSecond(cls) ? 2 : 1, 1}, 0);
   }
   if (cls == "RMSNorm" || cls == "LayerNorm" || cls == "Softmax") {
     // One row per kernel call: the row is the line (tile_size / cols).

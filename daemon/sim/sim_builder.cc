@@ -181,6 +181,10 @@ bool SimBuilder::Ready(const BuildRequest& /*request*/) {
 
 absl::StatusOr<std::string> SimBuilder::Fit(const BuildRequest& request) {
   ASSIGN_OR_RETURN(const sim::SimPreset* preset, CheckRequest(request));
+  if (std::string why = sim::SimUnsupported(request.op.class_name());
+      !why.empty()) {
+    return absl::UnimplementedError(why);
+  }
   RETURN_IF_ERROR(BufferSizes(request.op).status());
   return Refusal(request.op, request.packaging, *preset);
 }
@@ -188,6 +192,9 @@ absl::StatusOr<std::string> SimBuilder::Fit(const BuildRequest& request) {
 absl::StatusOr<BuildOutcome> SimBuilder::Build(const BuildRequest& request) {
   ASSIGN_OR_RETURN(const sim::SimPreset* preset, CheckRequest(request));
   const v1::Operator& op = request.op;
+  if (std::string why = sim::SimUnsupported(op.class_name()); !why.empty()) {
+    return absl::UnimplementedError(why);
+  }
   ASSIGN_OR_RETURN(std::vector<uint64_t> nbytes, BufferSizes(op));
   BuildOutcome outcome;
   outcome.refusal = Refusal(op, request.packaging, *preset);

@@ -73,6 +73,15 @@ std::string GemmTransfers(const OpView& op, const SimPreset& p) {
 
 }  // namespace
 
+std::string SimUnsupported(std::string_view cls) {
+  if (cls != "Resample" && cls != "ResampleTaps") return "";
+  return absl::StrCat(
+      AsAbsl(cls),
+      ": the simulated NPU has no kernel for IRON's bit-exact antialiased "
+      "bicubic resample (its output would be a copy of its input, which no "
+      "gate can judge); tune it on an NPU (--device xrt:N)");
+}
+
 std::string SimRefusal(const OpView& op, const SimPreset& p) {
   const std::string& cls = op.class_name();
   if (std::string r = Columns(op, p, "num_aie_columns"); !r.empty()) return r;

@@ -23,6 +23,13 @@ namespace irontune::sim {
 // num_aie_columns.
 std::string SimRefusal(const OpView& op, const SimPreset& preset);
 
+// Why the simulated NPU cannot run class `cls` at all (it has no kernel,
+// CPU reference or model for it: its output would be a copy of its input,
+// which no gate can judge), as the tuner reports a shape it leaves
+// untuned; "" for a class it runs. Resample and ResampleTaps (IRON's
+// bit-exact torchvision resize, iron/operators/resample/op.py).
+std::string SimUnsupported(std::string_view cls);
+
 }  // namespace irontune::sim
 
 #endif  // IRONTUNE_DAEMON_SIM_SIM_LIMITS_H_

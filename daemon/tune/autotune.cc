@@ -418,6 +418,18 @@ absl::Status AutotuneRun::Collect(Lane& head) {
   stats_ += head.stats();
   absl::StatusOr<ShapeResult> timed = std::move(head.result());
   lanes_.erase(done_);  // `head`, where it is a started lane
+  if (absl::IsUnimplemented(timed.status())) {
+    // The builder cannot build this class at all (the simulated NPU has no
+    // kernel for it, sim_limits.h SimUnsupported): its shape is left
+    // untuned with the reason, and the search goes on.
+    const size_t s = order_[done_];
+    untuned_[s] = std::string(timed.status().message());
+    logged_->Log(absl::StrCat("    left untuned: ", untuned_[s]));
+    estimator_->Finished(s, 0, /*tuned=*/false);
+    ++done_;
+    Tell(std::nullopt);
+    return absl::OkStatus();
+  }
   if (!timed.ok()) {
     StopLanes();
     return timed.status();

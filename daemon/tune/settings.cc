@@ -33,11 +33,15 @@ std::vector<v1::Value> RecordedDomain(const v1::Operator& op,
   return {};
 }
 
+// The same values in any order (a rule lists them widest first, a
+// recorder may not).
 bool SameValues(const std::vector<v1::Value>& a,
                 const std::vector<v1::Value>& b) {
   if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!ValuesEqual(a[i], b[i])) return false;
+  for (const v1::Value& v : a) {
+    if (std::none_of(b.begin(), b.end(),
+                     [&](const v1::Value& u) { return ValuesEqual(u, v); }))
+      return false;
   }
   return true;
 }
@@ -61,7 +65,7 @@ std::vector<v1::Value> DefaultDomain(const v1::Operator& op,
   std::vector<v1::Value> recorded = RecordedDomain(op, tunable);
   const Family* family = FindFamily(op.class_name());
   if (family == nullptr) return recorded;
-  std::vector<v1::Value> catalogue = FamilyDomain(*family, tunable, generation);
+  std::vector<v1::Value> catalogue = OperatorDomain(op, tunable, generation);
   if (recorded.empty()) return catalogue;
   if (!catalogue.empty() && !SameValues(recorded, catalogue)) {
     spdlog::info(

@@ -24,9 +24,11 @@ namespace irontune {
 // Where the tuner learns what it may try. Every member has a working default
 // (DefaultSearchSpace()); a null member takes the default's behaviour.
 //
-// DefaultSearchSpace() asks the families registry: a known class's domain on
-// the generation (FamilyDomain), else the recording's, and
-// ConstraintViolation for whether a setting resolves.
+// DefaultSearchSpace() asks the recording first and the families registry
+// after: the recording's own domain where it has one, else a known class's
+// rule evaluated for the operator's shape on the generation
+// (OperatorDomain: IRON's Width, Divisors, Choices, Placement, Pinned,
+// `when`), and ConstraintViolation for whether a setting resolves.
 struct SearchSpace {
   // The values tunable `tunable` of `op` may take on `generation`. An
   // empty result means only the recorded value.
@@ -48,10 +50,10 @@ struct SearchSpace {
       identity;
 };
 
-// A known class's domain on the generation from the families registry
-// (else the recording's own), its violations from ConstraintViolation, and a
-// design's identity from the resolved design (IRON's design_key after
-// resolve).
+// The recording's own domain where it has one, else a known class's rule
+// evaluated for the operator (OperatorDomain), its violations from
+// ConstraintViolation, and a design's identity from the resolved design
+// (IRON's design_key after resolve).
 SearchSpace DefaultSearchSpace();
 
 // Whether `space` is DefaultSearchSpace()'s, member by member (each one the

@@ -46,54 +46,193 @@ v1::Operator Gemv(int64_t m, int64_t k, int64_t tsi, int64_t tso, int64_t v,
   return testing::GemvParams(m, k, tsi, tso, v, cols);
 }
 
-TEST_CASE("domains follow the generation's columns", "[families]") {
+std::vector<int64_t> Rule(const DomainRule& rule, int64_t start,
+                          const v1::Operator& op = v1::Operator(),
+                          int columns = 8) {
+  DomainDevice dev = DomainDeviceOf("npu2");
+  dev.columns = columns;
+  return Ints(RuleValues(rule, op, IntValue(start), dev));
+}
+
+v1::Operator Sized(const std::string& name, int64_t v) {
+  v1::Operator op;
+  AddParam(op, name, IntValue(v));
+  return op;
+}
+
+// What the operator's rule yields (OperatorDomain), as ints.
+std::vector<int64_t> OpDomain(const v1::Operator& op, const std::string& t,
+                              const std::string& generation) {
+  return Ints(OperatorDomain(op, t, generation));
+}
+
+TEST_CASE("Width: the resolved value and the powers of two up to the columns",
+          "[families][domain]") {
+  CHECK(Rule(WidthRule(), 1) == std::vector<int64_t>{8, 4, 2, 1});
+  CHECK(Rule(WidthRule(), 1, {}, 4) == std::vector<int64_t>{4, 2, 1});
+  // The resolved value is kept where it is no power of two, or above the
+  // columns (the constraints refuse that one, not the domain).
+  CHECK(Rule(WidthRule(), 6) == std::vector<int64_t>{8, 6, 4, 2, 1});
+  CHECK(Rule(WidthRule(), 8, {}, 4) == std::vector<int64_t>{8, 4, 2, 1});
+  // bit_length(6) is 3: powers 1, 2, 4.
+  CHECK(Rule(WidthRule(), 1, {}, 6) == std::vector<int64_t>{4, 2, 1});
+  CHECK(Rule(WidthRule(), 3, {}, 0) == std::vector<int64_t>{3});
+}
+
+TEST_CASE("Divisors: octaves of the resolved value that divide, in steps",
+          "[families][domain]") {
+  const DomainRule line =
+      DivisorsRule(ParamBound("size"), ConstBound(64), ConstBound(4096), 3);
+  // 6144 = 3 * 2^11: up to 2048 within 3 octaves (4096 would be the 4th);
+  // down while the half is a multiple of 64.
+  CHECK(Rule(line, 256, Sized("size", 6144)) ==
+        std::vector<int64_t>{2048, 1024, 512, 256, 128, 64});
+  // The cap ends the upward walk: 4096 divides 2^20 but exceeds the cap.
+  CHECK(Rule(line, 2048, Sized("size", 1 << 20)) ==
+        std::vector<int64_t>{4096, 2048, 1024, 512, 256});
+  // The resolved value stays though it exceeds the cap and divides nothing;
+  // the downward walk passes values that do not divide or exceed the cap.
+  const DomainRule loose = DivisorsRule(ParamBound("n"), {}, ConstBound(4));
+  CHECK(Rule(loose, 32, Sized("n", 24)) == std::vector<int64_t>{32, 4, 2, 1});
+  // span bounds both walks.
+  const DomainRule narrow = DivisorsRule(ParamBound("n"), {}, {}, 1);
+  CHECK(Rule(narrow, 64, Sized("n", 1 << 20)) ==
+        std::vector<int64_t>{128, 64, 32});
+  // An odd start has no half; a step the half misses ends the walk.
+  CHECK(Rule(narrow, 3, Sized("n", 9)) == std::vector<int64_t>{3});
+  const DomainRule stepped = DivisorsRule(ParamBound("n"), ConstBound(16));
+  CHECK(Rule(stepped, 64, Sized("n", 64)) == std::vector<int64_t>{64, 32, 16});
+  // A bound the operator cannot give, or a start that is no positive int:
+  // the start alone.
+  CHECK(Rule(stepped, 64) == std::vector<int64_t>{64});
+  CHECK(Rule(stepped, 0, Sized("n", 64)) == std::vector<int64_t>{0});
+  CHECK(line.Text() == "Divisors(of=size, step=64, cap=4096, span=3)");
+  CHECK(When(stepped, "prio_accuracy").Text() ==
+        "Divisors(of=n, step=16) when prio_accuracy");
+}
+
+TEST_CASE("Choices, Placement and Pinned", "[families][domain]") {
+  const DomainRule s = ChoicesRule({IntValue(8), IntValue(4)});
+  CHECK(Rule(s, 4) == std::vector<int64_t>{8, 4});
+  CHECK(Rule(s, 2) == std::vector<int64_t>{2, 8, 4});
+  const DomainRule p = PlacementRule({"shims", "tiles"});
+  const DomainDevice dev = DomainDeviceOf("npu2");
+  std::vector<v1::Value> got = RuleValues(p, {}, StringValue("tiles"), dev);
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].string_value() == "tiles");
+  CHECK(got[1].string_value() == "shims");
+  CHECK(Rule(PinnedRule(), 5) == std::vector<int64_t>{5});
+  CHECK(Rule(DomainRule(), 5).empty());
+}
+
+TEST_CASE("each class's rules, evaluated for its shape", "[families][domain]") {
+  // GEMM 256 x 2048 x 2048 at 64 x 64 x 64 on 8 columns. tile_m divides
+  // M / 4 = 64 in mac blocks: 8 on npu2 (2r), 16 on npu1 (4r).
+  v1::Operator gemm = Gemm(256, 2048, 2048, 64, 64, 64, 8);
+  CHECK(OpDomain(gemm, "tile_m", "npu2") ==
+        std::vector<int64_t>{64, 32, 16, 8});
+  CHECK(OpDomain(gemm, "tile_m", "npu1") == std::vector<int64_t>{64, 32, 16});
+  // tile_k is searched only under prio_accuracy (false by default).
+  CHECK(OpDomain(gemm, "tile_k", "npu2") == std::vector<int64_t>{64});
+  AddParam(gemm, "prio_accuracy", BoolValue(true));
+  CHECK(OpDomain(gemm, "tile_k", "npu2") ==
+        std::vector<int64_t>{2048, 1024, 512, 256, 128, 64, 32, 16, 8});
+  CHECK(OpDomain(gemm, "tile_n", "npu2") ==
+        std::vector<int64_t>{2048, 1024, 512, 256, 128, 64, 32, 16});
+  CHECK(OpDomain(gemm, "num_aie_columns", "npu2") ==
+        std::vector<int64_t>{8, 4, 2, 1});
+  CHECK(OpDomain(gemm, "tile_m", "npu9").empty());
+  CHECK(OpDomain(gemm, "tile_size", "npu2").empty());
+
+  // GEMV 2048 x 2048: tile_size_input capped at 64 KiB / (2 * K * 2) = 8;
+  // tile_size_output in steps of it, 3 octaves either side.
+  v1::Operator gemv = Gemv(2048, 2048, 2, 256, 64, 8);
+  CHECK(OpDomain(gemv, "tile_size_input", "npu2") ==
+        std::vector<int64_t>{8, 4, 2, 1});
+  CHECK(OpDomain(gemv, "tile_size_output", "npu2") ==
+        std::vector<int64_t>{2048, 1024, 512, 256, 128, 64, 32});
+  // Unset, tile_size_input resolves to 2 rows (a row of 4 KiB).
+  v1::Operator open = gemv;
+  open.mutable_tunables(1)->clear_value();
+  REQUIRE(open.tunables(1).name() == "tile_size_input");
+  CHECK(OpDomain(open, "tile_size_input", "npu2") ==
+        std::vector<int64_t>{8, 4, 2, 1});
+
+  // MHA over 8192 keys: blocks of 64 up to 64 KiB / (64 * 2) = 512.
+  v1::Operator mha;
+  mha.set_class_name("MHA");
+  AddParam(mha, "num_heads", IntValue(32));
+  AddParam(mha, "seq_pad", IntValue(8192));
+  SetTunable(mha, "B_q", 64);
+  SetTunable(mha, "num_pipelines", 8);
+  CHECK(OpDomain(mha, "B_q", "npu2") ==
+        std::vector<int64_t>{512, 256, 128, 64});
+  CHECK(OpDomain(mha, "num_pipelines", "npu2") ==
+        std::vector<int64_t>{8, 4, 2, 1});
+  AddParam(mha, "kv_len", IntValue(8192 + 128));
+  CHECK(OpDomain(mha, "B_q", "npu2") == std::vector<int64_t>{128, 64});
+
+  v1::Operator add;
+  add.set_class_name("ElementwiseAdd");
+  AddParam(add, "size", IntValue(6144));
+  SetTunable(add, "tile_size", 256);
+  CHECK(OpDomain(add, "tile_size", "npu2") ==
+        std::vector<int64_t>{2048, 1024, 512, 256, 128, 64});
+
+  v1::Operator transpose;
+  transpose.set_class_name("Transpose");
+  AddParam(transpose, "M", IntValue(2048));
+  AddParam(transpose, "N", IntValue(512));
+  for (const char* t : {"m", "n"}) SetTunable(transpose, t, 64);
+  SetTunable(transpose, "s", 8);
+  // cap 8192 / n = 128.
+  CHECK(OpDomain(transpose, "m", "npu2") ==
+        std::vector<int64_t>{128, 64, 32, 16, 8});
+  CHECK(OpDomain(transpose, "s", "npu2") == std::vector<int64_t>{8, 4});
+
+  v1::Operator gqa;
+  gqa.set_class_name("GQAScores");
+  AddParam(gqa, "seq_len", IntValue(2048));
+  SetTunable(gqa, "chunk", 128);
+  CHECK(OpDomain(gqa, "chunk", "npu2") ==
+        std::vector<int64_t>{512, 256, 128, 64});
+
+  // Softmax's block resolves to the row (96), of which no 32-multiple half
+  // exists; streamed is a choice of both.
+  v1::Operator softmax;
+  softmax.set_class_name("Softmax");
+  AddParam(softmax, "rows", IntValue(32));
+  AddParam(softmax, "cols", IntValue(96));
+  softmax.add_tunables()->set_name("block");
+  softmax.add_tunables()->set_name("streamed");
+  CHECK(OpDomain(softmax, "block", "npu2") == std::vector<int64_t>{96});
+  const std::vector<v1::Value> streamed =
+      OperatorDomain(softmax, "streamed", "npu2");
+  REQUIRE(streamed.size() == 2);
+  CHECK(streamed[0].kind_case() == v1::Value::kBoolValue);
+}
+
+TEST_CASE("shape-free domains give every tunable values of its kind",
+          "[families][domain]") {
   CHECK(Domain("GEMM", "num_aie_columns", "npu1") ==
-        std::vector<int64_t>{1, 2, 4});
+        std::vector<int64_t>{4, 2, 1});
   CHECK(Domain("GEMM", "num_aie_columns", "npu2") ==
-        std::vector<int64_t>{1, 2, 4, 8});
-  CHECK(Domain("GEMM", "tile_m", "npu2") == std::vector<int64_t>{32, 64, 128});
-  CHECK(Domain("GEMM", "tile_k", "npu1") ==
-        std::vector<int64_t>{32, 64, 128, 256});
+        std::vector<int64_t>{8, 4, 2, 1});
+  CHECK(Domain("GEMM", "tile_k", "npu2") == std::vector<int64_t>{64});
   // IRON derives GEMV's kernel_vector_size: no domain, refused in profiles.
   CHECK(Domain("GEMV", "kernel_vector_size", "npu2").empty());
-  CHECK(Domain("GEMV", "tile_size_input", "npu1") ==
-        std::vector<int64_t>{1, 2, 4});
-  CHECK(Domain("GEMV", "tile_size_output", "npu1") ==
-        std::vector<int64_t>{32, 64, 128, 256, 512});
-  CHECK(Domain("RoPE", "num_aie_columns", "npu2") ==
-        std::vector<int64_t>{1, 2, 4, 8});
-  // MHA builds on the 8-column npu2 only.
-  CHECK(Domain("MHA", "num_pipelines", "npu1").empty());
-  CHECK(Domain("MHA", "num_pipelines", "npu2") ==
-        std::vector<int64_t>{1, 2, 4, 6, 8});
-  CHECK(Domain("Sample", "cores", "npu1") == std::vector<int64_t>{1, 2, 4});
-  for (const char* cls :
-       {"ElementwiseAdd", "ElementwiseMul", "SiLU", "AXPY", "GELU", "ReLU",
-        "Sigmoid", "Tanh", "Clamp", "LeakyReLU", "Dequant"}) {
-    CAPTURE(cls);
-    CHECK(Domain(cls, "tile_size", "npu2") ==
-          std::vector<int64_t>{256, 512, 1024, 2048, 4096});
-    CHECK(Domain(cls, "num_aie_columns", "npu1") ==
-          std::vector<int64_t>{1, 2, 4});
-    CHECK(Domain(cls, "num_channels", "npu1") == std::vector<int64_t>{1, 2});
-  }
-  // The row length of RMSNorm, LayerNorm and Softmax is a param, not a
-  // tunable.
-  for (const char* cls : {"RMSNorm", "LayerNorm", "Softmax"}) {
-    CAPTURE(cls);
-    CHECK(Domain(cls, "tile_size", "npu2").empty());
-  }
-  // Every known family has a domain for each of its tunables on npu2 (MHA
-  // alone refuses npu1).
+  const std::vector<v1::Value> placement =
+      FamilyDomain(*FindFamily("GEMM"), "placement", "npu2");
+  REQUIRE(placement.size() == 2);
+  CHECK(placement[0].string_value() == "shims");
   for (const Family& f : AllFamilies()) {
-    for (const std::string& t : f.tunables) {
-      CAPTURE(f.class_name, t);
-      if (f.class_name != "MHA")
-        CHECK_FALSE(FamilyDomain(f, t, "npu1").empty());
-      CHECK_FALSE(FamilyDomain(f, t, "npu2").empty());
+    for (const TunableSpec& t : f.tunable_specs) {
+      CAPTURE(f.class_name, t.name);
+      CHECK(t.domain.kind != DomainRule::Kind::kNone);
+      CHECK_FALSE(FamilyDomain(f, t.name, "npu1").empty());
+      CHECK_FALSE(FamilyDomain(f, t.name, "npu2").empty());
     }
   }
-  // None for a tunable the family lacks or an unknown generation.
   CHECK(Domain("GEMM", "tile_size", "npu2").empty());
   CHECK(Domain("GEMM", "tile_m", "npu9").empty());
 }
@@ -114,8 +253,20 @@ TEST_CASE("GEMM constraints, rule by rule", "[families]") {
   CHECK(ConstraintViolation(Gemm(256, 256, 256, 64, 64, 64, 8), "npu2", 8) ==
         "N 256 is not a multiple of tile_n * num_aie_columns = 512");
   // MAC shapes: npu1 (4, 8, 4), npu2 (4, 8, 8).
-  CHECK(ConstraintViolation(Gemm(16, 256, 256, 4, 64, 64, 1), "npu1", 4) ==
-        "tile_m 4 is not a multiple of 2r = 8 (npu1 MAC shape (4, 8, 4))");
+  // gemm.py mac_block: npu1 (aie2) blocks m by 4r = 16, npu2 by 2r = 8.
+  CHECK(ConstraintViolation(Gemm(32, 256, 256, 8, 64, 64, 1), "npu1", 4) ==
+        "tile_m 8 is not a multiple of 4r = 16 (npu1 MAC shape (4, 8, 4))");
+  CHECK(ConstraintViolation(Gemm(32, 256, 256, 8, 64, 64, 1), "npu2", 8) == "");
+  CHECK(ConstraintViolation(Gemm(16, 256, 256, 4, 64, 64, 1), "npu2", 8) ==
+        "tile_m 4 is not a multiple of 2r = 8 (npu2 MAC shape (4, 8, 8))");
+  v1::Operator placed = Gemm(256, 256, 512, 64, 64, 64, 8);
+  v1::Tunable* placement = placed.add_tunables();
+  placement->set_name("placement");
+  *placement->mutable_value() = StringValue("tiles");
+  CHECK(ConstraintViolation(placed, "npu2", 8) == "");
+  *placement->mutable_value() = StringValue("rows");
+  CHECK(ConstraintViolation(placed, "npu2", 8) ==
+        "placement \"rows\" is none of shims, tiles");
   CHECK(ConstraintViolation(Gemm(256, 240, 256, 64, 12, 64, 1), "npu1", 4) ==
         "tile_k 12 is not a multiple of s = 8 (npu1 MAC shape (4, 8, 4))");
   CHECK(ConstraintViolation(Gemm(256, 256, 256, 64, 64, 8, 1), "npu1", 4) ==
@@ -155,8 +306,15 @@ TEST_CASE("GEMV constraints, rule by rule", "[families]") {
         "K 24 has no kernel vector width in {64, 32, 16} with K a multiple of "
         "it and K >= 2 * width");
   CHECK(ConstraintViolation(Gemv(2048, 2048, 1, 512, 64, 8), "npu2", 8) ==
-        "M 2048 is not a multiple of tile_size_output * num_aie_columns = "
-        "4096");
+        "M 2048 is not a multiple of tile_size_output * num_aie_columns * "
+        "num_channels = 4096");
+  // num_channels lanes a column (gemv.py @ 607010e).
+  v1::Operator laned = Gemv(2048, 2048, 1, 128, 64, 8);
+  CHECK(ConstraintViolation(laned, "npu2", 8) == "");
+  SetTunable(laned, "num_channels", 4);
+  CHECK(ConstraintViolation(laned, "npu2", 8) ==
+        "M 2048 is not a multiple of tile_size_output * num_aie_columns * "
+        "num_channels = 4096");
   CHECK(ConstraintViolation(Gemv(2048, 2048, 0, 512, 64, 8), "npu2", 8) ==
         "tile_size_input must be at least 1, not 0");
   CHECK(ConstraintViolation(Gemv(2048, 2048, 1, 256, 64, 8), "npu1", 4) ==
@@ -226,11 +384,54 @@ TEST_CASE("other families' constraints", "[families]") {
   AddParam(mha, "num_KV_heads", IntValue(8));
   SetTunable(mha, "num_pipelines", 8);
   CHECK(ConstraintViolation(mha, "npu2", 8) == "");
+  // mha.py @ 607010e places MHA on 4 columns too, a pipeline a column.
   CHECK(ConstraintViolation(mha, "npu1", 4) ==
-        "MHA is pinned to the 8-column npu2 array");
+        "num_pipelines 8 exceeds the 4 columns MHA is placed on, one pipeline "
+        "a column");
+  CHECK(ConstraintViolation(mha, "npu1", 2) ==
+        "MHA is placed on 4 columns or more; npu1 has 2");
+  SetTunable(mha, "num_pipelines", 4);
+  CHECK(ConstraintViolation(mha, "npu1", 4) == "");
   SetTunable(mha, "num_pipelines", 7);
   CHECK(ConstraintViolation(mha, "npu2", 8) ==
         "num_pipelines 7 above 6 must be even");
+  SetTunable(mha, "num_pipelines", 8);
+  SetTunable(mha, "B_q", 128);
+  CHECK(ConstraintViolation(mha, "npu2", 8) ==
+        "B_q 128 and B_kv 64 must match");
+  SetTunable(mha, "B_kv", 128);
+  AddParam(mha, "seq_pad", IntValue(1536));
+  CHECK(ConstraintViolation(mha, "npu2", 8) ==
+        "seq_pad 1536 is not a multiple of B_q * num_pipelines = 1024");
+  SetTunable(mha, "B_q", 32);
+  SetTunable(mha, "B_kv", 32);
+  CHECK(ConstraintViolation(mha, "npu2", 8) ==
+        "B_kv 32 is not a multiple of 64, the vector the softmax masks a row "
+        "of keys by");
+  SetTunable(mha, "B_q", 64);
+  SetTunable(mha, "B_kv", 64);
+  AddParam(mha, "kv_len", IntValue(1024));
+  CHECK(ConstraintViolation(mha, "npu2", 8) ==
+        "kv_len 1024 is not whole 64-row blocks of at least seq_pad 1536");
+
+  // Softmax's block and streamed (softmax.py @ 607010e).
+  v1::Operator rows = softmax;
+  SetTunable(rows, "num_aie_columns", 4);
+  SetTunable(rows, "num_channels", 1);
+  SetTunable(rows, "block", 32);
+  // Left open, streamed resolves to block < cols: true here.
+  CHECK(ConstraintViolation(rows, "npu2", 8) == "");
+  v1::Tunable* streamed = rows.add_tunables();
+  streamed->set_name("streamed");
+  *streamed->mutable_value() = BoolValue(false);
+  CHECK(ConstraintViolation(rows, "npu2", 8) ==
+        "block 32 is not cols 96: a row held whole is one block unless "
+        "streamed");
+  *streamed->mutable_value() = BoolValue(true);
+  CHECK(ConstraintViolation(rows, "npu2", 8) == "");
+  SetTunable(rows, "block", 48);
+  CHECK(ConstraintViolation(rows, "npu2", 8) ==
+        "block 48 is not a multiple of 32 dividing cols 96");
 }
 
 TEST_CASE("unknown classes are checked for columns only", "[families]") {
@@ -249,8 +450,17 @@ TEST_CASE("unknown classes are checked for columns only", "[families]") {
 
 TEST_CASE("the catalogue holds IRON's classes with their fields",
           "[families]") {
-  // iron/operators/__init__.py at kIronCommit.
+  // iron/operators/__init__.py at kIronBaseCommit, and the seven classes
+  // with tunables IRON's newest readable sources add (gqa.py, limbs.py,
+  // log.py, magnitude.py, elementwise_mul.py, resample/op.py).
   const std::vector<std::string> iron = {"AXPY",
+                                         "GQAScores",
+                                         "Limbs",
+                                         "Log",
+                                         "Magnitude",
+                                         "RowwiseMul",
+                                         "Resample",
+                                         "ResampleTaps",
                                          "Clamp",
                                          "Copy",
                                          "DepthwiseConv1d",

@@ -1164,6 +1164,37 @@ TEST_CASE("Autotune: the most weighted time first, results in Shapes order") {
   CHECK(after_one.remaining_seconds != Approx(after_one.planned_seconds));
 }
 
+// A class the simulated NPU has no kernel for (IRON's bit-exact resample):
+// its shape is left untuned with the sim's reason, the others are tuned.
+TEST_CASE("Autotune: a class the sim cannot run is left untuned, with why") {
+  // 4032 -> 912 samples: a 19-tap window, 21 outputs a 256-word chunk, 48
+  // chunks (resample/op.py).
+  v1::Operator taps =
+      testing::Op("ResampleTaps", {{"in_size", 4032}, {"out_size", 912}},
+                  {{"num_aie_columns", 8}, {"num_channels", 2}});
+  SetDomain(taps, "num_channels", {2, 1});
+  testing::AddBuffer(taps, "table", v1::BUFFER_ROLE_OUT, {48, 256},
+                     v1::DTYPE_I32);
+  const v1::Calls calls = MakeCalls({taps, SearchGemv(2048, 2048)}, {0, 1});
+  REQUIRE(ValidateRecording(calls).ok());
+  Rig rig;
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing = Quick();
+  EstimateRecorder context(rig.device.get(), &rig.builder);
+  auto result = Autotune(calls, Profile(), options, context);
+  REQUIRE(result.ok());
+  REQUIRE(result->diff.untuned_size() == 1);
+  const v1::UntunedShape& untuned = result->diff.untuned(0);
+  CHECK(absl::StartsWith(untuned.shape(), "ResampleTaps"));
+  CHECK_THAT(untuned.reason(),
+             Catch::Contains("the simulated NPU has no kernel for IRON's "
+                             "bit-exact antialiased bicubic resample"));
+  CHECK(Saw(context.lines, "left untuned: ResampleTaps"));
+  REQUIRE(result->diff.added_size() == 1);
+  CHECK(result->diff.added(0).operator_class() == "GEMV");
+}
+
 TEST_CASE("Autotune: a spent budget leaves the rest untuned, entries kept") {
   const v1::Calls calls = SmallGemmLargeGemv();
   Profile before;

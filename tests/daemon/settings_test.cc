@@ -109,6 +109,44 @@ TEST_CASE("ResolvedDesign: defaults filled, derived params dropped",
   CHECK(space.identity(op, open) != space.identity(op, RecordedSetting(same)));
 }
 
+// ElementwiseAdd over 6144 = 3 * 2^11 elements at 1 column, 1 channel and
+// tile_size 256, no domains recorded.
+v1::Operator OpenAdd() {
+  v1::Operator op = Add(6144, {});
+  *op.mutable_tunables(0)->mutable_value() = IntValue(1);
+  return op;
+}
+
+TEST_CASE("Settings: the catalogue's rules where the recording gives none",
+          "[settings]") {
+  const Platform npu2 = testing::PlatformOf("npu2");  // 8 columns
+  // num_aie_columns and num_channels are Widths (8, 4, 2, 1), tile_size
+  // Divisors(of=6144, step=64, cap=4096, span=3) from 256: 2048 ... 64.
+  // A setting builds where columns x channels x tile divides 6144, i.e.
+  // 2^a * 2^b * 2^t with a, b in 0..3, t in 6..11 and a + b + t <= 11:
+  // for s = a + b, (6 - s) tiles, and 1, 2, 3, 4, 3, 2, 1 ways to make
+  // s = 0..6: 6 + 10 + 12 + 12 + 6 + 2 + 0 = 48 settings.
+  auto rules = Settings(OpenAdd(), npu2, {}, DefaultSearchSpace());
+  REQUIRE(rules.ok());
+  CHECK(rules->size() == 48);
+  // The recording's own domain wins: tile_size in {256, 512} (t = 8, 9)
+  // leaves s <= 3 (10 ways) and s <= 2 (6 ways).
+  v1::Operator own = OpenAdd();
+  for (int64_t v : {256, 512})
+    *own.mutable_tunables(2)->add_domain() = IntValue(v);
+  auto recorded = Settings(own, npu2, {}, DefaultSearchSpace());
+  REQUIRE(recorded.ok());
+  CHECK(recorded->size() == 16);
+  // A pinned tunable is not searched: tile_size held at 256, s <= 3.
+  v1::Operator pinned = OpenAdd();
+  pinned.add_pinned("tile_size");
+  auto held = Settings(pinned, npu2, {}, DefaultSearchSpace());
+  REQUIRE(held.ok());
+  CHECK(held->size() == 10);
+  for (const TunableValues& setting : *held)
+    CHECK(setting[2].value().int_value() == 256);
+}
+
 v1::Calls AddressCalls() {
   return Parse<v1::Calls>(R"pb(
     format_version: 1

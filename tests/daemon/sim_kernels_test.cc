@@ -5,7 +5,9 @@
 #include <vector>
 
 #include "daemon/ops/numeric.h"
+#include "daemon/ops/reference.h"
 #include "daemon/sim/kernels.h"
+#include "tests/testing/operator_fixtures.h"
 #include "tests/testing/sim_fixtures.h"
 
 namespace irontune {
@@ -287,6 +289,93 @@ TEST_CASE("unknown classes copy their first input", "[sim][kernels]") {
   AddBuffer(op, "x", v1::BUFFER_ROLE_IN, {3}, v1::DTYPE_F32);
   AddBuffer(op, "y", v1::BUFFER_ROLE_OUT, {4}, v1::DTYPE_F32);
   CHECK(AsF32(Run(op, {F32({1, 2, 3})})[0]) == std::vector<float>{1, 2, 3, 0});
+}
+
+void AddShaped(v1::Operator& op, const std::string& name, v1::BufferRole role,
+               const std::vector<uint64_t>& shape) {
+  v1::Buffer* b = op.add_buffers();
+  b->set_name(name);
+  b->set_role(role);
+  b->set_dtype(v1::DTYPE_F32);
+  for (uint64_t e : shape) b->add_shape(e);
+}
+
+// An operator of `cls` with int params and f32 buffers: inputs in order,
+// then the one output.
+struct Case {
+  std::string cls;
+  std::vector<std::pair<std::string, int64_t>> params;
+  std::vector<std::pair<std::string, std::vector<uint64_t>>> ins;
+  std::vector<uint64_t> out;
+  std::vector<std::vector<float>> inputs;
+  std::vector<float> want;
+};
+
+TEST_CASE("the newer classes compute as their references do",
+          "[sim][kernels][reference]") {
+  const float tiny = std::ldexp(1.0f, -10), tinier = std::ldexp(1.0f, -20);
+  const std::vector<Case> cases = {
+      // 1 + 2^-10 + 2^-20 splits into 1, 2^-10, 2^-20; 3 is its own hi.
+      // Planes [hi, mid, hi, lo, mid, hi] of a 2-element line.
+      {"Limbs",
+       {{"rows", 1}, {"line", 2}, {"tile_size", 12}},
+       {{"x", {1, 2}}},
+       {1, 12},
+       {{1 + tiny + tinier, 3}},
+       {1, 3, tiny, 0, 1, 3, tinier, 0, tiny, 0, 1, 3}},
+      {"Magnitude",
+       {{"rows", 1}, {"width", 4}, {"tile_size", 2}},
+       {{"x", {1, 4}}},
+       {1, 2},
+       {{3, 5, 4, 12}},
+       {5, 13}},
+      {"Log",
+       {{"size", 2}},
+       {{"x", {2}}},
+       {2},
+       {{1, 3}},
+       {0, static_cast<float>(std::log(3.0))}},
+      {"RowwiseMul",
+       {{"rows", 2}, {"tile_size", 2}},
+       {{"x", {2, 2}}, {"row", {2}}},
+       {2, 2},
+       {{1, 2, 3, 4}, {10, 100}},
+       {10, 200, 30, 400}},
+      // keys [2 positions, 1 group, 2], q [2 heads, 2]: q[h] . keys[l].
+      {"GQAScores",
+       {{"heads", 2}, {"groups", 1}, {"seq_len", 2}, {"head_dim", 2}},
+       {{"keys", {2, 1, 2}}, {"q", {2, 2}}},
+       {2, 2},
+       {{1, 2, 3, 4}, {1, 0, 0, 1}},
+       {1, 3, 2, 4}},
+      // weights [2 heads, 2 positions] over the same cache.
+      {"GQAContext",
+       {{"heads", 2}, {"groups", 1}, {"seq_len", 2}, {"head_dim", 2}},
+       {{"cache", {2, 1, 2}}, {"weights", {2, 2}}},
+       {2, 2},
+       {{1, 2, 3, 4}, {1, 0, 0.5, 0.5}},
+       {1, 2, 2, 3}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.cls);
+    v1::Operator op;
+    op.set_class_name(c.cls);
+    for (const auto& [name, v] : c.params) AddParam(op, name, v);
+    std::map<std::string, std::string> inputs;
+    std::vector<std::string> in_bytes;
+    for (size_t i = 0; i < c.ins.size(); ++i) {
+      AddShaped(op, c.ins[i].first, v1::BUFFER_ROLE_IN, c.ins[i].second);
+      inputs[c.ins[i].first] = F32(c.inputs[i]);
+      in_bytes.push_back(F32(c.inputs[i]));
+    }
+    AddShaped(op, "y", v1::BUFFER_ROLE_OUT, c.out);
+    const std::string sim = Run(op, in_bytes)[0];
+    CHECK(AsF32(sim) == c.want);
+    absl::StatusOr<Reference> ref =
+        ReferenceOutputs(op, testing::Shared(inputs), {});
+    REQUIRE(ref.ok());
+    CHECK(ref->outputs.at("y") == sim);
+  }
 }
 
 }  // namespace
