@@ -99,9 +99,12 @@ v1::Tolerance Exact() {
   return out;
 }
 
-// Tunable domains as the recorder declares them for npu2 (8 columns,
-// docs/npu-facts.md "Devices"). They may hold values a shape's constraints
-// refuse; pruning those is the tuner's job.
+// Tunable domains the example records for npu2 (8 columns, docs/npu-facts.md
+// "Devices"): fixed lists, kept so the example's figures stay comparable
+// from one change to the next. IRON's recorder writes the catalogue's domain
+// rules evaluated for each shape instead (common/families_domain.h;
+// `autotune_bench spaces` shows both). They may hold values a shape's
+// constraints refuse; pruning those is the tuner's job.
 const std::vector<int64_t> kColumns = {1, 2, 4, 8};
 const std::vector<int64_t> kGemmTileMN = {32, 64, 128};
 const std::vector<int64_t> kGemmTileK = {32, 64, 128, 256};
