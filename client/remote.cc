@@ -74,7 +74,7 @@ void AddSecurityFlags(CLI::App& app, RemoteFlags* remote) {
                  "host:port without --tls-ca or --tls it is refused");
   app.add_flag("--tls", remote->tls,
                "connect with TLS, trusting the system's CAs (implied by "
-               "--tls-ca, --tls-cert and --tls-server-name)");
+               "any other --tls-* flag)");
   app.add_option("--tls-ca", remote->tls_ca,
                  "connect with TLS, trusting the CA in this PEM file");
   app.add_option("--tls-cert", remote->tls_cert,
