@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "absl/time/time.h"
 #include "client/iron_cost_files.h"
 #include "client/remote.h"
+#include "client/replace_file.h"
 #include "client/rpc.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -119,37 +121,33 @@ struct ExportCommand {
     return kExitOk;
   }
 
-  // Streams the export to `out`; returns the call's status and counts the
-  // lines written in `lines`.
-  static absl::Status Export(const Daemon& daemon, std::ostream& out,
-                             uint64_t* lines) {
+  // Streams the export to `write`, one line at a time while it returns
+  // true; returns the call's status and counts the lines written in
+  // `lines`.
+  static absl::Status Export(
+      const Daemon& daemon,
+      const std::function<bool(const std::string&)>& write, uint64_t* lines) {
     return daemon.tuner().ExportCache(daemon.timeout_s(),
                                       [&](const std::string& line) {
-                                        out << line << "\n";
                                         ++*lines;
-                                        return static_cast<bool>(out);
+                                        return write(line + "\n");
                                       });
   }
 
-  // Exports to `file`, written beside it and renamed, so a failed export
-  // leaves no half file.
+  // Exports to `file` through a FileReplacement, so a failed export leaves
+  // no half file and nothing is written through a symlink.
   int ExportToFile(const CommandContext& ctx, const Daemon& daemon,
                    uint64_t* lines) const {
-    const std::string tmp = absl::StrCat(file, ".tmp");
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      return Fail(ctx.io.err, absl::PermissionDeniedError(
-                                  absl::StrCat("cannot write ", tmp)));
+    FileReplacement out(file);
+    if (!out.status().ok()) return Fail(ctx.io.err, out.status());
+    absl::Status s = Export(
+        daemon, [&](const std::string& text) { return out.Append(text); },
+        lines);
+    if (!s.ok() && out.status().ok()) return daemon.Fail(s);
+    if (absl::Status written = out.Commit(); !written.ok()) {
+      return Fail(ctx.io.err, written);
     }
-    absl::Status s = Export(daemon, out, lines);
-    out.close();
-    if (s.ok() && out && std::rename(tmp.c_str(), file.c_str()) == 0) {
-      return kExitOk;
-    }
-    std::remove(tmp.c_str());
-    if (!s.ok()) return daemon.Fail(s);
-    return Fail(ctx.io.err,
-                absl::DataLossError(absl::StrCat("cannot write ", file)));
+    return kExitOk;
   }
 
   int Run(const CommandContext& ctx) const {
@@ -160,7 +158,12 @@ struct ExportCommand {
     const Daemon daemon(ctx, kCacheTimeoutS);
     uint64_t lines = 0;
     if (file.empty()) {
-      absl::Status s = Export(daemon, ctx.io.out, &lines);
+      absl::Status s = Export(
+          daemon,
+          [&](const std::string& text) {
+            return static_cast<bool>(ctx.io.out << text);
+          },
+          &lines);
       if (!s.ok()) return daemon.Fail(s);
     } else if (int code = ExportToFile(ctx, daemon, &lines); code != kExitOk) {
       return code;

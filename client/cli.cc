@@ -24,6 +24,9 @@ constexpr char kFooter[] =
     "Environment: IRONTUNE_SERVER is the daemon's address where --server is "
     "not given (default unix:/run/irontune/irontuned.sock); IRONTUNE_TOKEN "
     "the bearer token where --token-file is not given (docs/security.md).\n"
+    "A token is sent only over TLS, to a unix socket, or to localhost, "
+    "127.0.0.0/8 or [::1]: for any other address give --tls-ca FILE or "
+    "--tls, else the command is refused.\n"
     "Exit codes: 0 success, 1 error, 2 usage, 3 profile changed (submit "
     "--check).";
 

@@ -1,11 +1,8 @@
 #include "client/iron_cost_files.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +13,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/replace_file.h"
 
 namespace irontune {
 namespace {
@@ -190,23 +188,16 @@ std::optional<std::string> MeasurementFile(const json& m,
       ", \"measured\": ", PythonString(Field(m, "measured")), "}\n");
 }
 
-// Writes `text` to `path` whole: to `<stem>.<pid>` beside it, renamed.
+// Writes `text` to `path` whole (client/replace_file.h), creating its
+// directories first.
 absl::Status WriteWhole(const fs::path& path, const std::string& text) {
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
-  fs::path partial = path;
-  partial.replace_extension(absl::StrCat(".", ::getpid()));
-  {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (out && !ec && std::rename(partial.c_str(), path.c_str()) == 0) {
-      return absl::OkStatus();
-    }
+  if (ec) {
+    return absl::DataLossError(absl::StrCat(
+        "cannot create ", path.parent_path().string(), ": ", ec.message()));
   }
-  std::remove(partial.c_str());
-  return absl::DataLossError(absl::StrCat("cannot write ", path.string(),
-                                          ec ? ": " + ec.message() : ""));
+  return ReplaceFile(path.string(), text);
 }
 
 }  // namespace

@@ -14,8 +14,9 @@
 //    "measured": "2026-12-01"}
 // with Python's spelling of numbers (float repr: "100.0", "1e-05") and
 // strings (ASCII, \uXXXX escapes). The pmode directory and field are
-// xrt-smi's text for the mode ("Default"). Each file is written to
-// `<key>.<pid>` and renamed into place, as IRON writes.
+// xrt-smi's text for the mode ("Default"). Each file is written whole, as
+// IRON writes, but through a temporary created exclusively beside it and
+// renamed into place (client/replace_file.h).
 //
 // Only a figure under one of IRON's keys (32 hex digits) can be looked up
 // by IRON: the figures irontuned imported from IRON's cost cache. A

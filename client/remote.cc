@@ -1,5 +1,8 @@
 #include "client/remote.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <ostream>
@@ -40,13 +43,38 @@ absl::StatusOr<std::string> ReadGiven(const std::string& flag,
 
 }  // namespace
 
+bool IsSameHostServer(const std::string& server) {
+  if (absl::StartsWith(server, "unix:") ||
+      absl::StartsWith(server, "unix-abstract:")) {
+    return true;
+  }
+  std::string host;
+  if (absl::StartsWith(server, "[")) {  // [v6]:port
+    const size_t close = server.find(']');
+    if (close == std::string::npos) return false;
+    host = server.substr(1, close - 1);
+  } else {
+    host = server.substr(0, server.rfind(':'));
+  }
+  if (absl::AsciiStrToLower(host) == "localhost") return true;
+  in_addr v4;
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) {
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  }
+  in6_addr v6;
+  return inet_pton(AF_INET6, host.c_str(), &v6) == 1 &&
+         IN6_IS_ADDR_LOOPBACK(&v6);
+}
+
 void AddSecurityFlags(CLI::App& app, RemoteFlags* remote) {
   app.add_option("--token-file", remote->token_file,
                  "a file whose first line is the bearer token irontuned "
-                 "knows you by (default: $IRONTUNE_TOKEN)");
+                 "knows you by (default: $IRONTUNE_TOKEN). A token is sent "
+                 "only over TLS, a unix socket or loopback: to another "
+                 "host:port without --tls-ca or --tls it is refused");
   app.add_flag("--tls", remote->tls,
                "connect with TLS, trusting the system's CAs (implied by "
-               "--tls-ca)");
+               "any other --tls-* flag)");
   app.add_option("--tls-ca", remote->tls_ca,
                  "connect with TLS, trusting the CA in this PEM file");
   app.add_option("--tls-cert", remote->tls_cert,
@@ -55,12 +83,14 @@ void AddSecurityFlags(CLI::App& app, RemoteFlags* remote) {
   app.add_option("--tls-key", remote->tls_key,
                  "the PEM private key of --tls-cert");
   app.add_option("--tls-server-name", remote->tls_server_name,
-                 "the name the daemon's certificate must carry, where it is "
-                 "not the --server host (e.g. localhost)");
+                 "connect with TLS, checking that the daemon's certificate "
+                 "carries this name, where it is not the --server host (e.g. "
+                 "localhost)");
 }
 
 absl::StatusOr<ConnectOptions> ResolveConnectOptions(
-    const RemoteFlags& remote, const ClientEnvironment& env) {
+    const std::string& server, const RemoteFlags& remote,
+    const ClientEnvironment& env) {
   ConnectOptions options;
   if (!remote.token_file.empty()) {
     absl::StatusOr<std::string> text =
@@ -76,8 +106,18 @@ absl::StatusOr<ConnectOptions> ResolveConnectOptions(
     options.token = std::string(absl::StripAsciiWhitespace(env.token));
   }
   options.tls = remote.tls || !remote.tls_ca.empty() ||
-                !remote.tls_cert.empty() || !remote.tls_key.empty();
+                !remote.tls_cert.empty() || !remote.tls_key.empty() ||
+                !remote.tls_server_name.empty();
   options.tls_server_name = remote.tls_server_name;
+  if (!options.token.empty() && !options.tls && !IsSameHostServer(server)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "not sending the token (",
+        remote.token_file.empty() ? "IRONTUNE_TOKEN" : "--token-file", ") to ",
+        server,
+        " in clear: add --tls-ca FILE (or --tls, trusting the system's CAs) "
+        "for a daemon serving TLS, or reach the daemon on its unix socket or "
+        "on loopback (docs/security.md)"));
+  }
   if (remote.tls_cert.empty() != remote.tls_key.empty()) {
     return absl::InvalidArgumentError(
         "a client certificate needs both --tls-cert and --tls-key");
@@ -170,7 +210,7 @@ Daemon::Daemon(const CommandContext& ctx, double default_timeout_s)
 std::unique_ptr<TunerConnection> Daemon::Connect(const std::string& server,
                                                  const CommandContext& ctx) {
   absl::StatusOr<ConnectOptions> options =
-      ResolveConnectOptions(ctx.remote, ctx.env);
+      ResolveConnectOptions(server, ctx.remote, ctx.env);
   if (!options.ok()) return FailingConnection(options.status());
   return ConnectTuner(server, *options);
 }

@@ -36,16 +36,26 @@ std::string ResolveServer(const std::string& flag, const std::string& env);
 // --timeout if given (>= 0; 0 means no deadline), else `default_s`.
 double ResolveTimeout(double flag_s, double default_s);
 
+// Whether `server` is on this box by its spelling: "unix:PATH",
+// "unix-abstract:NAME", or host:port whose host is localhost, an address in
+// 127.0.0.0/8, or ::1 ("[::1]:port"). Anything else, gRPC URIs such as
+// "dns:///localhost:1" or "ipv4:127.0.0.1:1" included, counts as remote.
+bool IsSameHostServer(const std::string& server);
+
 // Registers the top-level --token-file, --tls, --tls-ca, --tls-cert,
 // --tls-key and --tls-server-name on `app`, bound to `*remote`.
 void AddSecurityFlags(CLI::App& app, RemoteFlags* remote);
 
 // The token (--token-file's first line, else $IRONTUNE_TOKEN, stripped)
-// and TLS material (the files read) `remote` asks for. InvalidArgument
-// naming the flag and file when one cannot be read or is empty, or when
-// only one of --tls-cert and --tls-key is given.
+// and TLS material (the files read) `remote` asks for to reach `server`.
+// Any of --tls, --tls-ca, --tls-cert, --tls-key and --tls-server-name means
+// TLS. InvalidArgument naming the flag and file when one cannot be read or
+// is empty, or when only one of --tls-cert and --tls-key is given; and,
+// for a token without TLS to a server that is not IsSameHostServer, one
+// that says to add --tls-ca or --tls: a token never goes in clear.
 absl::StatusOr<ConnectOptions> ResolveConnectOptions(
-    const RemoteFlags& remote, const ClientEnvironment& env);
+    const std::string& server, const RemoteFlags& remote,
+    const ClientEnvironment& env);
 
 // A message for a failed call to `server`: for a daemon that is not
 // there, how to start it; for a refused request, the daemon's message

@@ -2,11 +2,14 @@
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/codegen/client_unary_call.h>
+#include <grpcpp/security/credentials.h>
 #include <grpcpp/support/byte_buffer.h>
 
 #include <chrono>
+#include <map>
 
 #include "absl/strings/cord.h"
+#include "absl/strings/match.h"
 #include "irontune/v1/tuner.grpc.pb.h"
 
 namespace irontune {
@@ -17,10 +20,8 @@ constexpr char kSetupErrorUrl[] = "type.irontune.dev/client-setup";
 
 class GrpcTunerConnection : public TunerConnection {
  public:
-  GrpcTunerConnection(std::shared_ptr<grpc::Channel> channel, std::string token)
-      : channel_(std::move(channel)),
-        stub_(v1::Tuner::NewStub(channel_)),
-        token_(std::move(token)) {}
+  explicit GrpcTunerConnection(std::shared_ptr<grpc::Channel> channel)
+      : channel_(std::move(channel)), stub_(v1::Tuner::NewStub(channel_)) {}
 
   absl::Status Autotune(
       const v1::AutotuneRequest& request, double timeout_s,
@@ -139,11 +140,9 @@ class GrpcTunerConnection : public TunerConnection {
   }
 
  private:
-  // The call's deadline (timeout_s > 0) and token.
+  // The call's deadline (timeout_s > 0). The token is the channel's call
+  // credentials (CredentialsOf), not the call's metadata.
   void Prepare(grpc::ClientContext& context, double timeout_s) const {
-    if (!token_.empty()) {
-      context.AddMetadata("authorization", "Bearer " + token_);
-    }
     if (timeout_s <= 0) return;
     context.set_deadline(
         std::chrono::system_clock::now() +
@@ -210,7 +209,6 @@ class GrpcTunerConnection : public TunerConnection {
 
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Tuner::Stub> stub_;
-  const std::string token_;
 };
 
 // Every call fails with one status.
@@ -276,14 +274,57 @@ class FailingTunerConnection : public TunerConnection {
   absl::Status status_;
 };
 
+// "authorization: Bearer TOKEN" as call credentials. gRPC attaches them
+// only on a channel whose security level is privacy and integrity: TLS, or
+// local credentials on a unix socket or loopback TCP peer; never on an
+// insecure channel (CompositeChannelCredentials refuses one).
+class BearerToken : public grpc::MetadataCredentialsPlugin {
+ public:
+  explicit BearerToken(const std::string& token) : value_("Bearer " + token) {}
+
+  // The token is at hand: gRPC may call GetMetadata inline.
+  bool IsBlocking() const override { return false; }
+  const char* GetType() const override { return "irontune-bearer"; }
+
+  grpc::Status GetMetadata(
+      grpc::string_ref /*service_url*/, grpc::string_ref /*method_name*/,
+      const grpc::AuthContext& /*channel_auth_context*/,
+      std::multimap<grpc::string, grpc::string>* metadata) override {
+    metadata->emplace("authorization", value_);
+    return grpc::Status::OK;
+  }
+
+ private:
+  const std::string value_;
+};
+
+bool IsUnixTarget(const std::string& target) {
+  return absl::StartsWith(target, "unix:") ||
+         absl::StartsWith(target, "unix-abstract:");
+}
+
+// TLS as `options` say; else, with a token, gRPC's local credentials, whose
+// handshake fails for any peer but a unix socket (UDS) or a loopback address
+// (LOCAL_TCP), so the token never leaves the box in clear; else none.
 std::shared_ptr<grpc::ChannelCredentials> CredentialsOf(
-    const ConnectOptions& options) {
-  if (!options.tls) return grpc::InsecureChannelCredentials();
-  grpc::SslCredentialsOptions ssl;
-  ssl.pem_root_certs = options.tls_ca_pem;
-  ssl.pem_cert_chain = options.tls_cert_pem;
-  ssl.pem_private_key = options.tls_key_pem;
-  return grpc::SslCredentials(ssl);
+    const std::string& target, const ConnectOptions& options) {
+  std::shared_ptr<grpc::ChannelCredentials> channel;
+  if (options.tls) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = options.tls_ca_pem;
+    ssl.pem_cert_chain = options.tls_cert_pem;
+    ssl.pem_private_key = options.tls_key_pem;
+    channel = grpc::SslCredentials(ssl);
+  } else if (!options.token.empty()) {
+    channel = grpc::experimental::LocalCredentials(
+        IsUnixTarget(target) ? UDS : LOCAL_TCP);
+  } else {
+    return grpc::InsecureChannelCredentials();
+  }
+  if (options.token.empty()) return channel;
+  return grpc::CompositeChannelCredentials(
+      channel, grpc::MetadataCredentialsFromPlugin(
+                   std::make_unique<BearerToken>(options.token)));
 }
 
 }  // namespace
@@ -297,8 +338,7 @@ std::unique_ptr<TunerConnection> ConnectTuner(const std::string& target,
     args.SetSslTargetNameOverride(options.tls_server_name);
   }
   return std::make_unique<GrpcTunerConnection>(
-      grpc::CreateCustomChannel(target, CredentialsOf(options), args),
-      options.token);
+      grpc::CreateCustomChannel(target, CredentialsOf(target, options), args));
 }
 
 std::unique_ptr<TunerConnection> FailingConnection(absl::Status status) {

@@ -72,9 +72,14 @@ class TunerConnection {
       const v1::ClearCacheRequest& request, double timeout_s) = 0;
 };
 
-// How to reach the daemon securely (docs/security.md).
+// How to reach the daemon securely (docs/security.md, docs/client.md).
 struct ConnectOptions {
-  // Sent as "authorization: Bearer TOKEN" on every call; empty: none.
+  // Sent as "authorization: Bearer TOKEN" on every call; empty: none. It
+  // goes as the channel's call credentials, which gRPC sends over TLS or,
+  // without TLS, over gRPC's local credentials: those fail the connection
+  // (UNAVAILABLE, before any metadata is sent) for a peer that is neither a
+  // unix socket nor a loopback address. So a token is never sent in clear
+  // off the box, whatever `target` resolves to.
   std::string token;
   // TLS instead of plaintext; the PEM texts, empty where not given.
   bool tls = false;

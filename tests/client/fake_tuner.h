@@ -13,6 +13,8 @@
 //  - Autotune from client "held" is UNAVAILABLE (the NPU held elsewhere);
 //    Watch of "job-slow" waits for the client to give up.
 //  - ExportCache sends two lines; ImportCache counts the lines it gets.
+//  - GetStatus records the "authorization" metadata of each call it gets
+//    ("" for a call without).
 #ifndef IRONTUNE_TESTS_CLIENT_FAKE_TUNER_H_
 #define IRONTUNE_TESTS_CLIENT_FAKE_TUNER_H_
 
@@ -22,8 +24,10 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "client/render.h"
 #include "common/profile.h"
@@ -36,6 +40,12 @@ class FakeTuner final : public v1::Tuner::Service {
  public:
   std::atomic<bool> detached_client_left{false};
   std::atomic<int> imported_lines{0};
+
+  // The "authorization" metadata of each GetStatus so far, in order.
+  std::vector<std::string> status_authorizations() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return status_authorizations_;
+  }
 
   // The tuned profile for `calls` starting from `given`, with its diff.
   static v1::AutotuneResult Tune(const v1::Calls& calls, const Profile& given) {
@@ -152,8 +162,18 @@ class FakeTuner final : public v1::Tuner::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status GetStatus(grpc::ServerContext*, const v1::GetStatusRequest*,
+  grpc::Status GetStatus(grpc::ServerContext* context,
+                         const v1::GetStatusRequest*,
                          v1::StatusResponse* s) override {
+    {
+      std::string seen;
+      auto it = context->client_metadata().find("authorization");
+      if (it != context->client_metadata().end()) {
+        seen.assign(it->second.data(), it->second.size());
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      status_authorizations_.push_back(seen);
+    }
     s->set_version("0.1.0-fake");
     s->set_device("sim:npu2");
     s->set_platform("NPU Strix");
@@ -233,6 +253,9 @@ class FakeTuner final : public v1::Tuner::Service {
   }
 
  private:
+  std::mutex mu_;
+  std::vector<std::string> status_authorizations_;  // guarded by mu_
+
   static grpc::Status NoJob(const std::string& id) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND, "no job " + id);
   }
@@ -299,17 +322,26 @@ class FakeTuner final : public v1::Tuner::Service {
   }
 };
 
-// FakeTuner served on unix:<temp dir>/tuner.sock for the test's lifetime.
+// FakeTuner served in plaintext for the test's lifetime: on
+// unix:<temp dir>/tuner.sock, or on TCP `host`:<a free port>.
 class FakeServer {
  public:
-  FakeServer() {
+  explicit FakeServer(const std::string& host = "") {
     char templ[] = "/tmp/irontune-client-XXXXXX";
     dir_ = mkdtemp(templ);
-    address_ = "unix:" + dir_ + "/tuner.sock";
     grpc::ServerBuilder builder;
-    builder.AddListeningPort(address_, grpc::InsecureServerCredentials());
+    int port = 0;
+    if (host.empty()) {
+      address_ = "unix:" + dir_ + "/tuner.sock";
+      builder.AddListeningPort(address_, grpc::InsecureServerCredentials());
+    } else {
+      builder.AddListeningPort(host + ":0", grpc::InsecureServerCredentials(),
+                               &port);
+    }
     builder.RegisterService(&service_);
     server_ = builder.BuildAndStart();
+    if (!host.empty()) address_ = host + ":" + std::to_string(port);
+    port_ = port;
   }
   ~FakeServer() {
     server_->Shutdown(std::chrono::system_clock::now() +
@@ -319,11 +351,13 @@ class FakeServer {
 
   const std::string& address() const { return address_; }
   const std::string& dir() const { return dir_; }
+  int port() const { return port_; }  // 0 on a unix socket
   FakeTuner& service() { return service_; }
 
  private:
   std::string dir_;
   std::string address_;
+  int port_ = 0;
   FakeTuner service_;
   std::unique_ptr<grpc::Server> server_;
 };

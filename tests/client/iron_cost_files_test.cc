@@ -3,6 +3,8 @@
 // fields and spelling IRON's iron/tune/measure.py writes.
 #include "client/iron_cost_files.h"
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -92,6 +94,21 @@ TEST_CASE("IronCostWriter writes IRON's file for an IRON key") {
   CHECK(files == 1);
   CHECK(writer.counts().written == 1);
   CHECK(writer.counts().skipped_total() == 0);
+}
+
+TEST_CASE("IronCostWriter never writes through a symlink beside a file") {
+  const fs::path dir = TempDir("iron-export-link");
+  const fs::path pmode_dir = fs::path(dir) / "npu-strix" / "Default";
+  fs::create_directories(pmode_dir);
+  const fs::path victim = fs::path(dir) / "victim";
+  std::ofstream(victim) << "precious\n";
+  // The name each file's temporary once had: <key>.<pid>.
+  fs::create_symlink(victim,
+                     pmode_dir / (kKey + "." + std::to_string(getpid())));
+  IronCostWriter writer(dir, "");
+  REQUIRE(writer.Add(Line("iron_cost", kKey)).ok());
+  CHECK(Slurp(victim) == "precious\n");
+  CHECK(fs::is_regular_file(pmode_dir / (kKey + ".json")));
 }
 
 TEST_CASE("IronCostWriter skips what IRON cannot look up, by reason") {
