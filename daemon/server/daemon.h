@@ -8,7 +8,9 @@
 // one is refused, or moved aside with move_corrupt_aside), the measurement
 // cache (irontune.db), the job store (jobs.db; jobs a crash interrupted are
 // marked so), the device worker, then the gRPC server on every listen
-// address with health (grpc.health.v1, SERVING) and reflection. A unix
+// address with health (grpc.health.v1, SERVING) and reflection, each
+// listener's calls checked for a token before their message is read
+// (call_gate.h) and gRPC's caps set (ServerCaps). A unix
 // socket a live irontuned answers on is never removed: start fails naming
 // it.
 //
