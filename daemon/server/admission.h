@@ -45,6 +45,7 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/npu/device.h"
+#include "daemon/server/auth.h"
 #include "daemon/tune/plan.h"
 #include "irontune/v1/tuner.pb.h"
 
@@ -54,8 +55,13 @@ namespace irontune {
 // box with 32 GB of memory serving one NPU (docs/operations.md). Each is a
 // flag and config key of irontuned (daemon/server/cli.cc).
 struct AdmissionLimits {
-  // One gRPC message (--max-message-bytes): what gRPC itself refuses.
+  // One gRPC message (--max-message-bytes): what gRPC itself refuses. The
+  // big RPCs (Autotune, Measure, ImportCache's lines) may send up to this.
   uint64_t message_bytes = uint64_t{544} << 20;
+  // The request of any other RPC (--max-small-message-bytes). gRPC 1.51's
+  // server has one receive limit for all methods, so this one is checked
+  // once the request is read, right after its caller is authenticated.
+  uint64_t small_message_bytes = uint64_t{1} << 20;
   // An Autotune's profile, encoded (--max-profile-bytes).
   uint64_t profile_bytes = uint64_t{16} << 20;
   // An Autotune's recording: operators, steps over every call, and its
@@ -97,6 +103,16 @@ struct JobCost {
 
 // The floor a run of N steps costs, kDispatchFloorUs plus N kStepFloorUs,
 // is daemon/tune/plan.h's, which plans an Autotune's device time.
+
+// Whether `rpc` is a big-message RPC (Autotune, Measure, ImportCache),
+// whose messages may reach limits.message_bytes.
+bool IsBigMessageRpc(Rpc rpc);
+
+// OK unless `rpc` is a small RPC and its request of `bytes` (encoded,
+// unknown fields included) is over limits.small_message_bytes:
+// ResourceExhausted naming the RPC, the size and --max-small-message-bytes.
+absl::Status CheckSmallRequest(Rpc rpc, uint64_t bytes,
+                               const AdmissionLimits& limits);
 
 // The estimates of a Measure on `platform`, or ResourceExhausted naming the
 // figure and the limit it exceeds. REQUIRES: ValidateMeasureRequest passed.

@@ -69,6 +69,12 @@ absl::StatusOr<TokenEntry> ParseLine(absl::string_view line) {
   entry.role = *role;
   absl::StatusOr<std::string> hash = CheckHash(fields[2]);
   if (!hash.ok()) return hash.status();
+  if (*hash == HashToken("")) {
+    return absl::InvalidArgumentError(
+        "this is the SHA-256 of the empty token (a missing or empty file "
+        "hashed); make the line with irontuned --hash-token NAME:ROLE < "
+        "TOKENFILE");
+  }
   entry.sha256 = *std::move(hash);
   return entry;
 }
@@ -131,8 +137,12 @@ std::string HashToken(absl::string_view token) {
 absl::StatusOr<std::string> TokenLine(absl::string_view name, Role role,
                                       absl::string_view token) {
   if (absl::Status s = CheckName(name); !s.ok()) return s;
-  if (absl::StripAsciiWhitespace(token).empty()) {
-    return absl::InvalidArgumentError("the token is empty");
+  const size_t length = absl::StripAsciiWhitespace(token).size();
+  if (length == 0) return absl::InvalidArgumentError("the token is empty");
+  if (length < kMinTokenLength) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the token has ", length, " characters, fewer than ", kMinTokenLength,
+        "; make one with e.g. openssl rand -hex 24"));
   }
   return absl::StrCat(name, " ", RoleName(role), " ", HashToken(token));
 }
@@ -247,11 +257,10 @@ std::string Caller::ToString() const {
   return name.empty() ? peer : absl::StrCat(name, "@", peer);
 }
 
-bool IsLocalPeer(absl::string_view peer) {
-  if (absl::StartsWith(peer, "unix:") ||
-      absl::StartsWith(peer, "unix-abstract:")) {
-    return true;
-  }
+bool IsLocalPeer(absl::string_view peer, bool loopback) {
+  if (absl::StartsWith(peer, "unix:")) return true;
+  if (!loopback) return false;
+  if (absl::StartsWith(peer, "unix-abstract:")) return true;
   if (absl::StartsWith(peer, "ipv6:")) return IsLoopbackV6(PeerHost(peer));
   if (absl::StartsWith(peer, "ipv4:")) return IsLoopbackV4(PeerHost(peer));
   return false;
@@ -260,14 +269,22 @@ bool IsLocalPeer(absl::string_view peer) {
 absl::StatusOr<Caller> Authenticator::Authenticate(
     std::optional<absl::string_view> authorization,
     absl::string_view peer) const {
+  return AuthenticateOn(authorization, IsLocalPeer(peer, loopback_admin_),
+                        peer);
+}
+
+absl::StatusOr<Caller> Authenticator::AuthenticateOn(
+    std::optional<absl::string_view> authorization, bool local,
+    absl::string_view peer) const {
   Caller caller;
   caller.peer = std::string(peer);
   if (!tokens_.has_value()) {
-    if (!IsLocalPeer(peer)) {
+    if (!local) {
       return absl::UnauthenticatedError(absl::StrCat(
           "irontuned has no tokens file (--tokens) and serves only local "
-          "callers (its unix socket, loopback); ",
-          peer, " is not local"));
+          "callers (its unix socket path",
+          loopback_admin_ ? ", loopback" : "", "); ", peer,
+          peer.empty() ? "this caller" : "", " is not local"));
     }
     caller.role = Role::kAdmin;
     return caller;
@@ -282,6 +299,9 @@ absl::StatusOr<Caller> Authenticator::Authenticate(
       !absl::ConsumePrefix(&value, "bearer ")) {
     return absl::UnauthenticatedError(
         "the authorization header is not \"Bearer TOKEN\"");
+  }
+  if (absl::StripAsciiWhitespace(value).empty()) {
+    return absl::UnauthenticatedError("the bearer token is empty");
   }
   const TokenEntry* entry = tokens_->Find(value);
   if (entry == nullptr) {

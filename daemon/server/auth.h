@@ -14,9 +14,15 @@
 // stripped), as `irontuned --hash-token NAME:ROLE < TOKENFILE` or
 // `printf %s "$TOKEN" | sha256sum` print it. Only the hashes are kept.
 //
-// Without a tokens file, irontuned serves local callers only (its unix
-// socket and loopback TCP), each as admin and named by the request's
-// `client` field; a caller from any other address is UNAUTHENTICATED.
+// A token has at least kMinTokenLength characters (--hash-token refuses a
+// shorter one), and the SHA-256 of the empty text is refused in the file:
+// it is what hashing a missing file gives.
+//
+// Without a tokens file, irontuned serves local callers only, each as admin
+// and named by the request's `client` field: those of its unix socket
+// paths, and, with --allow-loopback-without-tokens, of loopback TCP and
+// unix-abstract addresses too (tls.h CheckListen refuses those otherwise);
+// a caller from any other address is UNAUTHENTICATED.
 //
 // Threads: a TokenTable and an Authenticator are immutable once made, and
 // safe to use from any number of threads.
@@ -40,6 +46,10 @@ const char* RoleName(Role role);
 // InvalidArgument for another word.
 absl::StatusOr<Role> ParseRole(absl::string_view text);
 
+// The fewest characters a token may have (surrounding whitespace
+// stripped): 16 random characters are far beyond guessing.
+inline constexpr size_t kMinTokenLength = 16;
+
 // The lower-case hex SHA-256 of `token` with surrounding whitespace
 // stripped: the third field of a tokens-file line.
 std::string HashToken(absl::string_view token);
@@ -52,7 +62,8 @@ struct TokenEntry {
 };
 
 // "NAME ROLE SHA256": the tokens-file line for `token`. InvalidArgument
-// when `name` is not a valid name or `token` is empty.
+// when `name` is not a valid name or `token` is empty or shorter than
+// kMinTokenLength.
 absl::StatusOr<std::string> TokenLine(absl::string_view name, Role role,
                                       absl::string_view token);
 
@@ -60,7 +71,8 @@ class TokenTable {
  public:
   // Parses a tokens file's text; errors name `file` and the line
   // ("FILE:3: ..."): a bad name, role or hash, a duplicate name or hash, a
-  // line with other than three fields. An empty table is InvalidArgument
+  // line with other than three fields, the hash of the empty token (a
+  // missing file hashed). An empty table is InvalidArgument
   // too (it would admit nobody).
   static absl::StatusOr<TokenTable> Parse(absl::string_view text,
                                           absl::string_view file);
@@ -112,18 +124,22 @@ struct Caller {
   std::string ToString() const;
 };
 
-// Whether gRPC peer address `peer` is local: a unix socket ("unix:..."),
-// 127.0.0.0/8 ("ipv4:127.x.y.z:port", "ipv6:[::ffff:127.x.y.z]:port") or
-// ::1.
-bool IsLocalPeer(absl::string_view peer);
+// Whether gRPC peer address `peer` is local: a unix socket ("unix:...");
+// with `loopback`, also "unix-abstract:...", 127.0.0.0/8
+// ("ipv4:127.x.y.z:port", "ipv6:[::ffff:127.x.y.z]:port") and ::1.
+bool IsLocalPeer(absl::string_view peer, bool loopback);
 
 class Authenticator {
  public:
   // `tokens` nullopt: no tokens file (local callers only, all admin).
-  explicit Authenticator(std::optional<TokenTable> tokens)
-      : tokens_(std::move(tokens)) {}
+  // `loopback_admin`: without tokens, loopback TCP and unix-abstract
+  // callers are local too (--allow-loopback-without-tokens).
+  explicit Authenticator(std::optional<TokenTable> tokens,
+                         bool loopback_admin = false)
+      : tokens_(std::move(tokens)), loopback_admin_(loopback_admin) {}
 
   bool has_tokens() const { return tokens_.has_value(); }
+  bool loopback_admin() const { return loopback_admin_; }
 
   // The caller of a request with `authorization` (the header's value, or
   // nullopt when absent) from `peer`. Unauthenticated, with a message that
@@ -132,6 +148,12 @@ class Authenticator {
   // not local.
   absl::StatusOr<Caller> Authenticate(
       std::optional<absl::string_view> authorization,
+      absl::string_view peer) const;
+  // The same for a caller whose locality is known from the listener it
+  // came through (`local`) rather than its peer address: what the check
+  // before the message is read (call_gate.h) uses.
+  absl::StatusOr<Caller> AuthenticateOn(
+      std::optional<absl::string_view> authorization, bool local,
       absl::string_view peer) const;
 
   // OK when `caller` may call `rpc`; PermissionDenied naming the caller,
@@ -146,6 +168,7 @@ class Authenticator {
 
  private:
   std::optional<TokenTable> tokens_;
+  bool loopback_admin_ = false;
 };
 
 }  // namespace irontune

@@ -174,6 +174,37 @@ void AddLimitOptions(CLI::App& app, DaemonOptions& options,
       ->capture_default_str();
 }
 
+// gRPC's caps on threads, connection memory, calls and headers
+// (ServerCaps, docs/operations.md "Connections and calls").
+void AddCapOptions(CLI::App& app, DaemonOptions& options) {
+  const auto bytes = CLI::AsSizeValue(false);
+  app.add_option("--max-small-message-bytes",
+                 options.limits.small_message_bytes,
+                 "The largest request of an RPC other than Autotune, Measure "
+                 "and ImportCache")
+      ->transform(bytes)
+      ->capture_default_str();
+  ServerCaps& caps = options.caps;
+  app.add_option("--grpc-threads", caps.threads,
+                 "Threads gRPC may run calls on (each open stream holds one); "
+                 "past it a call is RESOURCE_EXHAUSTED")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--grpc-memory", caps.memory_bytes,
+                 "Memory gRPC's connections may hold receiving (at least "
+                 "--max-message-bytes)")
+      ->transform(bytes)
+      ->capture_default_str();
+  app.add_option("--max-calls-per-connection", caps.calls_per_connection,
+                 "Calls one connection may have open at once")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-header-bytes", caps.header_bytes,
+                 "A call's headers, at most")
+      ->check(CLI::Range(1024, 1 << 20))
+      ->capture_default_str();
+}
+
 // Where the device lock lives and what to do with a damaged database.
 void AddStateOptions(CLI::App& app, DaemonOptions& options) {
   app.add_option("--runtime-dir", options.runtime_dir,
@@ -211,9 +242,14 @@ void AddSecurityOptions(CLI::App& app, DaemonOptions& options,
       ->check(CLI::ExistingFile);
   app.add_option("--tokens", options.tokens,
                  "Bearer tokens file, lines NAME ROLE SHA256 (roles submit, "
-                 "admin). Default: none, and only local callers (unix "
-                 "socket, loopback) are served, each as admin")
+                 "admin). Default: none, and only callers of the unix socket "
+                 "paths are served, each as admin")
       ->check(CLI::ExistingFile);
+  app.add_flag("--allow-loopback-without-tokens",
+               options.allow_loopback_without_tokens,
+               "Without --tokens, serve loopback TCP and unix-abstract "
+               "addresses too, every local user reaching them as admin "
+               "(logged as a warning); without it they are refused at start");
   app.add_option("--hash-token", hash_token,
                  "Print the --tokens line NAME ROLE SHA256 for the token read "
                  "from standard input, then exit. Give NAME:ROLE");
@@ -302,6 +338,7 @@ int IrontunedMain(int argc, char** argv) {
   AddOptions(app, options, log_level, sim_clock, power_mode);
   AddBuilderOptions(app, options);
   AddLimitOptions(app, options, jobs_db_days);
+  AddCapOptions(app, options);
   AddStateOptions(app, options);
   std::string hash_token;
   AddSecurityOptions(app, options, hash_token);

@@ -32,6 +32,8 @@
 #include "daemon/builder/command_builder.h"
 #include "daemon/npu/build_pool.h"
 #include "daemon/server/auth.h"
+#include "daemon/server/call_gate.h"
+#include "daemon/server/refusal_log.h"
 #include "daemon/server/service.h"
 #include "daemon/server/tls.h"
 #include "daemon/sim/presets.h"
@@ -41,6 +43,7 @@
 #include "daemon/store/sqlite.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/resource_quota.h"
 #include "grpcpp/security/server_credentials.h"
 #include "spdlog/spdlog.h"
 
@@ -148,6 +151,7 @@ std::string UnixPath(absl::string_view address) {
 struct Security {
   std::optional<TlsConfig> tls;
   std::shared_ptr<const Authenticator> auth;
+  std::shared_ptr<RefusalLog> refusals = std::make_shared<RefusalLog>();
   std::optional<gid_t> socket_gid;  // nullopt: leave the group as created
 };
 
@@ -176,29 +180,24 @@ absl::StatusOr<Security> LoadSecurity(const DaemonOptions& options) {
     spdlog::info("{} tokens from {}", tokens->size(), options.tokens);
   }
   std::vector<std::string> warnings;
-  RETURN_IF_ERROR(CheckListen(options.listen, security.tls.has_value(),
-                              options.insecure, tokens.has_value(), &warnings));
+  RETURN_IF_ERROR(CheckListen(
+      options.listen, security.tls.has_value(), options.insecure,
+      tokens.has_value(), options.allow_loopback_without_tokens, &warnings));
+  for (const std::string& address : options.listen) {
+    if (!GatedBeforeRead(address, security.tls.has_value())) {
+      warnings.push_back(absl::StrCat(
+          "--insecure: on ", address,
+          " a call's token is checked only once its message is read (gRPC "
+          "checks it before on TLS, unix and loopback listeners)"));
+    }
+  }
   for (const std::string& w : warnings) spdlog::warn("{}", w);
-  security.auth = std::make_shared<const Authenticator>(std::move(tokens));
+  security.auth = std::make_shared<const Authenticator>(
+      std::move(tokens), options.allow_loopback_without_tokens);
   if (!options.socket_group.empty()) {
     ASSIGN_OR_RETURN(security.socket_gid, ResolveGroup(options.socket_group));
   }
   return security;
-}
-
-// The credentials `address` is served with: TLS on TCP when configured.
-std::shared_ptr<grpc::ServerCredentials> CredentialsFor(
-    const std::string& address, const std::optional<TlsConfig>& tls) {
-  if (!tls.has_value() || TransportOf(address) == Transport::kUnix) {
-    return grpc::InsecureServerCredentials();
-  }
-  grpc::SslServerCredentialsOptions ssl(
-      tls->client_ca_pem.empty()
-          ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
-          : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-  ssl.pem_root_certs = tls->client_ca_pem;
-  ssl.pem_key_cert_pairs.push_back({tls->key_pem, tls->cert_pem});
-  return grpc::SslServerCredentials(ssl);
 }
 
 // Makes every unix socket of `listen` mode 0660 and, when given, of group
@@ -390,15 +389,41 @@ absl::StatusOr<std::filesystem::path> MakeStateDir(const std::string& dir) {
 
 // Listens on every address; the addresses listened on, with the port a
 // ":0" address was given.
+// gRPC's caps (ServerCaps) and the largest message, on `builder`.
+absl::Status ApplyCaps(const ServerCaps& caps, uint64_t max_message_bytes,
+                       grpc::ServerBuilder& builder) {
+  if (caps.memory_bytes < max_message_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--grpc-memory ", caps.memory_bytes,
+                     " is less than --max-message-bytes ", max_message_bytes,
+                     ": no message that large could be received"));
+  }
+  builder.SetMaxReceiveMessageSize(static_cast<int>(
+      std::min<uint64_t>(max_message_bytes, std::numeric_limits<int>::max())));
+  grpc::ResourceQuota quota("irontuned");
+  quota.Resize(static_cast<size_t>(caps.memory_bytes));
+  quota.SetMaxThreads(caps.threads);
+  builder.SetResourceQuota(quota);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             caps.calls_per_connection);
+  builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, caps.header_bytes);
+  spdlog::info(
+      "gRPC caps: {} threads, {} of connection memory, {} calls a "
+      "connection, {} of headers a call",
+      caps.threads, FormatBytes(caps.memory_bytes), caps.calls_per_connection,
+      FormatBytes(static_cast<uint64_t>(caps.header_bytes)));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<std::string>> Listen(
-    const std::vector<std::string>& listen, uint64_t max_message_bytes,
+    const std::vector<std::string>& listen, const DaemonOptions& options,
     const Security& security, grpc::Service* service,
     std::unique_ptr<grpc::Server>& server) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.SetMaxReceiveMessageSize(static_cast<int>(
-      std::min<uint64_t>(max_message_bytes, std::numeric_limits<int>::max())));
+  RETURN_IF_ERROR(
+      ApplyCaps(options.caps, options.limits.message_bytes, builder));
   if (listen.empty()) {
     return absl::InvalidArgumentError("--listen: no address given");
   }
@@ -406,7 +431,9 @@ absl::StatusOr<std::vector<std::string>> Listen(
   for (const std::string& address : listen) {
     RETURN_IF_ERROR(PrepareUnixSocket(address));
     ports.push_back(std::make_unique<int>(0));
-    builder.AddListeningPort(address, CredentialsFor(address, security.tls),
+    builder.AddListeningPort(address,
+                             GatedCredentials(address, security.tls,
+                                              security.auth, security.refusals),
                              ports.back().get());
   }
   builder.RegisterService(service);
@@ -644,10 +671,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   deps.shapes_at_once = options.shapes_at_once;
   deps.history_bytes = options.history_bytes;
   deps.auth = security.auth;
+  deps.refusals = security.refusals;
   p.service = std::make_unique<TunerService>(std::move(deps));
-  ASSIGN_OR_RETURN(p.addresses,
-                   Listen(options.listen, options.limits.message_bytes,
-                          security, p.service.get(), p.server));
+  ASSIGN_OR_RETURN(p.addresses, Listen(options.listen, options, security,
+                                       p.service.get(), p.server));
   // Health: SERVING for "" and for the Tuner service by name, so probes of
   // either succeed; Shutdown turns both NOT_SERVING.
   p.server->GetHealthCheckService()->SetServingStatus(true);

@@ -8,7 +8,9 @@
 // one is refused, or moved aside with move_corrupt_aside), the measurement
 // cache (irontune.db), the job store (jobs.db; jobs a crash interrupted are
 // marked so), the device worker, then the gRPC server on every listen
-// address with health (grpc.health.v1, SERVING) and reflection. A unix
+// address with health (grpc.health.v1, SERVING) and reflection, each
+// listener's calls checked for a token before their message is read
+// (call_gate.h) and gRPC's caps set (ServerCaps). A unix
 // socket a live irontuned answers on is never removed: start fails naming
 // it.
 //
@@ -52,6 +54,26 @@ inline constexpr char kDefaultRuntimeDir[] = "/run/irontune";
 
 enum class SimClock { kVirtual, kRealTime };
 
+// gRPC's own caps on what callers may hold of the server, set on its
+// ServerBuilder (docs/operations.md "Connections and calls").
+struct ServerCaps {
+  // Threads gRPC's resource quota allows (--grpc-threads): each call in
+  // progress holds one, a stream for its whole life; past it a new call is
+  // RESOURCE_EXHAUSTED. Keep it above --max-streams.
+  int threads = 512;
+  // Memory gRPC's resource quota allows its connections (--grpc-memory):
+  // read buffers and messages being received. Under pressure gRPC shrinks
+  // its flow-control windows, then closes the connections holding the
+  // most. At least --max-message-bytes.
+  uint64_t memory_bytes = uint64_t{2} << 30;
+  // Calls one connection may have open at once
+  // (GRPC_ARG_MAX_CONCURRENT_STREAMS, --max-calls-per-connection).
+  int calls_per_connection = 64;
+  // A call's headers, at most (GRPC_ARG_MAX_METADATA_SIZE,
+  // --max-header-bytes).
+  int header_bytes = 8 << 10;
+};
+
 struct DaemonOptions {
   std::string device = "sim:npu2";
   std::vector<std::string> listen = {kDefaultListen};
@@ -79,6 +101,10 @@ struct DaemonOptions {
   std::string tls_client_ca;  // also ask for and verify client certificates
   // The tokens file (daemon/server/auth.h); empty: local callers only.
   std::string tokens;
+  // Without tokens, loopback TCP and unix-abstract callers are admin too
+  // (logged as a warning); without it such a listener is refused.
+  bool allow_loopback_without_tokens = false;
+  ServerCaps caps;
   // A build command speaking docs/builder-protocol.md, for a real NPU;
   // empty: the simulated NPU's own builder.
   std::string builder_command;

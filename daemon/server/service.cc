@@ -74,8 +74,9 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 TunerService::TunerService(ServiceDeps deps)
     : deps_(std::move(deps)), started_(absl::Now()) {}
 
-absl::StatusOr<Caller> TunerService::Admit(grpc::ServerContext* context,
-                                           Rpc rpc) {
+absl::StatusOr<Caller> TunerService::Admit(
+    grpc::ServerContext* context, Rpc rpc,
+    const google::protobuf::Message* request) {
   if (shutting_down_) {
     return absl::UnavailableError("irontuned is shutting down");
   }
@@ -94,10 +95,14 @@ absl::StatusOr<Caller> TunerService::Admit(grpc::ServerContext* context,
   absl::StatusOr<Caller> caller = deps_.auth->Authenticate(authorization, peer);
   absl::Status s =
       caller.ok() ? Authenticator::Authorize(*caller, rpc) : caller.status();
+  if (s.ok() && request != nullptr) {
+    s = CheckSmallRequest(rpc, request->ByteSizeLong(), deps_.limits);
+  }
   if (!s.ok()) {
-    spdlog::warn("refused {} from {}: {}", RpcName(rpc),
-                 caller.ok() ? caller->ToString() : peer,
-                 std::string(s.message()));
+    WarnRefusal(deps_.refusals.get(),
+                absl::StrCat("refused ", RpcName(rpc), " from ",
+                             caller.ok() ? caller->ToString() : peer, ": ",
+                             s.message()));
     return s;
   }
   const bool quiet = rpc == Rpc::kGetStatus || rpc == Rpc::kListJobs ||
@@ -303,9 +308,10 @@ grpc::Status TunerService::Measure(
 }
 
 grpc::Status TunerService::GetStatus(grpc::ServerContext* context,
-                                     const v1::GetStatusRequest*,
+                                     const v1::GetStatusRequest* request,
                                      v1::StatusResponse* response) {
-  if (absl::StatusOr<Caller> c = Admit(context, Rpc::kGetStatus); !c.ok()) {
+  if (absl::StatusOr<Caller> c = Admit(context, Rpc::kGetStatus, request);
+      !c.ok()) {
     return ToGrpcStatus(c.status());
   }
   const WorkerStatus w = deps_.worker->Status();
@@ -331,7 +337,8 @@ grpc::Status TunerService::GetStatus(grpc::ServerContext* context,
 grpc::Status TunerService::ListJobs(grpc::ServerContext* context,
                                     const v1::ListJobsRequest* request,
                                     v1::ListJobsResponse* response) {
-  if (absl::StatusOr<Caller> c = Admit(context, Rpc::kListJobs); !c.ok()) {
+  if (absl::StatusOr<Caller> c = Admit(context, Rpc::kListJobs, request);
+      !c.ok()) {
     return ToGrpcStatus(c.status());
   }
   const uint32_t limit = request->limit() == 0
@@ -364,9 +371,10 @@ grpc::Status TunerService::ListJobs(grpc::ServerContext* context,
 }
 
 absl::StatusOr<TunerService::OwnedJob> TunerService::AdmitJob(
-    grpc::ServerContext* context, Rpc rpc, const std::string& job_id) {
+    grpc::ServerContext* context, Rpc rpc,
+    const google::protobuf::Message& request, const std::string& job_id) {
   OwnedJob found;
-  ASSIGN_OR_RETURN(found.caller, Admit(context, rpc));
+  ASSIGN_OR_RETURN(found.caller, Admit(context, rpc, &request));
   RETURN_IF_ERROR(ValidateJobId(job_id));
   std::string owner;
   if ((found.live = Find(job_id)) != nullptr) {
@@ -386,7 +394,7 @@ grpc::Status TunerService::Cancel(grpc::ServerContext* context,
                                   const v1::CancelRequest* request,
                                   v1::CancelResponse* response) {
   absl::StatusOr<OwnedJob> found =
-      AdmitJob(context, Rpc::kCancel, request->job_id());
+      AdmitJob(context, Rpc::kCancel, *request, request->job_id());
   if (!found.ok()) return ToGrpcStatus(found.status());
   if (found->live == nullptr) {  // ended in an earlier run
     response->set_state(found->stored->summary().state());
@@ -403,7 +411,7 @@ grpc::Status TunerService::Watch(
     grpc::ServerContext* context, const v1::WatchRequest* request,
     grpc::ServerWriter<v1::AutotuneEvent>* writer) {
   absl::StatusOr<OwnedJob> found =
-      AdmitJob(context, Rpc::kWatch, request->job_id());
+      AdmitJob(context, Rpc::kWatch, *request, request->job_id());
   if (!found.ok()) return ToGrpcStatus(found.status());
   if (const JobPtr& job = found->live) {
     if (absl::Status s = BeginStream(); !s.ok()) return ToGrpcStatus(s);
@@ -432,7 +440,7 @@ grpc::Status TunerService::GetResult(grpc::ServerContext* context,
                                      const v1::GetResultRequest* request,
                                      v1::JobResult* response) {
   absl::StatusOr<OwnedJob> found =
-      AdmitJob(context, Rpc::kGetResult, request->job_id());
+      AdmitJob(context, Rpc::kGetResult, *request, request->job_id());
   if (!found.ok()) return ToGrpcStatus(found.status());
   if (found->live == nullptr) {
     *response = std::move(*found->stored);
@@ -448,9 +456,10 @@ grpc::Status TunerService::GetResult(grpc::ServerContext* context,
 }
 
 grpc::Status TunerService::ExportCache(
-    grpc::ServerContext* context, const v1::ExportCacheRequest*,
+    grpc::ServerContext* context, const v1::ExportCacheRequest* request,
     grpc::ServerWriter<v1::CacheLine>* writer) {
-  if (absl::StatusOr<Caller> c = Admit(context, Rpc::kExportCache); !c.ok()) {
+  if (absl::StatusOr<Caller> c = Admit(context, Rpc::kExportCache, request);
+      !c.ok()) {
     return ToGrpcStatus(c.status());
   }
   if (deps_.cache_path.empty()) {
@@ -519,9 +528,10 @@ grpc::Status TunerService::ImportCache(
 }
 
 grpc::Status TunerService::ListImports(grpc::ServerContext* context,
-                                       const v1::ListImportsRequest*,
+                                       const v1::ListImportsRequest* request,
                                        v1::ListImportsResponse* response) {
-  if (absl::StatusOr<Caller> c = Admit(context, Rpc::kListImports); !c.ok()) {
+  if (absl::StatusOr<Caller> c = Admit(context, Rpc::kListImports, request);
+      !c.ok()) {
     return ToGrpcStatus(c.status());
   }
   if (deps_.cache_path.empty()) {
@@ -550,7 +560,7 @@ grpc::Status TunerService::ListImports(grpc::ServerContext* context,
 grpc::Status TunerService::DropImport(grpc::ServerContext* context,
                                       const v1::DropImportRequest* request,
                                       v1::DropImportResponse* response) {
-  absl::StatusOr<Caller> caller = Admit(context, Rpc::kDropImport);
+  absl::StatusOr<Caller> caller = Admit(context, Rpc::kDropImport, request);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (request->id() == 0 || request->id() > static_cast<uint64_t>(INT64_MAX)) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -575,9 +585,9 @@ grpc::Status TunerService::DropImport(grpc::ServerContext* context,
 }
 
 grpc::Status TunerService::ClearCache(grpc::ServerContext* context,
-                                      const v1::ClearCacheRequest*,
+                                      const v1::ClearCacheRequest* request,
                                       v1::ClearCacheResponse* response) {
-  absl::StatusOr<Caller> caller = Admit(context, Rpc::kClearCache);
+  absl::StatusOr<Caller> caller = Admit(context, Rpc::kClearCache, request);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
   ClearCounts cleared;
   // The worker is the cache's only writer: the clear runs there, between

@@ -11,8 +11,12 @@
 // Every RPC first authenticates its caller and checks the role it needs
 // (daemon/server/auth.h): UNAUTHENTICATED for a missing or unknown token,
 // PERMISSION_DENIED for a role that does not suffice, each logged with the
-// peer. With tokens, a job belongs to its token's name, whatever the
-// request's `client` field says.
+// peer (rate-limited, refusal_log.h). On most listeners the call gate
+// (call_gate.h) has already refused a bad token before the message was
+// read; this check names the caller and is the only one on plaintext off
+// loopback. A small RPC's request past --max-small-message-bytes is
+// RESOURCE_EXHAUSTED. With tokens, a job belongs to its token's name, whatever
+// the request's `client` field says.
 //
 // Included only by service.cc and daemon.cc: gRPC headers are heavy.
 // Threads: gRPC calls the handlers on its own threads, concurrently.
@@ -34,6 +38,7 @@
 #include "daemon/server/auth.h"
 #include "daemon/server/job_queue.h"
 #include "daemon/server/jobs.h"
+#include "daemon/server/refusal_log.h"
 #include "daemon/server/worker.h"
 #include "grpcpp/grpcpp.h"
 #include "irontune/v1/tuner.grpc.pb.h"
@@ -62,6 +67,8 @@ struct ServiceDeps {
   size_t history_bytes = size_t{64} << 20;
   // Who may call what; null: no checks, every caller is admin (tests).
   std::shared_ptr<const Authenticator> auth;
+  // Refusals' log lines, rate-limited; null: one line each.
+  std::shared_ptr<RefusalLog> refusals;
 };
 
 class TunerService final : public v1::Tuner::Service {
@@ -141,8 +148,12 @@ class TunerService final : public v1::Tuner::Service {
   JobPtr Find(const std::string& id);
   // The caller of `context` if it may call `rpc` (logged); else
   // UNAVAILABLE once shutting down, or UNAUTHENTICATED or
-  // PERMISSION_DENIED (logged with the peer).
-  absl::StatusOr<Caller> Admit(grpc::ServerContext* context, Rpc rpc);
+  // PERMISSION_DENIED, or RESOURCE_EXHAUSTED for a small RPC's `request`
+  // (null for the big ones) past --max-small-message-bytes
+  // (CheckSmallRequest), each logged with the peer, rate-limited.
+  absl::StatusOr<Caller> Admit(
+      grpc::ServerContext* context, Rpc rpc,
+      const google::protobuf::Message* request = nullptr);
   // The client a job of `caller` is owned by: the token's name, else the
   // request's `given` name, else the peer.
   std::string OwnerOf(const grpc::ServerContext& context, const Caller& caller,
@@ -161,6 +172,7 @@ class TunerService final : public v1::Tuner::Service {
   // Status to answer otherwise: Admit's, InvalidArgument, NotFound "no job
   // ID", or CheckOwner's PermissionDenied.
   absl::StatusOr<OwnedJob> AdmitJob(grpc::ServerContext* context, Rpc rpc,
+                                    const google::protobuf::Message& request,
                                     const std::string& job_id);
   std::string ClientOf(const grpc::ServerContext& context,
                        const std::string& given) const;

@@ -62,9 +62,9 @@ absl::StatusOr<std::string> ReadPem(const std::string& flag,
 }  // namespace
 
 Transport TransportOf(const std::string& address) {
-  if (absl::StartsWith(address, "unix:") ||
-      absl::StartsWith(address, "unix-abstract:")) {
-    return Transport::kUnix;
+  if (absl::StartsWith(address, "unix:")) return Transport::kUnix;
+  if (absl::StartsWith(address, "unix-abstract:")) {
+    return Transport::kUnixAbstract;
   }
   return IsLoopbackHost(HostOf(address)) ? Transport::kLoopbackTcp
                                          : Transport::kRemoteTcp;
@@ -104,11 +104,44 @@ absl::StatusOr<std::optional<TlsConfig>> LoadTls(const TlsFiles& files) {
   return config;
 }
 
+namespace {
+
+// Without tokens: a loopback TCP or abstract address refused, or with
+// `loopback_admin` warned about.
+absl::Status CheckLoopbackWithoutTokens(const std::string& address,
+                                        bool loopback_admin,
+                                        std::vector<std::string>* warnings) {
+  if (!loopback_admin) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--listen ", address,
+        ": without --tokens only a unix socket path is served (its mode "
+        "0660 and --socket-group say who may call); every local user "
+        "reaches a loopback TCP or unix-abstract address, and would be "
+        "admin. Give --tokens, listen on unix:PATH, or accept it with "
+        "--allow-loopback-without-tokens"));
+  }
+  warnings->push_back(absl::StrCat(
+      "--allow-loopback-without-tokens: every local user reaching ", address,
+      " is admin (no tokens)"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status CheckListen(const std::vector<std::string>& listen, bool tls,
-                         bool insecure, bool tokens,
+                         bool insecure, bool tokens, bool loopback_admin,
                          std::vector<std::string>* warnings) {
   for (const std::string& address : listen) {
-    if (TransportOf(address) != Transport::kRemoteTcp) continue;
+    const Transport transport = TransportOf(address);
+    if (!tokens && (transport == Transport::kLoopbackTcp ||
+                    transport == Transport::kUnixAbstract)) {
+      if (absl::Status s =
+              CheckLoopbackWithoutTokens(address, loopback_admin, warnings);
+          !s.ok()) {
+        return s;
+      }
+    }
+    if (transport != Transport::kRemoteTcp) continue;
     if (!tls && !insecure) {
       return absl::FailedPreconditionError(absl::StrCat(
           "--listen ", address,

@@ -21,9 +21,10 @@
 namespace irontune {
 
 enum class Transport {
-  kUnix,         // unix:PATH, unix-abstract:NAME
-  kLoopbackTcp,  // 127.0.0.0/8, [::1], localhost
-  kRemoteTcp,    // anything else: 0.0.0.0, [::], a host name, an address
+  kUnix,          // unix:PATH: reached through its file's mode and group
+  kUnixAbstract,  // unix-abstract:NAME: any local user reaches it
+  kLoopbackTcp,   // 127.0.0.0/8, [::1], localhost
+  kRemoteTcp,     // anything else: 0.0.0.0, [::], a host name, an address
 };
 
 // How `address` (a --listen value: "unix:PATH", "HOST:PORT", "[V6]:PORT",
@@ -56,8 +57,14 @@ absl::StatusOr<std::optional<TlsConfig>> LoadTls(const TlsFiles& files);
 // flags that would allow it. Appends to `warnings` what start-up should
 // log: each address served plaintext off loopback, and, without
 // `tokens`, each off-loopback address (nobody there will be admitted).
+//
+// Without `tokens`, only unix:PATH callers are local (admin): a loopback
+// TCP or unix-abstract address, which every local user reaches whatever
+// the socket file's mode, is FailedPrecondition unless `loopback_admin`
+// (--allow-loopback-without-tokens), which makes its callers admin and is
+// a warning.
 absl::Status CheckListen(const std::vector<std::string>& listen, bool tls,
-                         bool insecure, bool tokens,
+                         bool insecure, bool tokens, bool loopback_admin,
                          std::vector<std::string>* warnings);
 
 }  // namespace irontune

@@ -1,9 +1,13 @@
 #include "daemon/server/auth.h"
 
 #include <catch2/catch.hpp>
+#include <optional>
 #include <string>
 
+#include "absl/time/time.h"
 #include "daemon/base/sha256.h"
+#include "daemon/server/admission.h"
+#include "daemon/server/refusal_log.h"
 #include "daemon/server/tls.h"
 
 namespace irontune {
@@ -152,17 +156,27 @@ TEST_CASE("auth: with tokens every caller needs a known bearer token") {
   CHECK(ci->ToString() == "ci@" + peer);
 }
 
-TEST_CASE("auth: without tokens only local callers are served, as admin") {
+const char* const kLoopbackPeers[] = {"ipv4:127.0.0.1:5000",
+                                      "ipv4:127.8.9.10:1",
+                                      "ipv6:[::1]:5000",
+                                      "ipv6:%5B::1%5D:5000",
+                                      "ipv6:[::ffff:127.0.0.1]:5000",
+                                      "unix-abstract:irontune"};
+
+TEST_CASE("auth: without tokens only unix socket callers are admin") {
   const Authenticator auth(std::nullopt);
-  for (const char* peer :
-       {"unix:", "unix:/run/irontune/irontuned.sock", "ipv4:127.0.0.1:5000",
-        "ipv4:127.8.9.10:1", "ipv6:[::1]:5000", "ipv6:%5B::1%5D:5000",
-        "ipv6:[::ffff:127.0.0.1]:5000"}) {
+  for (const char* peer : {"unix:", "unix:/run/irontune/irontuned.sock"}) {
     INFO(peer);
     absl::StatusOr<Caller> caller = auth.Authenticate(std::nullopt, peer);
     REQUIRE(caller.ok());
     CHECK(caller->role == Role::kAdmin);
     CHECK_FALSE(caller->has_token);
+  }
+  // Loopback TCP and abstract sockets reach every local user: not local.
+  for (const char* peer : kLoopbackPeers) {
+    INFO(peer);
+    CHECK(auth.Authenticate(std::nullopt, peer).status().code() ==
+          absl::StatusCode::kUnauthenticated);
   }
   for (const char* peer :
        {"ipv4:10.1.2.3:5000", "ipv4:128.0.0.1:5000", "ipv6:[2001:db8::1]:5000",
@@ -170,6 +184,76 @@ TEST_CASE("auth: without tokens only local callers are served, as admin") {
     INFO(peer);
     CHECK(auth.Authenticate("Bearer x", peer).status().code() ==
           absl::StatusCode::kUnauthenticated);
+  }
+}
+
+TEST_CASE("auth: --allow-loopback-without-tokens makes loopback local") {
+  const Authenticator auth(std::nullopt, /*loopback_admin=*/true);
+  for (const char* peer : kLoopbackPeers) {
+    INFO(peer);
+    absl::StatusOr<Caller> caller = auth.Authenticate(std::nullopt, peer);
+    REQUIRE(caller.ok());
+    CHECK(caller->role == Role::kAdmin);
+  }
+  CHECK(auth.Authenticate(std::nullopt, "ipv4:10.1.2.3:5000").status().code() ==
+        absl::StatusCode::kUnauthenticated);
+  // What the call gate asks: locality from the listener, not the peer.
+  CHECK(auth.AuthenticateOn(std::nullopt, true, "").ok());
+  CHECK(auth.AuthenticateOn(std::nullopt, false, "").status().code() ==
+        absl::StatusCode::kUnauthenticated);
+}
+
+TEST_CASE("auth: an empty or short token is refused") {
+  // The SHA-256 of "" is what hashing a missing file gives.
+  absl::StatusOr<TokenTable> empty =
+      TokenTable::Parse("ci admin " + Sha256Hex("") + "\n", "tokens");
+  CHECK(empty.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(empty.status().message()),
+             Catch::Contains("tokens:1") && Catch::Contains("empty token"));
+  absl::StatusOr<std::string> line =
+      TokenLine("ci", Role::kSubmit, std::string(kMinTokenLength - 1, 'a'));
+  CHECK(line.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(line.status().message()),
+             Catch::Contains("fewer than 16"));
+  CHECK(TokenLine("ci", Role::kSubmit, std::string(kMinTokenLength, 'a')).ok());
+  // An empty bearer value never matches, whatever the file holds.
+  absl::StatusOr<TokenTable> table = TokenTable::Parse(TokensText(), "t");
+  REQUIRE(table.ok());
+  const Authenticator auth(*std::move(table));
+  for (const char* header : {"Bearer ", "Bearer    ", "bearer "}) {
+    absl::Status s = auth.Authenticate(header, "unix:").status();
+    CHECK(s.code() == absl::StatusCode::kUnauthenticated);
+    CHECK_THAT(std::string(s.message()), Catch::Contains("empty"));
+  }
+}
+
+TEST_CASE("auth: refusals' log lines are rate-limited with a count") {
+  RefusalLog log(absl::Seconds(1));
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  CHECK(log.Note("refused A", t0) == std::optional<std::string>("refused A"));
+  for (int i = 0; i < 2999; ++i) {
+    CHECK_FALSE(
+        log.Note("refused B", t0 + absl::Milliseconds(i % 999)).has_value());
+  }
+  std::optional<std::string> next =
+      log.Note("refused C", t0 + absl::Seconds(1));
+  REQUIRE(next.has_value());
+  CHECK(*next == "refused C (and 2999 more refused since the last such line)");
+  CHECK(log.total() == 3001);
+}
+
+TEST_CASE("admission: small RPCs have their own request limit") {
+  AdmissionLimits limits;
+  limits.small_message_bytes = 1000;
+  CHECK(CheckSmallRequest(Rpc::kGetStatus, 1000, limits).ok());
+  absl::Status s = CheckSmallRequest(Rpc::kGetStatus, 1001, limits);
+  CHECK(s.code() == absl::StatusCode::kResourceExhausted);
+  CHECK_THAT(std::string(s.message()),
+             Catch::Contains("GetStatus") &&
+                 Catch::Contains("--max-small-message-bytes"));
+  for (Rpc big : {Rpc::kAutotune, Rpc::kMeasure, Rpc::kImportCache}) {
+    CHECK(IsBigMessageRpc(big));
+    CHECK(CheckSmallRequest(big, 1 << 30, limits).ok());
   }
 }
 
@@ -191,20 +275,44 @@ TEST_CASE("tls: which listen addresses are loopback") {
 TEST_CASE("tls: plaintext off loopback needs --insecure or TLS") {
   std::vector<std::string> warnings;
   const std::vector<std::string> local = {"unix:/tmp/s", "127.0.0.1:0"};
-  CHECK(CheckListen(local, false, false, false, &warnings).ok());
+  CHECK(CheckListen(local, false, false, true, false, &warnings).ok());
   CHECK(warnings.empty());
   const std::vector<std::string> remote = {"unix:/tmp/s", "0.0.0.0:50051"};
-  absl::Status refused = CheckListen(remote, false, false, true, &warnings);
+  absl::Status refused =
+      CheckListen(remote, false, false, true, false, &warnings);
   CHECK(refused.code() == absl::StatusCode::kFailedPrecondition);
   CHECK_THAT(std::string(refused.message()),
              Catch::Contains("0.0.0.0:50051") &&
                  Catch::Contains("--tls-cert") &&
                  Catch::Contains("--insecure"));
-  CHECK(CheckListen(remote, true, false, true, &warnings).ok());
+  CHECK(CheckListen(remote, true, false, true, false, &warnings).ok());
   CHECK(warnings.empty());
-  CHECK(CheckListen(remote, false, true, true, &warnings).ok());
+  CHECK(CheckListen(remote, false, true, true, false, &warnings).ok());
   REQUIRE(warnings.size() == 1);
   CHECK_THAT(warnings[0], Catch::Contains("--insecure"));
+}
+
+TEST_CASE("tls: without tokens, loopback and abstract need a flag") {
+  CHECK(TransportOf("unix-abstract:irontune") == Transport::kUnixAbstract);
+  for (const char* address : {"127.0.0.1:0", "[::1]:1", "unix-abstract:x"}) {
+    INFO(address);
+    std::vector<std::string> warnings;
+    absl::Status refused =
+        CheckListen({address}, false, false, false, false, &warnings);
+    CHECK(refused.code() == absl::StatusCode::kFailedPrecondition);
+    CHECK_THAT(std::string(refused.message()),
+               Catch::Contains(address) &&
+                   Catch::Contains("--allow-loopback-without-tokens"));
+    CHECK(CheckListen({address}, false, false, true, false, &warnings).ok());
+    CHECK(warnings.empty());
+    CHECK(CheckListen({address}, false, false, false, true, &warnings).ok());
+    REQUIRE(warnings.size() == 1);
+    CHECK_THAT(warnings[0], Catch::Contains("admin"));
+  }
+  std::vector<std::string> warnings;
+  CHECK(
+      CheckListen({"unix:/tmp/s"}, false, false, false, false, &warnings).ok());
+  CHECK(warnings.empty());
 }
 
 TEST_CASE("tls: a certificate without its key is refused") {

@@ -373,7 +373,8 @@ int HealthStatus(const std::string& target) {
 
 TEST_CASE("e2e: the health service answers SERVING over loopback TCP") {
   const std::string dir = TempDir("health");
-  Daemon daemon(dir, {"--listen", "127.0.0.1:0"});
+  Daemon daemon(dir,
+                {"--listen", "127.0.0.1:0", "--allow-loopback-without-tokens"});
   const std::string tcp = daemon.TcpAddress();
   CHECK(HealthStatus(tcp) == 1);
   // Per-service probes: irontune.v1.Tuner has its own status.

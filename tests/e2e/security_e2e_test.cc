@@ -21,6 +21,7 @@
 
 #include "google/protobuf/text_format.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/impl/codegen/client_unary_call.h"
 #include "irontune/v1/tuner.grpc.pb.h"
 #include "tests/testing/daemon_process.h"
 #include "tests/testing/process.h"
@@ -159,6 +160,7 @@ class TcpDaemon {
   }
 
   const std::string& address() const { return address_; }
+  pid_t pid() const { return process_->pid(); }
   std::string Log() const { return process_->Stderr(); }
 
  private:
@@ -384,13 +386,39 @@ TEST_CASE("security: a forged import is listed with its origin and dropped") {
   CHECK((!cache.contains("rows") || cache["rows"] == "0"));
 }
 
+TEST_CASE(
+    "security: without tokens, loopback TCP and abstract sockets refuse the "
+    "start unless allowed, with a warning") {
+  const std::string dir = TempDir("sec-loopback");
+  const std::vector<std::string> addresses = {
+      "127.0.0.1:0",
+      "unix-abstract:irontune-sec-" + std::to_string(::getpid())};
+  for (const std::string& address : addresses) {
+    INFO(address);
+    Result refused =
+        Run(SimDaemonArgv(kDaemon, dir + "/state", address, "virtual", {}), dir,
+            30);
+    CHECK(refused.code == 1);
+    CHECK_THAT(refused.err, Catch::Contains(address) &&
+                                Catch::Contains("--allow-loopback-without-"
+                                                "tokens"));
+  }
+  TcpDaemon allowed(dir, {"--allow-loopback-without-tokens"});
+  CHECK_THAT(allowed.Log(),
+             Catch::Contains("warn") && Catch::Contains("is admin"));
+  Result status =
+      Run({kClient, "--server", allowed.address(), "status"}, dir, 30);
+  CHECK(status.code == 0);
+}
+
 TEST_CASE("security: client certificates are checked against --tls-client-ca") {
   const std::string dir = TempDir("sec-mtls");
   MakeCertificates(dir);
-  TcpDaemon daemon(
-      dir, {"--tls-cert", dir + "/server.pem", "--tls-key", dir + "/server.key",
-            "--tls-client-ca", dir + "/ca.pem"});
-  // Loopback without tokens: no token needed, but a certificate is.
+  TcpDaemon daemon(dir, {"--tls-cert", dir + "/server.pem", "--tls-key",
+                         dir + "/server.key", "--tls-client-ca",
+                         dir + "/ca.pem", "--allow-loopback-without-tokens"});
+  // Loopback without tokens (allowed by the flag): no token needed, but a
+  // certificate is.
   CHECK(daemon.Client("", {"--timeout", "5", "status"}).code == 1);
   Result with = daemon.Client("", {"--tls-cert", dir + "/client.pem",
                                    "--tls-key", dir + "/client.key", "status"});
@@ -499,6 +527,118 @@ TEST_CASE("security: clearing the cache needs admin, the next job re-times") {
   CHECK(again.value("settings_timed", 0) > 0);
   CHECK(again.value("cache_hits", 0) == 0);
   CHECK_THAT(daemon.Log(), Catch::Contains("cleared by ops@ipv4:127.0.0.1"));
+}
+
+// `bytes` of protobuf: one unknown length-delimited field (number 1000)
+// padding them out; any request message parses it.
+grpc::ByteBuffer PaddedMessage(size_t bytes) {
+  // Tag (1000 << 3 | 2) is two varint bytes, the length five.
+  const size_t payload = bytes - 7;
+  std::string wire = {static_cast<char>(0xC2), static_cast<char>(0x3E)};
+  for (int shift = 0; shift < 28; shift += 7) {  // a 5-byte varint
+    wire.push_back(static_cast<char>(((payload >> shift) & 0x7F) | 0x80));
+  }
+  wire.push_back(static_cast<char>((payload >> 28) & 0x7F));
+  wire.resize(bytes, 'x');
+  grpc::Slice slice(wire);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+// The code of a unary call of `method` sending `request` over `channel`
+// with `token` ("" for none). A server-streaming method answers a unary
+// call with its status just the same.
+grpc::StatusCode RawCall(const std::shared_ptr<grpc::Channel>& channel,
+                         const std::string& method,
+                         const grpc::ByteBuffer& request,
+                         const std::string& token) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(60));
+  if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
+  grpc::ByteBuffer response;
+  const grpc::internal::RpcMethod rpc(method.c_str(),
+                                      grpc::internal::RpcMethod::NORMAL_RPC);
+  return grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+             channel.get(), rpc, &context, request, &response)
+      .error_code();
+}
+
+// Sends tokenless 200 MB GetStatus and wrong-token 200 MB Autotune
+// requests over `channel`, each refused UNAUTHENTICATED.
+void Flood(const std::shared_ptr<grpc::Channel>& channel,
+           const grpc::ByteBuffer& big) {
+  for (int i = 0; i < 2; ++i) {
+    CHECK(RawCall(channel, "/irontune.v1.Tuner/GetStatus", big, "") ==
+          grpc::StatusCode::UNAUTHENTICATED);
+    CHECK(RawCall(channel, "/irontune.v1.Tuner/Autotune", big,
+                  "wrong-token-0123456789") ==
+          grpc::StatusCode::UNAUTHENTICATED);
+  }
+}
+
+std::shared_ptr<grpc::Channel> PlainChannel(const std::string& target) {
+  grpc::ChannelArguments args;
+  args.SetMaxSendMessageSize(-1);
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
+                                   args);
+}
+
+TEST_CASE(
+    "security: calls without a valid token are refused before their message "
+    "is read, on TLS, unix, abstract and plaintext loopback listeners") {
+  const std::string dir = TempDir("sec-flood");
+  MakeCertificates(dir);
+  const std::string tokens = MakeTokens(dir);
+  const std::string sock = dir + "/flood.sock";
+  const std::string abstract =
+      "unix-abstract:irontune-flood-" + std::to_string(::getpid());
+  TcpDaemon tls(dir, {"--tls-cert", dir + "/server.pem", "--tls-key",
+                      dir + "/server.key", "--tokens", tokens, "--listen",
+                      "unix:" + sock, "--listen", abstract});
+  const std::string plain_dir = dir + "/plain";
+  std::filesystem::create_directories(plain_dir);
+  TcpDaemon plain(plain_dir, {"--tokens", tokens});
+  const pid_t pids[] = {tls.pid(), plain.pid()};
+  long before[2];
+  for (int i = 0; i < 2; ++i) before[i] = ProcStatusKib(pids[i], "VmHWM");
+  REQUIRE(before[0] > 0);
+  REQUIRE(before[1] > 0);
+
+  constexpr size_t kBig = size_t{200} << 20;
+  const grpc::ByteBuffer big = PaddedMessage(kBig);
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = ReadFile(dir + "/ca.pem");
+  grpc::ChannelArguments args;
+  args.SetSslTargetNameOverride("localhost");
+  args.SetMaxSendMessageSize(-1);
+  Flood(
+      grpc::CreateCustomChannel(tls.address(), grpc::SslCredentials(ssl), args),
+      big);
+  Flood(PlainChannel("unix:" + sock), big);
+  Flood(PlainChannel(abstract), big);
+  Flood(PlainChannel(plain.address()), big);
+
+  // Eight 200 MB requests on each daemon: had one been read, its peak RSS
+  // would have grown by 200 MB at least. A few MB of headers and buffers
+  // is all they may cost.
+  for (int i = 0; i < 2; ++i) {
+    const long after = ProcStatusKib(pids[i], "VmHWM");
+    INFO("daemon " << i << ": VmHWM " << before[i] << " -> " << after
+                   << " KiB");
+    CHECK(after - before[i] < 32 * 1024);
+  }
+  // The gate logged its refusals (rate-limited: auth_test's RefusalLog
+  // case, which does not depend on how fast these calls came).
+  CHECK_THAT(tls.Log(), Catch::Contains("before reading it"));
+
+  // A valid token still gets through, a health probe needs none, and a
+  // small RPC's oversized request is refused once read.
+  auto stub = tls.Stub();
+  CHECK(StatusCall(*stub, kCiToken) == grpc::StatusCode::OK);
+  CHECK(tls.Client("", {"health"}).code == 0);
+  CHECK(RawCall(PlainChannel("unix:" + sock), "/irontune.v1.Tuner/GetStatus",
+                PaddedMessage(size_t{2} << 20),
+                kCiToken) == grpc::StatusCode::RESOURCE_EXHAUSTED);
 }
 
 }  // namespace

@@ -1,0 +1,86 @@
+// The door of every listener: a call's token is checked from its headers
+// before gRPC reads its message, so a caller without a valid token costs
+// irontuned its headers only (docs/security.md "Before the message").
+//
+// gRPC 1.51 runs an AuthMetadataProcessor in the server's auth filter on a
+// call's initial metadata; a call it refuses is ended there, UNAUTHENTICATED,
+// and its message is never asked for. A server interceptor would not do:
+// the synchronous server has the request message read with the call
+// (POST_RECV_INITIAL_METADATA and POST_RECV_MESSAGE arrive together), before
+// any interceptor runs. Processors run only on secure credentials, so each
+// listener gets one that carries a processor:
+//
+//   TCP, TLS configured    SslServerCredentials
+//   unix:PATH, abstract    LocalServerCredentials(UDS): plaintext on the
+//                          wire, as before (no handshake bytes)
+//   loopback TCP, no TLS   LocalServerCredentials(LOCAL_TCP): the same
+//   off loopback, no TLS   (--insecure) InsecureServerCredentials: no
+//                          processor is possible; the handler checks the
+//                          token after the message is read (logged at start)
+//
+// The health service (grpc.health.v1.Health) passes without a token, as
+// probes need; everything else, reflection included, needs what the
+// Authenticator asks for. The handler authenticates again for the caller's
+// name and role (auth contexts are per connection, so the processor passes
+// nothing on).
+//
+// Included only by daemon.cc and its tests: gRPC headers are heavy.
+// Threads: a CallGate is immutable; gRPC calls Process on its own threads.
+#ifndef IRONTUNE_DAEMON_SERVER_CALL_GATE_H_
+#define IRONTUNE_DAEMON_SERVER_CALL_GATE_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "daemon/server/auth.h"
+#include "daemon/server/refusal_log.h"
+#include "daemon/server/tls.h"
+#include "grpcpp/security/auth_metadata_processor.h"
+#include "grpcpp/security/server_credentials.h"
+
+namespace irontune {
+
+class CallGate final : public grpc::AuthMetadataProcessor {
+ public:
+  // Calls through `listener` (its --listen address, for logs), whose
+  // callers are local when `local`, checked by `auth` (REQUIRES: non-null);
+  // refusals logged through `log` (may be null: every one logged).
+  CallGate(std::shared_ptr<const Authenticator> auth, bool local,
+           std::string listener, std::shared_ptr<RefusalLog> log)
+      : auth_(std::move(auth)),
+        local_(local),
+        listener_(std::move(listener)),
+        log_(std::move(log)) {}
+
+  // A SHA-256 and a table scan: cheap enough for gRPC's own thread.
+  bool IsBlocking() const override { return false; }
+
+  // OK for a health call, or when Authenticator::AuthenticateOn admits
+  // the call's `authorization` header; its UNAUTHENTICATED otherwise
+  // (logged, rate-limited).
+  grpc::Status Process(const InputMetadata& auth_metadata,
+                       grpc::AuthContext* context,
+                       OutputMetadata* consumed_auth_metadata,
+                       OutputMetadata* response_metadata) override;
+
+ private:
+  const std::shared_ptr<const Authenticator> auth_;
+  const bool local_;
+  const std::string listener_;
+  const std::shared_ptr<RefusalLog> log_;
+};
+
+// Whether the calls of `address` are checked before their message is read:
+// all but plaintext off loopback.
+bool GatedBeforeRead(const std::string& address, bool tls);
+
+// The credentials `address` is served with, as the table above says, with
+// a CallGate when GatedBeforeRead. REQUIRES: `auth` non-null.
+std::shared_ptr<grpc::ServerCredentials> GatedCredentials(
+    const std::string& address, const std::optional<TlsConfig>& tls,
+    std::shared_ptr<const Authenticator> auth, std::shared_ptr<RefusalLog> log);
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_DAEMON_SERVER_CALL_GATE_H_
