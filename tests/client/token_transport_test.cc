@@ -76,7 +76,7 @@ TEST_CASE("servers on this box, by their spelling") {
   }
 }
 
-TEST_CASE("--tls-server-name alone means TLS") {
+TEST_CASE("a --tls-server-name alone means TLS") {
   RemoteFlags remote;
   remote.tls_server_name = "npu-box.example";
   absl::StatusOr<ConnectOptions> options =
@@ -153,7 +153,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "--tls-server-name alone speaks TLS, so plaintext never sees the "
+    "a --tls-server-name alone speaks TLS, so plaintext never sees the "
     "token") {
   FakeServer listener("127.0.0.1");
   Run run = Status(
