@@ -230,9 +230,8 @@ std::string Gemv(const v1::Operator& op, std::string_view generation,
                                " + B + 2 output tiles"));
 }
 
-// The elementwise template: whole lines of tile_size over the cores.
-std::string Line(const v1::Operator& op, std::string_view generation,
-                 int columns, int buffers) {
+std::string WholeLines(const v1::Operator& op, std::string_view generation,
+                       int columns) {
   if (std::string r = Columns(op, generation, columns); !r.empty()) return r;
   if (std::string r = Positive(op, {"num_channels"}, 1); !r.empty()) return r;
   const int64_t tile = Tunable(op, "tile_size", kElementwiseDefaultTile);
@@ -250,6 +249,16 @@ std::string Line(const v1::Operator& op, std::string_view generation,
                         " over num_aie_columns x num_channels (", share,
                         " per pass)");
   }
+  return "";
+}
+
+// The elementwise template: whole lines of tile_size over the cores.
+std::string Line(const v1::Operator& op, std::string_view generation,
+                 int columns, int buffers) {
+  if (std::string r = WholeLines(op, generation, columns); !r.empty()) {
+    return r;
+  }
+  const int64_t tile = Tunable(op, "tile_size", kElementwiseDefaultTile);
   if (op.class_name() == "Clamp" && tile % 32 != 0)
     return absl::StrCat("tile_size ", tile, " is not a multiple of 32");
   if (op.class_name() == "LeakyReLU" && tile < 64)

@@ -40,6 +40,12 @@ std::string Positive(const v1::Operator& op,
 std::string RowsOverCores(const v1::Operator& op, int64_t rows,
                           int64_t default_columns);
 
+// The elementwise template's shared checks: columns, num_channels, a
+// tile_size within one core's line, and `size` whole lines of tile_size
+// over the columns and channels. "" when they hold.
+std::string WholeLines(const v1::Operator& op, std::string_view generation,
+                       int columns);
+
 // The existing groups (families_rules.cc).
 std::string Gemm(const v1::Operator& op, std::string_view generation,
                  int columns);

@@ -101,26 +101,10 @@ std::string RowLine(const v1::Operator& op, std::string_view generation,
 // Log: the elementwise template over f32 lines in, bf16 out.
 std::string LogLine(const v1::Operator& op, std::string_view generation,
                     int columns) {
-  if (std::string r = Columns(op, generation, columns); !r.empty()) return r;
-  if (std::string r = Positive(op, {"num_channels"}, 1); !r.empty()) return r;
+  if (std::string r = WholeLines(op, generation, columns); !r.empty()) {
+    return r;
+  }
   const int64_t tile = Tunable(op, "tile_size", kElementwiseDefaultTile);
-  if (tile < 1) return absl::StrCat("tile_size must be at least 1, not ", tile);
-  if (tile > kElementwiseTileCap) {
-    return absl::StrCat("tile_size ", tile, " exceeds the ",
-                        kElementwiseTileCap, "-element line one core holds");
-  }
-  const int64_t n = Param(op, "size", FirstInputElements<int64_t>(op, 1));
-  const int64_t share = tile * Tunable(op, "num_aie_columns", columns) *
-                        Tunable(op, "num_channels", 1);
-  if (n % share != 0) {
-    return absl::StrCat("Log of ", n,
-                        " elements is not whole lines of "
-                        "tile_size ",
-                        tile,
-                        " over num_aie_columns x "
-                        "num_channels (",
-                        share, " per pass)");
-  }
   return L1(2 * tile * 4 + 2 * tile * 2 + kL1StackBytes,
             absl::StrCat("2 f32 lines in + 2 bf16 lines out of ", tile));
 }

@@ -26,10 +26,10 @@ inline Dim Pf(std::string name, std::string note) {
   return Dim{std::move(name), v1::Value(), std::move(note)};
 }
 inline TunableSpec T(std::string name, std::string note = "") {
-  return TunableSpec{std::move(name), v1::Value(), std::move(note)};
+  return TunableSpec{std::move(name), v1::Value(), std::move(note), {}};
 }
 inline TunableSpec T(std::string name, int64_t v, std::string note = "") {
-  return TunableSpec{std::move(name), IntValue(v), std::move(note)};
+  return TunableSpec{std::move(name), IntValue(v), std::move(note), {}};
 }
 // `t` with its domain rule.
 inline TunableSpec R(TunableSpec t, DomainRule rule) {

@@ -83,7 +83,7 @@ Family Gemm() {
       R(T("num_aie_columns",
           "the most the shim budget allows that split N into whole tiles"),
         PerWidth()),
-      R(TunableSpec{"placement", StringValue("shims"), ""},
+      R(TunableSpec{"placement", StringValue("shims"), "", {}},
         PlacementRule({"shims", "tiles"}))};
   f.derived = {"n_aie_rows", "n_shim_mem_a", "a_l2", "b_l2", "c_l2"};
   f.other_fields = {"dtype_in", "dtype_out"};
@@ -173,7 +173,7 @@ std::vector<TunableSpec> MhaTunables() {
             DivisorsRule(kv_len, ConstBound(64),
                          MemoryOver("B_q", "core memory / (B_q * 2)"))),
           R(T("num_pipelines", 1), WidthRule()),
-          R(TunableSpec{"placement", StringValue("memtiles"), ""},
+          R(TunableSpec{"placement", StringValue("memtiles"), "", {}},
             PlacementRule({"memtiles", "tiles", "columns"}))};
 }
 
