@@ -24,40 +24,20 @@
 
 #include "daemon/base/sha256.h"
 #include "grpcpp/grpcpp.h"
-#include "grpcpp/impl/codegen/client_unary_call.h"
 #include "tests/testing/process.h"
+#include "tests/testing/raw_grpc.h"
 
 namespace irontune {
 namespace {
 
 const std::string kToken = "flood-bench-token-0123456789abcdef";
 
-// `bytes` of protobuf: one unknown length-delimited field (number 1000).
-grpc::ByteBuffer Padded(size_t bytes) {
-  const size_t payload = bytes - 7;
-  std::string wire = {static_cast<char>(0xC2), static_cast<char>(0x3E)};
-  for (int shift = 0; shift < 28; shift += 7) {  // a 5-byte varint
-    wire.push_back(static_cast<char>(((payload >> shift) & 0x7F) | 0x80));
-  }
-  wire.push_back(static_cast<char>((payload >> 28) & 0x7F));
-  wire.resize(bytes, 'x');
-  grpc::Slice slice(wire);
-  return grpc::ByteBuffer(&slice, 1);
-}
-
+// A unary call that waits up to two minutes for a flood's answer.
 grpc::StatusCode Call(const std::shared_ptr<grpc::Channel>& channel,
                       const char* method, const grpc::ByteBuffer& request,
                       const std::string& token) {
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::seconds(120));
-  if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
-  grpc::ByteBuffer response;
-  const grpc::internal::RpcMethod rpc(method,
-                                      grpc::internal::RpcMethod::NORMAL_RPC);
-  return grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
-             channel.get(), rpc, &context, request, &response)
-      .error_code();
+  return testing::RawCall(channel, method, request, token,
+                          std::chrono::seconds(120));
 }
 
 std::shared_ptr<grpc::Channel> Channel(const std::string& target) {
@@ -132,7 +112,7 @@ int Main(int argc, char** argv) {
       "irontuned %s, --tokens; %d tokenless GetStatus + %d "
       "wrong-token Autotune of %zu MB at once per listener\n",
       daemon.c_str(), calls, calls, mb);
-  const grpc::ByteBuffer big = Padded(mb << 20);
+  const grpc::ByteBuffer big = testing::PaddedMessage(mb << 20);
   std::printf("  peak RSS at start:              %7ld KiB\n",
               e2e::ProcStatusKib(pid, "VmHWM"));
   for (const std::string& target : {tcp, "unix:" + sock}) {

@@ -21,10 +21,10 @@
 
 #include "google/protobuf/text_format.h"
 #include "grpcpp/grpcpp.h"
-#include "grpcpp/impl/codegen/client_unary_call.h"
 #include "irontune/v1/tuner.grpc.pb.h"
 #include "tests/testing/daemon_process.h"
 #include "tests/testing/process.h"
+#include "tests/testing/raw_grpc.h"
 #include "tests/testing/recording_fixtures.h"
 
 namespace irontune::e2e {
@@ -529,50 +529,20 @@ TEST_CASE("security: clearing the cache needs admin, the next job re-times") {
   CHECK_THAT(daemon.Log(), Catch::Contains("cleared by ops@ipv4:127.0.0.1"));
 }
 
-// `bytes` of protobuf: one unknown length-delimited field (number 1000)
-// padding them out; any request message parses it.
-grpc::ByteBuffer PaddedMessage(size_t bytes) {
-  // Tag (1000 << 3 | 2) is two varint bytes, the length five.
-  const size_t payload = bytes - 7;
-  std::string wire = {static_cast<char>(0xC2), static_cast<char>(0x3E)};
-  for (int shift = 0; shift < 28; shift += 7) {  // a 5-byte varint
-    wire.push_back(static_cast<char>(((payload >> shift) & 0x7F) | 0x80));
-  }
-  wire.push_back(static_cast<char>((payload >> 28) & 0x7F));
-  wire.resize(bytes, 'x');
-  grpc::Slice slice(wire);
-  return grpc::ByteBuffer(&slice, 1);
-}
-
-// The code of a unary call of `method` sending `request` over `channel`
-// with `token` ("" for none). A server-streaming method answers a unary
-// call with its status just the same.
-grpc::StatusCode RawCall(const std::shared_ptr<grpc::Channel>& channel,
-                         const std::string& method,
-                         const grpc::ByteBuffer& request,
-                         const std::string& token) {
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::seconds(60));
-  if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
-  grpc::ByteBuffer response;
-  const grpc::internal::RpcMethod rpc(method.c_str(),
-                                      grpc::internal::RpcMethod::NORMAL_RPC);
-  return grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
-             channel.get(), rpc, &context, request, &response)
-      .error_code();
-}
+using testing::PaddedMessage;
+using testing::RawCall;
+constexpr std::chrono::seconds kRawDeadline{60};
 
 // Sends tokenless 200 MB GetStatus and wrong-token 200 MB Autotune
 // requests over `channel`, each refused UNAUTHENTICATED.
 void Flood(const std::shared_ptr<grpc::Channel>& channel,
            const grpc::ByteBuffer& big) {
   for (int i = 0; i < 2; ++i) {
-    CHECK(RawCall(channel, "/irontune.v1.Tuner/GetStatus", big, "") ==
-          grpc::StatusCode::UNAUTHENTICATED);
+    CHECK(RawCall(channel, "/irontune.v1.Tuner/GetStatus", big, "",
+                  kRawDeadline) == grpc::StatusCode::UNAUTHENTICATED);
     CHECK(RawCall(channel, "/irontune.v1.Tuner/Autotune", big,
-                  "wrong-token-0123456789") ==
-          grpc::StatusCode::UNAUTHENTICATED);
+                  "wrong-token-0123456789",
+                  kRawDeadline) == grpc::StatusCode::UNAUTHENTICATED);
   }
 }
 
@@ -637,8 +607,8 @@ TEST_CASE(
   CHECK(StatusCall(*stub, kCiToken) == grpc::StatusCode::OK);
   CHECK(tls.Client("", {"health"}).code == 0);
   CHECK(RawCall(PlainChannel("unix:" + sock), "/irontune.v1.Tuner/GetStatus",
-                PaddedMessage(size_t{2} << 20),
-                kCiToken) == grpc::StatusCode::RESOURCE_EXHAUSTED);
+                PaddedMessage(size_t{2} << 20), kCiToken,
+                kRawDeadline) == grpc::StatusCode::RESOURCE_EXHAUSTED);
 }
 
 }  // namespace
