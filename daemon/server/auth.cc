@@ -1,12 +1,11 @@
 #include "daemon/server/auth.h"
 
 #include <arpa/inet.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -14,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "daemon/base/sha256.h"
+#include "daemon/server/private_file.h"
 
 namespace irontune {
 namespace {
@@ -181,22 +181,13 @@ absl::StatusOr<TokenTable> TokenTable::Parse(absl::string_view text,
 }
 
 absl::StatusOr<TokenTable> TokenTable::Load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int err = errno;
-    const std::string why = absl::StrCat(path, ": ", std::strerror(err));
-    return err == EACCES ? absl::PermissionDeniedError(why)
-                         : absl::NotFoundError(why);
-  }
-  std::string text(kMaxTokensFileBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": unreadable"));
-  if (in.gcount() > kMaxTokensFileBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": larger than 1 MiB; not a tokens file"));
-  }
-  text.resize(static_cast<size_t>(in.gcount()));
-  return Parse(text, path);
+  // Anyone who can write the file can make themselves admin.
+  absl::StatusOr<std::string> text = ReadPrivateFile(
+      path, path,
+      {.forbidden = S_IWGRP | S_IWOTH,
+       .max_bytes = static_cast<uint64_t>(kMaxTokensFileBytes)});
+  if (!text.ok()) return text.status();
+  return Parse(*text, path);
 }
 
 const TokenEntry* TokenTable::Find(absl::string_view token) const {

@@ -1,15 +1,14 @@
 #include "daemon/server/tls.h"
 
 #include <arpa/inet.h>
-
-#include <fstream>
-#include <sstream>
+#include <sys/stat.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "daemon/server/private_file.h"
 
 namespace irontune {
 namespace {
@@ -43,20 +42,21 @@ bool IsLoopbackHost(const std::string& host) {
 }
 
 // The PEM text of `path`, given as `flag`.
+// The private key may be neither changed nor read by other users; the
+// certificates are public, but no one else may change them either.
 absl::StatusOr<std::string> ReadPem(const std::string& flag,
                                     const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat(flag, " ", path, ": cannot be read"));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  if (text.str().find("-----BEGIN ") == std::string::npos) {
+  PrivateFileRules rules;
+  rules.forbidden = S_IWGRP | S_IWOTH;
+  if (flag == "--tls-key") rules.forbidden |= S_IROTH;
+  absl::StatusOr<std::string> text =
+      ReadPrivateFile(absl::StrCat(flag, " ", path), path, rules);
+  if (!text.ok()) return text.status();
+  if (text->find("-----BEGIN ") == std::string::npos) {
     return absl::InvalidArgumentError(
         absl::StrCat(flag, " ", path, ": holds no PEM block"));
   }
-  return text.str();
+  return text;
 }
 
 }  // namespace

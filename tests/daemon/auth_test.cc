@@ -1,6 +1,10 @@
 #include "daemon/server/auth.h"
 
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
 #include <optional>
 #include <string>
 
@@ -313,6 +317,62 @@ TEST_CASE("tls: without tokens, loopback and abstract need a flag") {
   CHECK(
       CheckListen({"unix:/tmp/s"}, false, false, false, false, &warnings).ok());
   CHECK(warnings.empty());
+}
+
+// A file written with `mode` in a fresh directory under the build tree.
+class ModeFile {
+ public:
+  ModeFile(const std::string& name, const std::string& text, mode_t mode)
+      : path_(std::string(IRONTUNE_BINARY_DIR) + "/" + name) {
+    std::ofstream(path_, std::ios::binary | std::ios::trunc) << text;
+    REQUIRE(::chmod(path_.c_str(), mode) == 0);
+  }
+  ~ModeFile() { std::remove(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Whoever can write the tokens file can make a token of their own admin.
+TEST_CASE("auth: a tokens file other users may write is refused") {
+  const std::string line = *TokenLine("ci-runner", Role::kSubmit,
+                                      "a-token-of-sixteen-chars-or-more");
+  for (mode_t mode : {0620, 0602, 0666}) {
+    ModeFile file("tokens_mode_test", line + "\n", mode);
+    absl::StatusOr<TokenTable> table = TokenTable::Load(file.path());
+    INFO(mode);
+    REQUIRE_FALSE(table.ok());
+    CHECK(table.status().code() == absl::StatusCode::kFailedPrecondition);
+    CHECK_THAT(
+        std::string(table.status().message()),
+        Catch::Contains("writable by other users; chmod go-w " + file.path()));
+  }
+  for (mode_t mode : {0600, 0640, 0644}) {
+    ModeFile file("tokens_mode_test", line + "\n", mode);
+    INFO(mode);
+    CHECK(TokenTable::Load(file.path()).ok());
+  }
+}
+
+TEST_CASE("tls: a key other users may read or write is refused") {
+  const std::string pem = "-----BEGIN X-----\nAAAA\n-----END X-----\n";
+  ModeFile cert("tls_mode_test.pem", pem, 0644);
+  for (mode_t mode : {0604, 0644, 0660}) {
+    ModeFile key("tls_mode_test.key", pem, mode);
+    INFO(mode);
+    absl::StatusOr<std::optional<TlsConfig>> tls =
+        LoadTls(TlsFiles{cert.path(), key.path(), ""});
+    REQUIRE_FALSE(tls.ok());
+    CHECK(tls.status().code() == absl::StatusCode::kFailedPrecondition);
+    CHECK_THAT(std::string(tls.status().message()),
+               Catch::StartsWith("--tls-key " + key.path() + ": mode 0"));
+  }
+  ModeFile key("tls_mode_test.key", pem, 0640);
+  CHECK(LoadTls(TlsFiles{cert.path(), key.path(), ""}).ok());
+  ModeFile open_cert("tls_mode_test_w.pem", pem, 0666);
+  CHECK(LoadTls(TlsFiles{open_cert.path(), key.path(), ""}).status().code() ==
+        absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_CASE("tls: a certificate without its key is refused") {
