@@ -220,7 +220,7 @@ absl::Status SecureUnixSockets(const std::vector<std::string>& listen,
 }  // namespace
 
 absl::StatusOr<int> TakeLockFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return Errno(absl::StrCat("cannot open ", path));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
@@ -375,16 +375,6 @@ absl::StatusOr<std::unique_ptr<Device>> OpenDevice(
   ASSIGN_OR_RETURN(std::unique_ptr<SimDevice> device,
                    MakeSimDevice(options.device, sim));
   return device;
-}
-
-absl::StatusOr<std::filesystem::path> MakeStateDir(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("--state-dir ", dir, ": ", ec.message()));
-  }
-  return std::filesystem::path(dir);
 }
 
 // Listens on every address; the addresses listened on, with the port a
@@ -544,6 +534,22 @@ std::string StatusText(const WorkerStatus& worker, size_t queued,
 }
 
 }  // namespace
+
+absl::StatusOr<std::filesystem::path> MakeStateDir(const std::string& dir) {
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(dir, ec);
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--state-dir ", dir, ": ", ec.message()));
+  }
+  // Made here: private whatever the umask (a dir made by systemd's
+  // StateDirectory= or by hand keeps the mode it was given).
+  if (!existed && ::chmod(dir.c_str(), 0700) != 0) {
+    return Errno(absl::StrCat("--state-dir ", dir, ": cannot chmod 0700"));
+  }
+  return std::filesystem::path(dir);
+}
 
 absl::StatusOr<int> Daemon::TakeDeviceLock(const DaemonOptions& options) {
   const std::string path = DeviceLockPath(options.device, options.runtime_dir);

@@ -188,8 +188,12 @@ class Daemon {
   std::unique_ptr<Parts> parts_;
 };
 
-// Takes the lock file `path` (flock, holding our pid). Returns its fd (kept
-// open for the process's life; closing it releases the lock).
+// Makes the state dir `dir` where it is missing, mode 0700 whatever the
+// umask; an existing one keeps its mode. FailedPrecondition naming it.
+absl::StatusOr<std::filesystem::path> MakeStateDir(const std::string& dir);
+
+// Takes the lock file `path` (flock, holding our pid), created 0600. Returns
+// its fd (kept open for the process's life; closing it releases the lock).
 // FailedPrecondition "another irontuned (pid N) holds PATH" when taken.
 absl::StatusOr<int> TakeLockFile(const std::string& path);
 

@@ -1,5 +1,8 @@
 // The service in process, over a real unix socket in a temp dir, on the
 // simulated NPU's virtual clock.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <memory>
@@ -241,6 +244,34 @@ TEST_CASE("server: a second daemon on the state dir refuses to start") {
   REQUIRE(!second.ok());
   CHECK(absl::IsFailedPrecondition(second.status()));
   CHECK(second.status().message().find("pid ") != std::string_view::npos);
+}
+
+// The state dir holds the cache, the jobs and the artifacts: private
+// whatever umask irontuned was started under; one made by hand or by
+// systemd keeps its mode.
+TEST_CASE("server: a state dir it makes is 0700 and its lock file 0600") {
+  const std::string base = TempDir("mode");
+  const mode_t old = ::umask(0);
+  const std::string fresh = base + "/a/state";
+  absl::StatusOr<std::filesystem::path> made = MakeStateDir(fresh);
+  const std::string kept = base + "/kept";
+  std::filesystem::create_directory(kept);  // 0777 under umask 0
+  absl::StatusOr<std::filesystem::path> existing = MakeStateDir(kept);
+  absl::StatusOr<int> lock = TakeLockFile(fresh + "/irontuned.lock");
+  ::umask(old);
+  REQUIRE(made.ok());
+  REQUIRE(existing.ok());
+  REQUIRE(lock.ok());
+  ::close(*lock);
+  auto mode = [](const std::string& path) {
+    struct stat st {};
+    REQUIRE(::stat(path.c_str(), &st) == 0);
+    return st.st_mode & 07777;
+  };
+  CHECK(mode(fresh) == 0700);
+  CHECK(mode(kept) == 0777);
+  CHECK(mode(fresh + "/irontuned.lock") == 0600);
+  std::filesystem::remove_all(base);
 }
 
 TEST_CASE("server: after shutdown health is gone and results stay stored") {
