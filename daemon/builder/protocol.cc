@@ -12,6 +12,7 @@
 #include "common/recording.h"
 #include "common/status_macros.h"
 #include "daemon/base/sha256.h"
+#include "daemon/npu/arena_view.h"
 #include "nlohmann/json.hpp"
 
 namespace irontune {
@@ -311,7 +312,7 @@ absl::StatusOr<std::vector<BuiltView>> ParseViews(
     const std::vector<ArtifactBuffer>& buffers) {
   ASSIGN_OR_RETURN(Field list, reply.Get("buffers"));
   std::vector<BuiltView> out;
-  std::vector<std::tuple<size_t, uint64_t, uint64_t, size_t>> placed;
+  std::vector<ArenaView> placed;
   for (size_t i = 0; i < buffers.size(); ++i) {
     const Field f = list.At(i);
     BuiltView v;
@@ -326,25 +327,25 @@ absl::StatusOr<std::vector<BuiltView>> ParseViews(
     ASSIGN_OR_RETURN(Field offset, f.Get("offset"));
     ASSIGN_OR_RETURN(int64_t off, offset.Int(0, int64_t{1} << 40));
     v.offset = static_cast<uint64_t>(off);
-    if (v.offset % 4 != 0)
-      return Field::Bad(offset.path(), "is not a multiple of 4");
+    if (v.offset % kArenaViewAlignment != 0) {
+      return Field::Bad(offset.path(), absl::StrCat("is not a multiple of ",
+                                                    kArenaViewAlignment));
+    }
     if (v.offset + buffers[i].nbytes > arenas[k].nbytes) {
       return Field::Bad(
           f.path(),
           absl::StrCat("ends at byte ", v.offset + buffers[i].nbytes,
                        ", past arena ", v.arena, "'s ", arenas[k].nbytes));
     }
-    placed.emplace_back(k, v.offset, buffers[i].nbytes, i);
+    placed.push_back({k, v.offset, buffers[i].nbytes});
     out.push_back(std::move(v));
   }
-  std::sort(placed.begin(), placed.end());
-  for (size_t i = 1; i < placed.size(); ++i) {
-    const auto& [a, off, n, at] = placed[i];
-    const auto& [pa, poff, pn, pat] = placed[i - 1];
-    if (a != pa || (off == poff && n == pn) || off >= poff + pn) continue;
-    return Field::Bad(list.At(at).path(),
-                      absl::StrCat("overlaps ", buffers[pat].name, " in arena ",
-                                   arenas[a].name));
+  if (const auto pair = OverlappingViews(placed)) {
+    const auto [at, other] = *pair;
+    return Field::Bad(
+        list.At(at).path(),
+        absl::StrCat("overlaps ", buffers[other].name, " in arena ",
+                     arenas[placed[at].arena].name));
   }
   return out;
 }

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "daemon/npu/arena_view.h"
 #include "nlohmann/json.hpp"
 
 namespace irontune {
@@ -15,9 +16,6 @@ namespace {
 
 using nlohmann::json;
 
-// The shim DMA's word alignment of a buffer in an arena (amd/IRON
-// iron/common/image/fusion.py, SHIM_ADDRESS_ALIGNMENT).
-constexpr uint64_t kViewAlignment = 4;
 constexpr uint64_t kMaxBytes = uint64_t{1} << 40;
 
 absl::Status Bad(absl::string_view field, absl::string_view what) {
@@ -148,10 +146,10 @@ absl::StatusOr<XrtView> ParseView(const json& v, const XrtManifest& m,
   view.arena = static_cast<int>(it - m.arenas.begin());
   ASSIGN_OR_RETURN(view.offset, SizeField(v, "offset", where, kMaxBytes));
   ASSIGN_OR_RETURN(view.nbytes, SizeField(v, "nbytes", where, kMaxBytes));
-  if (view.offset % kViewAlignment != 0) {
-    return Bad(
-        absl::StrCat(where, ".offset"),
-        absl::StrCat(view.offset, " is not a multiple of ", kViewAlignment));
+  if (view.offset % kArenaViewAlignment != 0) {
+    return Bad(absl::StrCat(where, ".offset"),
+               absl::StrCat(view.offset, " is not a multiple of ",
+                            kArenaViewAlignment));
   }
   if (view.nbytes == 0 || view.offset + view.nbytes > it->nbytes) {
     return Bad(where, absl::StrCat("bytes [", view.offset, ", ",
@@ -165,20 +163,17 @@ absl::StatusOr<XrtView> ParseView(const json& v, const XrtManifest& m,
 // Views may not overlap within an arena unless they are the same (a
 // buffer steps share).
 absl::Status CheckOverlaps(const XrtManifest& m) {
-  using Entry = std::tuple<int, uint64_t, uint64_t, const std::string*>;
-  std::vector<Entry> all;
-  for (const auto& [name, v] : m.views)
-    all.emplace_back(v.arena, v.offset, v.nbytes, &name);
-  std::sort(all.begin(), all.end());
-  for (size_t i = 1; i < all.size(); ++i) {
-    const auto& [arena, offset, nbytes, name] = all[i];
-    const auto& [parena, poffset, pnbytes, pname] = all[i - 1];
-    if (arena != parena || (offset == poffset && nbytes == pnbytes)) continue;
-    if (offset < poffset + pnbytes) {
-      return Bad(absl::StrCat("buffers.", *name),
-                 absl::StrCat("overlaps buffer ", *pname, " in arena ",
-                              m.arenas[arena].name));
-    }
+  std::vector<ArenaView> views;
+  std::vector<const std::string*> names;
+  for (const auto& [name, v] : m.views) {
+    views.push_back({static_cast<size_t>(v.arena), v.offset, v.nbytes});
+    names.push_back(&name);
+  }
+  if (const auto pair = OverlappingViews(views)) {
+    const auto [at, other] = *pair;
+    return Bad(absl::StrCat("buffers.", *names[at]),
+               absl::StrCat("overlaps buffer ", *names[other], " in arena ",
+                            m.arenas[views[at].arena].name));
   }
   return absl::OkStatus();
 }
