@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/status_macros.h"
 #include "daemon/base/sha256.h"
 #include "daemon/server/private_file.h"
 
@@ -244,6 +245,25 @@ Role RequiredRole(Rpc rpc) {
   }
 }
 
+std::string LocalRoleName(const LocalRole& role) {
+  return role.has_value() ? RoleName(*role) : "none";
+}
+
+absl::StatusOr<LocalRole> ParseLocalRole(absl::string_view text) {
+  if (text == "none") return LocalRole();
+  absl::StatusOr<Role> role = ParseRole(text);
+  if (!role.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("role \"", text, "\" is none of admin, submit and none"));
+  }
+  return LocalRole(*role);
+}
+
+std::string LocalPeer::Label() const {
+  return user.empty() ? absl::StrCat("uid=", uid)
+                      : absl::StrCat("uid=", uid, "(", user, ")");
+}
+
 std::string Caller::ToString() const {
   return name.empty() ? peer : absl::StrCat(name, "@", peer);
 }
@@ -257,29 +277,12 @@ bool IsLocalPeer(absl::string_view peer, bool loopback) {
   return false;
 }
 
-absl::StatusOr<Caller> Authenticator::Authenticate(
-    std::optional<absl::string_view> authorization,
-    absl::string_view peer) const {
-  return AuthenticateOn(authorization, IsLocalPeer(peer, loopback_admin_),
-                        peer);
-}
+namespace {
 
-absl::StatusOr<Caller> Authenticator::AuthenticateOn(
-    std::optional<absl::string_view> authorization, bool local,
-    absl::string_view peer) const {
-  Caller caller;
-  caller.peer = std::string(peer);
-  if (!tokens_.has_value()) {
-    if (!local) {
-      return absl::UnauthenticatedError(absl::StrCat(
-          "irontuned has no tokens file (--tokens) and serves only local "
-          "callers (its unix socket path",
-          loopback_admin_ ? ", loopback" : "", "); ", peer,
-          peer.empty() ? "this caller" : "", " is not local"));
-    }
-    caller.role = Role::kAdmin;
-    return caller;
-  }
+// The entry of the bearer token in `authorization`; Unauthenticated
+// saying what is missing otherwise.
+absl::StatusOr<const TokenEntry*> FindBearer(
+    const TokenTable& tokens, std::optional<absl::string_view> authorization) {
   if (!authorization.has_value()) {
     return absl::UnauthenticatedError(
         "no token: irontuned needs a bearer token (irontune-client "
@@ -294,13 +297,71 @@ absl::StatusOr<Caller> Authenticator::AuthenticateOn(
   if (absl::StripAsciiWhitespace(value).empty()) {
     return absl::UnauthenticatedError("the bearer token is empty");
   }
-  const TokenEntry* entry = tokens_->Find(value);
+  const TokenEntry* entry = tokens.Find(value);
   if (entry == nullptr) {
     return absl::UnauthenticatedError("the token is not irontuned's");
   }
+  return entry;
+}
+
+}  // namespace
+
+absl::StatusOr<Caller> Authenticator::Authenticate(
+    std::optional<absl::string_view> authorization,
+    absl::string_view peer) const {
+  return AuthenticateOn(authorization, IsLocalPeer(peer, loopback_admin_),
+                        peer);
+}
+
+namespace {
+
+// A local caller without tokens: admin, or with `local_peer` its role.
+absl::StatusOr<Caller> LocalCaller(Caller caller, const LocalPeer* local_peer) {
+  if (local_peer == nullptr) {
+    caller.role = Role::kAdmin;
+    return caller;
+  }
+  if (!local_peer->role.has_value()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "local user ", local_peer->Label(),
+        " has role none on irontuned (--local-role, --local-default-role)"));
+  }
+  caller.role = *local_peer->role;
+  if (caller.role == Role::kSubmit) {
+    caller.name = local_peer->user.empty()
+                      ? absl::StrCat("uid", local_peer->uid)
+                      : local_peer->user;
+    caller.named = true;
+  }
+  return caller;
+}
+
+}  // namespace
+
+absl::StatusOr<Caller> Authenticator::AuthenticateOn(
+    std::optional<absl::string_view> authorization, bool local,
+    absl::string_view peer, const LocalPeer* local_peer) const {
+  Caller caller;
+  caller.peer = local_peer == nullptr
+                    ? std::string(peer)
+                    : absl::StrCat("unix:", local_peer->Label());
+  if (local_peer != nullptr) caller.local = *local_peer;
+  if (!tokens_.has_value()) {
+    if (!local && local_peer == nullptr) {
+      return absl::UnauthenticatedError(absl::StrCat(
+          "irontuned has no tokens file (--tokens) and serves only local "
+          "callers (its unix socket path",
+          loopback_admin_ ? ", loopback" : "", "); ", peer,
+          peer.empty() ? "this caller" : "", " is not local"));
+    }
+    return LocalCaller(std::move(caller), local_peer);
+  }
+  ASSIGN_OR_RETURN(const TokenEntry* entry,
+                   FindBearer(*tokens_, authorization));
   caller.name = entry->name;
   caller.role = entry->role;
   caller.has_token = true;
+  caller.named = true;
   return caller;
 }
 

@@ -29,6 +29,7 @@
 #ifndef IRONTUNE_DAEMON_SERVER_AUTH_H_
 #define IRONTUNE_DAEMON_SERVER_AUTH_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -113,12 +114,42 @@ const char* RpcName(Rpc rpc);
 // the caller's own jobs and kAdmin for another's (see MayTouchJob).
 Role RequiredRole(Rpc rpc);
 
+// A local role: a Role, or nullopt for `none` (no calls at all).
+using LocalRole = std::optional<Role>;
+
+// "admin", "submit", "none".
+std::string LocalRoleName(const LocalRole& role);
+// InvalidArgument for another word.
+absl::StatusOr<LocalRole> ParseLocalRole(absl::string_view text);
+
+// A process connected to one of irontuned's unix socket paths, as the
+// kernel identified it when it connected (daemon/server/local_peer.h).
+struct LocalPeer {
+  uint32_t uid = 0;
+  uint32_t gid = 0;  // its effective gid when it connected
+  int32_t pid = 0;
+  std::string user;              // "" when the uid has no entry
+  std::vector<uint32_t> groups;  // gid and the user's supplementary groups
+  LocalRole role;                // what --local-role gave it
+
+  // "uid=1000(alice)", or "uid=1000" without a user entry: what logs show.
+  std::string Label() const;
+};
+
 // An authenticated caller.
 struct Caller {
   std::string name;  // the token's name; "" when irontuned has no tokens
   Role role = Role::kSubmit;
-  std::string peer;  // gRPC's peer address: "ipv4:127.0.0.1:5000", "unix:"
+  // gRPC's peer address ("ipv4:127.0.0.1:5000"), or for a unix socket
+  // path's caller "unix:" and its LocalPeer::Label ("unix:uid=1000(alice)")
+  std::string peer;
   bool has_token = false;
+  // Whether `name` is who the caller proved to be (a token's name, or a
+  // local submit caller's user name), so jobs belong to it; otherwise
+  // (local admins without tokens) the request's `client` field names the
+  // owner.
+  bool named = false;
+  std::optional<LocalPeer> local;  // a unix socket path's caller
 
   // "NAME@PEER" (or "PEER"), for logs.
   std::string ToString() const;
@@ -152,9 +183,14 @@ class Authenticator {
   // The same for a caller whose locality is known from the listener it
   // came through (`local`) rather than its peer address: what the check
   // before the message is read (call_gate.h) uses.
+  // `local_peer` (may be null): the caller of a unix socket path, as the
+  // kernel identified it. Without tokens it is served with its role
+  // (PermissionDenied naming it and its rule for `none`), a submit caller
+  // named by its user; with tokens the token decides, and the peer only
+  // names where the call came from.
   absl::StatusOr<Caller> AuthenticateOn(
       std::optional<absl::string_view> authorization, bool local,
-      absl::string_view peer) const;
+      absl::string_view peer, const LocalPeer* local_peer = nullptr) const;
 
   // OK when `caller` may call `rpc`; PermissionDenied naming the caller,
   // the RPC and the role it needs otherwise.

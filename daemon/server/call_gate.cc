@@ -35,20 +35,31 @@ std::shared_ptr<grpc::ServerCredentials> TlsCredentials(const TlsConfig& tls) {
 }  // namespace
 
 grpc::Status CallGate::Process(const InputMetadata& auth_metadata,
-                               grpc::AuthContext* /*context*/,
+                               grpc::AuthContext* context,
                                OutputMetadata* /*consumed_auth_metadata*/,
                                OutputMetadata* /*response_metadata*/) {
   const absl::string_view path =
       Header(auth_metadata, ":path").value_or(absl::string_view());
   if (absl::StartsWith(path, kHealthPrefix)) return grpc::Status::OK;
+  const std::optional<LocalPeer> peer =
+      slot_ != nullptr ? slot_->peer() : std::nullopt;
   const absl::StatusOr<Caller> caller =
-      auth_->AuthenticateOn(Header(auth_metadata, "authorization"), local_, "");
-  if (caller.ok()) return grpc::Status::OK;
+      auth_->AuthenticateOn(Header(auth_metadata, "authorization"), local_, "",
+                            peer.has_value() ? &*peer : nullptr);
+  if (caller.ok()) {
+    if (slot_ != nullptr && context != nullptr) slot_->Stamp(*context);
+    return grpc::Status::OK;
+  }
   const std::string why(caller.status().message());
-  WarnRefusal(log_.get(),
-              absl::StrCat("refused ", path.empty() ? "a call" : path, " on ",
-                           listener_, " before reading it: ", why));
-  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, why);
+  WarnRefusal(
+      log_.get(),
+      absl::StrCat("refused ", path.empty() ? "a call" : path, " on ",
+                   listener_, peer ? " from " : "", peer ? peer->Label() : "",
+                   " before reading it: ", why));
+  return grpc::Status(absl::IsPermissionDenied(caller.status())
+                          ? grpc::StatusCode::PERMISSION_DENIED
+                          : grpc::StatusCode::UNAUTHENTICATED,
+                      why);
 }
 
 bool GatedBeforeRead(const std::string& address, bool tls) {
@@ -74,6 +85,21 @@ std::shared_ptr<grpc::ServerCredentials> GatedCredentials(
       (auth->loopback_admin() && transport != Transport::kRemoteTcp);
   credentials->SetAuthMetadataProcessor(std::make_shared<CallGate>(
       std::move(auth), local, address, std::move(log)));
+  return credentials;
+}
+
+}  // namespace irontune
+
+namespace irontune {
+
+std::shared_ptr<grpc::ServerCredentials> SlotCredentials(
+    std::shared_ptr<const PeerSlot> slot,
+    std::shared_ptr<const Authenticator> auth,
+    std::shared_ptr<RefusalLog> log) {
+  std::shared_ptr<grpc::ServerCredentials> credentials =
+      grpc::experimental::LocalServerCredentials(UDS);
+  credentials->SetAuthMetadataProcessor(std::make_shared<CallGate>(
+      std::move(auth), true, "a unix socket", std::move(log), std::move(slot)));
   return credentials;
 }
 

@@ -11,8 +11,10 @@
 // listener gets one that carries a processor:
 //
 //   TCP, TLS configured    SslServerCredentials
-//   unix:PATH, abstract    LocalServerCredentials(UDS): plaintext on the
-//                          wire, as before (no handshake bytes)
+//   unix:PATH              LocalServerCredentials(UDS) on the connections
+//                          irontuned accepts itself (unix_listener.h), a
+//                          gate for each uid: plaintext on the wire
+//   unix-abstract          LocalServerCredentials(UDS), gRPC's listener
 //   loopback TCP, no TLS   LocalServerCredentials(LOCAL_TCP): the same
 //   off loopback, no TLS   (--insecure) InsecureServerCredentials: no
 //                          processor is possible; the handler checks the
@@ -21,8 +23,8 @@
 // The health service (grpc.health.v1.Health) passes without a token, as
 // probes need; everything else, reflection included, needs what the
 // Authenticator asks for. The handler authenticates again for the caller's
-// name and role (auth contexts are per connection, so the processor passes
-// nothing on).
+// name and role; what a unix socket path's gate knows of the peer reaches
+// it through the connection's auth context (peer_properties.h).
 //
 // Included only by daemon.cc and its tests: gRPC headers are heavy.
 // Threads: a CallGate is immutable; gRPC calls Process on its own threads.
@@ -36,6 +38,7 @@
 #include "daemon/server/auth.h"
 #include "daemon/server/refusal_log.h"
 #include "daemon/server/tls.h"
+#include "daemon/server/unix_listener.h"
 #include "grpcpp/security/auth_metadata_processor.h"
 #include "grpcpp/security/server_credentials.h"
 
@@ -46,12 +49,17 @@ class CallGate final : public grpc::AuthMetadataProcessor {
   // Calls through `listener` (its --listen address, for logs), whose
   // callers are local when `local`, checked by `auth` (REQUIRES: non-null);
   // refusals logged through `log` (may be null: every one logged).
+  // `slot` (may be null): the connections are a unix socket path's, of
+  // the uid the slot is bound to (unix_listener.h); each is stamped with
+  // its LocalPeer at its first admitted call.
   CallGate(std::shared_ptr<const Authenticator> auth, bool local,
-           std::string listener, std::shared_ptr<RefusalLog> log)
+           std::string listener, std::shared_ptr<RefusalLog> log,
+           std::shared_ptr<const PeerSlot> slot = nullptr)
       : auth_(std::move(auth)),
         local_(local),
         listener_(std::move(listener)),
-        log_(std::move(log)) {}
+        log_(std::move(log)),
+        slot_(std::move(slot)) {}
 
   // A SHA-256 and a table scan: cheap enough for gRPC's own thread.
   bool IsBlocking() const override { return false; }
@@ -69,6 +77,7 @@ class CallGate final : public grpc::AuthMetadataProcessor {
   const bool local_;
   const std::string listener_;
   const std::shared_ptr<RefusalLog> log_;
+  const std::shared_ptr<const PeerSlot> slot_;
 };
 
 // Whether the calls of `address` are checked before their message is read:
@@ -79,6 +88,12 @@ bool GatedBeforeRead(const std::string& address, bool tls);
 // a CallGate when GatedBeforeRead. REQUIRES: `auth` non-null.
 std::shared_ptr<grpc::ServerCredentials> GatedCredentials(
     const std::string& address, const std::optional<TlsConfig>& tls,
+    std::shared_ptr<const Authenticator> auth, std::shared_ptr<RefusalLog> log);
+
+// The credentials of a unix socket path's connections handed in through
+// `slot`: gRPC's local credentials (UDS) with a CallGate of the slot.
+std::shared_ptr<grpc::ServerCredentials> SlotCredentials(
+    std::shared_ptr<const PeerSlot> slot,
     std::shared_ptr<const Authenticator> auth, std::shared_ptr<RefusalLog> log);
 
 }  // namespace irontune

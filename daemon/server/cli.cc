@@ -250,6 +250,14 @@ void AddSecurityOptions(CLI::App& app, DaemonOptions& options,
                "Without --tokens, serve loopback TCP and unix-abstract "
                "addresses too, every local user reaching them as admin "
                "(logged as a warning); without it they are refused at start");
+  app.add_option("--local-role", options.local_roles,
+                 "Role of a unix socket caller by OS user or group, WHO:ROLE "
+                 "(alice:submit, @ci:submit, bob:none; a user's rule wins, "
+                 "then the first group's). Repeatable; without --tokens only");
+  app.add_option("--local-default-role", options.local_default_role,
+                 "Role of unix socket callers no --local-role names: admin, "
+                 "submit or none (default admin: the socket's mode and group "
+                 "are the control)");
   app.add_option("--hash-token", hash_token,
                  "Print the --tokens line NAME ROLE SHA256 for the token read "
                  "from standard input, then exit. Give NAME:ROLE");

@@ -33,9 +33,11 @@
 #include "daemon/npu/build_pool.h"
 #include "daemon/server/auth.h"
 #include "daemon/server/call_gate.h"
+#include "daemon/server/local_peer.h"
 #include "daemon/server/refusal_log.h"
 #include "daemon/server/service.h"
 #include "daemon/server/tls.h"
+#include "daemon/server/unix_listener.h"
 #include "daemon/sim/presets.h"
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
@@ -139,13 +141,6 @@ std::string ReadHead(const std::string& path) {
   return n > 0 ? std::string(buf, n) : std::string();
 }
 
-// The path of a "unix:PATH" address.
-std::string UnixPath(absl::string_view address) {
-  absl::ConsumePrefix(&address, "unix:");
-  absl::ConsumePrefix(&address, "//");
-  return std::string(address);
-}
-
 // What start-up reads for security before anything else runs, so a bad
 // flag fails at once (docs/security.md).
 struct Security {
@@ -153,7 +148,33 @@ struct Security {
   std::shared_ptr<const Authenticator> auth;
   std::shared_ptr<RefusalLog> refusals = std::make_shared<RefusalLog>();
   std::optional<gid_t> socket_gid;  // nullopt: leave the group as created
+  LocalRoles local_roles;           // of the unix socket paths' callers
 };
+
+// --local-role and --local-default-role (local_peer.h); with tokens they
+// decide nothing, which a warning says.
+absl::StatusOr<LocalRoles> LoadLocalRoles(const DaemonOptions& options,
+                                          bool tokens,
+                                          std::vector<std::string>& warnings) {
+  std::vector<LocalRoleRule> rules;
+  for (const std::string& text : options.local_roles) {
+    ASSIGN_OR_RETURN(LocalRoleRule rule, ParseLocalRoleRule(text));
+    rules.push_back(std::move(rule));
+  }
+  absl::StatusOr<LocalRole> fallback =
+      ParseLocalRole(options.local_default_role);
+  if (!fallback.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--local-default-role: ", fallback.status().message()));
+  }
+  if (tokens &&
+      (!rules.empty() || fallback->value_or(Role::kSubmit) != Role::kAdmin)) {
+    warnings.push_back(
+        "--local-role and --local-default-role decide nothing with --tokens: "
+        "every caller's token gives its role");
+  }
+  return LocalRoles(std::move(rules), *fallback);
+}
 
 absl::StatusOr<gid_t> ResolveGroup(const std::string& name) {
   std::vector<char> buf(16384);
@@ -180,6 +201,8 @@ absl::StatusOr<Security> LoadSecurity(const DaemonOptions& options) {
     spdlog::info("{} tokens from {}", tokens->size(), options.tokens);
   }
   std::vector<std::string> warnings;
+  ASSIGN_OR_RETURN(security.local_roles,
+                   LoadLocalRoles(options, tokens.has_value(), warnings));
   RETURN_IF_ERROR(CheckListen(
       options.listen, security.tls.has_value(), options.insecure,
       tokens.has_value(), options.allow_loopback_without_tokens, &warnings));
@@ -198,23 +221,6 @@ absl::StatusOr<Security> LoadSecurity(const DaemonOptions& options) {
     ASSIGN_OR_RETURN(security.socket_gid, ResolveGroup(options.socket_group));
   }
   return security;
-}
-
-// Makes every unix socket of `listen` mode 0660 and, when given, of group
-// `gid`. Explicit, whatever the umask was at bind.
-absl::Status SecureUnixSockets(const std::vector<std::string>& listen,
-                               std::optional<gid_t> gid) {
-  for (const std::string& address : listen) {
-    if (!absl::StartsWith(address, "unix:")) continue;
-    const std::string path = UnixPath(address);
-    if (::chmod(path.c_str(), 0660) != 0) {
-      return Errno(absl::StrCat("cannot chmod 0660 ", path));
-    }
-    if (gid.has_value() && ::chown(path.c_str(), -1, *gid) != 0) {
-      return Errno(absl::StrCat("cannot give ", path, " to group ", *gid));
-    }
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -305,6 +311,8 @@ struct Daemon::Parts {
   std::unique_ptr<DeviceWorker> worker;
   std::unique_ptr<TunerService> service;
   std::unique_ptr<grpc::Server> server;
+  // irontuned's own accept loop for its unix socket paths, feeding `server`.
+  std::unique_ptr<UnixListeners> unix_listeners;
   std::vector<std::string> addresses;
   std::unique_ptr<SystemdNotifier> notifier;
   bool shut_down = false;
@@ -405,10 +413,26 @@ absl::Status ApplyCaps(const ServerCaps& caps, uint64_t max_message_bytes,
   return absl::OkStatus();
 }
 
+// Adds every address of `listen` but the unix socket paths (`unix`
+// serves those) to `builder`; the ports gRPC picks go to `ports`.
+void AddGrpcListeners(const std::vector<std::string>& listen,
+                      const Security& security, grpc::ServerBuilder& builder,
+                      std::vector<std::unique_ptr<int>>& ports) {
+  for (const std::string& address : listen) {
+    ports.push_back(std::make_unique<int>(0));
+    if (absl::StartsWith(address, "unix:")) continue;
+    builder.AddListeningPort(address,
+                             GatedCredentials(address, security.tls,
+                                              security.auth, security.refusals),
+                             ports.back().get());
+  }
+}
+
 absl::StatusOr<std::vector<std::string>> Listen(
     const std::vector<std::string>& listen, const DaemonOptions& options,
     const Security& security, grpc::Service* service,
-    std::unique_ptr<grpc::Server>& server) {
+    std::unique_ptr<grpc::Server>& server,
+    std::unique_ptr<UnixListeners>& unix) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -417,20 +441,19 @@ absl::StatusOr<std::vector<std::string>> Listen(
   if (listen.empty()) {
     return absl::InvalidArgumentError("--listen: no address given");
   }
-  std::vector<std::unique_ptr<int>> ports;
   for (const std::string& address : listen) {
     RETURN_IF_ERROR(PrepareUnixSocket(address));
-    ports.push_back(std::make_unique<int>(0));
-    builder.AddListeningPort(address,
-                             GatedCredentials(address, security.tls,
-                                              security.auth, security.refusals),
-                             ports.back().get());
   }
+  ASSIGN_OR_RETURN(
+      unix, UnixListeners::Bind(listen, security.socket_gid,
+                                security.local_roles, security.refusals));
+  unix->Register(builder, [&security](std::shared_ptr<PeerSlot> slot) {
+    return SlotCredentials(std::move(slot), security.auth, security.refusals);
+  });
+  std::vector<std::unique_ptr<int>> ports;
+  AddGrpcListeners(listen, security, builder, ports);
   builder.RegisterService(service);
-  // Sockets are born 0660 at most; SecureUnixSockets then sets it exactly.
-  const mode_t umask = ::umask(0117);
   server = builder.BuildAndStart();
-  ::umask(umask);
   if (server == nullptr) {
     return absl::UnavailableError(absl::StrCat(
         "cannot listen on ", absl::StrJoin(listen, ", "),
@@ -438,7 +461,7 @@ absl::StatusOr<std::vector<std::string>> Listen(
                        "match the certificate)"
                      : " (in use, or not an address)"));
   }
-  RETURN_IF_ERROR(SecureUnixSockets(listen, security.socket_gid));
+  unix->Start();
   std::vector<std::string> addresses;
   for (size_t i = 0; i < listen.size(); ++i) {
     const std::string& a = listen[i];
@@ -679,8 +702,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   deps.auth = security.auth;
   deps.refusals = security.refusals;
   p.service = std::make_unique<TunerService>(std::move(deps));
-  ASSIGN_OR_RETURN(p.addresses, Listen(options.listen, options, security,
-                                       p.service.get(), p.server));
+  ASSIGN_OR_RETURN(p.addresses,
+                   Listen(options.listen, options, security, p.service.get(),
+                          p.server, p.unix_listeners));
   // Health: SERVING for "" and for the Tuner service by name, so probes of
   // either succeed; Shutdown turns both NOT_SERVING.
   p.server->GetHealthCheckService()->SetServingStatus(true);
@@ -707,11 +731,13 @@ void Daemon::Shutdown() {
   if (p.service) p.service->BeginShutdown();
   if (p.worker) p.worker->Stop();
   if (p.notifier) p.notifier->Stop();  // before the worker goes
+  if (p.unix_listeners) p.unix_listeners->Stop();
   if (p.server) {
     p.server->Shutdown(absl::ToChronoTime(absl::Now() + kServerGrace));
     p.server->Wait();
     p.server.reset();
   }
+  p.unix_listeners.reset();
   p.service.reset();
   p.worker.reset();  // closes the cache
   p.queue.reset();

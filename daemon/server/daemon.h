@@ -104,6 +104,11 @@ struct DaemonOptions {
   // Without tokens, loopback TCP and unix-abstract callers are admin too
   // (logged as a warning); without it such a listener is refused.
   bool allow_loopback_without_tokens = false;
+  // Roles of the unix socket paths' callers by OS user or group
+  // (daemon/server/local_peer.h): "WHO:ROLE" rules, and the role of
+  // everyone else who can open the socket ("admin", "submit", "none").
+  std::vector<std::string> local_roles;
+  std::string local_default_role = "admin";
   ServerCaps caps;
   // A build command speaking docs/builder-protocol.md, for a real NPU;
   // empty: the simulated NPU's own builder.

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "daemon/server/event_merge.h"
+#include "daemon/server/peer_properties.h"
 #include "daemon/server/requests.h"
 #include "daemon/store/cache.h"
 #include "spdlog/spdlog.h"
@@ -92,7 +93,14 @@ absl::StatusOr<Caller> TunerService::Admit(
     caller.peer = peer;
     return caller;
   }
-  absl::StatusOr<Caller> caller = deps_.auth->Authenticate(authorization, peer);
+  const std::shared_ptr<const grpc::AuthContext> auth_context =
+      context->auth_context();
+  const std::optional<LocalPeer> local =
+      auth_context != nullptr ? ReadLocalPeer(*auth_context) : std::nullopt;
+  absl::StatusOr<Caller> caller =
+      local.has_value()
+          ? deps_.auth->AuthenticateOn(authorization, true, peer, &*local)
+          : deps_.auth->Authenticate(authorization, peer);
   absl::Status s =
       caller.ok() ? Authenticator::Authorize(*caller, rpc) : caller.status();
   if (s.ok() && request != nullptr) {
@@ -115,7 +123,7 @@ absl::StatusOr<Caller> TunerService::Admit(
 std::string TunerService::OwnerOf(const grpc::ServerContext& context,
                                   const Caller& caller,
                                   const std::string& given) const {
-  return caller.has_token ? caller.name : ClientOf(context, given);
+  return caller.named ? caller.name : ClientOf(context, given);
 }
 
 absl::Status TunerService::CheckOwner(const Caller& caller, Rpc rpc,

@@ -115,8 +115,14 @@ TEST_CASE("auth: the role table") {
     INFO(RpcName(rpc));
     CHECK(RequiredRole(rpc) == Role::kAdmin);
   }
-  Caller submit{"ci", Role::kSubmit, "ipv4:10.0.0.1:5000", true};
-  Caller admin{"ops", Role::kAdmin, "ipv4:10.0.0.2:5000", true};
+  Caller submit;
+  submit.name = "ci";
+  submit.peer = "ipv4:10.0.0.1:5000";
+  submit.has_token = submit.named = true;
+  Caller admin = submit;
+  admin.name = "ops";
+  admin.role = Role::kAdmin;
+  admin.peer = "ipv4:10.0.0.2:5000";
   CHECK(Authenticator::Authorize(submit, Rpc::kAutotune).ok());
   absl::Status denied = Authenticator::Authorize(submit, Rpc::kImportCache);
   CHECK(denied.code() == absl::StatusCode::kPermissionDenied);
