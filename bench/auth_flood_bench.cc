@@ -7,10 +7,17 @@
 // whole, then refused by its handler), to show what reading one costs.
 // Prints figures; never fails.
 //
-//   auth_flood_bench [--mb 200] [--calls 4] [--irontuned PATH]
+// With --queue N, instead: what one submit token's padded queued jobs cost
+// (issue 34): behind an admin's long Autotune on the real-time clock, N
+// Autotune requests padded to --mb MB with an unknown field, each followed
+// (its stream held open, as a client watching its job). Prints each one's
+// code and the daemon's peak RSS after it, and its resident memory at the
+// end.
 //
-// --irontuned runs another build (e.g. one from before the call gate) for
-// the figure to compare with.
+//   auth_flood_bench [--mb 200] [--calls 4] [--queue N] [--irontuned PATH]
+//
+// --irontuned runs another build (e.g. one from before the call gate, or
+// before the queue's byte budget) for the figure to compare with.
 #include <signal.h>
 #include <unistd.h>
 
@@ -26,11 +33,13 @@
 #include "grpcpp/grpcpp.h"
 #include "tests/testing/process.h"
 #include "tests/testing/raw_grpc.h"
+#include "tests/testing/recording_fixtures.h"
 
 namespace irontune {
 namespace {
 
 const std::string kToken = "flood-bench-token-0123456789abcdef";
+const std::string kSubmitToken = "queue-bench-submit-0123456789abcd";
 
 // A unary call that waits up to two minutes for a flood's answer.
 grpc::StatusCode Call(const std::shared_ptr<grpc::Channel>& channel,
@@ -78,22 +87,19 @@ void PrintCodes(const std::map<int, int>& codes) {
   std::printf("\n");
 }
 
-int Main(int argc, char** argv) {
-  std::string daemon = IRONTUNE_IRONTUNED;
-  size_t mb = 200;
-  int calls = 4;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--mb") mb = std::strtoul(argv[i + 1], nullptr, 10);
-    if (flag == "--calls") calls = std::atoi(argv[i + 1]);
-    if (flag == "--irontuned") daemon = argv[i + 1];
-  }
+// The tokens file: `bench` (admin, kToken) and `ci` (submit, kSubmitToken).
+void WriteTokens(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fprintf(f, "bench admin %s\n", Sha256Hex(kToken).c_str());
+  std::fprintf(f, "ci submit %s\n", Sha256Hex(kSubmitToken).c_str());
+  std::fclose(f);
+}
+
+// The flood: tokenless and wrong-token requests of `mb` MB, `calls` of each
+// at once on each listener, then a valid-token control.
+int FloodMain(const std::string& daemon, size_t mb, int calls) {
   const std::string dir = e2e::TempDir("bench-flood");
-  {
-    FILE* f = std::fopen((dir + "/tokens").c_str(), "w");
-    std::fprintf(f, "bench admin %s\n", Sha256Hex(kToken).c_str());
-    std::fclose(f);
-  }
+  WriteTokens(dir + "/tokens");
   const std::string sock = dir + "/sock";
   e2e::Process irontuned(
       "irontuned",
@@ -130,6 +136,83 @@ int Main(int argc, char** argv) {
   irontuned.Signal(SIGTERM);
   irontuned.Wait(15);
   return 0;
+}
+
+// A followed Autotune stream of `request` with `token`.
+std::unique_ptr<testing::RawStream> Follow(const std::string& target,
+                                           const grpc::ByteBuffer& request,
+                                           const std::string& token) {
+  return std::make_unique<testing::RawStream>(
+      Channel(target), "/irontune.v1.Tuner/Autotune", request, token,
+      std::chrono::seconds(120));
+}
+
+// The queue: `jobs` padded Autotune requests of `mb` MB from the submit
+// token, queued behind an admin's long job, each followed.
+int QueueMain(const std::string& daemon, size_t mb, int jobs) {
+  const std::string dir = e2e::TempDir("bench-queue");
+  WriteTokens(dir + "/tokens");
+  e2e::Process irontuned(
+      "irontuned",
+      {daemon, "--state-dir", dir + "/state", "--listen", "127.0.0.1:0",
+       "--sim-clock", "realtime", "--sim-build-seconds", "0", "--log-level",
+       "info", "--tokens", dir + "/tokens"},
+      dir);
+  const std::string tcp =
+      e2e::WaitForServingAddress(irontuned, "127.0.0.1:", 30);
+  if (tcp.empty()) {
+    std::printf("irontuned did not come up: %s\n", irontuned.Stderr().c_str());
+    return 1;
+  }
+  const pid_t pid = irontuned.pid();
+  std::printf(
+      "irontuned %s, --tokens; %d Autotune requests padded to %zu MB from "
+      "one submit token, queued behind a long job, each followed\n",
+      daemon.c_str(), jobs, mb);
+  const std::string busy_wire =
+      testing::SmallAutotune(/*quick=*/false).SerializeAsString();
+  auto busy = Follow(tcp, testing::ToByteBuffer(busy_wire), kToken);
+  const grpc::Status started = busy->First();
+  std::printf("  the long job: code %d; peak RSS %ld KiB\n",
+              static_cast<int>(started.error_code()),
+              e2e::ProcStatusKib(pid, "VmHWM"));
+  const grpc::ByteBuffer padded =
+      testing::PaddedRequest(testing::SmallAutotune(/*quick=*/true), mb << 20);
+  std::vector<std::unique_ptr<testing::RawStream>> held;
+  for (int i = 0; i < jobs; ++i) {
+    held.push_back(Follow(tcp, padded, kSubmitToken));
+    const grpc::Status s = held.back()->First();
+    const std::string outcome = s.ok() ? "queued"
+                                       : "refused, code " +
+                                             std::to_string(s.error_code()) +
+                                             ": " + s.error_message();
+    std::printf("  job %d: peak RSS %7ld KiB; %s\n", i + 1,
+                e2e::ProcStatusKib(pid, "VmHWM"), outcome.c_str());
+  }
+  std::printf("  at the end: resident %ld KiB, peak %ld KiB\n",
+              e2e::ProcStatusKib(pid, "VmRSS"),
+              e2e::ProcStatusKib(pid, "VmHWM"));
+  held.clear();
+  busy.reset();
+  irontuned.Signal(SIGTERM);
+  irontuned.Wait(15);
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  std::string daemon = IRONTUNE_IRONTUNED;
+  size_t mb = 200;
+  int calls = 4;
+  int queue = 0;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--mb") mb = std::strtoul(argv[i + 1], nullptr, 10);
+    if (flag == "--calls") calls = std::atoi(argv[i + 1]);
+    if (flag == "--queue") queue = std::atoi(argv[i + 1]);
+    if (flag == "--irontuned") daemon = argv[i + 1];
+  }
+  return queue > 0 ? QueueMain(daemon, mb, queue)
+                   : FloodMain(daemon, mb, calls);
 }
 
 }  // namespace

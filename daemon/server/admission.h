@@ -76,8 +76,20 @@ struct AdmissionLimits {
   double job_device_seconds = 6 * 3600;
   // Jobs one client may have waiting (--client-queue-quota).
   size_t client_queue_quota = 16;
-  // Autotune, Measure and Watch streams open at once (--max-streams).
+  // What the requests held by jobs not yet planned may add up to
+  // (--queue-memory), and one client's (--client-queue-bytes): each
+  // request's encoded size as received, held from its submit until its
+  // job drops it (queue_budget.h).
+  uint64_t queue_memory_bytes = uint64_t{2} << 30;
+  uint64_t client_queue_bytes = uint64_t{1} << 30;
+  // Autotune, Measure and Watch streams open at once (--max-streams); one
+  // caller's at most (--max-streams-per-caller; 0: a quarter of
+  // concurrent_streams, at least 1); the last of them kept for admin
+  // callers (--admin-streams; -1: kDefaultAdminStreams, at most a quarter
+  // of concurrent_streams). stream_quota.h.
   size_t concurrent_streams = 256;
+  size_t streams_per_caller = 0;
+  int64_t admin_streams = -1;
   // What every running job's estimates may add up to (--memory-limit);
   // a job whose estimate exceeds it is refused.
   uint64_t memory_limit_bytes = uint64_t{16} << 30;
@@ -94,6 +106,9 @@ inline constexpr uint64_t kJobOverheadBytes = uint64_t{8} << 20;
 // worker returns the rest when idle). The example's Autotune peaks about
 // 20 MiB above its largest shape's own figure (bench/README.md).
 inline constexpr uint64_t kAutotuneSlackBytes = uint64_t{64} << 20;
+
+// The streams kept for admin callers when --admin-streams is not given.
+inline constexpr size_t kDefaultAdminStreams = 4;
 
 // A job's estimates.
 struct JobCost {

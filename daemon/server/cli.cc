@@ -152,13 +152,6 @@ void AddLimitOptions(CLI::App& app, DaemonOptions& options,
   app.add_option("--max-recording-steps", l.recording_steps,
                  "Most steps in a recording, over all its calls")
       ->capture_default_str();
-  app.add_option("--client-queue-quota", l.client_queue_quota,
-                 "Most jobs one client may have waiting (0: no quota)")
-      ->capture_default_str();
-  app.add_option("--max-streams", l.concurrent_streams,
-                 "Most Autotune, Measure and Watch streams open at once")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
   app.add_option("--job-history-bytes", options.history_bytes,
                  "Memory the ended jobs kept for Watch and status may hold "
                  "(jobs.db keeps them beyond)")
@@ -172,6 +165,40 @@ void AddLimitOptions(CLI::App& app, DaemonOptions& options,
                  "jobs.db keeps the newest ended jobs within this many bytes")
       ->transform(bytes)
       ->capture_default_str();
+}
+
+// What the queued jobs and the open streams may hold (queue_budget.h,
+// stream_quota.h; docs/operations.md "Admission and limits").
+void AddQueueOptions(CLI::App& app, AdmissionLimits& l) {
+  const auto bytes = CLI::AsSizeValue(false);
+  app.add_option("--client-queue-quota", l.client_queue_quota,
+                 "Most jobs one client may have waiting (0: no quota)")
+      ->capture_default_str();
+  app.add_option("--queue-memory", l.queue_memory_bytes,
+                 "What the requests jobs hold may add up to, each its encoded "
+                 "size as received, from its submit until its job drops it "
+                 "(an Autotune as it starts, a Measure as it ends); past it "
+                 "a submit is refused")
+      ->transform(bytes)
+      ->capture_default_str();
+  app.add_option("--client-queue-bytes", l.client_queue_bytes,
+                 "What one client's requests may add up to, counted as "
+                 "--queue-memory counts them; past it its submit is refused")
+      ->transform(bytes)
+      ->capture_default_str();
+  app.add_option("--max-streams", l.concurrent_streams,
+                 "Most Autotune, Measure and Watch streams open at once")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-streams-per-caller", l.streams_per_caller,
+                 "Most streams one caller (a token's name) may have open. "
+                 "Default: a quarter of --max-streams, at least 1")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--admin-streams", l.admin_streams,
+                 "The last this many of --max-streams only admin callers "
+                 "may open; below --max-streams. Default: 4, at most a "
+                 "quarter of --max-streams")
+      ->check(CLI::NonNegativeNumber);
 }
 
 // gRPC's caps on threads, connection memory, calls and headers
@@ -346,6 +373,7 @@ int IrontunedMain(int argc, char** argv) {
   AddOptions(app, options, log_level, sim_clock, power_mode);
   AddBuilderOptions(app, options);
   AddLimitOptions(app, options, jobs_db_days);
+  AddQueueOptions(app, options.limits);
   AddCapOptions(app, options);
   AddStateOptions(app, options);
   std::string hash_token;

@@ -36,6 +36,7 @@
 #include "daemon/server/local_peer.h"
 #include "daemon/server/refusal_log.h"
 #include "daemon/server/service.h"
+#include "daemon/server/stream_quota.h"
 #include "daemon/server/tls.h"
 #include "daemon/server/unix_listener.h"
 #include "daemon/sim/presets.h"
@@ -385,6 +386,17 @@ absl::StatusOr<std::unique_ptr<Device>> OpenDevice(
   return device;
 }
 
+// The queue budget and the stream limits in force, at start.
+void LogQueueLimits(const AdmissionLimits& limits,
+                    const StreamLimits& streams) {
+  spdlog::info(
+      "queue: {} of requests at most, {} of one client's; streams: {}, {} "
+      "of one caller's, the last {} kept for admins",
+      FormatBytes(limits.queue_memory_bytes),
+      FormatBytes(limits.client_queue_bytes), streams.total, streams.per_caller,
+      streams.admin_slots);
+}
+
 // Listens on every address; the addresses listened on, with the port a
 // ":0" address was given.
 // gRPC's caps (ServerCaps) and the largest message, on `builder`.
@@ -664,6 +676,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   // Whatever fails below, the parts made so far are released in order.
   auto daemon = std::unique_ptr<Daemon>(new Daemon(std::make_unique<Parts>()));
   Parts& p = *daemon->parts_;
+  ASSIGN_OR_RETURN(const StreamLimits streams, StreamLimitsOf(options.limits));
   ASSIGN_OR_RETURN(const Security security, LoadSecurity(options));
   ASSIGN_OR_RETURN(std::unique_ptr<Device> device, OpenDevice(options));
   ASSIGN_OR_RETURN(p.device_lock_fd, daemon->TakeDeviceLock(options));
@@ -697,6 +710,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   deps.cache_platform = platform.name;
   deps.cache_power_mode = platform.power_mode;
   deps.limits = options.limits;
+  deps.streams = streams;
+  LogQueueLimits(options.limits, streams);
   deps.shapes_at_once = options.shapes_at_once;
   deps.history_bytes = options.history_bytes;
   deps.auth = security.auth;

@@ -66,14 +66,41 @@ Job::Job(std::string id, Request request, std::string client,
       priority_(NormalizePriority(priority)),
       detach_(detach),
       submitted_ms_(NowMs()) {
-  request_bytes_ =
-      std::visit([](const auto& r) { return r.ByteSizeLong(); }, request);
+  std::visit(
+      [this](auto& r) {
+        request_bytes_ = r.ByteSizeLong();
+        r.DiscardUnknownFields();
+      },
+      request);
   request_ = std::make_shared<const Request>(std::move(request));
 }
 
 std::shared_ptr<const Job::Request> Job::request() const {
   absl::MutexLock lock(&mu_);
   return request_;
+}
+
+uint64_t Job::request_bytes() const {
+  absl::MutexLock lock(&mu_);
+  return request_bytes_;
+}
+
+void Job::set_charge(QueueBudget::Charge charge) {
+  absl::MutexLock lock(&mu_);
+  charge_ = std::move(charge);
+}
+
+std::pair<std::shared_ptr<const Job::Request>, QueueBudget::Charge>
+Job::TakeRequestLocked() {
+  request_bytes_ = 0;
+  return {std::move(request_), std::move(charge_)};
+}
+
+void Job::DropRequest() {
+  std::pair<std::shared_ptr<const Request>, QueueBudget::Charge> dropped;
+  absl::MutexLock lock(&mu_);
+  dropped = TakeRequestLocked();
+  // `dropped` goes after the lock is released (declared before it).
 }
 
 void Job::set_cost(uint64_t memory_bytes, double device_seconds) {
@@ -106,12 +133,13 @@ bool Job::Finish(
     absl::Status status,
     std::variant<std::monostate, v1::AutotuneResult, v1::MeasureResult>
         result) {
+  // Let go of after the lock is released (declared before it). Whoever
+  // runs the job holds its own pointer while it runs.
+  std::pair<std::shared_ptr<const Request>, QueueBudget::Charge> dropped;
   absl::MutexLock lock(&mu_);
   if (IsTerminal(state_)) return false;
   ended_ms_ = NowMs();
-  // Whoever runs the job holds its own pointer while it runs.
-  request_.reset();
-  request_bytes_ = 0;
+  dropped = TakeRequestLocked();
   if (status.ok()) {
     state_ = v1::JOB_STATE_SUCCEEDED;
     if (auto* a = std::get_if<v1::AutotuneResult>(&result)) {

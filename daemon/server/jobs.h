@@ -8,8 +8,13 @@
 // Finished jobs are kept by JobStore (daemon/store/jobs_store.h). No gRPC
 // here.
 //
-// Memory: a job holds its request only until it ends (Finish drops it);
-// afterwards it holds its summary, result and event log, RetainedBytes.
+// Memory: a job holds its request, without its unknown fields (they are
+// never read, so they are discarded as the job is made), only until it
+// drops it: an Autotune once planned (the worker calls DropRequest), any
+// job as it ends (Finish). Its request_bytes, the request's encoded size
+// as it was received, are charged to the queue's budget meanwhile
+// (queue_budget.h). Afterwards it holds its summary, result and event
+// log, RetainedBytes.
 #ifndef IRONTUNE_DAEMON_SERVER_JOBS_H_
 #define IRONTUNE_DAEMON_SERVER_JOBS_H_
 
@@ -19,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -27,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "daemon/server/queue_budget.h"
 #include "daemon/store/jobs_store.h"
 #include "irontune/v1/tuner.pb.h"
 
@@ -54,6 +61,7 @@ class Job {
     double device_seconds = std::numeric_limits<double>::infinity();
   };
 
+  // Measures `request` (request_bytes), then discards its unknown fields.
   // REQUIRES: `request` has passed the service's validation.
   Job(std::string id, Request request, std::string client,
       v1::Priority priority, bool detach);
@@ -65,9 +73,19 @@ class Job {
   const std::string& client() const { return client_; }
   v1::Priority priority() const { return priority_; }  // normalized
   bool detached() const { return detach_; }
-  // The request; null once the job has ended. Holders of the pointer keep
-  // it alive (the worker, while the job runs).
+  // The request; null once the job has dropped it. Holders of the pointer
+  // keep it alive (the worker, while it plans or runs the job).
   std::shared_ptr<const Request> request() const;
+  // The request's encoded size as it was received, unknown fields
+  // included; 0 once dropped.
+  uint64_t request_bytes() const;
+  // Holds `charge`, the queue budget's charge for request_bytes, until the
+  // request is dropped. Set before the job is queued (by the service).
+  void set_charge(QueueBudget::Charge charge);
+  // Drops the request and releases its charge: the worker, once an
+  // Autotune is planned and keeps what it needs of it (runner.h). Whoever
+  // holds request()'s pointer keeps that copy until it lets it go.
+  void DropRequest();
 
   // The admission's estimates and the run's bounds. Set before the job is
   // queued (by the service), read by the worker.
@@ -146,8 +164,14 @@ class Job {
 
   mutable absl::Mutex mu_;
   mutable absl::CondVar changed_;  // an event, the end or a cancellation
+  // Moves the request and its charge out, for the caller to let go of
+  // once the lock is released.
+  std::pair<std::shared_ptr<const Request>, QueueBudget::Charge>
+  TakeRequestLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   std::shared_ptr<const Request> request_ ABSL_GUARDED_BY(mu_);
   size_t request_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  QueueBudget::Charge charge_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::AutotuneEvent> events_ ABSL_GUARDED_BY(mu_);
   size_t event_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   v1::JobState state_ ABSL_GUARDED_BY(mu_) = v1::JOB_STATE_QUEUED;

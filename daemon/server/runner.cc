@@ -11,17 +11,18 @@
 namespace irontune {
 namespace {
 
+// Keeps its own copies of the request's profile and options; the run keeps
+// the operators and the shapes' inputs: the request need only last Start.
 class DeviceAutotune : public AutotuneSteps {
  public:
   DeviceAutotune(const v1::AutotuneRequest& request, JobContext& context,
                  const std::string& cycles_path, int shapes_at_once)
-      : request_(request),
-        context_(context),
+      : context_(context),
         profile_(request.profile()),
         options_(OptionsOf(request, cycles_path, shapes_at_once)) {}
 
-  absl::Status Start() {
-    ASSIGN_OR_RETURN(run_, AutotuneRun::Start(request_.calls(), profile_,
+  absl::Status Start(const v1::AutotuneRequest& request) {
+    ASSIGN_OR_RETURN(run_, AutotuneRun::Start(request.calls(), profile_,
                                               options_, context_));
     return absl::OkStatus();
   }
@@ -46,7 +47,6 @@ class DeviceAutotune : public AutotuneSteps {
     return options;
   }
 
-  const v1::AutotuneRequest& request_;
   JobContext& context_;
   const Profile profile_;
   const AutotuneOptions options_;
@@ -59,7 +59,7 @@ absl::StatusOr<std::unique_ptr<AutotuneSteps>> DeviceJobRunner::StartAutotune(
     const v1::AutotuneRequest& request, JobContext& context) {
   auto steps = std::make_unique<DeviceAutotune>(request, context, cycles_path_,
                                                 shapes_at_once_);
-  RETURN_IF_ERROR(steps->Start());
+  RETURN_IF_ERROR(steps->Start(request));
   return steps;
 }
 

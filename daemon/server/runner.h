@@ -37,7 +37,10 @@ class AutotuneSteps {
 class JobRunner {
  public:
   virtual ~JobRunner() = default;
-  // Plans an Autotune of `request` (which must outlive what is returned).
+  // Plans an Autotune of `request`, which need only last the call: what is
+  // returned keeps what it needs of it (DeviceJobRunner: the profile, the
+  // options, the operators and each shape's inputs), so the worker drops
+  // the request, its recording the bulk of it, once the job is planned.
   virtual absl::StatusOr<std::unique_ptr<AutotuneSteps>> StartAutotune(
       const v1::AutotuneRequest& request, JobContext& context) = 0;
   virtual absl::StatusOr<v1::MeasureResult> RunMeasure(

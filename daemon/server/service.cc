@@ -63,6 +63,23 @@ bool ToMeasureEvent(const v1::AutotuneEvent& in, v1::MeasureEvent* out) {
   }
 }
 
+// gRPC's synchronous handlers are given their request as a const pointer,
+// but it is the call's own object, not const (placement-new'd in the call's
+// arena, destroyed as the handler returns): its contents are swapped out,
+// so the handler does not hold a second copy while the job waits and runs.
+template <typename Request>
+Request TakeRequest(const Request* request) {
+  Request out;
+  out.Swap(const_cast<Request*>(request));
+  return out;
+}
+
+// Whom a stream of `caller` counts against (stream_quota.h): its token's
+// name, else the name of the job it submits or watches, `owner`.
+std::string StreamName(const Caller& caller, const std::string& owner) {
+  return caller.has_token ? caller.name : owner;
+}
+
 }  // namespace
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
@@ -73,7 +90,11 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 }
 
 TunerService::TunerService(ServiceDeps deps)
-    : deps_(std::move(deps)), started_(absl::Now()) {}
+    : deps_(std::move(deps)),
+      started_(absl::Now()),
+      budget_(QueueBudget::Make(deps_.limits.queue_memory_bytes,
+                                deps_.limits.client_queue_bytes)),
+      streams_(deps_.streams) {}
 
 absl::StatusOr<Caller> TunerService::Admit(
     grpc::ServerContext* context, Rpc rpc,
@@ -158,10 +179,11 @@ absl::Status TunerService::Submit(const JobPtr& job) {
     return position.status();
   }
   spdlog::info(
-      "job {} queued: client={} kind={} position={} estimate: memory={} "
-      "device_time={:.3f}s",
+      "job {} queued: client={} kind={} position={} request={} (queued "
+      "requests {}) estimate: memory={} device_time={:.3f}s",
       job->id(), job->client(),
       job->kind() == v1::JOB_KIND_AUTOTUNE ? "autotune" : "measure", *position,
+      FormatBytes(job->request_bytes()), FormatBytes(budget_->used()),
       FormatBytes(job->memory_bytes()), job->estimated_device_seconds());
   return absl::OkStatus();
 }
@@ -181,14 +203,19 @@ void TunerService::TrimHistory() {
   }
 }
 
-absl::Status TunerService::BeginStream() {
-  if (++streams_ > deps_.limits.concurrent_streams) {
-    const size_t open = --streams_;
-    return absl::ResourceExhaustedError(
-        absl::StrCat(open, " streams are open, the limit (--max-streams ",
-                     deps_.limits.concurrent_streams, "); try again later"));
-  }
-  return absl::OkStatus();
+absl::StatusOr<StreamQuota::Slot> TunerService::BeginStream(
+    Rpc rpc, const Caller& caller, const std::string& name) {
+  absl::StatusOr<StreamQuota::Slot> slot = streams_.Open(name, caller.role);
+  if (!slot.ok()) return Refused(rpc, caller, slot.status());
+  return slot;
+}
+
+absl::Status TunerService::Refused(Rpc rpc, const Caller& caller,
+                                   absl::Status status) {
+  WarnRefusal(deps_.refusals.get(),
+              absl::StrCat("refused ", RpcName(rpc), " from ",
+                           caller.ToString(), ": ", status.message()));
+  return status;
 }
 
 template <typename WriteFn>
@@ -241,16 +268,18 @@ JobPtr TunerService::Find(const std::string& id) {
 }
 
 template <typename WriteFn>
-absl::StatusOr<JobPtr> TunerService::RunJob(grpc::ServerContext* context,
-                                            Job::Request request,
-                                            const JobCost& cost,
-                                            const std::string& client,
-                                            v1::Priority priority, bool detach,
-                                            WriteFn write) {
-  RETURN_IF_ERROR(BeginStream());
-  auto job =
-      std::make_shared<Job>(NewJobId(), std::move(request),
-                            ClientOf(*context, client), priority, detach);
+absl::StatusOr<JobPtr> TunerService::RunJob(
+    grpc::ServerContext* context, Rpc rpc, const Caller& caller,
+    Job::Request request, const JobCost& cost, const std::string& owner,
+    v1::Priority priority, bool detach, WriteFn write) {
+  ASSIGN_OR_RETURN(const StreamQuota::Slot slot,
+                   BeginStream(rpc, caller, StreamName(caller, owner)));
+  auto job = std::make_shared<Job>(NewJobId(), std::move(request), owner,
+                                   priority, detach);
+  absl::StatusOr<QueueBudget::Charge> charge =
+      budget_->Reserve(owner, job->request_bytes());
+  if (!charge.ok()) return Refused(rpc, caller, charge.status());
+  job->set_charge(*std::move(charge));
   job->set_cost(cost.memory_bytes, cost.device_seconds);
   Job::Bounds bounds;
   bounds.device_seconds = deps_.limits.job_device_seconds;
@@ -259,10 +288,8 @@ absl::StatusOr<JobPtr> TunerService::RunJob(grpc::ServerContext* context,
     bounds.deadline = absl::FromChrono(context->deadline());
   }
   job->set_bounds(bounds);
-  absl::Status s = Submit(job);
-  if (s.ok()) s = Follow(context, job, !detach, write);
-  EndStream();
-  RETURN_IF_ERROR(s);
+  RETURN_IF_ERROR(Submit(job));
+  RETURN_IF_ERROR(Follow(context, job, !detach, write));
   return job;
 }
 
@@ -278,10 +305,13 @@ grpc::Status TunerService::Autotune(
       AdmitAutotune(*request, deps_.worker->Status().platform, deps_.limits,
                     deps_.shapes_at_once);
   if (!cost.ok()) return ToGrpcStatus(cost.status());
-  absl::StatusOr<JobPtr> job = RunJob(
-      context, *request, *cost, OwnerOf(*context, *caller, request->client()),
-      request->priority(), request->detach(),
-      [writer](const v1::AutotuneEvent& e) { return writer->Write(e); });
+  const std::string owner = OwnerOf(*context, *caller, request->client());
+  const v1::Priority priority = request->priority();
+  const bool detach = request->detach();
+  absl::StatusOr<JobPtr> job =
+      RunJob(context, Rpc::kAutotune, *caller, TakeRequest(request), *cost,
+             owner, priority, detach,
+             [writer](const v1::AutotuneEvent& e) { return writer->Write(e); });
   if (!job.ok()) return ToGrpcStatus(job.status());
   return ToGrpcStatus((*job)->status());
 }
@@ -297,9 +327,11 @@ grpc::Status TunerService::Measure(
   const absl::StatusOr<JobCost> cost =
       AdmitMeasure(*request, deps_.worker->Status().platform, deps_.limits);
   if (!cost.ok()) return ToGrpcStatus(cost.status());
+  const std::string owner = OwnerOf(*context, *caller, request->client());
+  const v1::Priority priority = request->priority();
   absl::StatusOr<JobPtr> job =
-      RunJob(context, *request, *cost,
-             OwnerOf(*context, *caller, request->client()), request->priority(),
+      RunJob(context, Rpc::kMeasure, *caller, TakeRequest(request), *cost,
+             owner, priority,
              /*detach=*/false, [writer](const v1::AutotuneEvent& e) {
                v1::MeasureEvent out;
                return !ToMeasureEvent(e, &out) || writer->Write(out);
@@ -422,11 +454,12 @@ grpc::Status TunerService::Watch(
       AdmitJob(context, Rpc::kWatch, *request, request->job_id());
   if (!found.ok()) return ToGrpcStatus(found.status());
   if (const JobPtr& job = found->live) {
-    if (absl::Status s = BeginStream(); !s.ok()) return ToGrpcStatus(s);
+    const absl::StatusOr<StreamQuota::Slot> slot = BeginStream(
+        Rpc::kWatch, found->caller, StreamName(found->caller, job->client()));
+    if (!slot.ok()) return ToGrpcStatus(slot.status());
     absl::Status followed = Follow(
         context, job, /*cancel_on_disconnect=*/false,
         [writer](const v1::AutotuneEvent& e) { return writer->Write(e); });
-    EndStream();
     if (!followed.ok()) return ToGrpcStatus(followed);
     return ToGrpcStatus(job->status());
   }

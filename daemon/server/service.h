@@ -18,6 +18,13 @@
 // RESOURCE_EXHAUSTED. With tokens, a job belongs to its token's name, whatever
 // the request's `client` field says.
 //
+// Memory: an Autotune's or Measure's request is moved out of gRPC's
+// message once admitted (the handler holds no second copy while its job
+// waits), its unknown fields discarded (Job), and its received size
+// charged to the queue budget (queue_budget.h) until the job drops it;
+// past --queue-memory or --client-queue-bytes it is RESOURCE_EXHAUSTED
+// before it is queued. Streams keep to StreamQuota (stream_quota.h).
+//
 // Included only by service.cc and daemon.cc: gRPC headers are heavy.
 // Threads: gRPC calls the handlers on its own threads, concurrently.
 #ifndef IRONTUNE_DAEMON_SERVER_SERVICE_H_
@@ -38,7 +45,9 @@
 #include "daemon/server/auth.h"
 #include "daemon/server/job_queue.h"
 #include "daemon/server/jobs.h"
+#include "daemon/server/queue_budget.h"
 #include "daemon/server/refusal_log.h"
+#include "daemon/server/stream_quota.h"
 #include "daemon/server/worker.h"
 #include "grpcpp/grpcpp.h"
 #include "irontune/v1/tuner.grpc.pb.h"
@@ -58,9 +67,11 @@ struct ServiceDeps {
   std::string cache_path;
   std::string cache_platform;
   PowerMode cache_power_mode = PowerMode::kDefault;
-  // What a request must keep to (admission.h), and the bytes the ended
+  // What a request must keep to (admission.h), the streams' limits
+  // (StreamLimitsOf(limits), resolved at start), and the bytes the ended
   // jobs kept in memory may hold (the store keeps them all).
   AdmissionLimits limits;
+  StreamLimits streams;
   // Shapes an Autotune searches at once (--shapes-at-once), for its
   // memory estimate (AdmitAutotune).
   int shapes_at_once = 1;
@@ -122,20 +133,24 @@ class TunerService final : public v1::Tuner::Service {
   absl::StatusOr<std::optional<v1::JobResult>> Stored(const std::string& id);
   // Remembers `job` and queues it (the queue emits its Queued event).
   absl::Status Submit(const JobPtr& job);
-  // Makes `request` a job of `client` (or the peer), submits it and follows
-  // it through `write` (cancelling it on disconnect unless `detach`).
-  // The job gets `cost` and its bounds: the client's deadline unless it
-  // detaches, and the per-job device time limit.
+  // Makes `request` a job of `owner` (OwnerOf `caller`), charges its
+  // bytes to the queue budget, submits it and follows it through `write`
+  // (cancelling it on disconnect unless `detach`). The job gets `cost` and
+  // its bounds: the client's deadline unless it detaches, and the per-job
+  // device time limit. ResourceExhausted before anything is queued past
+  // the stream quota or the queue budget (logged, rate-limited).
   template <typename WriteFn>
-  absl::StatusOr<JobPtr> RunJob(grpc::ServerContext* context,
-                                Job::Request request, const JobCost& cost,
-                                const std::string& client,
+  absl::StatusOr<JobPtr> RunJob(grpc::ServerContext* context, Rpc rpc,
+                                const Caller& caller, Job::Request request,
+                                const JobCost& cost, const std::string& owner,
                                 v1::Priority priority, bool detach,
                                 WriteFn write);
-  // Counts an open stream; ResourceExhausted past limits.concurrent_streams
-  // (then nothing is counted). Release with EndStream.
-  absl::Status BeginStream();
-  void EndStream() { --streams_; }
+  // A stream slot for `caller` of `rpc`, named `name` (StreamQuota::Open);
+  // a refusal is logged, rate-limited.
+  absl::StatusOr<StreamQuota::Slot> BeginStream(Rpc rpc, const Caller& caller,
+                                                const std::string& name);
+  // Logs a refusal of `caller`'s `rpc`, rate-limited, and returns it.
+  absl::Status Refused(Rpc rpc, const Caller& caller, absl::Status status);
   // Drops the oldest ended jobs past kKeptJobs or history_bytes.
   void TrimHistory() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Streams `job`'s events from the start through `write` until it ends.
@@ -180,7 +195,10 @@ class TunerService final : public v1::Tuner::Service {
   const ServiceDeps deps_;
   const absl::Time started_;
   std::atomic<bool> shutting_down_{false};
-  std::atomic<size_t> streams_{0};
+  // The queued requests' bytes (queue_budget.h) and the open streams
+  // (stream_quota.h).
+  const std::shared_ptr<QueueBudget> budget_;
+  StreamQuota streams_;
 
   absl::Mutex mu_;
   // This process's jobs, for Watch, Cancel and status; the oldest ended

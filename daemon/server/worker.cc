@@ -89,7 +89,8 @@ class HeartbeatBuilder : public BuilderWrapper {
 
 struct DeviceWorker::Running {
   JobPtr job;
-  // Held while the job runs: the job itself drops its request when it ends.
+  // Held while a Measure runs and while an Autotune is planned; the job
+  // itself drops its request when it ends, or once planned (Begin).
   std::shared_ptr<const Job::Request> request;
   std::unique_ptr<JobContext> context;
   std::unique_ptr<AutotuneSteps> steps;  // an Autotune's
@@ -307,6 +308,10 @@ void DeviceWorker::Begin(const JobPtr& job) {
     return;
   }
   run->steps = *std::move(steps);
+  // Planned: the steps keep what they need (runner.h), so the request and
+  // its charge to the queue budget go now, not when the job ends.
+  run->request.reset();
+  job->DropRequest();
   autotune_ = std::move(run);
   {
     absl::MutexLock lock(&mu_);

@@ -21,7 +21,9 @@
 // full disk fails with ResourceExhausted "no space left in STATE_DIR".
 //
 // Memory: a job's estimate is reserved while it runs (WorkerParts::
-// memory_limit_bytes).
+// memory_limit_bytes). An Autotune's request is dropped once it is planned
+// (Job::DropRequest; the runner keeps what it needs), a Measure's as it
+// ends.
 //
 // Lifetime: construct, Start(), then Stop() (also from the destructor).
 // Stop closes the queue (queued jobs end UNAVAILABLE "irontuned is shutting

@@ -63,9 +63,16 @@ std::vector<int> QueueRanks(const std::vector<ShapeCost>& costs,
 
 }  // namespace
 
+v1::Calls AutotuneRun::OperatorsOf(const v1::Calls& calls) {
+  v1::Calls out;
+  out.set_format_version(calls.format_version());
+  *out.mutable_operators() = calls.operators();
+  return out;
+}
+
 AutotuneRun::AutotuneRun(const v1::Calls& calls, const AutotuneOptions& options,
                          TuneContext& context)
-    : calls_(calls),
+    : calls_(OperatorsOf(calls)),
       options_(options),
       logged_(std::make_unique<Logged>(context)) {
   turn_.Take(0);
@@ -90,16 +97,19 @@ absl::StatusOr<std::unique_ptr<AutotuneRun>> AutotuneRun::Start(
   }
   ASSIGN_OR_RETURN(run->shapes_,
                    Shapes(calls, options.space, run->platform_.generation));
-  run->profile_ = std::make_unique<TunedProfile>(calls, profile, run->shapes_);
-  ASSIGN_OR_RETURN(
-      std::vector<ShapeCost> costs,
-      PlanShapes(run->shapes_, calls, run->platform_, options, run->cycles_));
+  // From here on only the operators: `calls` may go once Start returns.
+  const v1::Calls& operators = run->calls_;
+  run->profile_ =
+      std::make_unique<TunedProfile>(operators, profile, run->shapes_);
+  ASSIGN_OR_RETURN(std::vector<ShapeCost> costs,
+                   PlanShapes(run->shapes_, operators, run->platform_, options,
+                              run->cycles_));
   run->order_ = TuneOrder(costs);
   run->queue_rank_ = QueueRanks(costs, run->order_, options.shapes_at_once);
   run->estimator_ =
       std::make_unique<JobEstimator>(std::move(costs), options.budget_seconds);
   absl::StatusOr<std::vector<bool>> before = SearchedBefore(
-      run->shapes_, calls, run->platform_, options, *run->logged_);
+      run->shapes_, operators, run->platform_, options, *run->logged_);
   // Only a hint for building ahead: none known where the cache fails.
   run->searched_before_ =
       before.ok() ? *std::move(before) : std::vector<bool>(run->shapes_.size());

@@ -104,8 +104,11 @@ class AutotuneRun {
  public:
   // Plans an Autotune of `calls` under `profile`: the platform, the
   // packaging, the kernel cycles (options.cycles_path) and the shapes.
-  // `calls`, `profile`, `options` and `context` are borrowed and must
-  // outlive the run. Errors: the device's platform, Shapes'.
+  // `calls` need only last this call: the run keeps a copy of its
+  // operators, and the shapes their inputs (Shape), all it reads of it
+  // afterwards, so the recording's calls (its bulk) may be dropped once
+  // the run is planned. `profile`, `options` and `context` are borrowed
+  // and must outlive the run. Errors: the device's platform, Shapes'.
   // REQUIRES: calls passed ValidateRecording.
   static absl::StatusOr<std::unique_ptr<AutotuneRun>> Start(
       const v1::Calls& calls, const Profile& profile,
@@ -140,6 +143,8 @@ class AutotuneRun {
   class Lane;
   AutotuneRun(const v1::Calls& calls, const AutotuneOptions& options,
               TuneContext& context);
+  // `calls`' operators (and format version), without its calls.
+  static v1::Calls OperatorsOf(const v1::Calls& calls);
   bool BudgetSpent() const;
   // The builds the search of the shape at `position` in order_ will ask
   // for first (ShapeBuilds), and in `*rest` (may be null) those of its
@@ -217,7 +222,9 @@ class AutotuneRun {
   // thread holds the turn.
   void StopLanes();
 
-  const v1::Calls& calls_;
+  // The recording's operators, without its calls: what the shapes'
+  // members index (ShapeMember::op), the searches and the profile read.
+  const v1::Calls calls_;
   const AutotuneOptions& options_;
   // The context, lines also logged and the device metered.
   std::unique_ptr<Logged> logged_;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "daemon/store/sqlite.h"
+#include "tests/testing/raw_grpc.h"
 
 namespace irontune {
 namespace {
@@ -184,6 +185,61 @@ TEST_CASE("job: an ended job no longer holds its request") {
   // What is left: the summary, a small result and two events.
   CHECK(job->RetainedBytes() < 64 * 1024);
   CHECK(job->Summary().state() == v1::JOB_STATE_SUCCEEDED);
+}
+
+// `request` with an unknown field of `padding` bytes after it, parsed
+// back: as irontuned receives a padded request.
+v1::AutotuneRequest Padded(const v1::AutotuneRequest& request, size_t padding) {
+  v1::AutotuneRequest out;
+  REQUIRE(out.ParseFromString(request.SerializeAsString() +
+                              testing::PaddingBytes(padding)));
+  return out;
+}
+
+TEST_CASE(
+    "job: a request is counted as received, its unknown fields "
+    "discarded") {
+  const v1::AutotuneRequest plain = WithProfileOf(4096);
+  const v1::AutotuneRequest padded = Padded(plain, 3 << 20);
+  REQUIRE(padded.ByteSizeLong() > (3u << 20));
+  Job job("j-pad", padded, "ann", v1::PRIORITY_UNSPECIFIED, false);
+  // Counted whole, unknown fields included...
+  CHECK(job.request_bytes() == padded.ByteSizeLong());
+  // ...but not held: what is kept is the request without them.
+  std::shared_ptr<const Job::Request> kept = job.request();
+  REQUIRE(kept != nullptr);
+  const auto& request = std::get<v1::AutotuneRequest>(*kept);
+  CHECK(request.ByteSizeLong() == plain.ByteSizeLong());
+  CHECK(request.profile().entries_size() == 1);
+}
+
+TEST_CASE("job: its charge to the queue budget goes with its request") {
+  auto budget = QueueBudget::Make(uint64_t{1} << 30, uint64_t{1} << 30);
+  auto planned = std::make_shared<Job>("j-plan", WithProfileOf(1 << 20), "ann",
+                                       v1::PRIORITY_UNSPECIFIED, false);
+  auto ended = std::make_shared<Job>("j-end", WithProfileOf(1 << 20), "bob",
+                                     v1::PRIORITY_UNSPECIFIED, false);
+  for (const JobPtr& job : {planned, ended}) {
+    auto charge = budget->Reserve(job->client(), job->request_bytes());
+    REQUIRE(charge.ok());
+    job->set_charge(*std::move(charge));
+  }
+  CHECK(budget->used("ann") == planned->request_bytes());
+  CHECK(budget->used() == planned->request_bytes() + ended->request_bytes());
+
+  // Dropped as planned: the worker's pointer still reads it, the budget
+  // has it back.
+  std::shared_ptr<const Job::Request> running = planned->request();
+  planned->MarkStarted();
+  planned->DropRequest();
+  CHECK(planned->request() == nullptr);
+  CHECK(planned->request_bytes() == 0);
+  CHECK(budget->used("ann") == 0);
+  CHECK(std::get<v1::AutotuneRequest>(*running).profile().entries_size() == 1);
+  CHECK(planned->RetainedBytes() < 64 * 1024);
+  // A job ending before it ran gives its bytes back too.
+  ended->Finish(absl::CancelledError("cancelled by request"));
+  CHECK(budget->used() == 0);
 }
 
 TEST_CASE("job: how a stopped job ends depends on why it was stopped") {

@@ -57,6 +57,11 @@ class FakeRunner : public JobRunner {
   absl::Notification proceed;
 };
 
+void WaitEnded(const JobPtr& job) {
+  bool done = false;
+  while (!done) job->EventsFrom(1 << 20, absl::Seconds(1), &done);
+}
+
 WorkerParts Parts(std::unique_ptr<JobRunner> runner) {
   WorkerParts parts;
   parts.device = *MakeSimDevice("sim:npu2");
@@ -89,6 +94,54 @@ TEST_CASE("worker: a long Autotune yields to queued Measure jobs") {
   worker.Stop();
   CHECK(fake->order == std::vector<std::string>{"autotune shape 0", "measure",
                                                 "autotune shape 1"});
+}
+
+TEST_CASE("worker: an Autotune planned drops its request and its charge") {
+  auto runner = std::make_unique<FakeRunner>();
+  FakeRunner* fake = runner.get();
+  JobQueue queue(10);
+  DeviceWorker worker(Parts(std::move(runner)), &queue, nullptr);
+  REQUIRE(worker.Start().ok());
+  auto budget = QueueBudget::Make(uint64_t{1} << 30, uint64_t{1} << 30);
+  // A job of about 1 MiB, its bytes charged.
+  auto charged = [&](const std::string& id, bool autotune) {
+    Job::Request request = v1::AutotuneRequest();
+    if (autotune) {
+      std::get<v1::AutotuneRequest>(request)
+          .mutable_profile()
+          ->add_entries()
+          ->set_operator_class(std::string(1 << 20, 'x'));
+    } else {
+      v1::MeasureRequest measure;
+      measure.mutable_operator_()->set_class_name(std::string(1 << 20, 'x'));
+      request = measure;
+    }
+    auto job = std::make_shared<Job>(id, request, "ci",
+                                     v1::PRIORITY_INTERACTIVE, false);
+    auto charge = budget->Reserve(job->client(), job->request_bytes());
+    REQUIRE(charge.ok());
+    job->set_charge(*std::move(charge));
+    return job;
+  };
+  JobPtr tune = charged("t", true);
+  REQUIRE(tune->request_bytes() > (1u << 20));
+  REQUIRE(queue.Push(tune).ok());
+  // Its first shape runs: it was planned, so it holds no request.
+  fake->started.WaitForNotification();
+  CHECK(tune->state() == v1::JOB_STATE_RUNNING);
+  CHECK(tune->request() == nullptr);
+  CHECK(budget->used() == 0);
+  // One queued behind it keeps its own (a Measure keeps it until it ends).
+  JobPtr queued = charged("m", false);
+  REQUIRE(queue.Push(queued).ok());
+  CHECK(budget->used("ci") == queued->request_bytes());
+  CHECK(queued->request_bytes() > (1u << 20));
+  CHECK(queued->request() != nullptr);
+  fake->proceed.Notify();
+  WaitEnded(queued);
+  CHECK(queued->state() == v1::JOB_STATE_SUCCEEDED);
+  CHECK(budget->used() == 0);
+  worker.Stop();
 }
 
 TEST_CASE("worker: Stop cancels the running job and ends the queued ones") {
@@ -145,11 +198,6 @@ JobPtr Costing(const std::string& id, double gib, bool autotune) {
                                    false);
   job->set_cost(static_cast<uint64_t>(gib * (1ull << 30)), 0);
   return job;
-}
-
-void WaitEnded(const JobPtr& job) {
-  bool done = false;
-  while (!done) job->EventsFrom(1 << 20, absl::Seconds(1), &done);
 }
 
 TEST_CASE("worker: a Measure that does not fit beside an Autotune waits") {

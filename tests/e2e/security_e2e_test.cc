@@ -115,14 +115,16 @@ std::string MakeTokens(const std::string& dir) {
   return Write(dir + "/tokens", lines);
 }
 
-// An irontuned on 127.0.0.1:0 with `flags`, stopped with SIGTERM.
+// An irontuned on 127.0.0.1:0 with `flags` and its sim clock `clock`,
+// stopped with SIGTERM.
 class TcpDaemon {
  public:
-  TcpDaemon(const std::string& dir, std::vector<std::string> flags)
+  TcpDaemon(const std::string& dir, std::vector<std::string> flags,
+            const std::string& clock = "virtual")
       : dir_(dir) {
     process_ = std::make_unique<Process>(
         "irontuned",
-        SimDaemonArgv(kDaemon, dir + "/state", "127.0.0.1:0", "virtual", flags),
+        SimDaemonArgv(kDaemon, dir + "/state", "127.0.0.1:0", clock, flags),
         dir);
     REQUIRE(process_->started());
     address_ = WaitForServingAddress(*process_, "127.0.0.1:");
@@ -609,6 +611,167 @@ TEST_CASE(
   CHECK(RawCall(PlainChannel("unix:" + sock), "/irontune.v1.Tuner/GetStatus",
                 PaddedMessage(size_t{2} << 20), kCiToken,
                 kRawDeadline) == grpc::StatusCode::RESOURCE_EXHAUSTED);
+}
+
+using testing::SmallAutotune;
+
+// A stream of `method` sending `request` with `token` to `address`.
+std::unique_ptr<testing::RawStream> Open(const std::string& address,
+                                         const std::string& method,
+                                         const grpc::ByteBuffer& request,
+                                         const std::string& token) {
+  return std::make_unique<testing::RawStream>(PlainChannel(address),
+                                              "/irontune.v1.Tuner/" + method,
+                                              request, token, kRawDeadline);
+}
+
+// Waits up to 30 s until GetStatus with `token` shows a running job and
+// `queued` jobs waiting; the last answer.
+v1::StatusResponse WaitForQueue(const std::string& address,
+                                const std::string& token, int queued) {
+  auto stub = v1::Tuner::NewStub(PlainChannel(address));
+  v1::StatusResponse response;
+  for (int i = 0; i < 300; ++i) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(10));
+    context.AddMetadata("authorization", "Bearer " + token);
+    response.Clear();
+    if (stub->GetStatus(&context, v1::GetStatusRequest(), &response).ok() &&
+        response.has_running() && response.queue_size() == queued) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return response;
+}
+
+TEST_CASE(
+    "security: one token's padded queued jobs are refused past its bytes and "
+    "the queue's, and are not held in memory") {
+  const std::string dir = TempDir("sec-qmem");
+  const std::string tokens = MakeTokens(dir);
+  TcpDaemon daemon(dir,
+                   {"--tokens", tokens, "--sim-build-seconds", "0",
+                    "--client-queue-bytes", "512M", "--queue-memory", "576M"},
+                   "realtime");
+  const std::string& address = daemon.address();
+  // An admin's long job holds the worker; what follows waits behind it.
+  auto busy = Open(
+      address, "Autotune",
+      testing::ToByteBuffer(SmallAutotune(/*quick=*/false).SerializeAsString()),
+      kOpsToken);
+  REQUIRE(busy->First().ok());
+  REQUIRE(WaitForQueue(address, kOpsToken, 0).has_running());
+  const long before = ProcStatusKib(daemon.pid(), "VmHWM");
+  REQUIRE(before > 0);
+
+  // Eight 64 MiB requests of ci's, each followed (its stream open, as a
+  // client watching its job): 512 MiB, ci's limit, all queued.
+  constexpr size_t kPadded = size_t{64} << 20;
+  const grpc::ByteBuffer padded =
+      testing::PaddedRequest(SmallAutotune(/*quick=*/true), kPadded);
+  std::vector<std::unique_ptr<testing::RawStream>> held;
+  for (int i = 0; i < 8; ++i) {
+    held.push_back(Open(address, "Autotune", padded, kCiToken));
+    const grpc::Status s = held.back()->First();
+    INFO(i << ": " << s.error_message());
+    REQUIRE(s.ok());
+  }
+  // A ninth is refused before it is queued, naming the figures and flag.
+  grpc::Status refused = Open(address, "Autotune", padded, kCiToken)->First();
+  CHECK(refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK_THAT(refused.error_message(), Catch::Contains("--client-queue-bytes") &&
+                                          Catch::Contains("512.0 MiB") &&
+                                          Catch::Contains("\"ci\""));
+  // Another token still gets in, up to what the queue may hold in all.
+  held.push_back(Open(address, "Autotune", padded, kOtherToken));
+  REQUIRE(held.back()->First().ok());
+  refused = Open(address, "Autotune", padded, kOtherToken)->First();
+  CHECK(refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK_THAT(refused.error_message(), Catch::Contains("--queue-memory"));
+  CHECK(WaitForQueue(address, kOpsToken, 9).queue_size() == 9);
+
+  // Eleven 64 MiB requests read, nine queued (576 MiB): their padding
+  // (unknown fields) was dropped on receipt and gRPC's copy given up, so
+  // the peak grew by what receiving them costs (about three times one
+  // request for the first, gRPC's buffers and the parse, and some of the
+  // allocator's keeping after), far less than the 1152 MiB the nine held
+  // before (a copy in the handler, one in the job).
+  const long after = ProcStatusKib(daemon.pid(), "VmHWM");
+  INFO("VmHWM " << before << " -> " << after << " KiB");
+  CHECK(after - before < 640 * 1024);
+
+  // The streams closed, their jobs cancelled: ci's bytes are released.
+  held.clear();
+  grpc::Status again;
+  for (int i = 0; i < 100; ++i) {
+    auto stream = Open(address, "Autotune", padded, kCiToken);
+    again = stream->First();
+    if (again.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  CHECK(again.ok());
+  CHECK_THAT(daemon.Log(), Catch::Contains("--client-queue-bytes"));
+}
+
+TEST_CASE(
+    "security: one token's Watches cannot take another's submit, and admins "
+    "keep streams of their own") {
+  const std::string dir = TempDir("sec-streams");
+  const std::string tokens = MakeTokens(dir);
+  TcpDaemon daemon(
+      dir,
+      {"--tokens", tokens, "--sim-build-seconds", "0", "--max-streams", "5",
+       "--max-streams-per-caller", "2", "--admin-streams", "2"},
+      "realtime");
+  const std::string& address = daemon.address();
+  // ci's long job, followed: one stream.
+  auto submit = Open(
+      address, "Autotune",
+      testing::ToByteBuffer(SmallAutotune(/*quick=*/false).SerializeAsString()),
+      kCiToken);
+  std::string first;
+  REQUIRE(submit->First(&first).ok());
+  v1::AutotuneEvent queued;
+  REQUIRE(queued.ParseFromString(first));
+  v1::WatchRequest watch;
+  watch.set_job_id(queued.job_id());
+  const grpc::ByteBuffer watch_bytes =
+      testing::ToByteBuffer(watch.SerializeAsString());
+
+  // Its Watches: one more is its quota, the next refused.
+  auto watching = Open(address, "Watch", watch_bytes, kCiToken);
+  REQUIRE(watching->First().ok());
+  const grpc::Status over =
+      Open(address, "Watch", watch_bytes, kCiToken)->First();
+  CHECK(over.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK_THAT(over.error_message(),
+             Catch::Contains("\"ci\" has 2 streams open") &&
+                 Catch::Contains("--max-streams-per-caller 2"));
+
+  // Another token's submit still gets a stream: the third of the three
+  // submit callers may use.
+  auto other = Open(
+      address, "Autotune",
+      testing::ToByteBuffer(SmallAutotune(/*quick=*/true).SerializeAsString()),
+      kOtherToken);
+  std::string other_first;
+  REQUIRE(other->First(&other_first).ok());
+  v1::AutotuneEvent other_queued;
+  REQUIRE(other_queued.ParseFromString(other_first));
+  CHECK(other_queued.has_queued());
+  // Past those three, only admins: the last two of --max-streams.
+  v1::WatchRequest watch_other;
+  watch_other.set_job_id(other_queued.job_id());
+  const grpc::Status full =
+      Open(address, "Watch",
+           testing::ToByteBuffer(watch_other.SerializeAsString()), kOtherToken)
+          ->First();
+  CHECK(full.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK_THAT(full.error_message(), Catch::Contains("--admin-streams"));
+  auto admin = Open(address, "Watch", watch_bytes, kOpsToken);
+  CHECK(admin->First().ok());
 }
 
 }  // namespace

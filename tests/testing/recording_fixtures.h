@@ -15,6 +15,7 @@
 #include "common/recording.h"
 #include "common/value.h"
 #include "irontune/v1/recording.pb.h"
+#include "irontune/v1/tuner.pb.h"
 #include "tests/testing/operator_fixtures.h"
 
 namespace irontune::testing {
@@ -346,6 +347,18 @@ inline v1::Calls AddCalls() {
 inline v1::Calls AddSiluCalls() {
   return OneCall("small", {Add2048({256, 512}), Silu8192({512, 1024})},
                  {{"p", "q", "r"}, {"s", "t"}});
+}
+
+// An Autotune of AddSiluCalls: a few seconds' work at most when `quick`
+// (3 rounds of 5 calls); else 1000 rounds of 1000 calls a setting, which
+// keeps the real-time sim's worker busy for minutes (jobs sent after it
+// wait in the queue).
+inline v1::AutotuneRequest SmallAutotune(bool quick) {
+  v1::AutotuneRequest request;
+  *request.mutable_calls() = AddSiluCalls();
+  request.mutable_timing()->set_rounds(quick ? 3 : 1000);
+  request.mutable_timing()->set_calls(quick ? 5 : 1000);
+  return request;
 }
 
 }  // namespace irontune::testing
