@@ -108,11 +108,9 @@ absl::StatusOr<Caller> TunerService::Admit(
     authorization = absl::string_view(it->second.data(), it->second.size());
   }
   const std::string peer = context->peer();
-  if (deps_.auth == nullptr) {
-    Caller caller;
-    caller.role = Role::kAdmin;
-    caller.peer = peer;
-    return caller;
+  if (deps_.auth == nullptr) {  // fail closed, never everyone admin
+    return absl::InternalError(
+        "irontuned has no authenticator: every call is refused");
   }
   const std::shared_ptr<const grpc::AuthContext> auth_context =
       context->auth_context();

@@ -76,7 +76,8 @@ struct ServiceDeps {
   // memory estimate (AdmitAutotune).
   int shapes_at_once = 1;
   size_t history_bytes = size_t{64} << 20;
-  // Who may call what; null: no checks, every caller is admin (tests).
+  // Who may call what. REQUIRES: non-null; without one every call is
+  // refused (INTERNAL), never served as admin.
   std::shared_ptr<const Authenticator> auth;
   // Refusals' log lines, rate-limited; null: one line each.
   std::shared_ptr<RefusalLog> refusals;
