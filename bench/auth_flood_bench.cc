@@ -95,24 +95,38 @@ void WriteTokens(const std::string& path) {
   std::fclose(f);
 }
 
+// irontuned with the tokens file (written under `dir`), on 127.0.0.1:0
+// and with `flags`; `*tcp` gets its TCP address. Null, with why printed,
+// when it did not come up.
+std::unique_ptr<e2e::Process> StartIrontuned(const std::string& daemon,
+                                             const std::string& dir,
+                                             std::vector<std::string> flags,
+                                             std::string* tcp) {
+  WriteTokens(dir + "/tokens");
+  std::vector<std::string> argv = {daemon,     "--state-dir", dir + "/state",
+                                   "--listen", "127.0.0.1:0", "--log-level",
+                                   "info",     "--tokens",    dir + "/tokens"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  auto irontuned = std::make_unique<e2e::Process>("irontuned", argv, dir);
+  *tcp = e2e::WaitForServingAddress(*irontuned, "127.0.0.1:", 30);
+  if (tcp->empty()) {
+    std::printf("irontuned did not come up: %s\n", irontuned->Stderr().c_str());
+    return nullptr;
+  }
+  return irontuned;
+}
+
 // The flood: tokenless and wrong-token requests of `mb` MB, `calls` of each
 // at once on each listener, then a valid-token control.
 int FloodMain(const std::string& daemon, size_t mb, int calls) {
   const std::string dir = e2e::TempDir("bench-flood");
-  WriteTokens(dir + "/tokens");
   const std::string sock = dir + "/sock";
-  e2e::Process irontuned(
-      "irontuned",
-      {daemon, "--state-dir", dir + "/state", "--listen", "127.0.0.1:0",
-       "--listen", "unix:" + sock, "--sim-clock", "virtual", "--log-level",
-       "info", "--tokens", dir + "/tokens"},
-      dir);
-  const std::string tcp =
-      e2e::WaitForServingAddress(irontuned, "127.0.0.1:", 30);
-  if (tcp.empty()) {
-    std::printf("irontuned did not come up: %s\n", irontuned.Stderr().c_str());
-    return 1;
-  }
+  std::string tcp;
+  std::unique_ptr<e2e::Process> process = StartIrontuned(
+      daemon, dir, {"--listen", "unix:" + sock, "--sim-clock", "virtual"},
+      &tcp);
+  if (process == nullptr) return 1;
+  e2e::Process& irontuned = *process;
   const pid_t pid = irontuned.pid();
   std::printf(
       "irontuned %s, --tokens; %d tokenless GetStatus + %d "
@@ -151,19 +165,12 @@ std::unique_ptr<testing::RawStream> Follow(const std::string& target,
 // token, queued behind an admin's long job, each followed.
 int QueueMain(const std::string& daemon, size_t mb, int jobs) {
   const std::string dir = e2e::TempDir("bench-queue");
-  WriteTokens(dir + "/tokens");
-  e2e::Process irontuned(
-      "irontuned",
-      {daemon, "--state-dir", dir + "/state", "--listen", "127.0.0.1:0",
-       "--sim-clock", "realtime", "--sim-build-seconds", "0", "--log-level",
-       "info", "--tokens", dir + "/tokens"},
-      dir);
-  const std::string tcp =
-      e2e::WaitForServingAddress(irontuned, "127.0.0.1:", 30);
-  if (tcp.empty()) {
-    std::printf("irontuned did not come up: %s\n", irontuned.Stderr().c_str());
-    return 1;
-  }
+  std::string tcp;
+  std::unique_ptr<e2e::Process> process = StartIrontuned(
+      daemon, dir, {"--sim-clock", "realtime", "--sim-build-seconds", "0"},
+      &tcp);
+  if (process == nullptr) return 1;
+  e2e::Process& irontuned = *process;
   const pid_t pid = irontuned.pid();
   std::printf(
       "irontuned %s, --tokens; %d Autotune requests padded to %zu MB from "

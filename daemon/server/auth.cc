@@ -345,7 +345,6 @@ absl::StatusOr<Caller> Authenticator::AuthenticateOn(
   caller.peer = local_peer == nullptr
                     ? std::string(peer)
                     : absl::StrCat("unix:", local_peer->Label());
-  if (local_peer != nullptr) caller.local = *local_peer;
   if (!tokens_.has_value()) {
     if (!local && local_peer == nullptr) {
       return absl::UnauthenticatedError(absl::StrCat(

@@ -149,7 +149,6 @@ struct Caller {
   // (local admins without tokens) the request's `client` field names the
   // owner.
   bool named = false;
-  std::optional<LocalPeer> local;  // a unix socket path's caller
 
   // "NAME@PEER" (or "PEER"), for logs.
   std::string ToString() const;

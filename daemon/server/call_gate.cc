@@ -41,11 +41,10 @@ grpc::Status CallGate::Process(const InputMetadata& auth_metadata,
   const absl::string_view path =
       Header(auth_metadata, ":path").value_or(absl::string_view());
   if (absl::StartsWith(path, kHealthPrefix)) return grpc::Status::OK;
-  const std::optional<LocalPeer> peer =
-      slot_ != nullptr ? slot_->peer() : std::nullopt;
-  const absl::StatusOr<Caller> caller =
-      auth_->AuthenticateOn(Header(auth_metadata, "authorization"), local_, "",
-                            peer.has_value() ? &*peer : nullptr);
+  const std::shared_ptr<const LocalPeer> peer =
+      slot_ != nullptr ? slot_->peer() : nullptr;
+  const absl::StatusOr<Caller> caller = auth_->AuthenticateOn(
+      Header(auth_metadata, "authorization"), local_, "", peer.get());
   if (caller.ok()) {
     if (slot_ != nullptr && context != nullptr) slot_->Stamp(*context);
     return grpc::Status::OK;

@@ -1,7 +1,6 @@
 #include "daemon/server/daemon.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -87,10 +86,8 @@ bool Answers(const std::string& path) {
 // socket something answers on (another irontuned, whatever its state dir)
 // is left alone: FailedPrecondition naming it.
 absl::Status PrepareUnixSocket(const std::string& address) {
-  absl::string_view path(address);
-  if (!absl::ConsumePrefix(&path, "unix:")) return absl::OkStatus();
-  absl::ConsumePrefix(&path, "//");
-  const std::filesystem::path p{std::string(path)};
+  if (!absl::StartsWith(address, "unix:")) return absl::OkStatus();
+  const std::filesystem::path p{UnixSocketPath(address)};
   std::error_code ec;
   if (p.has_parent_path())
     std::filesystem::create_directories(p.parent_path(), ec);
@@ -178,15 +175,8 @@ absl::StatusOr<LocalRoles> LoadLocalRoles(const DaemonOptions& options,
 }
 
 absl::StatusOr<gid_t> ResolveGroup(const std::string& name) {
-  std::vector<char> buf(16384);
-  group g{};
-  group* found = nullptr;
-  if (::getgrnam_r(name.c_str(), &g, buf.data(), buf.size(), &found) == 0 &&
-      found != nullptr) {
-    return found->gr_gid;
-  }
-  gid_t gid = 0;
-  if (absl::SimpleAtoi(name, &gid)) return gid;
+  const std::optional<gid_t> gid = GroupIdOf(name);
+  if (gid.has_value()) return *gid;
   return absl::InvalidArgumentError(
       absl::StrCat("--socket-group ", name, ": no such group"));
 }

@@ -34,21 +34,6 @@ std::optional<uid_t> UserId(const std::string& name) {
   return found->pw_uid;
 }
 
-// The gid of group `name` (a name or a number).
-std::optional<gid_t> GroupId(const std::string& name) {
-  uint32_t id = 0;
-  if (absl::SimpleAtoi(name, &id)) return id;
-  group entry{};
-  group* found = nullptr;
-  std::string buffer(kLookupBuffer, '\0');
-  if (::getgrnam_r(name.c_str(), &entry, buffer.data(), buffer.size(),
-                   &found) != 0 ||
-      found == nullptr) {
-    return std::nullopt;
-  }
-  return found->gr_gid;
-}
-
 // `peer`'s user name and supplementary groups, where the uid has an entry.
 void LookUpUser(LocalPeer& peer) {
   passwd entry{};
@@ -77,6 +62,20 @@ void LookUpUser(LocalPeer& peer) {
 
 }  // namespace
 
+std::optional<gid_t> GroupIdOf(const std::string& name) {
+  group entry{};
+  group* found = nullptr;
+  std::string buffer(kLookupBuffer, '\0');
+  if (::getgrnam_r(name.c_str(), &entry, buffer.data(), buffer.size(),
+                   &found) == 0 &&
+      found != nullptr) {
+    return found->gr_gid;
+  }
+  uint32_t id = 0;
+  if (absl::SimpleAtoi(name, &id)) return id;
+  return std::nullopt;
+}
+
 absl::StatusOr<LocalRoleRule> ParseLocalRoleRule(absl::string_view text) {
   const size_t colon = text.rfind(':');
   if (colon == absl::string_view::npos || colon == 0) {
@@ -95,7 +94,7 @@ absl::StatusOr<LocalRoleRule> ParseLocalRoleRule(absl::string_view text) {
   }
   rule.role = *role;
   const std::optional<uint32_t> id =
-      rule.group ? GroupId(rule.who) : UserId(rule.who);
+      rule.group ? GroupIdOf(rule.who) : UserId(rule.who);
   if (rule.who.empty() || !id.has_value()) {
     return absl::NotFoundError(
         absl::StrCat("--local-role \"", text, "\": the system has no ",

@@ -41,6 +41,10 @@ struct LocalRoleRule {
 // system has none of that name.
 absl::StatusOr<LocalRoleRule> ParseLocalRoleRule(absl::string_view text);
 
+// The gid of group `name` (a name, else a number), or nullopt when the
+// system has no such group: --socket-group's lookup and --local-role's.
+std::optional<gid_t> GroupIdOf(const std::string& name);
+
 class LocalRoles {
  public:
   LocalRoles() = default;

@@ -67,19 +67,19 @@ std::string UnixSocketPath(absl::string_view address) {
   return std::string(address);
 }
 
-std::optional<LocalPeer> PeerSlot::peer() const {
+std::shared_ptr<const LocalPeer> PeerSlot::peer() const {
   absl::MutexLock lock(&mu_);
   return peer_;
 }
 
 void PeerSlot::Bind(LocalPeer peer) {
   absl::MutexLock lock(&mu_);
-  peer_ = std::move(peer);
+  peer_ = std::make_shared<const LocalPeer>(std::move(peer));
 }
 
 void PeerSlot::Stamp(grpc::AuthContext& context) const {
   absl::MutexLock lock(&mu_);
-  if (peer_.has_value()) StampLocalPeer(*peer_, context);
+  if (peer_ != nullptr) StampLocalPeer(*peer_, context);
 }
 
 absl::StatusOr<std::unique_ptr<UnixListeners>> UnixListeners::Bind(

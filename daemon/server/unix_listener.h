@@ -54,8 +54,9 @@ std::string UnixSocketPath(absl::string_view address);
 // connections are stamped with.
 class PeerSlot {
  public:
-  // The peer bound, or nullopt while the slot is free.
-  std::optional<LocalPeer> peer() const;
+  // The peer bound, or null while the slot is free. Shared, not copied:
+  // every call's check reads it.
+  std::shared_ptr<const LocalPeer> peer() const;
   // Binds the slot to `peer`. REQUIRES: free.
   void Bind(LocalPeer peer);
   // StampLocalPeer under the slot's lock.
@@ -64,7 +65,7 @@ class PeerSlot {
  private:
   friend class UnixListeners;
   mutable absl::Mutex mu_;
-  std::optional<LocalPeer> peer_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const LocalPeer> peer_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;
 };
 
