@@ -1,16 +1,22 @@
 #include "daemon/builder/artifact_store.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
 #include <tuple>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "daemon/base/beneath.h"
 #include "daemon/base/sha256.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
@@ -21,54 +27,107 @@ namespace {
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
-// /2: full-ELF arenas and views, value kinds. An entry of another format
-// (a /1 entry, whose manifest XrtDevice refuses) is deleted and rebuilt.
-constexpr char kEntryFormat[] = "irontune-artifact-entry/2";
+// /2: full-ELF arenas and views, value kinds. /3: the files are irontuned's
+// copies, made through the descriptors the reply's check opened, under
+// names of irontuned's (FileRoles). An entry of another format (a /1
+// entry, whose manifest XrtDevice refuses; a /2 entry, which holds the
+// builder's own files, as they stood after the check) is deleted and
+// rebuilt.
+constexpr char kEntryFormat[] = "irontune-artifact-entry/3";
 // daemon/xrt/artifact_manifest.h's kXrtManifestFormat (this layer cannot
 // include it; tests/xrt/real_path_e2e_test.cc loads what is written here).
 constexpr char kManifestFormat[] = "irontune-xrt-artifact/2";
 constexpr char kEntryFile[] = "entry.json";
 constexpr char kTmpDir[] = ".tmp";
 
-// The sha256 hex of the file at `path`; NotFound/Internal naming it.
-absl::StatusOr<std::string> FileSha256(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return absl::NotFoundError(absl::StrCat("cannot read ", path.string()));
+// A file of an entry, as entry.json records it.
+struct StoredFile {
+  std::string role;  // "xclbin", "insts", "elf"
+  std::string name;  // in the entry's directory
+  uint64_t nbytes = 0;
+  std::string sha256;
+};
+
+// Reads `from` from its start to its end, hashing it and, when `to` >= 0,
+// writing it there. The bytes read into *nbytes; the sha256 hex.
+absl::StatusOr<std::string> Pump(int from, int to, uint64_t* nbytes) {
   Sha256 hash;
   char buffer[1 << 16];
-  while (in) {
-    in.read(buffer, sizeof buffer);
-    hash.Update(std::string_view(buffer, static_cast<size_t>(in.gcount())));
+  uint64_t offset = 0;
+  while (true) {
+    const ssize_t n =
+        ::pread(from, buffer, sizeof buffer, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return absl::InternalError(std::strerror(errno));
+    if (n == 0) break;
+    hash.Update(std::string_view(buffer, static_cast<size_t>(n)));
+    for (ssize_t done = 0; to >= 0 && done < n;) {
+      const ssize_t w =
+          ::write(to, buffer + done, static_cast<size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) return absl::InternalError(std::strerror(errno));
+      done += w;
+    }
+    offset += static_cast<uint64_t>(n);
   }
-  if (in.bad())
-    return absl::InternalError(absl::StrCat("cannot read ", path.string()));
+  *nbytes = offset;
   return hash.HexDigest();
 }
 
-// The files of a reply by role ("xclbin", "insts", "elf").
-std::vector<std::pair<std::string, std::string>> FileRoles(
+// The files of a reply by role, with the names their copies get.
+std::vector<std::pair<StoredFile, const BuiltFile*>> FileRoles(
     const BuiltFiles& files) {
-  std::vector<std::pair<std::string, std::string>> out;
-  if (!files.elf.empty()) out.emplace_back("elf", files.elf);
-  if (!files.xclbin.empty()) out.emplace_back("xclbin", files.xclbin);
-  if (!files.insts.empty()) out.emplace_back("insts", files.insts);
+  std::vector<std::pair<StoredFile, const BuiltFile*>> out;
+  const auto add = [&out](const char* role, const char* name,
+                          const BuiltFile& file) {
+    if (file.path.empty()) return;
+    StoredFile stored;
+    stored.role = role;
+    stored.name = name;
+    out.emplace_back(std::move(stored), &file);
+  };
+  add("elf", "design.elf", files.elf);
+  add("xclbin", "design.xclbin", files.xclbin);
+  add("insts", "insts.bin", files.insts);
   return out;
 }
 
-// The entry.json of a checked build in `dir`.
-absl::StatusOr<Json> EntryJson(const std::string& recipe_hash,
-                               const fs::path& dir, const BuilderReply& reply,
-                               const BuildRequest& request) {
+// Copies `from` into a new file `to.name` of the directory `dir_fd` (shown
+// as `dir`), filling in `to`'s size and sha256. Internal naming the file
+// when it cannot be copied or its size changed since it was opened.
+absl::Status CopyInto(const BuiltFile& from, int dir_fd, const fs::path& dir,
+                      StoredFile& to) {
+  const std::string shown = (dir / to.name).string();
+  UniqueFd out(::openat(dir_fd, to.name.c_str(),
+                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                        0600));
+  if (!out.valid()) {
+    return absl::InternalError(
+        absl::StrCat("cannot create ", shown, ": ", std::strerror(errno)));
+  }
+  absl::StatusOr<std::string> sha = Pump(from.fd.get(), out.get(), &to.nbytes);
+  if (!sha.ok()) {
+    return absl::InternalError(absl::StrCat("cannot copy artifact ", from.path,
+                                            " to ", shown, ": ",
+                                            sha.status().message()));
+  }
+  if (to.nbytes != from.nbytes) {
+    return absl::InternalError(absl::StrCat(
+        "artifact ", from.path, " changed while it was copied: ", from.nbytes,
+        " bytes when checked, ", to.nbytes, " copied"));
+  }
+  to.sha256 = *std::move(sha);
+  return absl::OkStatus();
+}
+
+// The entry.json of a build whose files are `files`.
+Json EntryJson(const std::string& recipe_hash,
+               const std::vector<StoredFile>& stored, const BuilderReply& reply,
+               const BuildRequest& request) {
   Json files = Json::object();
-  for (const auto& [role, path] : FileRoles(reply.files)) {
-    std::error_code ec;
-    const uint64_t size = fs::file_size(dir / path, ec);
-    if (ec)
-      return absl::InternalError(
-          absl::StrCat("cannot stat ", (dir / path).string()));
-    ASSIGN_OR_RETURN(std::string sha, FileSha256(dir / path));
-    files[role] = {{"path", path}, {"nbytes", size}, {"sha256", sha}};
+  for (const StoredFile& f : stored) {
+    files[f.role] = {
+        {"path", f.name}, {"nbytes", f.nbytes}, {"sha256", f.sha256}};
   }
   Json buffers = Json::array(), symbols = Json::array();
   Json arenas = Json::array();
@@ -163,14 +222,17 @@ std::string EntryProblem(const Json& entry, const fs::path& dir,
   if (entry.value("recipe_hash", "") != recipe_hash) return "another recipe";
   if (entry.value("packaging", "") != PackagingWord(request.packaging))
     return "another packaging";
+  absl::StatusOr<UniqueFd> dir_fd = OpenDirectory(dir.string());
+  if (!dir_fd.ok()) return std::string(dir_fd.status().message());
   for (const auto& [role, file] : entry.at("files").items()) {
-    const fs::path path = dir / file.at("path").get<std::string>();
-    std::error_code ec;
-    const uint64_t size = fs::file_size(path, ec);
-    if (ec) return absl::StrCat("its ", role, " file is missing");
-    if (size != file.at("nbytes").get<uint64_t>())
+    absl::StatusOr<BeneathFile> f =
+        OpenBeneath(dir_fd->get(), file.at("path").get<std::string>());
+    if (!f.ok())
+      return absl::StrCat("its ", role, " file ", f.status().message());
+    if (f->size != file.at("nbytes").get<uint64_t>())
       return absl::StrCat("its ", role, " file changed size");
-    absl::StatusOr<std::string> sha = FileSha256(path);
+    uint64_t read = 0;
+    absl::StatusOr<std::string> sha = Pump(f->fd.get(), -1, &read);
     if (!sha.ok() || *sha != file.at("sha256").get<std::string>())
       return absl::StrCat("its ", role, " file changed");
   }
@@ -203,6 +265,24 @@ absl::Status WriteFileAtomically(const fs::path& path,
     return absl::InternalError(
         absl::StrCat("cannot write ", path.string(), ": ", ec.message()));
   return absl::OkStatus();
+}
+
+// Copies `reply`'s files through its descriptors into the empty directory
+// `staging` and writes its entry.json there; returns the entry.
+absl::StatusOr<Json> StageEntry(const std::string& recipe_hash,
+                                const std::string& staging,
+                                const BuilderReply& reply,
+                                const BuildRequest& request) {
+  ASSIGN_OR_RETURN(const UniqueFd fd, OpenDirectory(staging));
+  std::vector<StoredFile> stored;
+  for (auto& [file, from] : FileRoles(reply.files)) {
+    RETURN_IF_ERROR(CopyInto(*from, fd.get(), staging, file));
+    stored.push_back(std::move(file));
+  }
+  Json entry = EntryJson(recipe_hash, stored, reply, request);
+  RETURN_IF_ERROR(
+      WriteFileAtomically(fs::path(staging) / kEntryFile, entry.dump(1)));
+  return entry;
 }
 
 uint64_t TreeBytes(const fs::path& dir) {
@@ -278,14 +358,17 @@ absl::StatusOr<std::optional<Artifact>> ArtifactStore::LoadEntry(
 absl::StatusOr<std::string> ArtifactStore::NewBuildDir(
     const std::string& recipe_hash) {
   absl::MutexLock lock(&mu_);
+  return NewTmpDir(recipe_hash);
+}
+
+absl::StatusOr<std::string> ArtifactStore::NewTmpDir(
+    const std::string& recipe_hash) {
   const fs::path dir =
       fs::path(dir_) / kTmpDir /
       absl::StrCat(recipe_hash, "-", ::getpid(), "-", next_build_++);
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) {
+  if (::mkdir(dir.c_str(), 0700) != 0) {
     return absl::InternalError(
-        absl::StrCat("cannot make ", dir.string(), ": ", ec.message()));
+        absl::StrCat("cannot make ", dir.string(), ": ", std::strerror(errno)));
   }
   return dir.string();
 }
@@ -295,28 +378,21 @@ absl::StatusOr<Artifact> ArtifactStore::Insert(const std::string& recipe_hash,
                                                const BuilderReply& reply,
                                                const BuildRequest& request) {
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<Json> entry =
-      EntryJson(recipe_hash, build_dir, reply, request);
-  absl::Status written =
-      entry.ok() ? WriteFileAtomically(fs::path(build_dir) / kEntryFile,
-                                       entry->dump(1))
-                 : entry.status();
-  if (!written.ok()) {
-    RemoveTree(build_dir);
-    return written;
-  }
+  // The builder's directory is read only through the reply's descriptors,
+  // and goes whatever happens.
+  absl::Cleanup discard = [&build_dir] { RemoveTree(build_dir); };
   ASSIGN_OR_RETURN(std::optional<Artifact> there,
                    LoadEntry(recipe_hash, request));
-  if (there) {  // another build of the recipe got there first
-    RemoveTree(build_dir);
-    return *std::move(there);
-  }
+  if (there) return *std::move(there);  // another build got there first
+  ASSIGN_OR_RETURN(const std::string staging, NewTmpDir(recipe_hash));
+  absl::StatusOr<Json> entry = StageEntry(recipe_hash, staging, reply, request);
   const fs::path dir = fs::path(dir_) / recipe_hash;
   std::error_code ec;
-  fs::rename(build_dir, dir, ec);
-  if (ec) {
-    RemoveTree(build_dir);
-    return absl::InternalError(absl::StrCat("cannot move ", build_dir, " to ",
+  if (entry.ok()) fs::rename(staging, dir, ec);
+  if (!entry.ok() || ec) {
+    RemoveTree(staging);
+    if (!entry.ok()) return entry.status();
+    return absl::InternalError(absl::StrCat("cannot move ", staging, " to ",
                                             dir.string(), ": ", ec.message()));
   }
   Evict(recipe_hash);

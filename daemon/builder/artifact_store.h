@@ -4,13 +4,17 @@
 //
 //   DIR/<recipe_hash>/entry.json   what was checked: each file's size and
 //                                  sha256, the buffers and symbols
-//   DIR/<recipe_hash>/<files>      what the builder wrote
-//   DIR/.tmp/<recipe_hash>-<n>/    builds in progress
+//   DIR/<recipe_hash>/<files>      irontuned's copies of what the builder
+//                                  wrote: design.elf, or design.xclbin and
+//                                  insts.bin
+//   DIR/.tmp/<recipe_hash>-<n>/    builds in progress, entries being made
 //
-// An entry appears atomically (built in .tmp, renamed into place). An entry
-// that is missing its entry.json, cannot be read, or whose files are missing
-// or changed is deleted by Lookup, which reports a miss, so the design is
-// rebuilt. After an insert, least recently used entries are deleted until
+// An entry appears atomically (made in .tmp, renamed into place); its files
+// are read through descriptors opened beneath their directory with no
+// symlink followed (daemon/base/beneath.h), the builder's and the store's. An
+// entry that is missing its entry.json, cannot be read, or whose files are
+// missing or changed is deleted by Lookup, which reports a miss, so the design
+// is rebuilt. After an insert, least recently used entries are deleted until
 // the store is within its cap; the entry just inserted never is.
 //
 // Threads: thread-safe; one mutex serialises every operation (a lookup
@@ -48,11 +52,14 @@ class ArtifactStore {
   // A new, empty directory for one build of `recipe_hash`; absolute.
   absl::StatusOr<std::string> NewBuildDir(const std::string& recipe_hash);
 
-  // Moves `build_dir` (a NewBuildDir, holding the files `reply` names, as
-  // ParseReply checked them) into the store and returns its artifact. When
-  // another build of the recipe got there first, keeps that one and deletes
-  // `build_dir`. Internal naming the path when the files cannot be hashed
-  // or moved (then `build_dir` is deleted).
+  // Makes the entry of `reply`, a build in `build_dir` (a NewBuildDir), and
+  // returns its artifact: its files are copied, and hashed as they are,
+  // through the descriptors ParseReply opened (never reopened by a path in
+  // `build_dir`) into a new directory of irontuned's, which gets entry.json
+  // and is then renamed into place. When another build of the recipe got
+  // there first, keeps that one. `build_dir` is deleted in every case.
+  // Internal naming the file when one cannot be copied or changed size
+  // since it was opened.
   absl::StatusOr<Artifact> Insert(const std::string& recipe_hash,
                                   const std::string& build_dir,
                                   const BuilderReply& reply,
@@ -71,6 +78,9 @@ class ArtifactStore {
       : dir_(std::move(dir)), max_bytes_(max_bytes) {}
   absl::StatusOr<std::optional<Artifact>> LoadEntry(
       const std::string& recipe_hash, const BuildRequest& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A new, empty directory DIR/.tmp/<recipe_hash>-<pid>-<n>, mode 0700.
+  absl::StatusOr<std::string> NewTmpDir(const std::string& recipe_hash)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Evict(const std::string& keep) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

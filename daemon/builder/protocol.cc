@@ -1,16 +1,17 @@
 #include "daemon/builder/protocol.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <set>
-#include <system_error>
 #include <tuple>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/design.h"
 #include "common/recording.h"
 #include "common/status_macros.h"
+#include "daemon/base/beneath.h"
 #include "daemon/base/sha256.h"
 #include "daemon/npu/arena_view.h"
 #include "nlohmann/json.hpp"
@@ -19,7 +20,6 @@ namespace irontune {
 namespace {
 
 using Json = nlohmann::json;
-namespace fs = std::filesystem;
 
 absl::string_view A(std::string_view s) {
   return absl::string_view(s.data(), s.size());
@@ -174,49 +174,50 @@ absl::StatusOr<std::vector<ArtifactBuffer>> ParseBuffers(
   return out;
 }
 
-// A file the reply names: relative to (or absolute inside) `dir`, regular
-// and not empty. Returns the path relative to `dir`, and its size.
-absl::StatusOr<std::string> CheckFile(const Field& f, std::string_view dir,
-                                      uint64_t* size) {
+// A file the reply names, relative to (or absolute inside) `dir`, opened
+// beneath `dir_fd` (OpenBeneath): regular and not empty.
+absl::StatusOr<BuiltFile> OpenFile(const Field& f, std::string_view dir,
+                                   int dir_fd) {
   ASSIGN_OR_RETURN(std::string name, f.String());
   if (name.empty()) return Field::Bad(f.path(), "is empty");
-  const fs::path base = fs::path(dir).lexically_normal();
-  const fs::path full = (base / name).lexically_normal();
-  const fs::path rel = full.lexically_relative(base);
-  if (rel.empty() || *rel.begin() == ".." || rel == ".") {
-    return Field::Bad(f.path(),
-                      absl::StrCat("\"", name, "\" is not inside ", A(dir)));
+  std::string relative = name;
+  if (name.front() == '/') {
+    const std::string inside =
+        absl::StrCat(absl::StripSuffix(A(dir), "/"), "/");
+    if (!absl::StartsWith(name, inside)) {
+      return Field::Bad(f.path(),
+                        absl::StrCat("\"", name, "\" is not inside ", A(dir)));
+    }
+    relative = name.substr(inside.size());
   }
-  std::error_code ec;
-  const fs::file_status st = fs::symlink_status(full, ec);
-  if (ec || !fs::is_regular_file(st)) {
-    return Field::Bad(
-        f.path(),
-        absl::StrCat("\"", name, "\" is not a regular file in ", A(dir)));
+  absl::StatusOr<BeneathFile> file = OpenBeneath(dir_fd, relative);
+  if (!file.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(f.path(), ": artifact ", file.status().message()));
   }
-  *size = fs::file_size(full, ec);
-  if (ec || *size == 0) return Field::Bad(f.path(), "names an empty file");
-  return rel.string();
+  if (file->size == 0) return Field::Bad(f.path(), "names an empty file");
+  return BuiltFile{std::move(relative), std::move(file->fd), file->size};
 }
 
 absl::Status ParseFiles(const Field& reply, const BuildRequest& request,
                         std::string_view dir, BuiltFiles& files,
                         uint64_t* insts_words) {
   ASSIGN_OR_RETURN(Field f, reply.Get("files"));
-  uint64_t size = 0;
+  ASSIGN_OR_RETURN(const UniqueFd dir_fd, OpenDirectory(std::string(dir)));
   if (request.packaging == v1::PACKAGING_FULL_ELF) {
     ASSIGN_OR_RETURN(Field elf, f.Get("elf"));
-    ASSIGN_OR_RETURN(files.elf, CheckFile(elf, dir, &size));
+    ASSIGN_OR_RETURN(files.elf, OpenFile(elf, dir, dir_fd.get()));
     return absl::OkStatus();
   }
   ASSIGN_OR_RETURN(Field xclbin, f.Get("xclbin"));
-  ASSIGN_OR_RETURN(files.xclbin, CheckFile(xclbin, dir, &size));
+  ASSIGN_OR_RETURN(files.xclbin, OpenFile(xclbin, dir, dir_fd.get()));
   if (f.Has("kernel")) {  // absent or empty: the xclbin's first kernel
     ASSIGN_OR_RETURN(Field kernel, f.Get("kernel"));
     ASSIGN_OR_RETURN(files.kernel, kernel.String());
   }
   ASSIGN_OR_RETURN(Field insts, f.Get("insts"));
-  ASSIGN_OR_RETURN(files.insts, CheckFile(insts, dir, &size));
+  ASSIGN_OR_RETURN(files.insts, OpenFile(insts, dir, dir_fd.get()));
+  const uint64_t size = files.insts.nbytes;
   if (size % 4 != 0) {
     return Field::Bad(insts.path(), absl::StrCat("is ", size,
                                                  " bytes, not whole 32-bit "

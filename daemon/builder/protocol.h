@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "daemon/base/unique_fd.h"
 #include "daemon/npu/builder.h"
 
 namespace irontune {
@@ -49,11 +50,23 @@ struct BuiltView {
   uint64_t offset = 0;
 };
 
-// The files of a built design, as paths relative to the build's directory.
-// `kernel` (xclbin chain) may be empty: the xclbin's first kernel.
+// A file of a built design: its path as the reply named it, relative to
+// the build's directory, and the descriptor ParseReply opened it by
+// (daemon/base/beneath.h: inside the directory, no symlink followed, a
+// regular file, not empty), through which it is read from then on.
+// `path` empty: the packaging has no such file.
+struct BuiltFile {
+  std::string path;
+  UniqueFd fd;
+  uint64_t nbytes = 0;  // its size when opened
+};
+
+// The files of a built design. `kernel` (xclbin chain) may be empty: the
+// xclbin's first kernel.
 struct BuiltFiles {
-  std::string xclbin, kernel, insts;  // xclbin chain
-  std::string elf;                    // full ELF
+  BuiltFile xclbin, insts;  // xclbin chain
+  std::string kernel;       // xclbin chain
+  BuiltFile elf;            // full ELF
 };
 
 // kFits answers a fit request only.
@@ -98,13 +111,17 @@ std::string FitRequestJson(const BuildRequest& request,
 absl::StatusOr<BuilderReply> ParseFitReply(std::string_view text);
 
 // Parses and checks a reply to `request` (recipe `recipe_hash`). For a built
-// design, also checks that its files are regular, non-empty files inside
-// `output_dir`, and that each insts_word lies within the instruction
+// design, also opens its files: each path, relative to `output_dir` (or
+// absolute inside it), is resolved beneath it with no symlink followed and
+// must be a regular, non-empty file (OpenBeneath); the reply holds their
+// descriptors. Checks that each insts_word lies within the instruction
 // stream; for a full ELF, that the arenas are input, output, scratch[,
 // feedback] and each buffer a 4-byte aligned view inside one, overlapping
 // no other unless identical to it, and that every symbol has a
 // scratchpad_word and a kind (an "arg" is refused). InvalidArgument naming
-// the field ("reply.buffers[2].nbytes: ...") for anything malformed.
+// the field ("reply.buffers[2].nbytes: ...") for anything malformed, and
+// the file and why for a file that may not be read ("reply.files.elf:
+// artifact \"sub/x.elf\": a component (\"sub\") is a symlink").
 absl::StatusOr<BuilderReply> ParseReply(std::string_view text,
                                         const BuildRequest& request,
                                         std::string_view recipe_hash,

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "catch2/catch.hpp"
+#include "daemon/base/beneath.h"
 #include "daemon/base/sha256.h"
 #include "nlohmann/json.hpp"
 #include "tests/builder/builder_fixtures.h"
@@ -19,8 +20,18 @@ void WriteFile(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
 }
 
-// A build of `recipe` in the store's build dir, as a builder leaves it:
-// an xclbin of `xclbin_bytes` bytes and a 64-word instruction stream.
+// File `name` of `dir` opened as ParseReply opens a reply's files.
+BuiltFile Opened(const std::string& dir, const std::string& name) {
+  absl::StatusOr<UniqueFd> d = OpenDirectory(dir);
+  REQUIRE(d.ok());
+  absl::StatusOr<BeneathFile> f = OpenBeneath(d->get(), name);
+  REQUIRE(f.ok());
+  return BuiltFile{name, std::move(f->fd), f->size};
+}
+
+// A build of `recipe` in the store's build dir, as a builder leaves it
+// and ParseReply opens it: an xclbin of `xclbin_bytes` bytes and a 64-word
+// instruction stream.
 BuilderReply FakeBuild(ArtifactStore& store, const std::string& recipe,
                        std::string* dir, size_t xclbin_bytes = 1000) {
   *dir = *store.NewBuildDir(recipe);
@@ -28,9 +39,9 @@ BuilderReply FakeBuild(ArtifactStore& store, const std::string& recipe,
   WriteFile(*dir + "/insts.bin", std::string(256, 'i'));
   BuilderReply reply;
   reply.status = ReplyStatus::kBuilt;
-  reply.files.xclbin = "design.xclbin";
+  reply.files.xclbin = Opened(*dir, "design.xclbin");
   reply.files.kernel = "MLIR_AIE";
-  reply.files.insts = "insts.bin";
+  reply.files.insts = Opened(*dir, "insts.bin");
   reply.buffers.push_back({"s0.A", 0, 0, 16, true, false});
   reply.symbols.push_back({"seq_len", 7, -1, ""});
   return reply;
@@ -180,7 +191,7 @@ TEST_CASE("A full-ELF entry keeps its arenas, views and value kinds") {
             "ELF elf bytes");
   BuilderReply reply;
   reply.status = ReplyStatus::kBuilt;
-  reply.files.elf = "design.elf";
+  reply.files.elf = Opened(dir, "design.elf");
   reply.buffers.push_back({"s0.A", 0, 0, 16, true, false});
   reply.buffers.push_back({"s0.C", 0, 2, 8, false, true});
   reply.arenas = {{"input", 16}, {"output", 24}, {"scratch", 0}};
@@ -204,16 +215,58 @@ TEST_CASE("A full-ELF entry keeps its arenas, views and value kinds") {
   CHECK((*hit)->artifact_hash == a->artifact_hash);
 }
 
-TEST_CASE("An entry of format /1 is deleted, so the design is rebuilt") {
+TEST_CASE("An entry of format /1 or /2 is deleted, so the design is rebuilt") {
   const std::string root = e2e::TempDir("store-v1") + "/artifacts";
   auto store = *ArtifactStore::Open(root, 0);
   const std::string recipe = Sha256Hex("old");
   Insert(*store, recipe);
   const std::string entry = root + "/" + recipe + "/entry.json";
   auto json = nlohmann::json::parse(e2e::ReadFile(entry));
-  CHECK(json["format"] == "irontune-artifact-entry/2");
+  CHECK(json["format"] == "irontune-artifact-entry/3");
   json["format"] = "irontune-artifact-entry/1";  // as an older irontuned wrote
   WriteFile(entry, json.dump());
+  CHECK_FALSE(Has(*store, recipe));
+  CHECK_FALSE(fs::exists(root + "/" + recipe));
+  // /2 kept the builder's own files, as they stood after the check.
+  Insert(*store, recipe);
+  json = nlohmann::json::parse(e2e::ReadFile(entry));
+  json["format"] = "irontune-artifact-entry/2";
+  WriteFile(entry, json.dump());
+  CHECK_FALSE(Has(*store, recipe));
+}
+
+TEST_CASE("The store keeps copies of what the reply's check opened") {
+  const std::string root = e2e::TempDir("store-copy") + "/artifacts";
+  auto store = *ArtifactStore::Open(root, 0);
+  const std::string recipe = Sha256Hex("swapped");
+  std::string dir;
+  BuilderReply reply = FakeBuild(*store, recipe, &dir, 1000);
+  // After the check, the builder's files are swapped: one renamed over by
+  // other bytes, one replaced by a symlink out of the directory.
+  WriteFile(dir + "/other.xclbin", std::string(1000, 'z'));
+  fs::rename(dir + "/other.xclbin", dir + "/design.xclbin");
+  fs::remove(dir + "/insts.bin");
+  fs::create_symlink("/etc/passwd", dir + "/insts.bin");
+  absl::StatusOr<Artifact> a = store->Insert(recipe, dir, reply, GemmRequest());
+  REQUIRE(a.ok());
+  CHECK_FALSE(fs::exists(dir));
+  const std::string entry = root + "/" + recipe;
+  CHECK(e2e::ReadFile(entry + "/design.xclbin") == std::string(1000, 'x'));
+  CHECK(e2e::ReadFile(entry + "/insts.bin") == std::string(256, 'i'));
+  CHECK_FALSE(fs::is_symlink(entry + "/insts.bin"));
+  const auto manifest = nlohmann::json::parse(a->payload);
+  CHECK(manifest["insts"] == entry + "/insts.bin");
+}
+
+TEST_CASE("A stored file made a symlink breaks its entry") {
+  const std::string root = e2e::TempDir("store-link") + "/artifacts";
+  auto store = *ArtifactStore::Open(root, 0);
+  const std::string recipe = Sha256Hex("linked");
+  Insert(*store, recipe);
+  const std::string xclbin = root + "/" + recipe + "/design.xclbin";
+  const std::string copy = root + "/copy.xclbin";
+  fs::rename(xclbin, copy);  // the same bytes, reached through a symlink
+  fs::create_symlink(copy, xclbin);
   CHECK_FALSE(Has(*store, recipe));
   CHECK_FALSE(fs::exists(root + "/" + recipe));
 }

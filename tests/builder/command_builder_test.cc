@@ -318,8 +318,13 @@ TEST_CASE("Malformed replies are clear errors for the setting") {
   CHECK(garbage.message().find("malformed reply: the reply is not one JSON "
                                "object") != std::string::npos);
   const absl::Status missing = FailedBuild(f, "missing-file");
-  CHECK(missing.message().find("reply.files.xclbin \"design.xclbin\" is not "
-                               "a regular file") != std::string::npos);
+  CHECK(missing.message().find("reply.files.xclbin: artifact "
+                               "\"design.xclbin\": the file does not "
+                               "exist") != std::string::npos);
+  const absl::Status symlink = FailedBuild(f, "symlink-dir");
+  CHECK(symlink.message().find("reply.files.xclbin: artifact "
+                               "\"sub/passwd\": a component (\"sub\") is "
+                               "a symlink") != std::string::npos);
   const absl::Status wrong = FailedBuild(f, "wrong-recipe");
   CHECK(wrong.message().find("reply.recipe_hash is \"0000") !=
         std::string::npos);

@@ -1,5 +1,7 @@
 #include "daemon/builder/protocol.h"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -111,7 +113,10 @@ TEST_CASE("A good reply parses") {
   absl::StatusOr<BuilderReply> r = f.Parse();
   REQUIRE(r.ok());
   CHECK(r->status == ReplyStatus::kBuilt);
-  CHECK(r->files.xclbin == "d.xclbin");
+  CHECK(r->files.xclbin.path == "d.xclbin");
+  CHECK(r->files.xclbin.fd.valid());  // what is read from now on
+  CHECK(r->files.xclbin.nbytes == 2);
+  CHECK(r->files.insts.nbytes == 16);
   CHECK(r->buffers.at(0).nbytes == 8192);
   CHECK(r->symbols.at(0).insts_word == 3);
   CHECK(r->builder_artifact_hash == "h1");
@@ -172,11 +177,13 @@ TEST_CASE("Malformed replies name the field") {
 TEST_CASE("Reply files must be non-empty files inside the output dir") {
   ReplyFixture f;
   f.reply["files"]["xclbin"] = "../outside.xclbin";
-  CHECK(f.Error().find("reply.files.xclbin \"../outside.xclbin\" is not "
-                       "inside ") == 0);
+  CHECK(f.Error() ==
+        "reply.files.xclbin: artifact \"../outside.xclbin\": has a \"..\" "
+        "component, which may leave it");
   f = ReplyFixture();
   f.reply["files"]["xclbin"] = "/etc/passwd";
-  CHECK(f.Error().find("is not inside") != std::string::npos);
+  CHECK(f.Error().find("reply.files.xclbin \"/etc/passwd\" is not inside ") ==
+        0);
   f = ReplyFixture();
   f.reply["files"]["xclbin"] = f.dir + "/d.xclbin";  // absolute, inside
   CHECK(f.Error() == "ok");
@@ -189,9 +196,33 @@ TEST_CASE("Reply files must be non-empty files inside the output dir") {
   f.reply["files"]["insts"] = "odd.bin";
   CHECK(f.Error() == "reply.files.insts is 5 bytes, not whole 32-bit words");
   f = ReplyFixture();
-  std::filesystem::create_symlink("/etc/hostname", f.dir + "/link");
-  f.reply["files"]["xclbin"] = "link";
-  CHECK(f.Error().find("is not a regular file") != std::string::npos);
+  f.reply["files"]["insts"] = "missing.bin";
+  CHECK(f.Error() ==
+        "reply.files.insts: artifact \"missing.bin\": the file does not exist");
+}
+
+TEST_CASE("Reply files are opened with no symlink followed") {
+  ReplyFixture f;
+  // A symlinked directory is "inside" by its path, not by what it reaches.
+  std::filesystem::create_directory_symlink("/etc", f.dir + "/sub");
+  f.reply["files"]["xclbin"] = "sub/passwd";
+  CHECK(f.Error() ==
+        "reply.files.xclbin: artifact \"sub/passwd\": a component (\"sub\") "
+        "is a symlink");
+  f.reply["files"]["xclbin"] = f.dir + "/sub/passwd";  // absolute, the same
+  CHECK(f.Error().find("a component (\"sub\") is a symlink") !=
+        std::string::npos);
+  f = ReplyFixture();
+  std::filesystem::create_symlink("d.xclbin", f.dir + "/link");
+  f.reply["files"]["xclbin"] = "link";  // even to a file inside
+  CHECK(f.Error() ==
+        "reply.files.xclbin: artifact \"link\": the file is a symlink");
+  f = ReplyFixture();
+  REQUIRE(::mkfifo((f.dir + "/fifo").c_str(), 0600) == 0);
+  f.reply["files"]["insts"] = "fifo";  // refused, not waited on
+  CHECK(f.Error() ==
+        "reply.files.insts: artifact \"fifo\": is not a regular file (a "
+        "fifo)");
 }
 
 // A full-ELF reply as IRON's fused image lays it out: s0.A in the input
@@ -223,7 +254,7 @@ TEST_CASE("A full ELF reply names its arenas, views and value kinds") {
   const ReplyFixture f = ElfReply();
   absl::StatusOr<BuilderReply> r = f.Parse();
   REQUIRE(r.ok());
-  CHECK(r->files.elf == "d.xclbin");
+  CHECK(r->files.elf.path == "d.xclbin");
   REQUIRE(r->arenas.size() == 3);
   CHECK(r->arenas[1].name == "output");
   CHECK(r->arenas[1].nbytes == 8256);

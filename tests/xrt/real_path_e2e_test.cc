@@ -146,7 +146,7 @@ TEST_CASE("xrt e2e: submit on xrt:0 with the fake XRT and fake builder",
     if (entry.path().filename() == ".tmp") continue;
     const auto e =
         nlohmann::json::parse(e2e::ReadFile(entry.path() / "entry.json"));
-    CHECK(e["format"] == "irontune-artifact-entry/2");
+    CHECK(e["format"] == "irontune-artifact-entry/3");
     if (e["packaging"] != "full_elf") continue;
     ++elves;
     CHECK(e["arenas"].size() == 3);
@@ -155,7 +155,7 @@ TEST_CASE("xrt e2e: submit on xrt:0 with the fake XRT and fake builder",
   CHECK(elves == built);
 }
 
-TEST_CASE("xrt e2e: a store entry of format /1 is rebuilt, not loaded",
+TEST_CASE("xrt e2e: a store entry of an older format is rebuilt, not loaded",
           "[xrt][e2e]") {
   const std::string dir = e2e::TempDir("xrt-real-path-v1");
   const std::string model = WriteModel(dir);
@@ -187,7 +187,7 @@ TEST_CASE("xrt e2e: a store entry of format /1 is rebuilt, not loaded",
   for (const std::string& path : entries) {
     INFO(path);
     CHECK(nlohmann::json::parse(e2e::ReadFile(path))["format"] ==
-          "irontune-artifact-entry/2");
+          "irontune-artifact-entry/3");
   }
 }
 
