@@ -69,9 +69,20 @@ struct Channels {
   }
 };
 
-// Starts argv in a process group of its own on `channels`' child ends.
-absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv,
-                            Channels& channels) {
+// `strings` as a null-terminated array of C strings, which they back.
+std::vector<char*> CStrings(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (const std::string& s : strings)
+    out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+// Starts argv in a process group of its own on `channels`' child ends, with
+// `environment` (nullopt: ours).
+absl::StatusOr<pid_t> Spawn(
+    const std::vector<std::string>& argv, Channels& channels,
+    const std::optional<std::vector<std::string>>& environment) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   absl::Cleanup free_actions = [&] {
@@ -99,13 +110,13 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv,
   }
   posix_spawnattr_setsigdefault(&attr, &defaults);
 
-  std::vector<char*> args;
-  for (const std::string& a : argv)
-    args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
+  std::vector<char*> args = CStrings(argv);
+  std::vector<char*> env;
+  if (environment) env = CStrings(*environment);
   pid_t pid = 0;
-  const int rc =
-      ::posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+  // posix_spawnp looks the program up on our PATH, whatever `env` holds.
+  const int rc = ::posix_spawnp(&pid, args[0], &actions, &attr, args.data(),
+                                environment ? env.data() : environ);
   if (rc != 0) return ErrnoStatus(rc, absl::StrCat("cannot run ", argv[0]));
   return pid;
 }
@@ -249,7 +260,7 @@ absl::StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv,
   }
   Channels channels;
   if (absl::Status opened = channels.Open(); !opened.ok()) return opened;
-  absl::StatusOr<pid_t> pid = Spawn(argv, channels);
+  absl::StatusOr<pid_t> pid = Spawn(argv, channels, options.environment);
   if (!pid.ok()) return pid.status();
   Run run(*pid, channels, input, options);
   return run.Wait();

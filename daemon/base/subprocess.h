@@ -1,7 +1,8 @@
 // Running a command as a child process: a request on its stdin, its stdout
 // and the tail of its stderr back, within a time limit.
 //
-// The child runs in a process group of its own, with an empty signal mask,
+// The child runs in a process group of its own, with the environment the
+// options give (ours by default), an empty signal mask,
 // default dispositions for the usual signals (irontuned ignores SIGPIPE and
 // blocks SIGTERM/SIGINT; a child must not inherit that), and no descriptor
 // of ours but its stdin, stdout and stderr. Its stdin is a socket, so that a
@@ -14,6 +15,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +36,9 @@ struct ProcessOptions {
   // poll slice (stopped), e.g. as irontuned shuts down. Not owned; must
   // outlive the call.
   const std::atomic<bool>* stop = nullptr;
+  // The child's whole environment, "NAME=value" entries; nullopt: ours.
+  // (The program is looked up on our PATH either way.)
+  std::optional<std::vector<std::string>> environment;
 };
 
 struct ProcessResult {

@@ -8,7 +8,10 @@
 #include "common/status_macros.h"
 #include "common/value.h"
 #include "daemon/base/subprocess.h"
+#include "daemon/builder/builder_env.h"
 #include "daemon/builder/protocol.h"
+
+extern char** environ;
 
 namespace irontune {
 namespace {
@@ -43,12 +46,13 @@ struct CommandVersionInfo {
   bool fit_check = false;
 };
 
-absl::StatusOr<CommandVersionInfo> CommandVersion(std::vector<std::string> argv,
-                                                  absl::Duration timeout) {
+absl::StatusOr<CommandVersionInfo> CommandVersion(
+    std::vector<std::string> argv, const CommandBuilderOptions& builder) {
   argv.push_back("--version");
   ProcessOptions options;
-  options.timeout = timeout;
+  options.timeout = builder.version_timeout;
   options.max_stdout = 1 << 16;
+  options.environment = BuilderEnvironment(builder.pass_env, environ);
   ASSIGN_OR_RETURN(ProcessResult result, RunProcess(argv, "", options));
   CommandVersionInfo out;
   if (!result.exited || result.exit_code != 0) {
@@ -93,8 +97,8 @@ absl::StatusOr<std::unique_ptr<CommandBuilder>> CommandBuilder::Create(
     return absl::InvalidArgumentError(
         absl::StrCat("--build-jobs must be at least 1, not ", options.jobs));
   }
-  absl::StatusOr<CommandVersionInfo> version =
-      CommandVersion(argv, options.version_timeout);
+  RETURN_IF_ERROR(CheckBuilderEnvNames(options.pass_env));
+  absl::StatusOr<CommandVersionInfo> version = CommandVersion(argv, options);
   if (!version.ok()) {
     return absl::Status(
         version.status().code(),
@@ -116,6 +120,14 @@ CommandBuilder::CommandBuilder(CommandBuilderOptions options,
       environment_(std::move(environment)),
       checks_fit_(checks_fit),
       store_(store) {}
+
+ProcessOptions CommandBuilder::RunOptions() const {
+  ProcessOptions options;
+  options.timeout = options_.timeout;
+  options.stop = &stopped_;
+  options.environment = BuilderEnvironment(options_.pass_env, environ);
+  return options;
+}
 
 int CommandBuilder::peak_running() const {
   absl::MutexLock lock(&mu_);
@@ -190,9 +202,7 @@ absl::StatusOr<std::string> CommandBuilder::Fit(const BuildRequest& request) {
 
 absl::StatusOr<std::string> CommandBuilder::RunFitCheck(
     const BuildRequest& request, const std::string& recipe_hash) {
-  ProcessOptions options;
-  options.timeout = options_.timeout;
-  options.stop = &stopped_;
+  const ProcessOptions options = RunOptions();
   ASSIGN_OR_RETURN(
       ProcessResult result,
       RunProcess(argv_, FitRequestJson(request, recipe_hash), options));
@@ -220,9 +230,7 @@ absl::StatusOr<std::string> CommandBuilder::RunFitCheck(
 absl::StatusOr<BuildOutcome> CommandBuilder::RunCommand(
     const BuildRequest& request, const std::string& recipe_hash,
     const std::string& dir) {
-  ProcessOptions options;
-  options.timeout = options_.timeout;
-  options.stop = &stopped_;
+  const ProcessOptions options = RunOptions();
   ASSIGN_OR_RETURN(
       ProcessResult result,
       RunProcess(argv_, RequestJson(request, recipe_hash, dir), options));

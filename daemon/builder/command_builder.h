@@ -14,6 +14,10 @@
 // is malformed or names missing files (Internal, naming the field) or says
 // "failed" (Internal, with its reason). None of them harms the daemon.
 //
+// The command runs with a minimal environment (builder_env.h): PATH, HOME,
+// LANG, LC_ALL and TMPDIR, and the variables `pass_env` names, read from
+// irontuned's environment as each command starts.
+//
 // Threads: Build may be called from several threads at once. At most
 // `jobs` commands run at a time; further calls wait for a slot. Environment
 // is thread-safe.
@@ -29,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "daemon/base/subprocess.h"
 #include "daemon/builder/artifact_store.h"
 #include "daemon/npu/builder.h"
 
@@ -43,15 +48,19 @@ struct CommandBuilderOptions {
   int jobs = 1;
   // For `COMMAND --version`.
   absl::Duration version_timeout = absl::Seconds(30);
+  // The variables of irontuned's environment the command gets besides
+  // builder_env.h's kBuilderBaseEnv (--builder-env): names, or prefixes
+  // ending `*`. Nothing else is passed.
+  std::vector<std::string> pass_env;
 };
 
 class CommandBuilder : public Builder {
  public:
   // Runs `COMMAND --version` once for Environment(). InvalidArgument for an
-  // empty command or jobs < 1; NotFound / PermissionDenied when the command
-  // cannot be started. A command whose --version fails is still used: its
-  // version reads "unknown (why)". `store` is not owned and must outlive
-  // the builder.
+  // empty command, jobs < 1 or a bad pass_env name (CheckBuilderEnvNames);
+  // NotFound / PermissionDenied when the command cannot be started. A command
+  // whose --version fails is still used: its version reads "unknown (why)".
+  // `store` is not owned and must outlive the builder.
   static absl::StatusOr<std::unique_ptr<CommandBuilder>> Create(
       CommandBuilderOptions options, ArtifactStore* store);
 
@@ -87,6 +96,9 @@ class CommandBuilder : public Builder {
   // The command's verdict on a fit request of `request`.
   absl::StatusOr<std::string> RunFitCheck(const BuildRequest& request,
                                           const std::string& recipe_hash);
+  // A command's run options: the build timeout, the stop flag, its
+  // environment.
+  ProcessOptions RunOptions() const;
   // Waits for a slot; false once stopped (no slot taken).
   bool Acquire();
   void Release();

@@ -76,6 +76,13 @@ void AddBuilderOptions(CLI::App& app, DaemonOptions& options) {
                  "For a real NPU: the command that builds a design "
                  "(docs/builder-protocol.md), e.g. deploy/iron-builder; "
                  "split on white space. Not with a sim device");
+  app.add_option("--builder-env", options.builder_env,
+                 "A variable of irontuned's environment the builder command "
+                 "gets (repeat for several; NAME, or PREFIX* for every "
+                 "variable starting so), e.g. XILINX_XRT, PYTHONPATH, "
+                 "MLIR_AIE_*. It always gets PATH, HOME, LANG, LC_ALL and "
+                 "TMPDIR, and never NOTIFY_SOCKET or IRONTUNE_TOKEN; nothing "
+                 "else is passed (docs/builder-protocol.md)");
   app.add_option("--build-timeout", options.build_timeout_s,
                  "Seconds one build may take; then its process group is "
                  "killed and the setting fails")

@@ -28,6 +28,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "daemon/builder/builder_env.h"
 #include "daemon/builder/command_builder.h"
 #include "daemon/npu/build_pool.h"
 #include "daemon/server/auth.h"
@@ -512,6 +513,7 @@ absl::Status OpenCommandBuilder(const DaemonOptions& options,
                                 const std::filesystem::path& dir,
                                 std::unique_ptr<ArtifactStore>& artifacts,
                                 std::unique_ptr<Builder>& builder) {
+  RETURN_IF_ERROR(CheckBuilderEnvNames(options.builder_env));
   if (options.builder_command.empty()) return absl::OkStatus();
   if (absl::StartsWith(options.device, "sim:")) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -524,6 +526,7 @@ absl::Status OpenCommandBuilder(const DaemonOptions& options,
                                        options.artifact_store_bytes));
   CommandBuilderOptions o;
   o.command = options.builder_command;
+  o.pass_env = options.builder_env;
   o.timeout = absl::Seconds(options.build_timeout_s);
   o.jobs =
       options.build_jobs > 0
@@ -531,9 +534,12 @@ absl::Status OpenCommandBuilder(const DaemonOptions& options,
           : std::max(1,
                      static_cast<int>(std::thread::hardware_concurrency()) - 1);
   ASSIGN_OR_RETURN(builder, CommandBuilder::Create(o, artifacts.get()));
-  spdlog::info("builder: {} ({} at once, {} s timeout); artifacts in {}",
-               builder->Environment(), o.jobs, options.build_timeout_s,
-               artifacts->dir());
+  spdlog::info(
+      "builder: {} ({} at once, {} s timeout); artifacts in {}; its "
+      "environment: {}{}{}",
+      builder->Environment(), o.jobs, options.build_timeout_s, artifacts->dir(),
+      absl::StrJoin(kBuilderBaseEnv, " "), o.pass_env.empty() ? "" : " ",
+      absl::StrJoin(o.pass_env, " "));
   return absl::OkStatus();
 }
 

@@ -113,6 +113,10 @@ struct DaemonOptions {
   // A build command speaking docs/builder-protocol.md, for a real NPU;
   // empty: the simulated NPU's own builder.
   std::string builder_command;
+  // Variables of irontuned's environment the build command gets besides
+  // PATH, HOME, LANG, LC_ALL and TMPDIR (--builder-env: names, or prefixes
+  // ending `*`; daemon/builder/builder_env.h); nothing else is passed.
+  std::vector<std::string> builder_env;
   double build_timeout_s = 600;
   int build_jobs = 0;  // builds at once; 0: the cores less one, at least 1
   uint64_t artifact_store_bytes = uint64_t{10} << 30;  // 0: no cap

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "catch2/catch.hpp"
 #include "nlohmann/json.hpp"
@@ -45,6 +46,7 @@ struct Fixture {
     options.command = FakeBuilderPath();
     options.jobs = jobs;
     options.timeout = timeout;
+    options.pass_env = {"IRONTUNE_FAKE_BUILDER_*"};  // its script
     absl::StatusOr<std::unique_ptr<CommandBuilder>> made =
         CommandBuilder::Create(options, store.get());
     REQUIRE(made.ok());
@@ -70,10 +72,74 @@ TEST_CASE("CommandBuilder's environment names the command and its version") {
   ScriptFake("VERSION", "fail");
   CommandBuilderOptions options;
   options.command = FakeBuilderPath();
+  options.pass_env = {"IRONTUNE_FAKE_BUILDER_VERSION"};
   auto failing = CommandBuilder::Create(options, f.store.get());
   REQUIRE(failing.ok());
   CHECK((*failing)->Environment().find("unknown (--version exited with "
                                        "status 3)") != std::string::npos);
+}
+
+// Sets `name` to `value` for the test's life, and unsets it after.
+struct ScopedEnv {
+  ScopedEnv(const char* name, const char* value) : name(name) {
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() { unsetenv(name); }
+  const char* name;
+};
+
+TEST_CASE("The build command gets a minimal environment") {
+  Fixture f;
+  ScriptFake("LOG", f.dir);
+  ScriptFake("FIT_CHECK", "1");
+  const ScopedEnv notify("NOTIFY_SOCKET", "/run/systemd/notify");
+  const ScopedEnv token("IRONTUNE_TOKEN", "0123456789abcdef-secret");
+  const ScopedEnv secret("AWS_SECRET_ACCESS_KEY", "hunter2");
+  const ScopedEnv xrt("XILINX_XRT", "/opt/xilinx/xrt");
+  const ScopedEnv lang("LANG", "C.UTF-8");
+  CommandBuilderOptions options;
+  options.command = FakeBuilderPath();
+  options.pass_env = {"XILINX_XRT", "IRONTUNE_FAKE_BUILDER_*"};
+  auto made = CommandBuilder::Create(options, f.store.get());
+  REQUIRE(made.ok());
+  REQUIRE((*made)->ChecksFit());  // FIT_CHECK reached it
+  REQUIRE((*made)->Fit(GemmRequest(64)).ok());
+  REQUIRE((*made)->Build(GemmRequest(64)).ok());
+  for (const char* run : {"version", "fit", "build"}) {
+    INFO(run);
+    const auto env =
+        nlohmann::json::parse(e2e::ReadFile(f.dir + "/env." + run + ".json"));
+    CHECK_FALSE(env.contains("NOTIFY_SOCKET"));
+    CHECK_FALSE(env.contains("IRONTUNE_TOKEN"));
+    CHECK_FALSE(env.contains("AWS_SECRET_ACCESS_KEY"));
+    CHECK(env.value("XILINX_XRT", "") == "/opt/xilinx/xrt");
+    CHECK(env.value("LANG", "") == "C.UTF-8");
+    // Ours (a python launcher may put its own directories before it).
+    CHECK(absl::EndsWith(env.value("PATH", ""), getenv("PATH")));
+    CHECK(env.value("IRONTUNE_FAKE_BUILDER_LOG", "") == f.dir);
+  }
+  // That nothing else is passed: builder_env_test (the list) and
+  // subprocess_test (exactly the list reaches the child). The fake's python
+  // may be a launcher that adds variables of its own, so it is not checked
+  // here.
+}
+
+TEST_CASE("CommandBuilder refuses a --builder-env it may not pass") {
+  FakeScript script;
+  auto store = *ArtifactStore::Open(e2e::TempDir("env-names"), 0);
+  CommandBuilderOptions options;
+  options.command = FakeBuilderPath();
+  options.pass_env = {"XILINX_XRT", "NOTIFY_SOCKET"};
+  auto made = CommandBuilder::Create(options, store.get());
+  REQUIRE_FALSE(made.ok());
+  CHECK(made.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(made.status().message().find("--builder-env \"NOTIFY_SOCKET\": "
+                                     "irontuned never passes") == 0);
+  options.pass_env = {"MLIR AIE"};
+  CHECK(CommandBuilder::Create(options, store.get())
+            .status()
+            .message()
+            .find("not a variable's name") != std::string::npos);
 }
 
 TEST_CASE("CommandBuilder refuses a command that cannot be run") {
@@ -237,6 +303,7 @@ TEST_CASE("A command that announces fit-check answers fits without building") {
   ScriptFake("REFUSE", "tile_m=16");
   CommandBuilderOptions options;
   options.command = FakeBuilderPath();
+  options.pass_env = {"IRONTUNE_FAKE_BUILDER_*"};
   auto made = CommandBuilder::Create(options, f.store.get());
   REQUIRE(made.ok());
   CommandBuilder& checking = **made;

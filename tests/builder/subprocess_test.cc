@@ -7,6 +7,7 @@
 #include <atomic>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/time/clock.h"
 #include "catch2/catch.hpp"
@@ -24,6 +25,22 @@ TEST_CASE("RunProcess passes stdin through and reads stdout and stderr") {
   CHECK(r->exit_code == 0);
   CHECK(r->out == "hello\nworld\n");
   CHECK(r->err_tail == "oops\n");
+}
+
+TEST_CASE("RunProcess gives the child exactly the environment asked for") {
+  setenv("IRONTUNE_TEST_SECRET", "hunter2", 1);
+  ProcessOptions options;
+  options.environment = std::vector<std::string>{"A=1", "B=two words"};
+  // env(1) prints its environment as it is: nothing added, nothing kept.
+  absl::StatusOr<ProcessResult> r = RunProcess({"env"}, "", options);
+  REQUIRE(r.ok());
+  CHECK(r->exit_code == 0);
+  CHECK(r->out == "A=1\nB=two words\n");
+  // By default the child has ours.
+  r = RunProcess({"env"}, "", ProcessOptions());
+  REQUIRE(r.ok());
+  CHECK(r->out.find("IRONTUNE_TEST_SECRET=hunter2\n") != std::string::npos);
+  unsetenv("IRONTUNE_TEST_SECRET");
 }
 
 TEST_CASE("RunProcess feeds a large input to a child that reads it all") {

@@ -47,6 +47,34 @@ TEST_CASE(
   CHECK_THAT(r.err, Catch::Contains("--device xrt:0 needs --builder-command"));
 }
 
+TEST_CASE("irontuned refuses a --builder-env it never passes, flag or key",
+          "[xrt][daemon]") {
+  const std::vector<std::string> device = {
+      "--device",          "xrt:0",
+      "--xrt-smi",         IRONTUNE_FAKE_XRT_SMI,
+      "--builder-command", IRONTUNE_SOURCE_DIR "/tests/fakes/fake-builder"};
+  std::vector<std::string> flags = device;
+  flags.insert(flags.end(), {"--builder-env", "XILINX_XRT", "--builder-env",
+                             "NOTIFY_SOCKET"});
+  e2e::Result r = RunDaemon(IRONTUNE_IRONTUNED_FAKE_XRT, flags);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("cannot start: INVALID_ARGUMENT: "
+                                    "--builder-env \"NOTIFY_SOCKET\": "
+                                    "irontuned never passes NOTIFY_SOCKET"));
+  const std::string dir = e2e::TempDir("xrt-daemon-env");
+  const std::string config = dir + "/irontuned.conf";
+  e2e::Run(
+      {"/bin/sh", "-c",
+       "echo 'builder-env = [\"PYTHONPATH\", \"IRONTUNE_TOKEN\"]' > " + config},
+      dir);
+  flags = device;
+  flags.insert(flags.end(), {"--config", config});
+  r = RunDaemon(IRONTUNE_IRONTUNED_FAKE_XRT, flags);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("--builder-env \"IRONTUNE_TOKEN\": "
+                                    "irontuned never passes"));
+}
+
 TEST_CASE(
     "irontuned with the XRT backend reports a missing NPU, a bad "
     "spec and a refused power mode",

@@ -40,7 +40,8 @@ std::string QuietProc(const std::string& dir) {
 
 class FakeNpuDaemon {
  public:
-  // `env`: extra "K=V" entries for the daemon (and so for the builder).
+  // `env`: extra "K=V" entries for the daemon (and, for the fake's script
+  // variables, which --builder-env passes, for the builder).
   // `flags`: more flags for irontuned; `builder`: its build command.
   explicit FakeNpuDaemon(
       const std::string& dir, const std::vector<std::string>& env = {},
@@ -54,6 +55,8 @@ class FakeNpuDaemon {
                                      IRONTUNE_FAKE_XRT_SMI,
                                      "--builder-command",
                                      builder,
+                                     "--builder-env",
+                                     "IRONTUNE_FAKE_BUILDER_*",
                                      "--test-proc-root",
                                      QuietProc(dir),
                                      "--state-dir",
