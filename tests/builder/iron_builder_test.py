@@ -210,10 +210,29 @@ class IronBuilderTest(unittest.TestCase):
     def test_unknown_class_and_npu1_full_elf_are_refused(self):
         r = self.reply(request(self.dir, cls="NoSuchOp"))
         self.assertEqual(r["status"], "refused")
-        self.assertIn("NoSuchOp", r["reason"])
+        self.assertIn("'NoSuchOp' is not an operator class of irontune's "
+                      "catalogue", r["reason"])
+        # In the catalogue, not in this IRON (the stub has four classes).
+        r = self.reply(request(self.dir, cls="Softmax"))
+        self.assertEqual(r["status"], "refused")
+        self.assertEqual(r["reason"], "IRON has no operator class 'Softmax'")
         r = self.reply(request(self.dir, generation="npu1"))
         self.assertEqual(r["status"], "refused")
         self.assertIn("npu1 has no full-ELF", r["reason"])
+
+    def test_only_catalogue_classes_are_looked_up(self):
+        # Names iron.operators holds that are not operator classes: its base
+        # class, what it imports, a module; each refused, none called.
+        for name in ("_Elementwise", "Operator", "Unresolvable", "dataclasses",
+                     "__class__", "__builtins__", 7, ["GEMM"]):
+            with self.subTest(name=name):
+                r = self.reply(request(self.dir, cls=name))
+                self.assertEqual(r["status"], "refused", r)
+                self.assertIn("is not an operator class of irontune's "
+                              "catalogue", r["reason"])
+        self.assertEqual(self.compiles(), [])
+        fit = dict(request(self.dir, cls="Operator"), check="fit")
+        self.assertEqual(self.reply(fit)["status"], "refused")
 
     def test_a_compile_failure_fails_with_the_traceback_on_stderr(self):
         self.env["IRON_STUB_FAIL"] = "1"

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <string>
+#include <vector>
 
 #include "common/value.h"
 #include "tests/testing/operator_fixtures.h"
@@ -540,6 +543,40 @@ TEST_CASE("docs/operators.md has a section per class", "[families]") {
   CHECK(md.find(std::string(kIronCommit)) != std::string::npos);
   CHECK(md.find("No tunables: IRON refuses any profile entry") !=
         std::string::npos);
+}
+
+// The class names of deploy/iron-builder's allow-list, the lines
+// `    "Name",` between `CATALOGUE = (` and `)`, in its order.
+std::vector<std::string> AdapterCatalogue() {
+  std::ifstream in(std::string(IRONTUNE_SOURCE_DIR) + "/deploy/iron-builder");
+  REQUIRE(in);
+  std::vector<std::string> names;
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (!inside) {
+      inside = line == "CATALOGUE = (";
+      continue;
+    }
+    if (line == ")") return names;
+    const size_t open = line.find('"'), close = line.rfind('"');
+    INFO(line);
+    REQUIRE(open == 4);
+    REQUIRE(line.substr(close) == "\",");
+    names.push_back(line.substr(open + 1, close - open - 1));
+  }
+  FAIL("deploy/iron-builder has no CATALOGUE = ( ... ) block");
+  return names;
+}
+
+TEST_CASE("deploy/iron-builder builds exactly the catalogue's classes",
+          "[families]") {
+  std::vector<std::string> adapter = AdapterCatalogue();
+  std::vector<std::string> catalogue;
+  for (const Family& f : AllFamilies()) catalogue.push_back(f.class_name);
+  std::sort(adapter.begin(), adapter.end());
+  std::sort(catalogue.begin(), catalogue.end());
+  CHECK(std::adjacent_find(adapter.begin(), adapter.end()) == adapter.end());
+  CHECK(adapter == catalogue);
 }
 
 }  // namespace
