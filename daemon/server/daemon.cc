@@ -28,6 +28,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "daemon/base/log_safe.h"
 #include "daemon/builder/builder_env.h"
 #include "daemon/builder/command_builder.h"
 #include "daemon/npu/build_pool.h"
@@ -549,11 +550,12 @@ std::string StatusText(const WorkerStatus& worker, size_t queued,
                        absl::Duration since_beat, absl::Duration stall_limit) {
   std::string text =
       worker.running
-          ? absl::StrCat(
-                "running ",
-                worker.running->kind() == v1::JOB_KIND_AUTOTUNE ? "autotune "
-                                                                : "measure ",
-                worker.running->id(), " for ", worker.running->client())
+          ? absl::StrCat("running ",
+                         worker.running->kind() == v1::JOB_KIND_AUTOTUNE
+                             ? "autotune "
+                             : "measure ",
+                         worker.running->id(), " for ",
+                         LogSafe(worker.running->client()))
           : std::string("idle");
   absl::StrAppend(&text, "; ", queued, queued == 1 ? " job" : " jobs",
                   " queued");

@@ -1,6 +1,7 @@
 #include "daemon/server/refusal_log.h"
 
 #include "absl/strings/str_cat.h"
+#include "daemon/base/log_safe.h"
 #include "spdlog/spdlog.h"
 
 namespace irontune {
@@ -30,11 +31,11 @@ uint64_t RefusalLog::total() const {
 
 void WarnRefusal(RefusalLog* log, absl::string_view line) {
   if (log == nullptr) {
-    spdlog::warn("{}", std::string(line));
+    spdlog::warn("{}", LogSafe(std::string(line), kLogSafeLongBytes));
     return;
   }
   if (std::optional<std::string> text = log->Note(line, absl::Now())) {
-    spdlog::warn("{}", *text);
+    spdlog::warn("{}", LogSafe(*text, kLogSafeLongBytes));
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "daemon/base/log_safe.h"
 #include "daemon/server/event_merge.h"
 #include "daemon/server/peer_properties.h"
 #include "daemon/server/requests.h"
@@ -135,7 +136,7 @@ absl::StatusOr<Caller> TunerService::Admit(
   const bool quiet = rpc == Rpc::kGetStatus || rpc == Rpc::kListJobs ||
                      rpc == Rpc::kGetResult || rpc == Rpc::kListImports;
   spdlog::log(quiet ? spdlog::level::debug : spdlog::level::info, "{} by {}",
-              RpcName(rpc), caller->ToString());
+              RpcName(rpc), LogSafe(caller->ToString()));
   return caller;
 }
 
@@ -150,8 +151,9 @@ absl::Status TunerService::CheckOwner(const Caller& caller, Rpc rpc,
                                       const std::string& owner) {
   absl::Status s = Authenticator::MayTouchJob(caller, rpc, job_id, owner);
   if (!s.ok()) {
-    spdlog::warn("refused {} from {}: {}", RpcName(rpc), caller.ToString(),
-                 std::string(s.message()));
+    spdlog::warn("refused {} from {}: {}", RpcName(rpc),
+                 LogSafe(caller.ToString()),
+                 LogSafe(std::string(s.message()), kLogSafeLongBytes));
   }
   return s;
 }
@@ -179,7 +181,7 @@ absl::Status TunerService::Submit(const JobPtr& job) {
   spdlog::info(
       "job {} queued: client={} kind={} position={} request={} (queued "
       "requests {}) estimate: memory={} device_time={:.3f}s",
-      job->id(), job->client(),
+      job->id(), LogSafe(job->client()),
       job->kind() == v1::JOB_KIND_AUTOTUNE ? "autotune" : "measure", *position,
       FormatBytes(job->request_bytes()), FormatBytes(budget_->used()),
       FormatBytes(job->memory_bytes()), job->estimated_device_seconds());
@@ -439,7 +441,7 @@ grpc::Status TunerService::Cancel(grpc::ServerContext* context,
     return grpc::Status::OK;
   }
   spdlog::info("job {} cancelled by {}", found->live->id(),
-               found->caller.ToString());
+               LogSafe(found->caller.ToString()));
   CancelJob(found->live, "cancelled by request");
   response->set_state(found->live->state());
   return grpc::Status::OK;
@@ -562,7 +564,7 @@ grpc::Status TunerService::ImportCache(
   response->set_import_id(static_cast<uint64_t>(import_id));
   for (std::string& why : skipped) response->add_skipped(std::move(why));
   spdlog::info("cache: import {} of {} lines from \"{}\" by {}", import_id,
-               imported, origin.source, caller->ToString());
+               imported, LogSafe(origin.source), LogSafe(caller->ToString()));
   return grpc::Status::OK;
 }
 
@@ -618,7 +620,7 @@ grpc::Status TunerService::DropImport(grpc::ServerContext* context,
   });
   if (!s.ok()) return ToGrpcStatus(s);
   spdlog::info("cache: import {} dropped by {} ({} rows)", request->id(),
-               caller->ToString(), rows);
+               LogSafe(caller->ToString()), rows);
   response->set_rows(static_cast<uint64_t>(rows));
   return grpc::Status::OK;
 }
@@ -641,7 +643,7 @@ grpc::Status TunerService::ClearCache(grpc::ServerContext* context,
   if (!s.ok()) return ToGrpcStatus(s);
   spdlog::warn(
       "cache: cleared by {}: {} measurements, {} IRON figures, {} verdicts",
-      caller->ToString(), cleared.measurements, cleared.iron_costs,
+      LogSafe(caller->ToString()), cleared.measurements, cleared.iron_costs,
       cleared.verdicts);
   response->set_measurements(static_cast<uint64_t>(cleared.measurements));
   response->set_iron_costs(static_cast<uint64_t>(cleared.iron_costs));

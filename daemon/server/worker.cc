@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "daemon/base/log_safe.h"
 #include "daemon/server/requests.h"
 #include "spdlog/spdlog.h"
 
@@ -199,8 +200,8 @@ absl::Status DeviceWorker::RunOnWorker(
 void DeviceWorker::FinishUnrun(const JobPtr& job, absl::Status status) {
   if (job->Finish(std::move(status))) {
     spdlog::info("job {} client={} kind={} ended before it ran: {}", job->id(),
-                 job->client(), KindName(job->kind()),
-                 job->status().ToString());
+                 LogSafe(job->client()), KindName(job->kind()),
+                 LogSafe(job->status().ToString(), kLogSafeLongBytes));
     Save(*job).IgnoreError();
   }
 }
@@ -380,7 +381,7 @@ std::unique_ptr<DeviceWorker::Running> DeviceWorker::Open(const JobPtr& job) {
                 absl::StatusCode::kResourceExhausted);
   }
   spdlog::info("job {} started: client={} kind={} priority={}{}", job->id(),
-               job->client(), KindName(job->kind()),
+               LogSafe(job->client()), KindName(job->kind()),
                job->priority() == v1::PRIORITY_BATCH ? "batch" : "interactive",
                outer ? absl::StrCat(" (yielded to by ", outer->id(), ")")
                      : std::string());
@@ -425,9 +426,11 @@ void DeviceWorker::End(Running& run, absl::Status status,
   spdlog::info(
       "job {} ended: client={} kind={} shapes={} settings_timed={}/{} "
       "device_time={:.3f}s wall={:.3f}s outcome={}",
-      job->id(), job->client(), KindName(job->kind()),
+      job->id(), LogSafe(job->client()), KindName(job->kind()),
       run.context->shapes_total(), counts.timed, counts.settings, device_s,
-      wall_s, status.ok() ? std::string("OK") : status.ToString());
+      wall_s,
+      status.ok() ? std::string("OK")
+                  : LogSafe(status.ToString(), kLogSafeLongBytes));
   if (builds) LogBuilds(*job, *builds, device_s, wall_s);
   SetRunning(autotune_ != nullptr ? autotune_->job : nullptr);
 }

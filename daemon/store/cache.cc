@@ -7,6 +7,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
+#include "daemon/base/log_safe.h"
 
 namespace irontune {
 namespace {
@@ -65,7 +66,7 @@ std::optional<v1::Measurement> Decode(std::string_view blob,
   v1::Measurement m;
   if (!m.ParseFromArray(blob.data(), static_cast<int>(blob.size()))) {
     spdlog::warn("cache: {} row {} does not decode; read as a miss", where,
-                 key);
+                 LogSafe(key));
     return std::nullopt;
   }
   if (m.power_mode() == PowerModeName(mode)) return m;  // as Put stores it
@@ -74,7 +75,7 @@ std::optional<v1::Measurement> Decode(std::string_view blob,
     spdlog::warn(
         "cache: {} row {} is at power mode \"{}\", not the partition's {}; "
         "read as a miss",
-        where, key, m.power_mode(), PowerModeName(mode));
+        where, LogSafe(key), LogSafe(m.power_mode()), PowerModeName(mode));
     return std::nullopt;
   }
   return m;

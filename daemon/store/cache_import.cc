@@ -16,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
+#include "daemon/base/log_safe.h"
 #include "daemon/store/cache.h"
 #include "daemon/store/cache_json.h"
 #include "daemon/store/iron_costs.h"
@@ -94,8 +95,8 @@ absl::StatusOr<v1::Measurement> ReadIronCost(const fs::path& file,
 // Lists `file` in `counts` as skipped, and logs it.
 void SkipIronFile(const fs::path& file, absl::string_view why,
                   ImportCounts& counts) {
-  spdlog::warn("cache: IRON import: {}: skipped: {}", file.string(),
-               std::string(why));
+  spdlog::warn("cache: IRON import: {}: skipped: {}", LogSafe(file.string()),
+               LogSafe(std::string(why), kLogSafeLongBytes));
   counts.skipped.push_back(absl::StrCat(file.string(), ": ", why));
 }
 
@@ -147,7 +148,7 @@ absl::Status CacheReader::ExportFigures(std::ostream& out, int64_t partition,
     std::string_view blob = stmt.ColumnBlob(2);
     if (!m.ParseFromArray(blob.data(), static_cast<int>(blob.size()))) {
       spdlog::warn("cache: {} row {} does not decode; not exported", platform_,
-                   key);
+                   LogSafe(key));
       return;
     }
     std::optional<int64_t> row_schema;
@@ -373,7 +374,8 @@ absl::Status Cache::ImportIronFile(Inserts& add, const ImportLine& line,
     }
   }
   for (std::string& why : read.skipped) {
-    spdlog::info("cache: IRON import: skipped {}", why);
+    spdlog::info("cache: IRON import: skipped {}",
+                 LogSafe(why, kLogSafeLongBytes));
     counts.skipped.push_back(std::move(why));
   }
   return absl::OkStatus();

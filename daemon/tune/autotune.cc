@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/notification.h"
 #include "common/status_macros.h"
+#include "daemon/base/log_safe.h"
 #include "daemon/npu/metered.h"
 #include "daemon/tune/device_turn.h"
 #include "daemon/tune/inputs.h"
@@ -27,7 +28,8 @@ class AutotuneRun::Logged : public TuneContextWrapper {
       : TuneContextWrapper(inner), meter_(&inner.device()) {}
   Device& device() override { return meter_; }
   void Log(const std::string& line) override {
-    spdlog::info("autotune: {}", line);
+    // Its shapes and settings quote the recording.
+    spdlog::info("autotune: {}", LogSafe(line, kLogSafeLongBytes));
     TuneContextWrapper::Log(line);
   }
   double device_seconds() const { return meter_.device_us() / 1e6; }

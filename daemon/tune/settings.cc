@@ -19,6 +19,7 @@
 #include "common/profile.h"
 #include "common/status_macros.h"
 #include "common/value.h"
+#include "daemon/base/log_safe.h"
 
 namespace irontune {
 namespace {
@@ -71,7 +72,8 @@ std::vector<v1::Value> DefaultDomain(const v1::Operator& op,
     spdlog::info(
         "{}.{}: the recording's domain {} differs from the "
         "catalogue's {} for {}; using the recording's",
-        op.class_name(), tunable, ValuesText(recorded), ValuesText(catalogue),
+        LogSafe(op.class_name()), LogSafe(tunable),
+        LogSafe(ValuesText(recorded), kLogSafeLongBytes), ValuesText(catalogue),
         generation);
   }
   return recorded;

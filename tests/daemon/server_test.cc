@@ -6,8 +6,11 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <memory>
+#include <sstream>
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_split.h"
 #include "common/value.h"
 #include "daemon/server/daemon.h"
 #include "google/protobuf/text_format.h"
@@ -15,6 +18,8 @@
 #include "grpcpp/impl/codegen/client_unary_call.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "irontune/v1/tuner.grpc.pb.h"
+#include "spdlog/sinks/ostream_sink.h"
+#include "spdlog/spdlog.h"
 #include "tests/testing/operator_fixtures.h"
 #include "tests/testing/recording_fixtures.h"
 
@@ -144,6 +149,60 @@ TEST_CASE("server: Measure streams Queued, Started and a result with deltas") {
   REQUIRE(rig.stub->GetStatus(&sc, v1::GetStatusRequest(), &st).ok());
   CHECK(st.cache().hits() >= 2);
   CHECK(st.cache().rows() >= 2);
+}
+
+// spdlog's default logger writing "[level] message" lines to a string, for
+// the test's life. Read it once the daemon has shut down.
+struct CapturedLog {
+  std::ostringstream out;
+  std::shared_ptr<spdlog::logger> saved = spdlog::default_logger();
+  CapturedLog() {
+    auto logger = std::make_shared<spdlog::logger>(
+        "captured", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
+    logger->set_pattern("[%l] %v");
+    logger->set_level(spdlog::level::debug);
+    spdlog::set_default_logger(logger);
+  }
+  ~CapturedLog() { spdlog::set_default_logger(saved); }
+  std::vector<std::string> Lines() const {
+    return absl::StrSplit(out.str(), '\n', absl::SkipEmpty());
+  }
+};
+
+TEST_CASE("server: a client field with a newline stays one escaped log line") {
+  CapturedLog log;
+  Rig rig("logsafe");
+  const std::string forged = "[warning] FORGED: root cleared the cache";
+  v1::MeasureRequest request;
+  *request.mutable_operator_() = SmallGemm();
+  request.mutable_timing()->set_rounds(2);
+  request.mutable_timing()->set_calls(3);
+  request.set_client("mallory\n" + forged + "\x1b[2K\r");
+  grpc::ClientContext context;
+  auto reader = rig.stub->Measure(&context, request);
+  v1::MeasureEvent event;
+  while (reader->Read(&event)) {
+  }
+  REQUIRE(reader->Finish().ok());
+  rig.daemon->Shutdown();
+
+  const std::string escaped =
+      "mallory\\n" + forged + "\\x1B[2K\\r";  // as LogSafe writes it
+  int queued = 0, started = 0, ended = 0;
+  for (const std::string& line : log.Lines()) {
+    INFO(line);
+    CHECK(line.rfind("[warning] FORGED", 0) != 0);  // no line is forged
+    CHECK(line.find('\x1b') == std::string::npos);
+    CHECK(line.find('\r') == std::string::npos);
+    if (line.find("mallory") == std::string::npos) continue;
+    CHECK(line.find("client=" + escaped) != std::string::npos);
+    queued += line.find(" queued: ") != std::string::npos;
+    started += line.find(" started: ") != std::string::npos;
+    ended += line.find(" ended: ") != std::string::npos;
+  }
+  CHECK(queued == 1);
+  CHECK(started == 1);
+  CHECK(ended == 1);
 }
 
 TEST_CASE("server: a bad recording is INVALID_ARGUMENT naming the field") {
