@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "daemon/base/log_safe.h"
 #include "daemon/server/peer_properties.h"
 #include "spdlog/spdlog.h"
 
@@ -197,7 +198,7 @@ void UnixListeners::Accept(const Socket& socket) {
     return;
   }
   spdlog::debug("connection to {} from {} (pid {})", socket.address,
-                peer->Label(), peer->pid);
+                LogSafe(peer->Label()), peer->pid);
   grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters p;
   p.listener_fd = -1;
   p.fd = fd;  // gRPC owns it now
@@ -211,7 +212,7 @@ PeerSlot* UnixListeners::SlotOf(const LocalPeer& peer) {
   std::string because;
   LocalPeer bound = peer;
   bound.role = roles_.RoleOf(peer.uid, peer.groups, &because);
-  spdlog::info("local user {} is served as {} ({})", bound.Label(),
+  spdlog::info("local user {} is served as {} ({})", LogSafe(bound.Label()),
                LocalRoleName(bound.role), because);
   slot->Bind(std::move(bound));
   by_uid_[peer.uid] = slot;
