@@ -3,7 +3,9 @@
 //
 //   service_bench cached       a fully cached Autotune of the example, end to
 //                              end through irontune-client subprocesses and
-//                              in-process with a raw gRPC stub: p50/p99
+//                              in-process with a raw gRPC stub: p50/p99;
+//                              then what --tokens costs a cached Autotune
+//                              and a GetStatus (ratio in one run)
 //   service_bench concurrent   64 client threads, each its own channel,
 //                              submitting Measure jobs for a bounded time:
 //                              throughput, errors by code, lost requests,
@@ -56,6 +58,7 @@
 #include "common/profile.h"
 #include "common/recording.h"
 #include "common/value.h"
+#include "daemon/base/sha256.h"
 #include "daemon/npu/device.h"
 #include "daemon/server/admission.h"
 #include "daemon/server/requests.h"
@@ -121,9 +124,15 @@ int RunBlocking(const std::vector<std::string>& argv,
 // irontuned on loopback TCP with a fresh state dir; SIGTERM on destruction.
 class Daemon {
  public:
+  // With a non-empty `token`, irontuned runs with a tokens file that makes
+  // it the only (admin) token, and every channel call must carry it.
   Daemon(const std::string& tag, const std::string& clock,
-         std::vector<std::string> extra = {})
-      : dir_(e2e::TempDir("bench-" + tag)) {
+         std::vector<std::string> extra = {}, std::string token = "")
+      : dir_(e2e::TempDir("bench-" + tag)), token_(std::move(token)) {
+    if (!token_.empty()) {
+      WriteTokensFile(dir_ + "/tokens", token_);
+      extra.insert(extra.end(), {"--tokens", dir_ + "/tokens"});
+    }
     // Log level info: the start-up line names the port it picked for :0.
     std::vector<std::string> argv = {
         kDaemon,       "--state-dir",
@@ -153,6 +162,12 @@ class Daemon {
   pid_t pid() const { return process_->pid(); }
   const std::string& address() const { return address_; }
   const std::string& dir() const { return dir_; }
+  const std::string& token() const { return token_; }
+  // Gives `context` the token, if this daemon has one.
+  void Authorize(grpc::ClientContext* context) const {
+    if (!token_.empty())
+      context->AddMetadata("authorization", "Bearer " + token_);
+  }
   std::string Log() const { return process_->Stderr(); }
   // A channel with its own connection (no subchannel shared with others).
   std::shared_ptr<grpc::Channel> Channel() const {
@@ -171,6 +186,7 @@ class Daemon {
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() +
                            std::chrono::seconds(1));
+      Authorize(&context);
       v1::StatusResponse status;
       if (stub->GetStatus(&context, v1::GetStatusRequest(), &status).ok()) {
         return true;
@@ -180,7 +196,16 @@ class Daemon {
     return false;
   }
 
+  static void WriteTokensFile(const std::string& path,
+                              const std::string& token) {
+    FILE* f = std::fopen(path.c_str(), "w");
+    if (f == nullptr) return;  // irontuned's start names the missing file
+    std::fprintf(f, "bench admin %s\n", Sha256Hex(token).c_str());
+    std::fclose(f);
+  }
+
   std::string dir_;
+  std::string token_;
   std::string address_;
   std::unique_ptr<e2e::Process> process_;
   bool up_ = false;
@@ -215,9 +240,11 @@ struct AutotuneOutcome {
 };
 
 AutotuneOutcome RunAutotune(v1::Tuner::Stub& stub,
-                            const v1::AutotuneRequest& request) {
+                            const v1::AutotuneRequest& request,
+                            const Daemon* daemon = nullptr) {
   AutotuneOutcome out;
   grpc::ClientContext context;
+  if (daemon != nullptr) daemon->Authorize(&context);
   auto reader = stub.Autotune(&context, request);
   v1::AutotuneEvent event;
   Clock::time_point queued;
@@ -234,6 +261,64 @@ AutotuneOutcome RunAutotune(v1::Tuner::Stub& stub,
   }
   out.status = reader->Finish();
   return out;
+}
+
+// What authentication costs a call: the same calls, interleaved, to an
+// irontuned without tokens and to one with --tokens (the token checked on
+// the headers by the call gate, hashed and compared with every line's).
+int AuthCost() {
+  constexpr int kAutotunes = 40, kStatuses = 400;
+  std::printf(
+      "cached, auth: the same calls interleaved to irontuned without tokens "
+      "and with --tokens (one channel each, loopback TCP)\n");
+  Daemon plain("auth-plain", "virtual");
+  Daemon tokened("auth-tokens", "virtual", {},
+                 "service-bench-token-0123456789abcdef");
+  if (!plain.up() || !tokened.up()) return 1;
+  v1::AutotuneRequest request = ExampleRequest(2, 3);
+  auto plain_stub = v1::Tuner::NewStub(plain.Channel());
+  auto token_stub = v1::Tuner::NewStub(tokened.Channel());
+  int failures = 0;
+  for (int i = 0; i < 2; ++i) {  // connect and fill each cache
+    if (!RunAutotune(*plain_stub, request, &plain).status.ok()) ++failures;
+    if (!RunAutotune(*token_stub, request, &tokened).status.ok()) ++failures;
+  }
+  auto status = [&](v1::Tuner::Stub& stub, const Daemon& d) {
+    grpc::ClientContext context;
+    d.Authorize(&context);
+    v1::StatusResponse response;
+    if (!stub.GetStatus(&context, v1::GetStatusRequest(), &response).ok())
+      ++failures;
+  };
+  std::vector<double> plain_auto, token_auto, plain_status, token_status;
+  for (int i = 0; i < kAutotunes; ++i) {
+    auto start = Clock::now();
+    if (!RunAutotune(*plain_stub, request, &plain).status.ok()) ++failures;
+    plain_auto.push_back(Since(start));
+    start = Clock::now();
+    if (!RunAutotune(*token_stub, request, &tokened).status.ok()) ++failures;
+    token_auto.push_back(Since(start));
+  }
+  for (int i = 0; i < kStatuses; ++i) {
+    auto start = Clock::now();
+    status(*plain_stub, plain);
+    plain_status.push_back(Since(start));
+    start = Clock::now();
+    status(*token_stub, tokened);
+    token_status.push_back(Since(start));
+  }
+  std::printf("  %d calls failed\n", failures);
+  PrintLatencies("cached Autotune, no tokens", plain_auto);
+  PrintLatencies("cached Autotune, --tokens", token_auto);
+  PrintLatencies("GetStatus, no tokens", plain_status);
+  PrintLatencies("GetStatus, --tokens", token_status);
+  std::printf(
+      "  p50 with tokens / without: Autotune %.3f, GetStatus %.3f; GetStatus "
+      "p50 difference %+.1f us\n",
+      Percentile(token_auto, 50) / Percentile(plain_auto, 50),
+      Percentile(token_status, 50) / Percentile(plain_status, 50),
+      (Percentile(token_status, 50) - Percentile(plain_status, 50)) * 1e6);
+  return failures == 0 ? 0 : 1;
 }
 
 // ---------------------------------------------------------------- cached
@@ -322,7 +407,7 @@ int Cached() {
               Percentile(client_s, 50) <= 0.030 ? "met" : "NOT met");
   std::printf("  goal: job wall in the daemon p50 <= 5 ms: %s\n",
               Percentile(job_wall_s, 50) <= 0.005 ? "met" : "NOT met");
-  return 0;
+  return AuthCost();
 }
 
 // ------------------------------------------------------------ concurrent
