@@ -25,7 +25,7 @@
 #include "common/profile.h"
 #include "common/recording.h"
 #include "daemon/npu/device.h"
-#include "daemon/server/admission.h"
+#include "daemon/scheduler/admission.h"
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
 #include "daemon/store/cache.h"

@@ -4,11 +4,13 @@
 #
 #   proto < common < daemon/base < daemon/ops < daemon/npu
 #         < daemon/sim, daemon/xrt, daemon/store, daemon/builder < daemon/tune
-#         < daemon/server < main
+#         < daemon/scheduler < daemon/edge < daemon/process
 #   client: proto and common only; examples: proto and common only.
 #
 # A folder includes its own headers and those of the layers it lists below.
-# gRPC's headers belong to the service edges: daemon/server and client.
+# gRPC's headers belong to the service edges: daemon/edge, daemon/process
+# (which starts the server) and client; never daemon/scheduler, so that a
+# source of jobs other than gRPC can feed the same worker.
 # An include of a project path that does not exist fails too.
 
 cmake_minimum_required(VERSION 3.25)
@@ -26,18 +28,21 @@ set(allowed_daemon/builder proto common daemon/base daemon/npu
                            daemon/builder)
 set(allowed_daemon/tune  proto common daemon/base daemon/ops daemon/npu
                          daemon/store daemon/tune)
-set(allowed_daemon/server proto common daemon/base daemon/ops daemon/npu
-                          daemon/sim daemon/store daemon/tune daemon/server
-                          daemon/xrt daemon/builder)
-set(allowed_daemon/main  daemon/server)
-set(grpc_allowed daemon/server client)
+set(allowed_daemon/scheduler proto common daemon/base daemon/ops daemon/npu
+                             daemon/store daemon/builder daemon/tune
+                             daemon/scheduler)
+set(allowed_daemon/edge  proto common daemon/base daemon/npu daemon/store
+                         daemon/tune daemon/scheduler daemon/edge)
+set(allowed_daemon/process proto common daemon/base daemon/ops daemon/npu
+                           daemon/sim daemon/store daemon/tune daemon/xrt
+                           daemon/builder daemon/scheduler daemon/edge
+                           daemon/process)
+set(grpc_allowed daemon/edge daemon/process client)
 
 # The layer of a repository path, or "" when it is not a project path.
 function(layer_of path out)
   if(path MATCHES "^irontune/v1/")
     set(${out} proto PARENT_SCOPE)
-  elseif(path MATCHES "^daemon/main\\.cc$")
-    set(${out} daemon/main PARENT_SCOPE)
   elseif(path MATCHES "^(daemon/[a-z_]+)/")
     set(${out} ${CMAKE_MATCH_1} PARENT_SCOPE)
   elseif(path MATCHES "^(common|client|examples|tests|bench)/")
@@ -66,7 +71,7 @@ foreach(src IN LISTS sources)
     if(inc MATCHES "^grpcpp/|\\.grpc\\.pb\\.h$")
       if(NOT from IN_LIST grpc_allowed AND NOT from MATCHES "^(tests|bench)$")
         message(SEND_ERROR "${src}: includes ${inc}; gRPC belongs to "
-                           "daemon/server and client")
+                           "daemon/edge, daemon/process and client")
         math(EXPR failures "${failures} + 1")
       endif()
     endif()

@@ -56,7 +56,7 @@ class InputCache {
   // What a job keeps beyond the inputs in use: enough for the small inputs
   // its shapes have in common (a vector, an activation), not for a large
   // weight that only its own shape reads. Admission counts it
-  // (daemon/server/admission.h).
+  // (daemon/scheduler/admission.h).
   static constexpr uint64_t kDefaultBytes = 256ull << 20;
   explicit InputCache(uint64_t max_bytes = kDefaultBytes)
       : max_bytes_(max_bytes) {}

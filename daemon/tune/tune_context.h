@@ -2,7 +2,7 @@
 // small interface: the device parts, cancellation, waiting, and where
 // progress goes.
 //
-// irontuned's job context (daemon/server/job_context.h) implements it over
+// irontuned's job context (daemon/scheduler/job_context.h) implements it over
 // the device worker's parts and a job's event log; tests and benchmarks use
 // tests/testing/tune_context.h.
 //

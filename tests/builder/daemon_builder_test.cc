@@ -1,7 +1,7 @@
 #include <string>
 
 #include "catch2/catch.hpp"
-#include "daemon/server/daemon.h"
+#include "daemon/process/daemon.h"
 #include "tests/builder/builder_fixtures.h"
 
 namespace irontune {

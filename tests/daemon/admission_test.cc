@@ -1,10 +1,10 @@
-#include "daemon/server/admission.h"
+#include "daemon/scheduler/admission.h"
 
 #include <catch2/catch.hpp>
 #include <string>
 
 #include "common/recording.h"
-#include "daemon/server/requests.h"
+#include "daemon/scheduler/requests.h"
 #include "daemon/sim/sim_device.h"
 #include "tests/testing/recording_fixtures.h"
 

@@ -1,4 +1,4 @@
-#include "daemon/server/auth.h"
+#include "daemon/edge/auth.h"
 
 #include <sys/stat.h>
 
@@ -10,9 +10,10 @@
 
 #include "absl/time/time.h"
 #include "daemon/base/sha256.h"
-#include "daemon/server/admission.h"
-#include "daemon/server/refusal_log.h"
-#include "daemon/server/tls.h"
+#include "daemon/scheduler/admission.h"
+#include "daemon/edge/message_size.h"
+#include "daemon/edge/refusal_log.h"
+#include "daemon/edge/tls.h"
 
 namespace irontune {
 namespace {

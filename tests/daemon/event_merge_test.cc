@@ -1,4 +1,4 @@
-#include "daemon/server/event_merge.h"
+#include "daemon/edge/event_merge.h"
 
 #include <catch2/catch.hpp>
 #include <string>

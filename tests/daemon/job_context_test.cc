@@ -1,4 +1,4 @@
-#include "daemon/server/job_context.h"
+#include "daemon/scheduler/job_context.h"
 
 #include <catch2/catch.hpp>
 

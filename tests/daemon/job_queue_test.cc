@@ -1,4 +1,4 @@
-#include "daemon/server/job_queue.h"
+#include "daemon/scheduler/job_queue.h"
 
 #include <catch2/catch.hpp>
 #include <string>

@@ -1,4 +1,4 @@
-#include "daemon/server/jobs.h"
+#include "daemon/scheduler/jobs.h"
 
 #include <catch2/catch.hpp>
 #include <filesystem>

@@ -1,4 +1,4 @@
-#include "daemon/server/local_peer.h"
+#include "daemon/edge/local_peer.h"
 
 #include <grp.h>
 #include <pwd.h>

@@ -1,4 +1,4 @@
-#include "daemon/server/queue_budget.h"
+#include "daemon/scheduler/queue_budget.h"
 
 #include <catch2/catch.hpp>
 #include <memory>

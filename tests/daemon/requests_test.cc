@@ -1,4 +1,4 @@
-#include "daemon/server/requests.h"
+#include "daemon/scheduler/requests.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>

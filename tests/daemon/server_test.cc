@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_split.h"
 #include "common/value.h"
-#include "daemon/server/daemon.h"
+#include "daemon/process/daemon.h"
 #include "google/protobuf/text_format.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/impl/codegen/client_unary_call.h"

@@ -1,4 +1,4 @@
-#include "daemon/server/stream_quota.h"
+#include "daemon/edge/stream_quota.h"
 
 #include <catch2/catch.hpp>
 #include <string>

@@ -1,4 +1,4 @@
-#include "daemon/server/worker.h"
+#include "daemon/scheduler/worker.h"
 
 #include <catch2/catch.hpp>
 #include <string>

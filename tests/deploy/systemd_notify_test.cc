@@ -1,7 +1,7 @@
 // systemd's notify protocol: the notifier on its own, the heartbeat of a
 // device call that hangs, a daemon whose worker hangs (pings stop, then
 // resume), and the real irontuned under a NOTIFY_SOCKET made here.
-#include "daemon/server/systemd_notify.h"
+#include "daemon/process/systemd_notify.h"
 
 #include <signal.h>
 #include <sys/socket.h>
@@ -20,8 +20,8 @@
 
 #include "absl/synchronization/notification.h"
 #include "common/value.h"
-#include "daemon/server/daemon.h"
-#include "daemon/server/heartbeat.h"
+#include "daemon/process/daemon.h"
+#include "daemon/scheduler/heartbeat.h"
 #include "daemon/sim/sim_device.h"
 #include "grpcpp/grpcpp.h"
 #include "irontune/v1/tuner.grpc.pb.h"

@@ -1,4 +1,4 @@
-// Fuzz target: the service's request validation (daemon/server/requests.h)
+// Fuzz target: the service's request validation (daemon/scheduler/requests.h)
 // on a request parsed from the input's bytes: a MeasureRequest
 // (IRONTUNE_FUZZ_REQUEST 0) or an AutotuneRequest (1). What validation
 // accepts must be safe to plan: MeasurePlanOf / AutotuneOptionsOf run on
@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "daemon/server/requests.h"
+#include "daemon/scheduler/requests.h"
 #include "tests/fuzz/fuzz_check.h"
 
 #ifndef IRONTUNE_FUZZ_REQUEST

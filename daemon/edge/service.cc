@@ -1,0 +1,655 @@
+#include "daemon/edge/service.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "daemon/base/log_safe.h"
+#include "daemon/edge/event_merge.h"
+#include "daemon/edge/message_size.h"
+#include "daemon/edge/peer_properties.h"
+#include "daemon/scheduler/requests.h"
+#include "daemon/store/cache.h"
+#include "spdlog/spdlog.h"
+
+namespace irontune {
+namespace {
+
+// Ended jobs kept in memory beside the store.
+constexpr size_t kKeptJobs = 1000;
+// How often a stream looks whether its client is still there.
+constexpr absl::Duration kStreamPoll = absl::Milliseconds(100);
+// How long a stream lets events gather after one arrives before it writes
+// them, merged (event_merge.h): a cached job's few hundred events go out in
+// a few bursts of fewer messages rather than one write each beside the
+// job. Far below what a person watching progress notices.
+constexpr absl::Duration kStreamLinger = absl::Milliseconds(2);
+// ListJobs' default and largest limit.
+constexpr uint32_t kDefaultListLimit = 50;
+constexpr uint32_t kMaxListLimit = 1000;
+// The most an ImportCache stream may send.
+constexpr size_t kMaxImportBytes = size_t{1} << 30;
+
+v1::CacheSummary Summarize(const CacheStats& stats) {
+  v1::CacheSummary s;
+  s.set_rows(stats.rows);
+  s.set_bytes(stats.database_bytes);
+  s.set_hits(stats.hits);
+  s.set_misses(stats.misses);
+  const int64_t lookups = stats.hits + stats.misses;
+  s.set_hit_rate(lookups == 0 ? 0.0
+                              : static_cast<double>(stats.hits) /
+                                    static_cast<double>(lookups));
+  return s;
+}
+
+// A Measure stream carries the queue, start and log events.
+bool ToMeasureEvent(const v1::AutotuneEvent& in, v1::MeasureEvent* out) {
+  out->set_job_id(in.job_id());
+  switch (in.event_case()) {
+    case v1::AutotuneEvent::kQueued:
+      *out->mutable_queued() = in.queued();
+      return true;
+    case v1::AutotuneEvent::kStarted:
+      *out->mutable_started() = in.started();
+      return true;
+    case v1::AutotuneEvent::kLog:
+      *out->mutable_log() = in.log();
+      return true;
+    default:
+      return false;
+  }
+}
+
+// gRPC's synchronous handlers are given their request as a const pointer,
+// but it is the call's own object, not const (placement-new'd in the call's
+// arena, destroyed as the handler returns): its contents are swapped out,
+// so the handler does not hold a second copy while the job waits and runs.
+template <typename Request>
+Request TakeRequest(const Request* request) {
+  Request out;
+  out.Swap(const_cast<Request*>(request));
+  return out;
+}
+
+// Whom a stream of `caller` counts against (stream_quota.h): its token's
+// name, else the name of the job it submits or watches, `owner`.
+std::string StreamName(const Caller& caller, const std::string& owner) {
+  return caller.has_token ? caller.name : owner;
+}
+
+}  // namespace
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  // absl::StatusCode and grpc::StatusCode share their numbers.
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+TunerService::TunerService(ServiceDeps deps)
+    : deps_(std::move(deps)),
+      started_(absl::Now()),
+      budget_(QueueBudget::Make(deps_.limits.queue_memory_bytes,
+                                deps_.limits.client_queue_bytes)),
+      streams_(deps_.streams) {}
+
+absl::StatusOr<Caller> TunerService::Admit(
+    grpc::ServerContext* context, Rpc rpc,
+    const google::protobuf::Message* request) {
+  if (shutting_down_) {
+    return absl::UnavailableError("irontuned is shutting down");
+  }
+  std::optional<absl::string_view> authorization;
+  const auto& metadata = context->client_metadata();
+  if (auto it = metadata.find("authorization"); it != metadata.end()) {
+    authorization = absl::string_view(it->second.data(), it->second.size());
+  }
+  const std::string peer = context->peer();
+  if (deps_.auth == nullptr) {  // fail closed, never everyone admin
+    return absl::InternalError(
+        "irontuned has no authenticator: every call is refused");
+  }
+  const std::shared_ptr<const grpc::AuthContext> auth_context =
+      context->auth_context();
+  const std::optional<LocalPeer> local =
+      auth_context != nullptr ? ReadLocalPeer(*auth_context) : std::nullopt;
+  absl::StatusOr<Caller> caller =
+      local.has_value()
+          ? deps_.auth->AuthenticateOn(authorization, true, peer, &*local)
+          : deps_.auth->Authenticate(authorization, peer);
+  absl::Status s =
+      caller.ok() ? Authenticator::Authorize(*caller, rpc) : caller.status();
+  if (s.ok() && request != nullptr) {
+    s = CheckSmallRequest(rpc, request->ByteSizeLong(), deps_.limits);
+  }
+  if (!s.ok()) {
+    WarnRefusal(deps_.refusals.get(),
+                absl::StrCat("refused ", RpcName(rpc), " from ",
+                             caller.ok() ? caller->ToString() : peer, ": ",
+                             s.message()));
+    return s;
+  }
+  const bool quiet = rpc == Rpc::kGetStatus || rpc == Rpc::kListJobs ||
+                     rpc == Rpc::kGetResult || rpc == Rpc::kListImports;
+  spdlog::log(quiet ? spdlog::level::debug : spdlog::level::info, "{} by {}",
+              RpcName(rpc), LogSafe(caller->ToString()));
+  return caller;
+}
+
+std::string TunerService::OwnerOf(const grpc::ServerContext& context,
+                                  const Caller& caller,
+                                  const std::string& given) const {
+  return caller.named ? caller.name : ClientOf(context, given);
+}
+
+absl::Status TunerService::CheckOwner(const Caller& caller, Rpc rpc,
+                                      const std::string& job_id,
+                                      const std::string& owner) {
+  absl::Status s = Authenticator::MayTouchJob(caller, rpc, job_id, owner);
+  if (!s.ok()) {
+    spdlog::warn("refused {} from {}: {}", RpcName(rpc),
+                 LogSafe(caller.ToString()),
+                 LogSafe(std::string(s.message()), kLogSafeLongBytes));
+  }
+  return s;
+}
+
+std::string TunerService::ClientOf(const grpc::ServerContext& context,
+                                   const std::string& given) const {
+  if (!given.empty()) return given;
+  return context.peer().empty() ? "anonymous" : context.peer();
+}
+
+absl::Status TunerService::Submit(const JobPtr& job) {
+  // Remember it first, so a Cancel racing the Queued event finds it.
+  {
+    absl::MutexLock lock(&mu_);
+    jobs_[job->id()] = job;
+    order_.push_back(job->id());
+    TrimHistory();
+  }
+  absl::StatusOr<size_t> position = deps_.queue->Push(job);
+  if (!position.ok()) {
+    absl::MutexLock lock(&mu_);
+    jobs_.erase(job->id());
+    return position.status();
+  }
+  spdlog::info(
+      "job {} queued: client={} kind={} position={} request={} (queued "
+      "requests {}) estimate: memory={} device_time={:.3f}s",
+      job->id(), LogSafe(job->client()),
+      job->kind() == v1::JOB_KIND_AUTOTUNE ? "autotune" : "measure", *position,
+      FormatBytes(job->request_bytes()), FormatBytes(budget_->used()),
+      FormatBytes(job->memory_bytes()), job->estimated_device_seconds());
+  return absl::OkStatus();
+}
+
+void TunerService::TrimHistory() {
+  size_t bytes = 0;
+  for (const auto& [id, job] : jobs_) bytes += job->RetainedBytes();
+  while (!order_.empty() &&
+         (order_.size() > kKeptJobs || bytes > deps_.history_bytes)) {
+    auto it = jobs_.find(order_.front());
+    if (it != jobs_.end() && !IsTerminal(it->second->state())) break;
+    if (it != jobs_.end()) {
+      bytes -= std::min(bytes, it->second->RetainedBytes());
+      jobs_.erase(it);
+    }
+    order_.pop_front();
+  }
+}
+
+absl::StatusOr<StreamQuota::Slot> TunerService::BeginStream(
+    Rpc rpc, const Caller& caller, const std::string& name) {
+  absl::StatusOr<StreamQuota::Slot> slot = streams_.Open(name, caller.role);
+  if (!slot.ok()) return Refused(rpc, caller, slot.status());
+  return slot;
+}
+
+absl::Status TunerService::Refused(Rpc rpc, const Caller& caller,
+                                   absl::Status status) {
+  WarnRefusal(deps_.refusals.get(),
+              absl::StrCat("refused ", RpcName(rpc), " from ",
+                           caller.ToString(), ": ", status.message()));
+  return status;
+}
+
+template <typename WriteFn>
+absl::Status TunerService::Follow(grpc::ServerContext* context,
+                                  const JobPtr& job, bool cancel_on_disconnect,
+                                  WriteFn write) {
+  size_t next = 0;
+  while (true) {
+    bool done = false;
+    std::vector<v1::AutotuneEvent> events =
+        job->EventsFrom(next, kStreamPoll, &done, kStreamLinger);
+    next += events.size();
+    events = MergeEvents(std::move(events));
+    bool gone = context->IsCancelled();
+    for (const v1::AutotuneEvent& e : events) {
+      if (gone) break;
+      if (!write(e)) gone = true;
+    }
+    if (gone) {
+      const bool deadline =
+          context->deadline() <= std::chrono::system_clock::now();
+      if (cancel_on_disconnect && !done) {
+        CancelJob(job, deadline ? "the client's deadline passed"
+                                : "the client went away");
+      }
+      return deadline ? absl::DeadlineExceededError("deadline passed")
+                      : absl::CancelledError("the client went away");
+    }
+    if (done) return absl::OkStatus();
+  }
+}
+
+void TunerService::CancelJob(const JobPtr& job, const std::string& reason) {
+  job->Cancel(reason);
+  if (deps_.queue->Remove(job->id())) {
+    deps_.worker->FinishUnrun(job, absl::CancelledError(reason));
+  }
+}
+
+absl::StatusOr<std::optional<v1::JobResult>> TunerService::Stored(
+    const std::string& id) {
+  if (deps_.store == nullptr) return std::nullopt;
+  return deps_.store->Load(id);
+}
+
+JobPtr TunerService::Find(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : it->second;
+}
+
+template <typename WriteFn>
+absl::StatusOr<JobPtr> TunerService::RunJob(
+    grpc::ServerContext* context, Rpc rpc, const Caller& caller,
+    Job::Request request, const JobCost& cost, const std::string& owner,
+    v1::Priority priority, bool detach, WriteFn write) {
+  ASSIGN_OR_RETURN(const StreamQuota::Slot slot,
+                   BeginStream(rpc, caller, StreamName(caller, owner)));
+  auto job = std::make_shared<Job>(NewJobId(), std::move(request), owner,
+                                   priority, detach);
+  absl::StatusOr<QueueBudget::Charge> charge =
+      budget_->Reserve(owner, job->request_bytes());
+  if (!charge.ok()) return Refused(rpc, caller, charge.status());
+  job->set_charge(*std::move(charge));
+  job->set_cost(cost.memory_bytes, cost.device_seconds);
+  Job::Bounds bounds;
+  bounds.device_seconds = deps_.limits.job_device_seconds;
+  if (!detach &&
+      context->deadline() != std::chrono::system_clock::time_point::max()) {
+    bounds.deadline = absl::FromChrono(context->deadline());
+  }
+  job->set_bounds(bounds);
+  RETURN_IF_ERROR(Submit(job));
+  RETURN_IF_ERROR(Follow(context, job, !detach, write));
+  return job;
+}
+
+grpc::Status TunerService::Autotune(
+    grpc::ServerContext* context, const v1::AutotuneRequest* request,
+    grpc::ServerWriter<v1::AutotuneEvent>* writer) {
+  absl::StatusOr<Caller> caller = Admit(context, Rpc::kAutotune);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  if (absl::Status s = ValidateAutotuneRequest(*request); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
+  const absl::StatusOr<JobCost> cost =
+      AdmitAutotune(*request, deps_.worker->Status().platform, deps_.limits,
+                    deps_.shapes_at_once);
+  if (!cost.ok()) return ToGrpcStatus(cost.status());
+  const std::string owner = OwnerOf(*context, *caller, request->client());
+  const v1::Priority priority = request->priority();
+  const bool detach = request->detach();
+  absl::StatusOr<JobPtr> job =
+      RunJob(context, Rpc::kAutotune, *caller, TakeRequest(request), *cost,
+             owner, priority, detach,
+             [writer](const v1::AutotuneEvent& e) { return writer->Write(e); });
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  return ToGrpcStatus((*job)->status());
+}
+
+grpc::Status TunerService::Measure(
+    grpc::ServerContext* context, const v1::MeasureRequest* request,
+    grpc::ServerWriter<v1::MeasureEvent>* writer) {
+  absl::StatusOr<Caller> caller = Admit(context, Rpc::kMeasure);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  if (absl::Status s = ValidateMeasureRequest(*request); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
+  const absl::StatusOr<JobCost> cost =
+      AdmitMeasure(*request, deps_.worker->Status().platform, deps_.limits);
+  if (!cost.ok()) return ToGrpcStatus(cost.status());
+  const std::string owner = OwnerOf(*context, *caller, request->client());
+  const v1::Priority priority = request->priority();
+  absl::StatusOr<JobPtr> job =
+      RunJob(context, Rpc::kMeasure, *caller, TakeRequest(request), *cost,
+             owner, priority,
+             /*detach=*/false, [writer](const v1::AutotuneEvent& e) {
+               v1::MeasureEvent out;
+               return !ToMeasureEvent(e, &out) || writer->Write(out);
+             });
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  if ((*job)->state() != v1::JOB_STATE_SUCCEEDED) {
+    return ToGrpcStatus((*job)->status());
+  }
+  v1::MeasureEvent result;
+  result.set_job_id((*job)->id());
+  *result.mutable_result() = (*job)->Result().measure();
+  writer->Write(result);
+  return grpc::Status::OK;
+}
+
+grpc::Status TunerService::GetStatus(grpc::ServerContext* context,
+                                     const v1::GetStatusRequest* request,
+                                     v1::StatusResponse* response) {
+  if (absl::StatusOr<Caller> c = Admit(context, Rpc::kGetStatus, request);
+      !c.ok()) {
+    return ToGrpcStatus(c.status());
+  }
+  const WorkerStatus w = deps_.worker->Status();
+  response->set_version(deps_.version);
+  response->set_device(deps_.device_spec);
+  response->set_platform(w.platform.name);
+  response->set_generation(w.platform.generation);
+  response->set_power_mode(std::string(PowerModeName(w.platform.power_mode)));
+  response->set_columns(w.platform.columns);
+  response->set_core_mhz(w.platform.core_mhz);
+  response->set_hw_contexts(w.platform.hw_contexts);
+  response->set_device_state(w.running ? "running" : "idle");
+  for (const JobPtr& job : deps_.queue->Snapshot()) {
+    *response->add_queue() = job->Summary();
+  }
+  if (w.running) *response->mutable_running() = w.running->Summary();
+  if (w.cache) *response->mutable_cache() = Summarize(*w.cache);
+  if (w.builds) *response->mutable_builds() = *w.builds;
+  response->set_uptime_seconds(absl::ToDoubleSeconds(absl::Now() - started_));
+  return grpc::Status::OK;
+}
+
+grpc::Status TunerService::ListJobs(grpc::ServerContext* context,
+                                    const v1::ListJobsRequest* request,
+                                    v1::ListJobsResponse* response) {
+  if (absl::StatusOr<Caller> c = Admit(context, Rpc::kListJobs, request);
+      !c.ok()) {
+    return ToGrpcStatus(c.status());
+  }
+  const uint32_t limit = request->limit() == 0
+                             ? kDefaultListLimit
+                             : std::min(request->limit(), kMaxListLimit);
+  std::vector<v1::JobSummary> all;
+  std::set<std::string> seen;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, job] : jobs_) {
+      all.push_back(job->Summary());
+      seen.insert(id);
+    }
+  }
+  if (deps_.store) {
+    absl::StatusOr<std::vector<v1::JobSummary>> stored =
+        deps_.store->List(static_cast<int>(limit));
+    if (!stored.ok()) return ToGrpcStatus(stored.status());
+    for (v1::JobSummary& s : *stored) {
+      if (!seen.count(s.job_id())) all.push_back(std::move(s));
+    }
+  }
+  std::sort(all.begin(), all.end(),
+            [](const v1::JobSummary& a, const v1::JobSummary& b) {
+              return a.submitted_unix_ms() > b.submitted_unix_ms();
+            });
+  if (all.size() > limit) all.resize(limit);
+  for (v1::JobSummary& s : all) *response->add_jobs() = std::move(s);
+  return grpc::Status::OK;
+}
+
+absl::StatusOr<TunerService::OwnedJob> TunerService::AdmitJob(
+    grpc::ServerContext* context, Rpc rpc,
+    const google::protobuf::Message& request, const std::string& job_id) {
+  OwnedJob found;
+  ASSIGN_OR_RETURN(found.caller, Admit(context, rpc, &request));
+  RETURN_IF_ERROR(ValidateJobId(job_id));
+  std::string owner;
+  if ((found.live = Find(job_id)) != nullptr) {
+    owner = found.live->client();
+  } else {
+    ASSIGN_OR_RETURN(found.stored, Stored(job_id));
+    if (!found.stored.has_value()) {
+      return absl::NotFoundError(absl::StrCat("no job ", job_id));
+    }
+    owner = found.stored->summary().client();
+  }
+  RETURN_IF_ERROR(CheckOwner(found.caller, rpc, job_id, owner));
+  return found;
+}
+
+grpc::Status TunerService::Cancel(grpc::ServerContext* context,
+                                  const v1::CancelRequest* request,
+                                  v1::CancelResponse* response) {
+  absl::StatusOr<OwnedJob> found =
+      AdmitJob(context, Rpc::kCancel, *request, request->job_id());
+  if (!found.ok()) return ToGrpcStatus(found.status());
+  if (found->live == nullptr) {  // ended in an earlier run
+    response->set_state(found->stored->summary().state());
+    return grpc::Status::OK;
+  }
+  spdlog::info("job {} cancelled by {}", found->live->id(),
+               LogSafe(found->caller.ToString()));
+  CancelJob(found->live, "cancelled by request");
+  response->set_state(found->live->state());
+  return grpc::Status::OK;
+}
+
+grpc::Status TunerService::Watch(
+    grpc::ServerContext* context, const v1::WatchRequest* request,
+    grpc::ServerWriter<v1::AutotuneEvent>* writer) {
+  absl::StatusOr<OwnedJob> found =
+      AdmitJob(context, Rpc::kWatch, *request, request->job_id());
+  if (!found.ok()) return ToGrpcStatus(found.status());
+  if (const JobPtr& job = found->live) {
+    const absl::StatusOr<StreamQuota::Slot> slot = BeginStream(
+        Rpc::kWatch, found->caller, StreamName(found->caller, job->client()));
+    if (!slot.ok()) return ToGrpcStatus(slot.status());
+    absl::Status followed = Follow(
+        context, job, /*cancel_on_disconnect=*/false,
+        [writer](const v1::AutotuneEvent& e) { return writer->Write(e); });
+    if (!followed.ok()) return ToGrpcStatus(followed);
+    return ToGrpcStatus(job->status());
+  }
+  // A job of an earlier run: only its result was kept.
+  const v1::JobResult& r = *found->stored;
+  if (r.has_autotune()) {
+    v1::AutotuneEvent e;
+    e.set_job_id(request->job_id());
+    *e.mutable_result() = r.autotune();
+    writer->Write(e);
+  }
+  if (!r.summary().error().empty()) {
+    return grpc::Status(grpc::StatusCode::UNKNOWN, r.summary().error());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status TunerService::GetResult(grpc::ServerContext* context,
+                                     const v1::GetResultRequest* request,
+                                     v1::JobResult* response) {
+  absl::StatusOr<OwnedJob> found =
+      AdmitJob(context, Rpc::kGetResult, *request, request->job_id());
+  if (!found.ok()) return ToGrpcStatus(found.status());
+  if (found->live == nullptr) {
+    *response = std::move(*found->stored);
+    return grpc::Status::OK;
+  }
+  if (!IsTerminal(found->live->state())) {
+    return grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        absl::StrCat("job ", found->live->id(), " has not ended; Watch it"));
+  }
+  *response = found->live->Result();
+  return grpc::Status::OK;
+}
+
+grpc::Status TunerService::ExportCache(
+    grpc::ServerContext* context, const v1::ExportCacheRequest* request,
+    grpc::ServerWriter<v1::CacheLine>* writer) {
+  if (absl::StatusOr<Caller> c = Admit(context, Rpc::kExportCache, request);
+      !c.ok()) {
+    return ToGrpcStatus(c.status());
+  }
+  if (deps_.cache_path.empty()) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "irontuned runs without a cache");
+  }
+  absl::StatusOr<std::unique_ptr<CacheReader>> reader = CacheReader::Open(
+      deps_.cache_path, deps_.cache_platform, deps_.cache_power_mode);
+  if (!reader.ok()) return ToGrpcStatus(reader.status());
+  std::ostringstream out;
+  if (absl::Status s = (*reader)->Export(out); !s.ok()) return ToGrpcStatus(s);
+  std::istringstream in(out.str());
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (context->IsCancelled()) {
+      return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+    }
+    v1::CacheLine cl;
+    cl.set_line(std::move(line));
+    if (!writer->Write(cl)) break;
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status TunerService::ImportCache(
+    grpc::ServerContext* context, grpc::ServerReader<v1::CacheLine>* reader,
+    v1::ImportCacheResponse* response) {
+  absl::StatusOr<Caller> caller = Admit(context, Rpc::kImportCache);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  std::string text;
+  v1::CacheLine line;
+  ImportOrigin origin{OwnerOf(*context, *caller, ""), caller->peer, ""};
+  for (bool first = true; reader->Read(&line); first = false) {
+    if (first) origin.source = line.source();
+    if (text.size() + line.line().size() + 1 > kMaxImportBytes) {
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          "the import exceeds 1 GiB");
+    }
+    absl::StrAppend(&text, line.line(), "\n");
+  }
+  int64_t imported = 0;
+  int64_t import_id = 0;
+  std::vector<std::string> skipped;
+  // The worker is the cache's only writer: the import runs there, between
+  // jobs (or when a long job yields).
+  absl::Status s = deps_.worker->RunOnWorker([&](Cache* cache) -> absl::Status {
+    if (cache == nullptr) {
+      return absl::FailedPreconditionError("irontuned runs without a cache");
+    }
+    std::istringstream in(text);
+    absl::StatusOr<ImportCounts> counts = cache->Import(in, origin);
+    if (!counts.ok()) return counts.status();
+    imported = counts->imported;
+    import_id = counts->import_id;
+    skipped = std::move(counts->skipped);
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return ToGrpcStatus(s);
+  response->set_imported(static_cast<uint64_t>(imported));
+  response->set_import_id(static_cast<uint64_t>(import_id));
+  for (std::string& why : skipped) response->add_skipped(std::move(why));
+  spdlog::info("cache: import {} of {} lines from \"{}\" by {}", import_id,
+               imported, LogSafe(origin.source), LogSafe(caller->ToString()));
+  return grpc::Status::OK;
+}
+
+grpc::Status TunerService::ListImports(grpc::ServerContext* context,
+                                       const v1::ListImportsRequest* request,
+                                       v1::ListImportsResponse* response) {
+  if (absl::StatusOr<Caller> c = Admit(context, Rpc::kListImports, request);
+      !c.ok()) {
+    return ToGrpcStatus(c.status());
+  }
+  if (deps_.cache_path.empty()) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "irontuned runs without a cache");
+  }
+  absl::StatusOr<std::unique_ptr<CacheReader>> reader = CacheReader::Open(
+      deps_.cache_path, deps_.cache_platform, deps_.cache_power_mode);
+  if (!reader.ok()) return ToGrpcStatus(reader.status());
+  absl::StatusOr<std::vector<ImportRecord>> records = (*reader)->ListImports();
+  if (!records.ok()) return ToGrpcStatus(records.status());
+  for (const ImportRecord& r : *records) {
+    v1::ImportRecord* out = response->add_imports();
+    out->set_id(static_cast<uint64_t>(r.id));
+    out->set_imported_by(r.origin.imported_by);
+    out->set_peer(r.origin.peer);
+    out->set_source(r.origin.source);
+    out->set_imported_unix_ms(r.imported_unix_ms);
+    out->set_lines(static_cast<uint64_t>(r.lines));
+    out->set_rows(static_cast<uint64_t>(r.rows));
+    out->set_dropped_unix_ms(r.dropped_unix_ms.value_or(0));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status TunerService::DropImport(grpc::ServerContext* context,
+                                      const v1::DropImportRequest* request,
+                                      v1::DropImportResponse* response) {
+  absl::StatusOr<Caller> caller = Admit(context, Rpc::kDropImport, request);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  if (request->id() == 0 || request->id() > static_cast<uint64_t>(INT64_MAX)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("id: no import ", request->id()));
+  }
+  int64_t rows = 0;
+  absl::Status s = deps_.worker->RunOnWorker([&](Cache* cache) -> absl::Status {
+    if (cache == nullptr) {
+      return absl::FailedPreconditionError("irontuned runs without a cache");
+    }
+    absl::StatusOr<int64_t> dropped =
+        cache->DropImport(static_cast<int64_t>(request->id()));
+    if (!dropped.ok()) return dropped.status();
+    rows = *dropped;
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return ToGrpcStatus(s);
+  spdlog::info("cache: import {} dropped by {} ({} rows)", request->id(),
+               LogSafe(caller->ToString()), rows);
+  response->set_rows(static_cast<uint64_t>(rows));
+  return grpc::Status::OK;
+}
+
+grpc::Status TunerService::ClearCache(grpc::ServerContext* context,
+                                      const v1::ClearCacheRequest* request,
+                                      v1::ClearCacheResponse* response) {
+  absl::StatusOr<Caller> caller = Admit(context, Rpc::kClearCache, request);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  ClearCounts cleared;
+  // The worker is the cache's only writer: the clear runs there, between
+  // jobs, so no job sees half a cache.
+  absl::Status s = deps_.worker->RunOnWorker([&](Cache* cache) -> absl::Status {
+    if (cache == nullptr) {
+      return absl::FailedPreconditionError("irontuned runs without a cache");
+    }
+    ASSIGN_OR_RETURN(cleared, cache->Clear());
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return ToGrpcStatus(s);
+  spdlog::warn(
+      "cache: cleared by {}: {} measurements, {} IRON figures, {} verdicts",
+      LogSafe(caller->ToString()), cleared.measurements, cleared.iron_costs,
+      cleared.verdicts);
+  response->set_measurements(static_cast<uint64_t>(cleared.measurements));
+  response->set_iron_costs(static_cast<uint64_t>(cleared.iron_costs));
+  response->set_verdicts(static_cast<uint64_t>(cleared.verdicts));
+  return grpc::Status::OK;
+}
+
+}  // namespace irontune

@@ -1,0 +1,94 @@
+// The wire boundary: every conversion between irontune.v1's requests and
+// results and the method's own types, the checks a request must pass before
+// it is queued, and the defaults a request's zero fields take (IRON's
+// Timing and repeats, common/defaults.h; the platform's packaging,
+// DefaultPackaging).
+//
+// No gRPC here: the service turns the Status these return into a
+// grpc::Status. Thread-safe (pure functions).
+#ifndef IRONTUNE_DAEMON_SCHEDULER_REQUESTS_H_
+#define IRONTUNE_DAEMON_SCHEDULER_REQUESTS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "daemon/npu/build_pool.h"
+#include "daemon/npu/device.h"
+#include "daemon/tune/autotune.h"
+#include "daemon/tune/measure.h"
+#include "irontune/v1/tuner.pb.h"
+
+namespace irontune {
+
+// The largest runlist a request may ask for, and the most rounds and calls
+// per round its Timing may ask for.
+inline constexpr uint32_t kMaxRepeats = 65536;
+inline constexpr uint32_t kMaxRounds = 1000;
+inline constexpr uint32_t kMaxCalls = 100000;
+
+// Checks what a Measure relies on: the operator validates as a recording's
+// would, and every Setting names tunables of the operator, each once, with
+// a value; values and inputs name the operator's call values and buffers,
+// inputs of the buffer's size; repeats is 0 or in [2, kMaxRepeats]; the
+// Timing (after its defaults) has at most kMaxRounds rounds of kMaxCalls
+// calls, a given settle at most its rounds, and a cutoff of 0 or a finite ratio
+// >= 1; the priority is a Priority. InvalidArgument naming the field path
+// ("operator.buffers[1]...", "settings[2].tunables[0].name: ...").
+absl::Status ValidateMeasureRequest(const v1::MeasureRequest& request);
+
+// Checks what an Autotune relies on: calls present and valid
+// (ValidateRecording), Timing, priority and repeats as above, min_gain in
+// [0, 1), budget_seconds finite and not negative (0: no budget).
+// InvalidArgument naming the field path.
+absl::Status ValidateAutotuneRequest(const v1::AutotuneRequest& request);
+
+// Checks a job id a client names (Cancel, Watch, GetResult): not empty,
+// printable ASCII, at most kMaxJobIdBytes. InvalidArgument "job_id: ...".
+inline constexpr size_t kMaxJobIdBytes = 64;
+absl::Status ValidateJobId(const std::string& id);
+
+// The operator at `setting`: the recorded tunables with the setting's
+// values applied. REQUIRES: ValidateMeasureRequest passed.
+v1::Operator ApplySetting(const v1::Operator& op, const v1::Setting& setting);
+
+// A request's repeats, 0 meaning the default.
+int RepeatsOf(uint32_t repeats);
+
+// What a Measure request asks for on `platform`: the operator at its
+// recorded setting, then at each Setting. REQUIRES: ValidateMeasureRequest
+// passed.
+MeasurePlan MeasurePlanOf(const v1::MeasureRequest& request,
+                          const Platform& platform);
+
+// What an Autotune request asks for; `cycles_path` is the daemon's kernel
+// cycles file ("" for none).
+AutotuneOptions AutotuneOptionsOf(const v1::AutotuneRequest& request,
+                                  const std::string& cycles_path);
+
+// A Measure's answer: a SettingMeasurement per setting, the recorded one
+// first, with its delta against the recorded setting (AgainstDefault).
+v1::MeasureResult MeasureResultOf(const v1::MeasureRequest& request,
+                                  const MeasurePlan& plan,
+                                  const MeasureOutcome& outcome);
+
+// An Autotune's answer, with the device and wall time it took.
+// A build pool's figures (BuildPool::stats, or a job's share of them:
+// StatsSince) with its `jobs` threads, as the service reports them.
+v1::BuildStats BuildStatsOf(const BuildPoolStats& stats, int jobs);
+
+// The best utilisation (device time over wall time) a job that spent
+// `device_seconds` on the device could reach with `builds`' build time
+// spread over its jobs: device / max(device, build_seconds / jobs) (a
+// throughput bound: the device waits at least for the builds the pool
+// cannot run beside it). Without pool threads (jobs 0) the builds run on
+// the worker's thread, between the device's runs: device / (device +
+// build_seconds). 0 with no device time.
+double UtilisationBound(double device_seconds, const v1::BuildStats& builds);
+
+v1::AutotuneResult AutotuneResultOf(const TuneResult& tuned,
+                                    double device_seconds, double wall_seconds);
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_DAEMON_SCHEDULER_REQUESTS_H_
