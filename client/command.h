@@ -15,7 +15,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
-#include "client/cli.h"
+#include "client/environment.h"
 
 namespace CLI {
 class App;

@@ -11,7 +11,7 @@
 #include <type_traits>
 
 #include "absl/status/statusor.h"
-#include "client/cli.h"
+#include "client/environment.h"
 #include "irontune/v1/tuner.pb.h"
 
 namespace CLI {
