@@ -12,6 +12,7 @@
 #include "daemon/edge/event_merge.h"
 #include "daemon/edge/message_size.h"
 #include "daemon/edge/peer_properties.h"
+#include "daemon/scheduler/replies.h"
 #include "daemon/scheduler/requests.h"
 #include "daemon/store/cache.h"
 #include "spdlog/spdlog.h"
@@ -33,19 +34,6 @@ constexpr uint32_t kDefaultListLimit = 50;
 constexpr uint32_t kMaxListLimit = 1000;
 // The most an ImportCache stream may send.
 constexpr size_t kMaxImportBytes = size_t{1} << 30;
-
-v1::CacheSummary Summarize(const CacheStats& stats) {
-  v1::CacheSummary s;
-  s.set_rows(stats.rows);
-  s.set_bytes(stats.database_bytes);
-  s.set_hits(stats.hits);
-  s.set_misses(stats.misses);
-  const int64_t lookups = stats.hits + stats.misses;
-  s.set_hit_rate(lookups == 0 ? 0.0
-                              : static_cast<double>(stats.hits) /
-                                    static_cast<double>(lookups));
-  return s;
-}
 
 // A Measure stream carries the queue, start and log events.
 bool ToMeasureEvent(const v1::AutotuneEvent& in, v1::MeasureEvent* out) {
@@ -358,18 +346,13 @@ grpc::Status TunerService::GetStatus(grpc::ServerContext* context,
   const WorkerStatus w = deps_.worker->Status();
   response->set_version(deps_.version);
   response->set_device(deps_.device_spec);
-  response->set_platform(w.platform.name);
-  response->set_generation(w.platform.generation);
-  response->set_power_mode(std::string(PowerModeName(w.platform.power_mode)));
-  response->set_columns(w.platform.columns);
-  response->set_core_mhz(w.platform.core_mhz);
-  response->set_hw_contexts(w.platform.hw_contexts);
+  SetPlatform(w.platform, response);
   response->set_device_state(w.running ? "running" : "idle");
   for (const JobPtr& job : deps_.queue->Snapshot()) {
     *response->add_queue() = job->Summary();
   }
   if (w.running) *response->mutable_running() = w.running->Summary();
-  if (w.cache) *response->mutable_cache() = Summarize(*w.cache);
+  if (w.cache) *response->mutable_cache() = CacheSummaryOf(*w.cache);
   if (w.builds) *response->mutable_builds() = *w.builds;
   response->set_uptime_seconds(absl::ToDoubleSeconds(absl::Now() - started_));
   return grpc::Status::OK;
@@ -583,19 +566,10 @@ grpc::Status TunerService::ListImports(grpc::ServerContext* context,
   absl::StatusOr<std::unique_ptr<CacheReader>> reader = CacheReader::Open(
       deps_.cache_path, deps_.cache_platform, deps_.cache_power_mode);
   if (!reader.ok()) return ToGrpcStatus(reader.status());
-  absl::StatusOr<std::vector<ImportRecord>> records = (*reader)->ListImports();
+  absl::StatusOr<std::vector<v1::ImportRecord>> records =
+      (*reader)->ListImports();
   if (!records.ok()) return ToGrpcStatus(records.status());
-  for (const ImportRecord& r : *records) {
-    v1::ImportRecord* out = response->add_imports();
-    out->set_id(static_cast<uint64_t>(r.id));
-    out->set_imported_by(r.origin.imported_by);
-    out->set_peer(r.origin.peer);
-    out->set_source(r.origin.source);
-    out->set_imported_unix_ms(r.imported_unix_ms);
-    out->set_lines(static_cast<uint64_t>(r.lines));
-    out->set_rows(static_cast<uint64_t>(r.rows));
-    out->set_dropped_unix_ms(r.dropped_unix_ms.value_or(0));
-  }
+  for (v1::ImportRecord& r : *records) *response->add_imports() = std::move(r);
   return grpc::Status::OK;
 }
 
@@ -646,9 +620,7 @@ grpc::Status TunerService::ClearCache(grpc::ServerContext* context,
       "cache: cleared by {}: {} measurements, {} IRON figures, {} verdicts",
       LogSafe(caller->ToString()), cleared.measurements, cleared.iron_costs,
       cleared.verdicts);
-  response->set_measurements(static_cast<uint64_t>(cleared.measurements));
-  response->set_iron_costs(static_cast<uint64_t>(cleared.iron_costs));
-  response->set_verdicts(static_cast<uint64_t>(cleared.verdicts));
+  *response = ClearCacheResponseOf(cleared);
   return grpc::Status::OK;
 }
 

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "daemon/scheduler/replies.h"
 
 namespace irontune {
 
@@ -79,7 +80,7 @@ void JobContext::OnTrials(int index, const std::vector<Comparison>& trials) {
   v1::TrialEvent* t = event.mutable_trial();
   auto key = keys_.find(index);
   t->set_shape(key != keys_.end() ? key->second : shape_);
-  for (const Comparison& trial : trials) *t->add_trials() = trial.ToProto();
+  for (const Comparison& trial : trials) *t->add_trials() = TrialOf(trial);
   Emit(std::move(event));
   // The progress counts follow the shape begun last.
   if (index != index_) return;
@@ -91,12 +92,7 @@ void JobContext::OnTrials(int index, const std::vector<Comparison>& trials) {
   v1::AutotuneEvent progress = Progress();
   v1::ShapeProgress* p = progress.mutable_progress();
   p->set_settings_timed(timed_);
-  if (best_) {
-    p->set_has_best(true);
-    for (const v1::Field& f : best_->tunables) *p->add_best() = f;
-    p->set_best_delta_us(best_->delta_us);
-    p->set_best_noise_us(best_->noise_us.value_or(0));
-  }
+  if (best_) SetBest(*best_, p);
   Emit(std::move(progress));
 }
 

@@ -56,6 +56,9 @@
 #include "irontune/v1/measurement.pb.h"
 
 namespace irontune {
+namespace v1 {
+class ImportRecord;  // tuner.proto; cache_import.cc includes it
+}  // namespace v1
 
 class ImportLine;  // cache_json.h
 
@@ -97,16 +100,6 @@ struct ImportOrigin {
   std::string imported_by;  // the token's name, or the client's
   std::string peer;         // the importer's address
   std::string source;       // the file name the importer gave
-};
-
-// One Import as the cache keeps it.
-struct ImportRecord {
-  int64_t id = 0;
-  ImportOrigin origin;
-  int64_t imported_unix_ms = 0;
-  int64_t lines = 0;  // lines imported then
-  int64_t rows = 0;   // measurement, IRON and verdict rows of it still kept
-  std::optional<int64_t> dropped_unix_ms;  // set once DropImport ran
 };
 
 // What Clear removed.
@@ -168,8 +161,9 @@ class CacheReader {
   // Checks the whole file (every partition): SQLite's integrity check, and
   // that every stored measurement decodes.
   absl::StatusOr<CacheCheck> Check();
-  // Every Import recorded in the file (any partition), newest first.
-  absl::StatusOr<std::vector<ImportRecord>> ListImports();
+  // Every Import recorded in the file (any partition), newest first, as
+  // ListImports answers it (dropped_unix_ms 0 while not dropped).
+  absl::StatusOr<std::vector<v1::ImportRecord>> ListImports();
 
   const std::string& platform() const { return platform_; }
   PowerMode power_mode() const { return power_mode_; }
@@ -298,9 +292,7 @@ class Cache {
   // records are skipped and listed, not refused.
   absl::StatusOr<ImportCounts> Import(std::istream& in,
                                       const ImportOrigin& origin = {});
-  absl::StatusOr<std::vector<ImportRecord>> ListImports() {
-    return reads_.ListImports();
-  }
+  absl::StatusOr<std::vector<v1::ImportRecord>> ListImports();
   // Deletes the rows import `id` added (rows measured here since, under the
   // same key, replaced them and stay) and marks it dropped, in one
   // transaction; returns how many rows went. NotFound for an unknown id,

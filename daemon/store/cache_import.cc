@@ -20,6 +20,7 @@
 #include "daemon/store/cache.h"
 #include "daemon/store/cache_json.h"
 #include "daemon/store/iron_costs.h"
+#include "irontune/v1/tuner.pb.h"
 
 namespace irontune {
 namespace {
@@ -283,7 +284,7 @@ absl::StatusOr<ClearCounts> Cache::Clear() {
   return counts;
 }
 
-absl::StatusOr<std::vector<ImportRecord>> CacheReader::ListImports() {
+absl::StatusOr<std::vector<v1::ImportRecord>> CacheReader::ListImports() {
   ASSIGN_OR_RETURN(sqlite::ReadTransaction snapshot,
                    sqlite::ReadTransaction::Begin(*db_));
   ASSIGN_OR_RETURN(
@@ -294,20 +295,23 @@ absl::StatusOr<std::vector<ImportRecord>> CacheReader::ListImports() {
           "(SELECT count(*) FROM iron_costs WHERE import_id = i.id) + "
           "(SELECT count(*) FROM verdicts WHERE import_id = i.id) "
           "FROM imports AS i ORDER BY id DESC"));
-  std::vector<ImportRecord> records;
+  std::vector<v1::ImportRecord> records;
   RETURN_IF_ERROR(stmt.ForEachRow([&] {
-    ImportRecord r;
-    r.id = stmt.ColumnInt(0);
-    r.origin.imported_by = std::string(stmt.ColumnText(1));
-    r.origin.peer = std::string(stmt.ColumnText(2));
-    r.origin.source = std::string(stmt.ColumnText(3));
-    r.imported_unix_ms = stmt.ColumnInt(4);
-    r.lines = stmt.ColumnInt(5);
-    if (!stmt.ColumnIsNull(6)) r.dropped_unix_ms = stmt.ColumnInt(6);
-    r.rows = stmt.ColumnInt(7);
-    records.push_back(std::move(r));
+    v1::ImportRecord& r = records.emplace_back();
+    r.set_id(static_cast<uint64_t>(stmt.ColumnInt(0)));
+    r.set_imported_by(std::string(stmt.ColumnText(1)));
+    r.set_peer(std::string(stmt.ColumnText(2)));
+    r.set_source(std::string(stmt.ColumnText(3)));
+    r.set_imported_unix_ms(stmt.ColumnInt(4));
+    r.set_lines(static_cast<uint64_t>(stmt.ColumnInt(5)));
+    if (!stmt.ColumnIsNull(6)) r.set_dropped_unix_ms(stmt.ColumnInt(6));
+    r.set_rows(static_cast<uint64_t>(stmt.ColumnInt(7)));
   }));
   return records;
+}
+
+absl::StatusOr<std::vector<v1::ImportRecord>> Cache::ListImports() {
+  return reads_.ListImports();
 }
 
 absl::Status Cache::ImportOne(Inserts& add, const ImportLine& line) {

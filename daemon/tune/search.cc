@@ -137,24 +137,6 @@ bool Comparison::Gains(double z) const {
          -delta_us > z * *noise_us;
 }
 
-v1::Trial Comparison::ToProto() const {
-  v1::Trial proto;
-  for (const v1::Field& f : tunables) *proto.add_tunables() = f;
-  proto.set_delta_us(delta_us);
-  if (noise_us.has_value()) proto.set_noise_us(*noise_us);
-  proto.set_refused(refused);
-  return proto;
-}
-
-Comparison Comparison::FromProto(const v1::Trial& proto) {
-  Comparison t;
-  t.tunables.assign(proto.tunables().begin(), proto.tunables().end());
-  t.delta_us = proto.delta_us();
-  if (proto.has_noise_us()) t.noise_us = proto.noise_us();
-  t.refused = proto.refused();
-  return t;
-}
-
 int ChangedTunables(const TunableValues& a, const TunableValues& b) {
   int changed = 0;
   for (const v1::Field& f : a) {

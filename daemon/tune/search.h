@@ -89,8 +89,9 @@ class CallBuffers {
 // trial; docs/search.md ("When a setting gains") says why this value.
 inline constexpr double kGainZ = 2.0;
 
-// One setting of a shape, timed against the setting it was recorded at
-// (v1::Trial in measurement.proto).
+// One setting of a shape, timed against the setting it was recorded at: the
+// method's working value, with the rules of gaining; it leaves as a
+// v1::Trial only at the wire boundary (scheduler/replies.h TrialOf).
 struct Comparison {
   std::vector<v1::Field> tunables;
   // How much longer its steps take than the recorded setting's; negative is
@@ -105,9 +106,6 @@ struct Comparison {
   // 0), its noise known, and faster beyond `z` times that noise
   // (-delta_us > z * noise_us, strictly).
   bool Gains(double z = kGainZ) const;
-
-  v1::Trial ToProto() const;
-  static Comparison FromProto(const v1::Trial& proto);
 };
 
 // One setting of an operator's tunables: name -> value, in the operator's

@@ -12,6 +12,7 @@
 #include "daemon/store/cache_key.h"
 #include "daemon/store/cache_schema.h"
 #include "daemon/store/sqlite.h"
+#include "irontune/v1/tuner.pb.h"
 
 namespace irontune {
 namespace {
@@ -95,20 +96,20 @@ TEST_CASE("An import is recorded with its origin and can be dropped",
   CHECK(counts->import_id > 0);
   REQUIRE(cache->Get(Digest(100))->has_value());
 
-  absl::StatusOr<std::vector<ImportRecord>> imports = cache->ListImports();
+  absl::StatusOr<std::vector<v1::ImportRecord>> imports = cache->ListImports();
   REQUIRE(imports.ok());
   REQUIRE(imports->size() == 1);
-  const ImportRecord r = imports->front();
-  CHECK(r.id == counts->import_id);
-  CHECK(r.origin.imported_by == "ops");
-  CHECK(r.origin.peer == "ipv4:127.0.0.1:4000");
-  CHECK(r.origin.source == "forged.jsonl");
-  CHECK(r.lines == 4);
-  CHECK(r.rows == 4);
-  CHECK(r.imported_unix_ms > 0);
-  CHECK_FALSE(r.dropped_unix_ms.has_value());
+  const v1::ImportRecord r = imports->front();
+  CHECK(static_cast<int64_t>(r.id()) == counts->import_id);
+  CHECK(r.imported_by() == "ops");
+  CHECK(r.peer() == "ipv4:127.0.0.1:4000");
+  CHECK(r.source() == "forged.jsonl");
+  CHECK(r.lines() == 4);
+  CHECK(r.rows() == 4);
+  CHECK(r.imported_unix_ms() > 0);
+  CHECK(r.dropped_unix_ms() == 0);
 
-  absl::StatusOr<int64_t> dropped = cache->DropImport(r.id);
+  absl::StatusOr<int64_t> dropped = cache->DropImport(static_cast<int64_t>(r.id()));
   REQUIRE(dropped.ok());
   CHECK(*dropped == 4);
   for (int i = 0; i < 3; ++i)
@@ -118,12 +119,12 @@ TEST_CASE("An import is recorded with its origin and can be dropped",
   CHECK(cache->Get(Digest(1))->has_value());
   imports = cache->ListImports();
   REQUIRE(imports->size() == 1);
-  CHECK(imports->front().rows == 0);
-  CHECK(imports->front().dropped_unix_ms.has_value());
+  CHECK(imports->front().rows() == 0);
+  CHECK(imports->front().dropped_unix_ms() > 0);
 
-  CHECK(cache->DropImport(r.id).status().code() ==
+  CHECK(cache->DropImport(static_cast<int64_t>(r.id())).status().code() ==
         absl::StatusCode::kFailedPrecondition);
-  CHECK(cache->DropImport(r.id + 7).status().code() ==
+  CHECK(cache->DropImport(static_cast<int64_t>(r.id()) + 7).status().code() ==
         absl::StatusCode::kNotFound);
 }
 
@@ -210,10 +211,10 @@ TEST_CASE("Clear empties every row, keeps the schema and the import records",
   absl::StatusOr<CacheStats> stats = cache->Stats();
   REQUIRE(stats.ok());
   CHECK(stats->rows == 0);
-  absl::StatusOr<std::vector<ImportRecord>> imports = cache->ListImports();
+  absl::StatusOr<std::vector<v1::ImportRecord>> imports = cache->ListImports();
   REQUIRE(imports.ok());
   REQUIRE(imports->size() == 1);
-  CHECK(imports->front().dropped_unix_ms.has_value());
+  CHECK(imports->front().dropped_unix_ms() > 0);
 
   // The schema stays: the cache takes rows again, also after reopening.
   REQUIRE(cache->Put(Digest(1), Figure(12)).ok());

@@ -279,15 +279,6 @@ TEST_CASE("Comparison::Gains needs admission and a gain beyond the noise",
     t.delta_us = 10;
     CHECK_FALSE(t.Gains());
   }
-  SECTION("round trip through the proto") {
-    v1::Trial p = t.ToProto();
-    CHECK(p.has_noise_us());
-    Comparison back = Comparison::FromProto(p);
-    CHECK(back.delta_us == -10);
-    CHECK(back.noise_us == std::optional<double>(1));
-    t.noise_us.reset();
-    CHECK_FALSE(Comparison::FromProto(t.ToProto()).noise_us.has_value());
-  }
 }
 
 v1::Field IntField(const std::string& name, int64_t v) {
