@@ -224,7 +224,6 @@ class Measurer {
     if (context_.cache() != nullptr) {
       RETURN_IF_ERROR(context_.cache()->CheckPowerMode(platform_.power_mode));
     }
-    timing_ = WithDefaults(plan_.timing);
     distinct_ = MeasureRequest(plan_.settings[0], plan_.settings[0], platform_,
                                plan_.repeats, plan_.packaging)
                     .distinct;
@@ -422,7 +421,7 @@ class Measurer {
       groups.push_back(p.index);
     }
     ASSIGN_OR_RETURN(InterleaveResult times,
-                     TimeInterleaved(images, groups, timing_, fastest_,
+                     TimeInterleaved(images, groups, plan_.timing, fastest_,
                                      plan_.idle, context_));
     RETURN_IF_ERROR(FinishDigests());
     for (const Probe* p : later) {
@@ -650,7 +649,7 @@ class Measurer {
       for (double s : steps) out.add_round_us(s);
       out.set_run(run);
       out.set_power_mode(std::string(PowerModeName(after.power_mode)));
-      out.set_calls(timing_.calls());
+      out.set_calls(plan_.timing.calls());
       if (probes[j].index != 0) {
         for (double s : default_steps) out.add_default_round_us(s);
       }
@@ -691,7 +690,6 @@ class Measurer {
   TuneContext& context_;
   const int n_;
   Platform platform_;
-  v1::Timing timing_;
   bool distinct_ = true;
   std::vector<Artifact> ones_;                // each setting's 1-step artifact
   std::vector<std::string> keys_;             // each setting's cache key

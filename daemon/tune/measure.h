@@ -62,7 +62,9 @@ struct MeasurePlan {
   // The settings to time: one design's operator at each setting, the
   // recorded (default) setting first.
   std::vector<v1::Operator> settings;
-  v1::Timing timing;  // zero fields take IRON's defaults
+  // Every default applied (requests.h MeasurePlanOf): the packaging is one
+  // the platform runs, never PACKAGING_UNSPECIFIED.
+  ResolvedTiming timing;
   int repeats = kDefaultRepeats;
   v1::Packaging packaging = v1::PACKAGING_FULL_ELF;
   // The per-call values, by CallValue name.

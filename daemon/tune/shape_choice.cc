@@ -196,8 +196,8 @@ absl::Status ShapeSearch::ConfirmBatch(
     todo.push_back(out.trials[contenders[c]].trial.tunables);
     bases.push_back(static_cast<int>(todo.size()) - 1);
   }
-  v1::Timing timing = WithDefaults(options_.timing);
-  timing.set_calls(std::max<uint32_t>(2, timing.calls() / kConfirmCallShare));
+  const ResolvedTiming timing = options_.timing.WithCalls(
+      std::max<uint32_t>(2, options_.timing.calls() / kConfirmCallShare));
   ASSIGN_OR_RETURN(std::vector<TimedBatch> timed,
                    TimeAgainst(todo, options_.remeasure, bases,
                                ConfirmTag(todo, batch, timing), &timing));
@@ -213,9 +213,10 @@ absl::Status ShapeSearch::ConfirmBatch(
 }
 
 std::string ShapeSearch::ConfirmTag(const std::vector<TunableValues>& todo,
-                                    int batch, const v1::Timing& timing) const {
+                                    int batch,
+                                    const ResolvedTiming& timing) const {
   std::string text = absl::StrCat("confirm/", batch);
-  if (timing.calls() != WithDefaults(options_.timing).calls()) {
+  if (timing.calls() != options_.timing.calls()) {
     absl::StrAppend(&text, "/calls ", timing.calls());
   }
   for (const TunableValues& s : todo) absl::StrAppend(&text, "/", Id(s));

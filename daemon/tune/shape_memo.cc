@@ -127,10 +127,10 @@ void Number(std::string& key, double value) {
 }
 
 void AddOptions(std::string& key, const AutotuneOptions& options) {
-  Part(key, DeterministicBytes(options.timing));
+  Part(key, DeterministicBytes(options.timing.proto()));
   Part(key, absl::StrCat(options.repeats, "/", options.exhaustive, "/",
                          options.seed, "/", options.race ? "race" : "all"));
-  Part(key, options.packaging ? absl::StrCat(*options.packaging) : "-");
+  Part(key, absl::StrCat(options.packaging));
   Part(key, options.judge_id);
   Part(key, absl::StrCat(absl::FormatDuration(options.idle.idle_timeout), "/",
                          absl::FormatDuration(options.idle.idle_poll)));

@@ -246,7 +246,7 @@ bool ShapeSearch::RacesAny(const std::vector<TunableValues>& todo) const {
 
 absl::StatusOr<std::vector<TunableValues>> ShapeSearch::Screen(
     const std::vector<TunableValues>& todo) {
-  const v1::Timing screen = ScreenTiming(options_.timing);
+  const ResolvedTiming screen = ScreenTiming(options_.timing);
   ASSIGN_OR_RETURN(std::vector<TimedBatch> timed,
                    TimeAgainst(todo, false, {0}, ScreenTag(screen), &screen));
   TimedBatch& batch = timed.front();
@@ -297,7 +297,7 @@ absl::StatusOr<std::vector<TunableValues>> ShapeSearch::Screen(
   return out;
 }
 
-std::string ShapeSearch::ScreenTag(const v1::Timing& screen) {
+std::string ShapeSearch::ScreenTag(const ResolvedTiming& screen) {
   return absl::StrCat("screen/", screen.rounds(), "/", screen.calls());
 }
 
@@ -320,7 +320,7 @@ absl::StatusOr<TimedBatch> ShapeSearch::TimeSettings(
 absl::StatusOr<std::vector<TimedBatch>> ShapeSearch::TimeAgainst(
     const std::vector<TunableValues>& todo, bool remeasure,
     const std::vector<int>& bases, const std::string& cache_tag,
-    const v1::Timing* timing) {
+    const ResolvedTiming* timing) {
   std::vector<SettingsTimer> timers;
   for (int base : bases) {
     timers.emplace_back(todo, shape_.members.size(), base);

@@ -56,7 +56,7 @@ class ShapeSearch {
         calls_(calls),
         platform_(platform),
         options_(options),
-        packaging_(PackagingFor(options, platform)),
+        packaging_(options.packaging),
         judge_({platform, packaging_, options.seed, options.judge,
                 options.judge_id, options.reference, context.cache()}),
         cycles_(cycles),
@@ -137,7 +137,7 @@ class ShapeSearch {
   // The cache tag of a screening figure at `screen`: apart from the full
   // Timing's figures of the same settings (a cache key does not hold the
   // Timing), so a run without remeasure replays the same screen.
-  static std::string ScreenTag(const v1::Timing& screen);
+  static std::string ScreenTag(const ResolvedTiming& screen);
 
   // Tells the context which tried setting Pick() takes so far.
   void ReportPick();
@@ -155,7 +155,7 @@ class ShapeSearch {
   absl::StatusOr<std::vector<TimedBatch>> TimeAgainst(
       const std::vector<TunableValues>& todo, bool remeasure,
       const std::vector<int>& bases, const std::string& cache_tag = "",
-      const v1::Timing* timing = nullptr);
+      const ResolvedTiming* timing = nullptr);
 
   // Waits for the judging under way (judge_), giving its verdicts to
   // `timer` (may be null).
@@ -262,7 +262,7 @@ class ShapeSearch {
   // The cache tag of confirmation batch number `batch` of `todo`: the same
   // settings in the same batch of a confirmation find its figures again.
   std::string ConfirmTag(const std::vector<TunableValues>& todo, int batch,
-                         const v1::Timing& timing) const;
+                         const ResolvedTiming& timing) const;
 
   // The figures so far, each pooled over its batches (a contender's own
   // figure always has one: every contender is in the first batch).

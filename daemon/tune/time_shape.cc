@@ -9,7 +9,6 @@
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/defaults.h"
 #include "common/status_macros.h"
 #include "common/value.h"
 #include "daemon/base/sha256.h"
@@ -117,11 +116,9 @@ absl::StatusOr<std::vector<bool>> FitsNow(const std::vector<v1::Operator>& ops,
 
 }  // namespace
 
-v1::Timing ScreenTiming(const v1::Timing& full) {
-  v1::Timing screen = WithDefaults(full);
-  screen.set_rounds(std::min(screen.rounds(), kScreenRounds));
-  screen.set_calls(std::max<uint32_t>(2, screen.calls() / kScreenCallShare));
-  return screen;
+ResolvedTiming ScreenTiming(const ResolvedTiming& full) {
+  return full.WithRounds(std::min(full.rounds(), kScreenRounds))
+      .WithCalls(std::max<uint32_t>(2, full.calls() / kScreenCallShare));
 }
 
 absl::StatusOr<std::vector<TunableValues>> ShapeSettings(
@@ -160,7 +157,7 @@ absl::StatusOr<std::vector<bool>> SearchedBefore(
   std::vector<bool> out(shapes.size(), false);
   Cache* cache = context.cache();
   if (cache == nullptr) return out;
-  const v1::Packaging packaging = PackagingFor(options, platform);
+  const v1::Packaging packaging = options.packaging;
   const std::string environment = context.builder().Environment();
   // The first member's recorded design: the shape's own (WithSetting of
   // its recorded setting is the operator as it is).
@@ -212,7 +209,7 @@ absl::StatusOr<std::vector<BuildRequest>> ShapeBuilds(
   ASSIGN_OR_RETURN(std::vector<TunableValues> found,
                    ShapeSettings(shape, calls, platform, options.space));
   if (found.empty()) return std::vector<BuildRequest>();
-  const v1::Packaging packaging = PackagingFor(options, platform);
+  const v1::Packaging packaging = options.packaging;
   const std::string environment = context.builder().Environment();
   const auto [ops, recorded, setting] = AtEverySetting(shape, calls, found);
   ASSIGN_OR_RETURN(
@@ -263,11 +260,6 @@ absl::StatusOr<std::vector<BuildRequest>> ShapeBuilds(
   }
   first.insert(first.end(), refusals.begin(), refusals.end());
   return first;
-}
-
-v1::Packaging PackagingFor(const AutotuneOptions& options,
-                           const Platform& platform) {
-  return options.packaging.value_or(DefaultPackaging(platform));
 }
 
 absl::StatusOr<ShapeResult> TimeShape(

@@ -74,10 +74,10 @@ inline constexpr uint32_t kScreenRounds = 3;
 inline constexpr uint32_t kScreenCallShare = 25;
 inline constexpr double kScreenZ = 3.0;
 
-// The screening Timing of `full` (zero fields are IRON's defaults): its
-// rounds, at most kScreenRounds, and its calls over kScreenCallShare, at
-// least 2; settle and cutoff as `full`'s.
-v1::Timing ScreenTiming(const v1::Timing& full);
+// The screening Timing of `full`: its rounds, at most kScreenRounds, and
+// its calls over kScreenCallShare, at least 2; settle and cutoff as
+// `full`'s.
+ResolvedTiming ScreenTiming(const ResolvedTiming& full);
 
 // One setting's comparison, with each member's share (per step, weighted
 // over its points) so the model-level gain can weight members by their
@@ -184,11 +184,6 @@ absl::StatusOr<std::vector<bool>> SearchedBefore(
     const std::vector<Shape>& shapes, const v1::Calls& calls,
     const Platform& platform, const AutotuneOptions& options,
     TuneContext& context);
-
-// The packaging an Autotune uses on `platform`: the asked one, else full
-// ELF where the platform has it, else the xclbin chain.
-v1::Packaging PackagingFor(const AutotuneOptions& options,
-                           const Platform& platform);
 
 }  // namespace irontune
 

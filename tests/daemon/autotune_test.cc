@@ -136,8 +136,7 @@ v1::Calls MakeCalls(std::vector<v1::Operator> ops, std::vector<int> steps) {
 AutotuneOptions NoisyOptions() {
   AutotuneOptions options;
   options.space = RecordingSearchSpace();
-  options.timing.set_rounds(8);
-  options.timing.set_calls(20);
+  options.timing = ResolvedTiming().WithRounds(8).WithCalls(20);
   return options;
 }
 
@@ -148,11 +147,11 @@ bool Saw(const std::vector<std::string>& lines, const std::string& text) {
   return false;
 }
 
-v1::Timing Quick() {
+ResolvedTiming Quick() {
   v1::Timing t;
   t.set_rounds(4);
   t.set_calls(3);
-  return t;
+  return ResolvedTiming(t);
 }
 
 struct Rig {
@@ -515,15 +514,13 @@ TEST_CASE("TimeShape: a descent screens a line of one new setting") {
 }
 
 TEST_CASE("ScreenTiming: few rounds of a share of the calls") {
-  v1::Timing full;
-  full.set_rounds(8);
-  full.set_calls(50);
-  const v1::Timing screen = ScreenTiming(full);
+  ResolvedTiming full = ResolvedTiming().WithRounds(8).WithCalls(50);
+  const ResolvedTiming screen = ScreenTiming(full);
   CHECK(screen.rounds() == kScreenRounds);
   CHECK(screen.calls() == 50 / kScreenCallShare);
-  CHECK(screen.settle() == WithDefaults(full).settle());
-  full.set_rounds(2);
-  full.set_calls(3);
+  CHECK(screen.settle() == full.settle());
+  CHECK(screen.cutoff() == full.cutoff());
+  full = full.WithRounds(2).WithCalls(3);
   CHECK(ScreenTiming(full).rounds() == 2);
   CHECK(ScreenTiming(full).calls() == 2);
 }
@@ -739,8 +736,7 @@ TEST_CASE("Autotune: the example recording's profile loads and matches") {
   REQUIRE(profile.ok());
   Rig rig(/*noise=*/true);
   AutotuneOptions options;
-  options.timing.set_rounds(3);
-  options.timing.set_calls(3);
+  options.timing = ResolvedTiming().WithRounds(3).WithCalls(3);
   const auto start = std::chrono::steady_clock::now();
   auto result = Autotune(*calls, *profile, options, rig.Context());
   REQUIRE(result.ok());
