@@ -16,6 +16,7 @@
 #include "daemon/tune/device_turn.h"
 #include "daemon/tune/inputs.h"
 #include "daemon/tune/settings.h"
+#include "daemon/tune/shape_builds.h"
 #include "daemon/tune/shape_memo.h"
 
 namespace irontune {
@@ -158,8 +159,10 @@ std::vector<BuildRequest> AutotuneRun::BuildsOf(
   const TunableValues incumbent = profile_->Incumbent(
       s,
       RecordedSetting(calls_.operators(static_cast<int>(shape.members[0].op))));
-  absl::StatusOr<std::vector<BuildRequest>> builds = ShapeBuilds(
-      shape, calls_, platform_, options_, cycles_, *logged_, &incumbent, rest);
+  absl::StatusOr<std::vector<BuildRequest>> builds =
+      ShapeBuilds({shape, calls_, platform_, options_, cycles_, *logged_,
+                   nullptr, position, &incumbent},
+                  rest);
   // Only a hint: the search meets an error of its own when it asks.
   return builds.ok() ? *std::move(builds) : std::vector<BuildRequest>();
 }
@@ -359,8 +362,8 @@ absl::StatusOr<ShapeResult> AutotuneRun::Search(int position, TuneContext& lane,
   if (BuildAhead(position, lane.builder())) PrefetchInputs(position, lane);
   ASSIGN_OR_RETURN(
       ShapeResult timed,
-      TimeShapeKept(shape, calls_, platform_, options_, cycles_, lane, stats,
-                    position, profile_->Covered(s) ? &incumbent : nullptr));
+      TimeShapeKept({shape, calls_, platform_, options_, cycles_, lane, stats,
+                     position, profile_->Covered(s) ? &incumbent : nullptr}));
   if (timed.best != timed.incumbent) {
     const Comparison& gain = timed.against_incumbent.trial;
     lane.Log(absl::StrFormat("    %s: %+.1f ± %.1f us against the incumbent",

@@ -3,7 +3,7 @@
 //
 //   Shapes(calls)       (shapes.h) the operator shapes with a tunable to
 //                       search, each operator design once
-//   TimeShape(shape)    (time_shape.h) the search of one shape
+//   TimeShape(task)     (shape_search.h) the search of one shape
 //   TunedProfile        (tuned_profile.h) the profile entries and the diff
 //   verdicts.h          the builder's and the judge's verdicts, cached
 //
@@ -80,8 +80,8 @@
 #include "daemon/tune/device_turn.h"
 #include "daemon/tune/kernel_cycles.h"
 #include "daemon/tune/plan.h"
+#include "daemon/tune/shape_task.h"
 #include "daemon/tune/shapes.h"
-#include "daemon/tune/time_shape.h"
 #include "daemon/tune/tune_context.h"
 #include "daemon/tune/tuned_profile.h"
 #include "irontune/v1/profile.pb.h"

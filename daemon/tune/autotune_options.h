@@ -51,7 +51,7 @@ struct AutotuneOptions {
   // kMinGain; REQUIRES: 0 <= min_gain < 1.
   double min_gain = kMinGain;
   // Race the settings: screen each at a short Timing (ScreenTiming in
-  // time_shape.h) and give `timing` only to those whose screening figure is
+  // shape_search.h) and give `timing` only to those whose screening figure is
   // within reach of the best (docs/search.md, "Racing"). false: every
   // setting tried gets `timing`.
   bool race = true;

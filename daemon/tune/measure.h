@@ -85,7 +85,7 @@ struct MeasurePlan {
 // 1 (its 1-step design) or the plan's `repeats` (its many-step design,
 // distinct unless the recorded setting's buffers pass kDistinctBytes). The
 // one home of these requests' fields, so builds queued elsewhere (Refusals
-// in verdicts.h, ShapeBuilds in time_shape.h) are the very requests a
+// in verdicts.h, ShapeBuilds in shape_builds.h) are the very requests a
 // Measure waits for, merged by a BuildPool.
 BuildRequest MeasureRequest(const v1::Operator& op,
                             const v1::Operator& recorded,

@@ -16,6 +16,17 @@
 
 namespace irontune {
 
+ResolvedTiming ScreenTiming(const ResolvedTiming& full) {
+  return full.WithRounds(std::min(full.rounds(), kScreenRounds))
+      .WithCalls(std::max<uint32_t>(2, full.calls() / kScreenCallShare));
+}
+
+absl::StatusOr<ShapeResult> TimeShape(const ShapeTask& task) {
+  TuneStats own_stats;
+  return ShapeSearch(task, task.stats != nullptr ? *task.stats : own_stats)
+      .Run();
+}
+
 absl::StatusOr<ShapeResult> ShapeSearch::Run() {
   if (shape_.members.empty()) {
     return absl::InvalidArgumentError(

@@ -1,12 +1,16 @@
-// ShapeSearch: one TimeShape call's search of a shape's settings, and its
-// state (time_shape.h says what the search does). Its work is in two
-// files: shape_search.cc finds, builds and times the settings;
-// shape_choice.cc chooses the setting taken and confirms it. Internal to
-// the tune library: TimeShape is its only user.
+// TimeShape: IRON's time_shape, the search of one shape's settings, and
+// ShapeSearch, the state of one such search. The search finds, builds and
+// times the settings (shape_search.cc); the choice of the setting taken
+// and its confirmation are a unit of their own (shape_choice.h). What the
+// search does, step by step, and why: docs/search.md ("The search of one
+// shape").
 //
-// Ownership: holds references to everything it is given; they outlive it.
-// Threads: the context's (the device worker's); its OutputJudge judges on
-// a helper thread. Failure: as TimeShape's.
+// Ownership: ShapeSearch holds references to everything its ShapeTask
+// names; they outlive it. Threads: the context's (the device worker's);
+// outputs are judged on a helper thread (OutputJudge, verdicts.h).
+// Failure: device, builder and cache errors come back as they were;
+// cancellation is Cancelled. A setting the builder refuses or whose output
+// is not admitted is a refused Comparison, not an error.
 #ifndef IRONTUNE_DAEMON_TUNE_SHAPE_SEARCH_H_
 #define IRONTUNE_DAEMON_TUNE_SHAPE_SEARCH_H_
 
@@ -24,46 +28,73 @@
 #include "daemon/tune/measure.h"
 #include "daemon/tune/search.h"
 #include "daemon/tune/settings_timer.h"
+#include "daemon/tune/shape_builds.h"
+#include "daemon/tune/shape_task.h"
 #include "daemon/tune/shapes.h"
-#include "daemon/tune/time_shape.h"
 #include "daemon/tune/tune_context.h"
 #include "daemon/tune/verdicts.h"
 
 namespace irontune {
 
-class Cache;
+// At most this many challengers are confirmed for a shape (fewer where one
+// batch cannot hold them beside the recorded setting and the incumbent),
+// and a confirmation times at most this many batches: a close call is
+// measured again until its interval clears the margin or falls short of
+// it, or these are spent (docs/statistics.md, "Close calls"). A
+// confirmation batch times 1/kConfirmCallShare of the Timing's calls a
+// round (at least 2), so a clear call stops after a small share of one
+// full batch, and the batches a close call may take hold as many calls as
+// 6 batches at the full Timing.
+inline constexpr int kMostContenders = 4;
+inline constexpr int kConfirmCallShare = 4;
+inline constexpr int kMostConfirmBatches = 6 * kConfirmCallShare;
 
-// Whether a search of `shape` bounds settings by their kernel cycles (and
-// may leave some untimed): a GEMM shape, with cycles and a core clock.
-bool MayBeBounded(const Shape& shape, const Platform& platform,
-                  const KernelCycles& cycles);
+// Racing (docs/search.md, "Racing"): each setting is first screened at
+// ScreenTiming, at most kScreenRounds rounds of 1/kScreenCallShare of the
+// calls, and given the full Timing only where its screening figure
+// Reaches the best one's with kScreenZ noises to spare.
+inline constexpr uint32_t kScreenRounds = 3;
+inline constexpr uint32_t kScreenCallShare = 25;
+inline constexpr double kScreenZ = 3.0;
 
-// Whether `cache` (may be null: none) keeps the built identity
-// (BuiltIdentityKey) of each of the 1-step requests `one_step`: a setting
-// whose figure the search then finds without a build.
-absl::StatusOr<std::vector<bool>> KnownBuilt(
-    const std::vector<BuildRequest>& one_step, const std::string& environment,
-    Cache* cache);
+// The screening Timing of `full`: its rounds, at most kScreenRounds, and
+// its calls over kScreenCallShare, at least 2; settle and cutoff as
+// `full`'s.
+ResolvedTiming ScreenTiming(const ResolvedTiming& full);
+
+// Times `task.shape`'s settings against the recorded setting and chooses
+// the one taken (docs/search.md). Trials are in Settings order, the
+// recorded one first. With no `task.incumbent` the recorded setting runs,
+// and no tune decided it. A
+// confirmation still open after its last batch keeps a given incumbent
+// unless a challenger's gain clears, and is decided on its point
+// estimates where none is given (docs/statistics.md, "Close calls"); `best` is
+// the trial PickConfirmed() takes from the confirmation of the challengers
+// the search nominates (options.min_gain of a step time is the practical
+// margin), else the incumbent. One setting left gives [{recorded, 0, 0}]. A
+// recorded setting the builder refuses gives its one trial, refused, untimed.
+// `task.stats` (may be null) is added to; the context hears each trial
+// under `task.index`.
+absl::StatusOr<ShapeResult> TimeShape(const ShapeTask& task);
 
 // One TimeShape call: the search's state.
 class ShapeSearch {
  public:
-  ShapeSearch(const Shape& shape, const v1::Calls& calls,
-              const Platform& platform, const AutotuneOptions& options,
-              const KernelCycles& cycles, TuneContext& context,
-              TuneStats& stats, int shape_index, const TunableValues* incumbent)
-      : shape_(shape),
-        calls_(calls),
-        platform_(platform),
-        options_(options),
-        packaging_(options.packaging),
-        judge_({platform, packaging_, options.seed, options.judge,
-                options.judge_id, options.reference, context.cache()}),
-        cycles_(cycles),
-        context_(context),
+  // Adds to `stats`, not task.stats.
+  ShapeSearch(const ShapeTask& task, TuneStats& stats)
+      : shape_(task.shape),
+        calls_(task.calls),
+        platform_(task.platform),
+        options_(task.options),
+        packaging_(task.options.packaging),
+        judge_({task.platform, packaging_, task.options.seed,
+                task.options.judge, task.options.judge_id,
+                task.options.reference, task.context.cache()}),
+        cycles_(task.cycles),
+        context_(task.context),
         stats_(stats),
-        shape_index_(shape_index),
-        incumbent_(incumbent) {}
+        shape_index_(task.index),
+        incumbent_(task.incumbent) {}
 
   // The search, then the choice of the setting taken (Collect, Choose):
   // TimeShape's result. REQUIRES: called once.

@@ -30,8 +30,9 @@
 #include "daemon/store/cache.h"
 #include "daemon/tune/kernel_cycles.h"
 #include "daemon/tune/settings.h"
+#include "daemon/tune/shape_builds.h"
 #include "daemon/tune/shape_memo.h"
-#include "daemon/tune/time_shape.h"
+#include "daemon/tune/shape_search.h"
 #include "daemon/tune/verdicts.h"
 #include "tests/testing/counting_fakes.h"
 #include "tests/testing/recording_fixtures.h"
@@ -420,8 +421,13 @@ TEST_CASE("TimeShape: a coordinate descent times fewer settings") {
     REQUIRE(shapes.ok());
     REQUIRE(shapes->size() == 1);
     TuneStats stats;
-    auto result = TimeShape((*shapes)[0], calls, rig.platform(), options, {},
-                            rig.Context(), &stats);
+    auto result = TimeShape({(*shapes)[0],
+                             calls,
+                             rig.platform(),
+                             options,
+                             {},
+                             rig.Context(),
+                             &stats});
     REQUIRE(result.ok());
     return std::make_pair(*result, stats);
   };
@@ -452,8 +458,13 @@ std::pair<ShapeResult, TuneStats> SearchOf(const v1::Operator& op, bool race,
   auto shapes = Shapes(calls, options.space, "npu2");
   REQUIRE(shapes.ok());
   TuneStats stats;
-  auto result = TimeShape((*shapes)[0], calls, rig.platform(), options, {},
-                          rig.Context(), &stats);
+  auto result = TimeShape({(*shapes)[0],
+                           calls,
+                           rig.platform(),
+                           options,
+                           {},
+                           rig.Context(),
+                           &stats});
   REQUIRE(result.ok());
   return {*std::move(result), stats};
 }
@@ -2004,7 +2015,7 @@ TEST_CASE("ShapeBuilds: with fit checks only what the search builds first") {
   testing::LocalTuneContext run(rig.device.get(), &noting);
   noting.shapes = &run.shapes;
   auto listed =
-      ShapeBuilds((*shapes)[0], calls, rig.platform(), options, {}, run);
+      ShapeBuilds({(*shapes)[0], calls, rig.platform(), options, {}, run});
   REQUIRE(listed.ok());
   CHECK(noting.built.empty());  // fits checked, nothing built
   // The recorded setting and a Line of a few others, each twice: each
@@ -2051,12 +2062,12 @@ TEST_CASE(
   SimBuilder fresh_sim;
   testing::NotingBuilder noting(&fresh_sim);
   testing::LocalTuneContext context(fresh.device.get(), &noting);
-  auto listed =
-      ShapeBuilds((*shapes)[0], calls, fresh.platform(), options, {}, context);
+  auto listed = ShapeBuilds(
+      {(*shapes)[0], calls, fresh.platform(), options, {}, context});
   REQUIRE(listed.ok());
-  REQUIRE(TimeShape((*shapes)[0], calls, fresh.platform(), options, {}, context,
-                    nullptr)
-              .ok());
+  REQUIRE(
+      TimeShape({(*shapes)[0], calls, fresh.platform(), options, {}, context})
+          .ok());
   std::set<std::string> before_first_build;
   for (const testing::NotingBuilder::Call& call : noting.calls) {
     if (call.what == 'B') break;
@@ -2103,8 +2114,8 @@ TEST_CASE("TimeShape: every member's designs are queued before one is built") {
   SimBuilder sim;
   testing::NotingBuilder noting(&sim);
   testing::LocalTuneContext context(rig.device.get(), &noting);
-  auto result = TimeShape((*shapes)[0], calls, rig.platform(), options, {},
-                          context, nullptr);
+  auto result =
+      TimeShape({(*shapes)[0], calls, rig.platform(), options, {}, context});
   REQUIRE(result.ok());
   REQUIRE(result->trials.size() > 1);
   std::set<std::string> queued_first, built;
