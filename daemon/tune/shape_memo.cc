@@ -13,8 +13,8 @@
 #include "common/status_macros.h"
 #include "daemon/base/sha256.h"
 #include "daemon/store/cache.h"
-#include "daemon/tune/shape_search.h"
 #include "daemon/tune/settings.h"
+#include "daemon/tune/shape_search.h"
 
 namespace irontune {
 namespace {

@@ -5,9 +5,9 @@
 // search does, step by step, and why: docs/search.md ("The search of one
 // shape").
 //
-// Ownership: ShapeSearch holds references to everything its ShapeTask
-// names; they outlive it. Threads: the context's (the device worker's);
-// outputs are judged on a helper thread (OutputJudge, verdicts.h).
+// Ownership: ShapeSearch holds its ShapeTask, and so everything the task
+// names, by reference; they outlive it. Threads: the context's (the device
+// worker's); outputs are judged on a helper thread (OutputJudge, verdicts.h).
 // Failure: device, builder and cache errors come back as they were;
 // cancellation is Cancelled. A setting the builder refuses or whose output
 // is not admitted is a refused Comparison, not an error.
@@ -29,25 +29,13 @@
 #include "daemon/tune/search.h"
 #include "daemon/tune/settings_timer.h"
 #include "daemon/tune/shape_builds.h"
+#include "daemon/tune/shape_choice.h"
 #include "daemon/tune/shape_task.h"
 #include "daemon/tune/shapes.h"
 #include "daemon/tune/tune_context.h"
 #include "daemon/tune/verdicts.h"
 
 namespace irontune {
-
-// At most this many challengers are confirmed for a shape (fewer where one
-// batch cannot hold them beside the recorded setting and the incumbent),
-// and a confirmation times at most this many batches: a close call is
-// measured again until its interval clears the margin or falls short of
-// it, or these are spent (docs/statistics.md, "Close calls"). A
-// confirmation batch times 1/kConfirmCallShare of the Timing's calls a
-// round (at least 2), so a clear call stops after a small share of one
-// full batch, and the batches a close call may take hold as many calls as
-// 6 batches at the full Timing.
-inline constexpr int kMostContenders = 4;
-inline constexpr int kConfirmCallShare = 4;
-inline constexpr int kMostConfirmBatches = 6 * kConfirmCallShare;
 
 // Racing (docs/search.md, "Racing"): each setting is first screened at
 // ScreenTiming, at most kScreenRounds rounds of 1/kScreenCallShare of the
@@ -82,7 +70,8 @@ class ShapeSearch {
  public:
   // Adds to `stats`, not task.stats.
   ShapeSearch(const ShapeTask& task, TuneStats& stats)
-      : shape_(task.shape),
+      : task_(task),
+        shape_(task.shape),
         calls_(task.calls),
         platform_(task.platform),
         options_(task.options),
@@ -230,81 +219,15 @@ class ShapeSearch {
   // options.min_gain of the incumbent's step time; -1 for no trials.
   int PickAmong(int incumbent, const std::vector<ShapeTrial>& trials) const;
 
-  // options.min_gain of the step time of `incumbent` (the recorded
-  // setting's plus its delta).
-  double PracticalUs(const ShapeTrial& incumbent) const;
-
   // The trials in Settings order, the incumbent, and the recorded
   // setting's time over the batches.
   void Collect(ShapeResult& out);
 
-  // The setting taken against the incumbent: the challengers that Contend
-  // in the search are timed again against it and each other (Confirm) and
-  // PickConfirmed() chooses from those figures alone; else the incumbent.
-  absl::Status Choose(ShapeResult& out);
+  // The choice of the setting taken after this search, timing its
+  // confirmation batches with TimeAgainst.
+  ShapeChoice ChoiceOf();
 
-  // The indices into out.trials of the nominated_ settings, admitted, in
-  // trials' order.
-  std::vector<int> NominatedOf(const ShapeResult& out) const;
-
-  // How many challengers one confirmation batch holds beside the recorded
-  // setting and, where it is another (`incumbent_apart`), the incumbent:
-  // at most kMostContenders.
-  int MostContenders(bool incumbent_apart) const;
-
-  // Contenders() of `screened` against the incumbent, as many as one batch
-  // holds beside the recorded setting and the incumbent (at most
-  // kMostContenders); the search's own Pick(), `screen_pick`, is always
-  // among them.
-  std::vector<int> ContendersOf(const ShapeResult& out,
-                                const std::vector<Comparison>& screened,
-                                int screen_pick, double practical) const;
-
-  // A confirmation's figures: each contender against the incumbent, member
-  // by member, and the Confirmation PickConfirmed() reads.
-  struct Confirmed {
-    std::vector<ShapeTrial> trials;
-    Confirmation figures;
-    bool open = false;  // still open after kMostConfirmBatches
-  };
-
-  // The `contenders` (indices into out.trials) timed against the
-  // incumbent in batches of their own, never the search's figures (a run
-  // without remeasure replays a batch of the same settings from the cache,
-  // under its tag: ConfirmTag), interleaved and paired round by round: each
-  // trial's delta is the contender's minus the incumbent's, pooled over the
-  // batches, and each contender's against each other's is pooled over the
-  // batches both were in. A batch is timed again while ConfirmationOpen(), at
-  // most kMostConfirmBatches, with only the contenders it names.
-  absl::StatusOr<Confirmed> Confirm(const ShapeResult& out,
-                                    const std::vector<int>& contenders,
-                                    double incumbent_us);
-
-  // Confirmation batch number `batch` of the contenders `open` (indices into
-  // `contenders`) beside the recorded setting and the incumbent: appends
-  // each one's figure against the incumbent to `figures` and against each
-  // other open one to `pairs` ([i][j]: i's time minus j's).
-  absl::Status ConfirmBatch(
-      const ShapeResult& out, const std::vector<int>& contenders,
-      const std::vector<int>& open, int batch,
-      std::vector<std::vector<ShapeTrial>>& figures,
-      std::vector<std::vector<std::vector<Comparison>>>& pairs);
-
-  // The cache tag of confirmation batch number `batch` of `todo`: the same
-  // settings in the same batch of a confirmation find its figures again.
-  std::string ConfirmTag(const std::vector<TunableValues>& todo, int batch,
-                         const ResolvedTiming& timing) const;
-
-  // The figures so far, each pooled over its batches (a contender's own
-  // figure always has one: every contender is in the first batch).
-  static Confirmed PooledConfirmation(
-      const std::vector<std::vector<ShapeTrial>>& figures,
-      const std::vector<std::vector<std::vector<Comparison>>>& pairs);
-
-  // A trial's figures from several batches as one (Pooled), member by
-  // member.
-  static ShapeTrial PooledTrial(const std::vector<ShapeTrial>& figures);
-
+  const ShapeTask& task_;
   const Shape& shape_;
   const v1::Calls& calls_;
   const Platform& platform_;
