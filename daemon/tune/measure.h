@@ -1,29 +1,14 @@
-// measure(): timing settings of one operator design on the NPU, IRON's way.
-//
-// Each setting is built twice, as a 1-step and a `repeats`-step runlist; a
-// step's time per round is (many - one) / (repeats - 1), so the dispatch
-// cancels. Settings are timed in batches as large as the device's hardware
-// contexts allow (contexts / 2 - 1 settings plus the default), interleaved
-// round by round with the default, so every setting pairs with it.
-// Cached settings are taken from the cache unless `remeasure`.
-//
-// Builds: the cache keeps what each 1-step build request built as (its
-// recipe and artifact hash, a verdict under VerdictKey{RequestKey(request),
-// "built:" + Environment()}), so a setting whose figure is cached is found
-// with one batched lookup of identities and one of figures, and is not
-// built again. The rest are queued with Builder::Prefetch before any is
-// waited for (each setting's 1-step design with its `repeats`-step one
-// behind it, in timing order), so a builder with threads (BuildPool)
-// builds them all at once, the first batch's first; a batch waits only
-// for its own settings' designs (the next batch's 1-step designs are
-// waited for once this one is timed), so it is timed while the later ones
-// build. Measure waits with Builder::Await, so cancelling does not wait
-// for a build. A setting other than the
-// default whose build fails (an error, not a refusal) is refused with the
-// error as its reason.
+// measure(): timing settings of one operator design on the NPU, IRON's way
+// (docs/search.md, "One Measure call"): each setting built as a 1-step and
+// a `repeats`-step runlist, timed in batches interleaved round by round
+// with the default, so every setting pairs with it. Cached settings are
+// taken from the cache unless `remeasure`. Its parts: the builds
+// (measure_builds.h), the cached figures (measure_cache.h) and the
+// batches (measure_batch.h).
 //
 // Threads: runs on the thread that owns the Device and the Builder (the
-// context's).
+// context's); output digests are made on helper threads, joined before
+// Measure returns. Failure: see Measure.
 #ifndef IRONTUNE_DAEMON_TUNE_MEASURE_H_
 #define IRONTUNE_DAEMON_TUNE_MEASURE_H_
 
