@@ -459,7 +459,7 @@ absl::StatusOr<Run> Tune(const v1::Calls& calls, const Config& config,
   SimBuilder builder;
   testing::LocalTuneContext deps(&device, &builder);
   AutotuneOptions options;
-  options.timing = config.timing;
+  options.timing = ResolvedTiming(config.timing);
   options.seed = seed;
   options.exhaustive = exhaustive;
   // Timing every setting means the full Timing for each: no race.

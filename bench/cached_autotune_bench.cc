@@ -189,13 +189,15 @@ int Run(const Args& args) {
     std::printf("cache: %s\n", cache.status().ToString().c_str());
     return 1;
   }
+  v1::Timing timing;
+  timing.set_rounds(args.rounds);
+  timing.set_calls(args.calls);
   AutotuneOptions options;
-  options.timing.set_rounds(args.rounds);
-  options.timing.set_calls(args.calls);
+  options.timing = ResolvedTiming(timing);
   v1::AutotuneRequest request;
   *request.mutable_calls() = *calls;
   *request.mutable_profile() = profile->proto();
-  *request.mutable_timing() = options.timing;
+  *request.mutable_timing() = timing;
   SimBuilder sim_builder;
 
   std::printf(

@@ -108,7 +108,7 @@ void OneRun(const Pair& p, SimDevice& device, SimBuilder& builder,
   for (int k = 0; k < batches; ++k) {
     MeasurePlan plan;
     plan.settings = {p.a, p.b};
-    plan.timing = timing;
+    plan.timing = ResolvedTiming(timing);
     plan.packaging = v1::PACKAGING_FULL_ELF;
     plan.remeasure = true;
     auto outcome = Measure(plan, context);

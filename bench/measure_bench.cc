@@ -66,9 +66,11 @@ int Overhead() {
   Platform platform = *(*sim)->GetPlatform();
   MeasurePlan request;
   request.packaging = v1::PACKAGING_FULL_ELF;
-  request.timing.set_rounds(4);
-  request.timing.set_calls(10);
-  request.timing.set_cutoff(100);  // time every setting in full
+  v1::Timing timing;
+  timing.set_rounds(4);
+  timing.set_calls(10);
+  timing.set_cutoff(100);  // time every setting in full
+  request.timing = ResolvedTiming(timing);
   // The first 64 settings of a 512^3 GEMM that build.
   for (int64_t cols : {8, 4, 2, 1}) {
     for (int64_t tm : {64, 32, 16}) {

@@ -92,8 +92,7 @@ uint64_t JudgingMemory(const Shape& shape, const v1::Operator& op,
 }
 
 // Device seconds at least, for `settings` settings timed at `timing`.
-double DeviceSeconds(uint64_t settings, const v1::Timing& timing, int repeats) {
-  const v1::Timing t = WithDefaults(timing);
+double DeviceSeconds(uint64_t settings, const ResolvedTiming& t, int repeats) {
   const double runs_us = 2 * kDispatchFloorUs + (1 + repeats) * kStepFloorUs;
   return static_cast<double>(settings) * t.rounds() * t.calls() * runs_us / 1e6;
 }
@@ -215,7 +214,8 @@ absl::StatusOr<JobCost> AdmitMeasure(const v1::MeasureRequest& request,
       OperatorMemory(request.operator_(), settings, repeats, platform);
   cost.memory_bytes = Add(Add(bytes.inputs, bytes.rest),
                           Add(request.ByteSizeLong(), kJobOverheadBytes));
-  cost.device_seconds = DeviceSeconds(settings, request.timing(), repeats);
+  cost.device_seconds =
+      DeviceSeconds(settings, ResolvedTiming(request.timing()), repeats);
   RETURN_IF_ERROR(CheckCost(cost, limits));
   return cost;
 }
@@ -252,7 +252,8 @@ absl::StatusOr<JobCost> AdmitAutotune(const v1::AutotuneRequest& request,
     rests.push_back(Add(bytes.rest, JudgingMemory(shape, op, at_once)));
     peak = std::max(peak, Add(std::max(bytes.inputs, InputCache::kDefaultBytes),
                               rests.back()));
-    cost.device_seconds += DeviceSeconds(n, request.timing(), repeats);
+    cost.device_seconds +=
+        DeviceSeconds(n, ResolvedTiming(request.timing()), repeats);
   }
   // One shape at a time keeps the exact figure above; AtOnce's sums of
   // separate largest figures would only loosen it.

@@ -127,7 +127,7 @@ absl::Status CheckInputs(const v1::MeasureRequest& request) {
 }
 
 absl::Status CheckTiming(const v1::Timing& given) {
-  const v1::Timing timing = WithDefaults(given);
+  const ResolvedTiming timing(given);
   if (timing.rounds() > kMaxRounds) {
     return Invalid(absl::StrCat("timing.rounds: ", timing.rounds(),
                                 "; at most ", kMaxRounds));
@@ -264,6 +264,11 @@ int RepeatsOf(uint32_t repeats) {
   return repeats == 0 ? kDefaultRepeats : static_cast<int>(repeats);
 }
 
+v1::Packaging PackagingOf(v1::Packaging packaging, const Platform& platform) {
+  return packaging == v1::PACKAGING_UNSPECIFIED ? DefaultPackaging(platform)
+                                                : packaging;
+}
+
 MeasurePlan MeasurePlanOf(const v1::MeasureRequest& request,
                           const Platform& platform) {
   MeasurePlan plan;
@@ -271,11 +276,9 @@ MeasurePlan MeasurePlanOf(const v1::MeasureRequest& request,
   for (const v1::Setting& s : request.settings()) {
     plan.settings.push_back(ApplySetting(request.operator_(), s));
   }
-  plan.timing = request.timing();
+  plan.timing = ResolvedTiming(request.timing());
   plan.repeats = RepeatsOf(request.repeats());
-  plan.packaging = request.packaging() == v1::PACKAGING_UNSPECIFIED
-                       ? DefaultPackaging(platform)
-                       : request.packaging();
+  plan.packaging = PackagingOf(request.packaging(), platform);
   for (const auto& [name, value] : request.values()) plan.values[name] = value;
   for (const v1::Content& c : request.inputs()) {
     plan.inputs[c.buffer()] = c.data();
@@ -286,13 +289,12 @@ MeasurePlan MeasurePlanOf(const v1::MeasureRequest& request,
 }
 
 AutotuneOptions AutotuneOptionsOf(const v1::AutotuneRequest& request,
+                                  const Platform& platform,
                                   const std::string& cycles_path) {
   AutotuneOptions options;
-  options.timing = request.timing();
+  options.timing = ResolvedTiming(request.timing());
   options.repeats = RepeatsOf(request.repeats());
-  if (request.packaging() != v1::PACKAGING_UNSPECIFIED) {
-    options.packaging = request.packaging();
-  }
+  options.packaging = PackagingOf(request.packaging(), platform);
   options.remeasure = request.remeasure();
   options.seed = request.seed();
   options.cycles_path = cycles_path;

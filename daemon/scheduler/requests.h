@@ -2,7 +2,9 @@
 // results and the method's own types, the checks a request must pass before
 // it is queued, and the defaults a request's zero fields take (IRON's
 // Timing and repeats, common/defaults.h; the platform's packaging,
-// DefaultPackaging).
+// DefaultPackaging). The plans and options made here carry every default
+// applied (a ResolvedTiming, a packaging, a repeats), so the method never
+// resolves a request's field again.
 //
 // No gRPC here: the service turns the Status these return into a
 // grpc::Status. Thread-safe (pure functions).
@@ -55,15 +57,20 @@ v1::Operator ApplySetting(const v1::Operator& op, const v1::Setting& setting);
 // A request's repeats, 0 meaning the default.
 int RepeatsOf(uint32_t repeats);
 
+// A request's packaging on `platform`, PACKAGING_UNSPECIFIED meaning the
+// platform's (DefaultPackaging).
+v1::Packaging PackagingOf(v1::Packaging packaging, const Platform& platform);
+
 // What a Measure request asks for on `platform`: the operator at its
-// recorded setting, then at each Setting. REQUIRES: ValidateMeasureRequest
-// passed.
+// recorded setting, then at each Setting, every default applied. REQUIRES:
+// ValidateMeasureRequest passed.
 MeasurePlan MeasurePlanOf(const v1::MeasureRequest& request,
                           const Platform& platform);
 
-// What an Autotune request asks for; `cycles_path` is the daemon's kernel
-// cycles file ("" for none).
+// What an Autotune request asks for on `platform`, every default applied;
+// `cycles_path` is the daemon's kernel cycles file ("" for none).
 AutotuneOptions AutotuneOptionsOf(const v1::AutotuneRequest& request,
+                                  const Platform& platform,
                                   const std::string& cycles_path);
 
 // A Measure's answer: a SettingMeasurement per setting, the recorded one

@@ -15,11 +15,12 @@ namespace {
 // the operators and the shapes' inputs: the request need only last Start.
 class DeviceAutotune : public AutotuneSteps {
  public:
-  DeviceAutotune(const v1::AutotuneRequest& request, JobContext& context,
-                 const std::string& cycles_path, int shapes_at_once)
+  DeviceAutotune(const v1::AutotuneRequest& request, const Platform& platform,
+                 JobContext& context, const std::string& cycles_path,
+                 int shapes_at_once)
       : context_(context),
         profile_(request.profile()),
-        options_(OptionsOf(request, cycles_path, shapes_at_once)) {}
+        options_(OptionsOf(request, platform, cycles_path, shapes_at_once)) {}
 
   absl::Status Start(const v1::AutotuneRequest& request) {
     ASSIGN_OR_RETURN(run_, AutotuneRun::Start(request.calls(), profile_,
@@ -40,9 +41,10 @@ class DeviceAutotune : public AutotuneSteps {
 
  private:
   static AutotuneOptions OptionsOf(const v1::AutotuneRequest& request,
+                                   const Platform& platform,
                                    const std::string& cycles_path,
                                    int shapes_at_once) {
-    AutotuneOptions options = AutotuneOptionsOf(request, cycles_path);
+    AutotuneOptions options = AutotuneOptionsOf(request, platform, cycles_path);
     options.shapes_at_once = shapes_at_once;
     return options;
   }
@@ -57,8 +59,9 @@ class DeviceAutotune : public AutotuneSteps {
 
 absl::StatusOr<std::unique_ptr<AutotuneSteps>> DeviceJobRunner::StartAutotune(
     const v1::AutotuneRequest& request, JobContext& context) {
-  auto steps = std::make_unique<DeviceAutotune>(request, context, cycles_path_,
-                                                shapes_at_once_);
+  ASSIGN_OR_RETURN(Platform platform, context.device().GetPlatform());
+  auto steps = std::make_unique<DeviceAutotune>(request, platform, context,
+                                                cycles_path_, shapes_at_once_);
   RETURN_IF_ERROR(steps->Start(request));
   return steps;
 }

@@ -56,7 +56,7 @@ struct CacheKey {
   bool distinct = true;
   // Non-empty: a figure kept apart from the untagged one of the same design,
   // under the batch that timed it (a confirmation batch's; see
-  // daemon/tune/time_shape.h), so that a run without remeasure replays that
+  // daemon/tune/shape_search.h), so that a run without remeasure replays that
   // batch. Encoded only when non-empty: untagged digests are unchanged.
   std::string tag;
 

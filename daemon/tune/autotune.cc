@@ -38,33 +38,6 @@ class AutotuneRun::Logged : public TuneContextWrapper {
   MeteredDevice meter_;
 };
 
-namespace {
-
-// AutotuneRun::QueueRank of each position in `order` (indices into
-// `costs`): the first `together` ranked by planned device seconds per
-// planned setting, most first (ties by place), the rest by place.
-std::vector<int> QueueRanks(const std::vector<ShapeCost>& costs,
-                            const std::vector<size_t>& order, int together) {
-  const int n = static_cast<int>(order.size());
-  together = std::min(n, std::max(1, together));
-  auto per_setting = [&](int p) {
-    const ShapeCost& c = costs[order[p]];
-    return c.device_seconds /
-           static_cast<double>(std::max<int64_t>(1, c.settings));
-  };
-  std::vector<int> starting(together);
-  for (int p = 0; p < together; ++p) starting[p] = p;
-  std::stable_sort(starting.begin(), starting.end(), [&](int a, int b) {
-    return per_setting(a) > per_setting(b);
-  });
-  std::vector<int> ranks(n);
-  for (int i = 0; i < together; ++i) ranks[starting[i]] = i + 1;
-  for (int p = together; p < n; ++p) ranks[p] = p + 1;
-  return ranks;
-}
-
-}  // namespace
-
 v1::Calls AutotuneRun::OperatorsOf(const v1::Calls& calls) {
   v1::Calls out;
   out.set_format_version(calls.format_version());
@@ -82,8 +55,7 @@ AutotuneRun::AutotuneRun(const v1::Calls& calls, const AutotuneOptions& options,
 
 AutotuneRun::~AutotuneRun() {
   if (!lanes_.empty()) StopLanes();
-  // Cancelled, failed, or shapes left untuned: nothing will ask for them.
-  while (!spare_.empty()) DropSpare(spare_.begin()->first);
+  ahead_.reset();  // drops the spare builds, with the lanes stopped
 }
 
 absl::StatusOr<std::unique_ptr<AutotuneRun>> AutotuneRun::Start(
@@ -107,14 +79,13 @@ absl::StatusOr<std::unique_ptr<AutotuneRun>> AutotuneRun::Start(
                    PlanShapes(run->shapes_, operators, run->platform_, options,
                               run->cycles_));
   run->order_ = TuneOrder(costs);
-  run->queue_rank_ = QueueRanks(costs, run->order_, options.shapes_at_once);
+  AutotuneRun* self = run.get();
+  run->ahead_ = std::make_unique<BuildAhead>(
+      RunShapes{run->shapes_, run->order_, operators, run->platform_, options,
+                run->cycles_, *run->profile_},
+      costs, *run->logged_, [self](int p) { return self->Reaches(p); });
   run->estimator_ =
       std::make_unique<JobEstimator>(std::move(costs), options.budget_seconds);
-  absl::StatusOr<std::vector<bool>> before = SearchedBefore(
-      run->shapes_, operators, run->platform_, options, *run->logged_);
-  // Only a hint for building ahead: none known where the cache fails.
-  run->searched_before_ =
-      before.ok() ? *std::move(before) : std::vector<bool>(run->shapes_.size());
   run->results_.resize(run->shapes_.size());
   run->tuned_.assign(run->shapes_.size(), false);
   run->untuned_.resize(run->shapes_.size());
@@ -150,39 +121,6 @@ void AutotuneRun::LeaveUntuned() {
   Tell(std::nullopt);
 }
 
-std::vector<BuildRequest> AutotuneRun::BuildsOf(
-    int position, std::vector<BuildRequest>* rest) {
-  const size_t s = order_[position];
-  if (searched_before_[s]) return {};
-  const Shape& shape = shapes_[s];
-  const TunableValues incumbent = profile_->Incumbent(
-      s,
-      RecordedSetting(calls_.operators(static_cast<int>(shape.members[0].op))));
-  absl::StatusOr<std::vector<BuildRequest>> builds = ShapeBuilds(
-      shape, calls_, platform_, options_, cycles_, *logged_, &incumbent, rest);
-  // Only a hint: the search meets an error of its own when it asks.
-  return builds.ok() ? *std::move(builds) : std::vector<BuildRequest>();
-}
-
-bool AutotuneRun::BuildAhead(int position, Builder& builder) {
-  std::vector<int> queued;
-  if (ahead_to_ < 0) queued = QueueStart(builder);
-  // The list made for this shape as one ahead, where it was.
-  auto it = ahead_.find(position);
-  const std::vector<BuildRequest> now =
-      it != ahead_.end() ? std::move(it->second) : BuildsOf(position);
-  if (it != ahead_.end()) ahead_.erase(it);
-  for (const BuildRequest& r : now) builder.Prefetch(r);
-  ahead_to_ = std::max(ahead_to_, position);
-  // Every first list before any spare build, so no thread starts on a
-  // spare one while a first list is still to come.
-  for (int p = QueueAhead(builder); p >= 0; p = QueueAhead(builder)) {
-    queued.push_back(p);
-  }
-  for (int p : queued) QueueSpare(p, builder);
-  return !now.empty();
-}
-
 void AutotuneRun::PrefetchInputs(int position, TuneContext& lane) {
   std::vector<InputCache::Want> wants;
   for (const ShapeMember& m : shapes_[order_[position]].members) {
@@ -192,39 +130,6 @@ void AutotuneRun::PrefetchInputs(int position, TuneContext& lane) {
   lane.inputs().Prefetch(wants, lane.lane());
 }
 
-void AutotuneRun::QueueSpare(int position, Builder& builder) {
-  auto it = spare_.find(position);
-  if (it == spare_.end()) return;
-  for (const BuildRequest& r : it->second) builder.PrefetchSpare(r);
-}
-
-void AutotuneRun::DropSpare(int position) {
-  auto it = spare_.find(position);
-  if (it == spare_.end()) return;
-  for (const BuildRequest& r : it->second) logged_->builder().Unprefetch(r);
-  spare_.erase(it);
-}
-
-std::vector<int> AutotuneRun::QueueStart(Builder& builder) {
-  const int together = std::min(total(), std::max(1, options_.shapes_at_once));
-  std::vector<int> starting;
-  for (int p = 0; p < together && (p == 0 || Reaches(p)); ++p) {
-    starting.push_back(p);
-  }
-  std::sort(starting.begin(), starting.end(),
-            [&](int a, int b) { return QueueRank(a) < QueueRank(b); });
-  std::vector<int> later;
-  for (int p : starting) {
-    std::vector<BuildRequest>& list = ahead_[p];
-    list = BuildsOf(p, p == 0 ? nullptr : &spare_[p]);
-    for (const BuildRequest& r : list) builder.PrefetchAt(r, QueueRank(p));
-    ahead_to_ = std::max(ahead_to_, p);
-    if (p > 0) later.push_back(p);
-  }
-  std::sort(later.begin(), later.end());
-  return later;
-}
-
 bool AutotuneRun::Reaches(int position) const {
   if (options_.budget_seconds <= 0) return true;
   double planned = device_seconds();
@@ -232,21 +137,6 @@ bool AutotuneRun::Reaches(int position) const {
     planned += estimator_->cost(order_[p]).device_seconds;
   }
   return planned < options_.budget_seconds;
-}
-
-int AutotuneRun::QueueRank(int position) const { return queue_rank_[position]; }
-
-int AutotuneRun::QueueAhead(Builder& builder) {
-  const int next = ahead_to_ + 1;
-  if (next >= total() || logged_->cancelled()) return -1;
-  // The next shape may not begin: the budget spent by the shapes not
-  // finished before it, as planned.
-  if (!Reaches(next)) return -1;
-  ahead_to_ = next;
-  std::vector<BuildRequest>& list = ahead_[next];
-  list = BuildsOf(next, &spare_[next]);
-  for (const BuildRequest& r : list) builder.PrefetchLater(r);
-  return next;
 }
 
 // One shape's search on a thread of its own, holding the run's turn
@@ -265,11 +155,11 @@ class AutotuneRun::Lane : public TuneContextWrapper {
         position_(position),
         meter_(&run.logged_->device()),
         builds_(&run.logged_->builder(), &run.turn_, rank(),
-                run.QueueRank(position)) {
+                run.ahead_->QueueRank(position)) {
     builds_.OnYield([this] {
       run_.StartLanes();
-      const int queued = run_.QueueAhead(builds_);
-      if (queued >= 0) run_.QueueSpare(queued, builds_);
+      const int queued = run_.ahead_->QueueNext(builds_);
+      if (queued >= 0) run_.ahead_->QueueSpare(queued, builds_);
     });
     if (!own_thread) return;
     run_.turn_.Queue(rank());
@@ -356,11 +246,11 @@ absl::StatusOr<ShapeResult> AutotuneRun::Search(int position, TuneContext& lane,
       RecordedSetting(calls_.operators(static_cast<int>(shape.members[0].op))));
   // Where its first designs are still to build, its inputs are made
   // meanwhile; a cached shape makes none.
-  if (BuildAhead(position, lane.builder())) PrefetchInputs(position, lane);
+  if (ahead_->Begin(position, lane.builder())) PrefetchInputs(position, lane);
   ASSIGN_OR_RETURN(
       ShapeResult timed,
-      TimeShapeKept(shape, calls_, platform_, options_, cycles_, lane, stats,
-                    position, profile_->Covered(s) ? &incumbent : nullptr));
+      TimeShapeKept({shape, calls_, platform_, options_, cycles_, lane, stats,
+                     position, profile_->Covered(s) ? &incumbent : nullptr}));
   if (timed.best != timed.incumbent) {
     const Comparison& gain = timed.against_incumbent.trial;
     lane.Log(absl::StrFormat("    %s: %+.1f ± %.1f us against the incumbent",
@@ -451,7 +341,7 @@ absl::Status AutotuneRun::Collect(Lane& head) {
 }
 
 void AutotuneRun::Ended(int position, double device_seconds) {
-  DropSpare(position);
+  ahead_->Ended(position);
   estimator_->Finished(order_[position], device_seconds, /*tuned=*/true);
   Tell(std::nullopt);
 }

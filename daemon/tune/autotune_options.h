@@ -27,10 +27,11 @@ inline constexpr double kMinGain = 0.005;
 inline constexpr int kShapesAtOnce = 4;
 
 struct AutotuneOptions {
-  v1::Timing timing;  // zero fields take IRON's defaults
+  // Every default applied (requests.h AutotuneOptionsOf): the packaging is
+  // one the platform runs, never PACKAGING_UNSPECIFIED.
+  ResolvedTiming timing;
   int repeats = kDefaultRepeats;
-  // nullopt: full ELF where the platform supports it, else the xclbin chain.
-  std::optional<v1::Packaging> packaging;
+  v1::Packaging packaging = v1::PACKAGING_FULL_ELF;
   bool remeasure = false;  // time again what the cache holds
   int exhaustive = kExhaustive;
   uint64_t seed = 0;  // the seeded inputs' seed
@@ -50,7 +51,7 @@ struct AutotuneOptions {
   // kMinGain; REQUIRES: 0 <= min_gain < 1.
   double min_gain = kMinGain;
   // Race the settings: screen each at a short Timing (ScreenTiming in
-  // time_shape.h) and give `timing` only to those whose screening figure is
+  // shape_search.h) and give `timing` only to those whose screening figure is
   // within reach of the best (docs/search.md, "Racing"). false: every
   // setting tried gets `timing`.
   bool race = true;

@@ -42,7 +42,7 @@ absl::Status WaitIdle(const IdleRules& rules, TuneContext& context) {
 class Interleaver {
  public:
   Interleaver(const std::vector<Image*>& images, const std::vector<int>& groups,
-              const v1::Timing& timing, const IdleRules& rules,
+              const ResolvedTiming& timing, const IdleRules& rules,
               TuneContext& context)
       : images_(images),
         groups_(groups),
@@ -140,7 +140,7 @@ class Interleaver {
 
   const std::vector<Image*>& images_;
   const std::vector<int>& groups_;
-  const v1::Timing timing_;
+  const ResolvedTiming timing_;
   const IdleRules& rules_;
   TuneContext& context_;
   InterleaveResult result_;
@@ -153,10 +153,9 @@ class Interleaver {
 
 absl::StatusOr<InterleaveResult> TimeInterleaved(
     const std::vector<Image*>& images, const std::vector<int>& groups,
-    const v1::Timing& timing, double fastest_us, const IdleRules& rules,
+    const ResolvedTiming& timing, double fastest_us, const IdleRules& rules,
     TuneContext& context) {
-  return Interleaver(images, groups, WithDefaults(timing), rules, context)
-      .Run(fastest_us);
+  return Interleaver(images, groups, timing, rules, context).Run(fastest_us);
 }
 
 }  // namespace irontune

@@ -59,7 +59,7 @@ struct InterleaveResult {
 // a CPU, Cancelled when the context said so.
 absl::StatusOr<InterleaveResult> TimeInterleaved(
     const std::vector<Image*>& images, const std::vector<int>& groups,
-    const v1::Timing& timing, double fastest_us, const IdleRules& rules,
+    const ResolvedTiming& timing, double fastest_us, const IdleRules& rules,
     TuneContext& context);
 
 }  // namespace irontune

@@ -1,29 +1,14 @@
-// measure(): timing settings of one operator design on the NPU, IRON's way.
-//
-// Each setting is built twice, as a 1-step and a `repeats`-step runlist; a
-// step's time per round is (many - one) / (repeats - 1), so the dispatch
-// cancels. Settings are timed in batches as large as the device's hardware
-// contexts allow (contexts / 2 - 1 settings plus the default), interleaved
-// round by round with the default, so every setting pairs with it.
-// Cached settings are taken from the cache unless `remeasure`.
-//
-// Builds: the cache keeps what each 1-step build request built as (its
-// recipe and artifact hash, a verdict under VerdictKey{RequestKey(request),
-// "built:" + Environment()}), so a setting whose figure is cached is found
-// with one batched lookup of identities and one of figures, and is not
-// built again. The rest are queued with Builder::Prefetch before any is
-// waited for (each setting's 1-step design with its `repeats`-step one
-// behind it, in timing order), so a builder with threads (BuildPool)
-// builds them all at once, the first batch's first; a batch waits only
-// for its own settings' designs (the next batch's 1-step designs are
-// waited for once this one is timed), so it is timed while the later ones
-// build. Measure waits with Builder::Await, so cancelling does not wait
-// for a build. A setting other than the
-// default whose build fails (an error, not a refusal) is refused with the
-// error as its reason.
+// measure(): timing settings of one operator design on the NPU, IRON's way
+// (docs/search.md, "One Measure call"): each setting built as a 1-step and
+// a `repeats`-step runlist, timed in batches interleaved round by round
+// with the default, so every setting pairs with it. Cached settings are
+// taken from the cache unless `remeasure`. Its parts: the builds
+// (measure_builds.h), the cached figures (measure_cache.h) and the
+// batches (measure_batch.h).
 //
 // Threads: runs on the thread that owns the Device and the Builder (the
-// context's).
+// context's); output digests are made on helper threads, joined before
+// Measure returns. Failure: see Measure.
 #ifndef IRONTUNE_DAEMON_TUNE_MEASURE_H_
 #define IRONTUNE_DAEMON_TUNE_MEASURE_H_
 
@@ -62,7 +47,9 @@ struct MeasurePlan {
   // The settings to time: one design's operator at each setting, the
   // recorded (default) setting first.
   std::vector<v1::Operator> settings;
-  v1::Timing timing;  // zero fields take IRON's defaults
+  // Every default applied (requests.h MeasurePlanOf): the packaging is one
+  // the platform runs, never PACKAGING_UNSPECIFIED.
+  ResolvedTiming timing;
   int repeats = kDefaultRepeats;
   v1::Packaging packaging = v1::PACKAGING_FULL_ELF;
   // The per-call values, by CallValue name.
@@ -83,7 +70,7 @@ struct MeasurePlan {
 // 1 (its 1-step design) or the plan's `repeats` (its many-step design,
 // distinct unless the recorded setting's buffers pass kDistinctBytes). The
 // one home of these requests' fields, so builds queued elsewhere (Refusals
-// in verdicts.h, ShapeBuilds in time_shape.h) are the very requests a
+// in verdicts.h, ShapeBuilds in shape_builds.h) are the very requests a
 // Measure waits for, merged by a BuildPool.
 BuildRequest MeasureRequest(const v1::Operator& op,
                             const v1::Operator& recorded,

@@ -26,8 +26,7 @@ double BufferBytes(const v1::Operator& op) {
 }
 
 // Device seconds for one setting's Measure at `timing` with step `step_us`.
-double SettingSeconds(const v1::Timing& timing, int repeats, double step_us) {
-  const v1::Timing t = WithDefaults(timing);
+double SettingSeconds(const ResolvedTiming& t, int repeats, double step_us) {
   const double runs_us = 2 * kDispatchFloorUs + (1 + repeats) * step_us;
   return static_cast<double>(t.rounds()) * t.calls() * runs_us / 1e6;
 }

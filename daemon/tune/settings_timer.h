@@ -16,7 +16,7 @@
 
 #include "daemon/tune/measure.h"
 #include "daemon/tune/search.h"
-#include "daemon/tune/time_shape.h"
+#include "daemon/tune/shape_task.h"
 
 namespace irontune {
 

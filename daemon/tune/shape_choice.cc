@@ -1,3 +1,5 @@
+#include "daemon/tune/shape_choice.h"
+
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -11,76 +13,40 @@
 #include "daemon/base/sha256.h"
 #include "daemon/base/stats.h"
 #include "daemon/store/cache.h"
-#include "daemon/tune/shape_search.h"
 
 namespace irontune {
 
-int ShapeSearch::TriedInOrder(std::vector<ShapeTrial>& trials) const {
-  trials.clear();
-  int incumbent = 0;
-  for (size_t i = 0; i < found_.size(); ++i) {
-    auto it = tried_.find(FoundId(i));
-    if (it == tried_.end()) continue;
-    if (it->first == incumbent_id_ && it->second.trial.refused.empty()) {
-      incumbent = static_cast<int>(trials.size());
-    }
-    trials.push_back(it->second);
-  }
-  return incumbent;
-}
-
-int ShapeSearch::PickAmong(int incumbent,
-                           const std::vector<ShapeTrial>& trials) const {
-  if (trials.empty()) return -1;
-  std::vector<Comparison> comparisons;
-  for (const ShapeTrial& t : trials) comparisons.push_back(t.trial);
-  return Pick(comparisons, incumbent, kGainZ, PracticalUs(trials[incumbent]));
-}
-
-double ShapeSearch::PracticalUs(const ShapeTrial& incumbent) const {
+double PracticalUs(const AutotuneOptions& options,
+                   std::optional<double> recorded_us,
+                   const ShapeTrial& incumbent) {
   // The recorded setting's own trial has delta 0.
-  return options_.min_gain *
-         std::max(0.0, recorded_us_.value_or(0) + incumbent.trial.delta_us);
+  return options.min_gain *
+         std::max(0.0, recorded_us.value_or(0) + incumbent.trial.delta_us);
 }
 
-void ShapeSearch::Collect(ShapeResult& out) {
-  out.incumbent = TriedInOrder(out.trials);
-  out.best = out.incumbent;
-  out.against_incumbent =
-      Untimed(out.trials[out.incumbent].trial.tunables, shape_.members.size());
-  if (recorded_batches_.empty()) {
-    recorded_batches_ = screen_recorded_;
-    recorded_within_ = screen_recorded_within_;
-  }
-  if (!recorded_batches_.empty()) {
-    out.recorded_us = Median(recorded_batches_);
-    // One batch's error: its own noise (rounds and drift floor, as a
-    // root mean square over the batches) or the spread seen between the
-    // batches, whichever is larger. Not divided by the batches' count:
-    // drift slower than the search moves every batch alike.
-    const std::optional<double> each = Quadrature(recorded_within_);
-    if (each) {
-      const double typical =
-          *each / std::sqrt(static_cast<double>(recorded_within_.size()));
-      out.recorded_noise_us =
-          std::max(typical, BatchNoise(recorded_batches_).value_or(0));
-    }
-  }
-}
+ShapeChoice::ShapeChoice(const ShapeTask& task, TuneStats& stats,
+                         Searched searched, ConfirmTimer timer, IdentityOf id)
+    : task_(task),
+      options_(task.options),
+      stats_(stats),
+      searched_(std::move(searched)),
+      timer_(std::move(timer)),
+      id_(std::move(id)) {}
 
-absl::Status ShapeSearch::Choose(ShapeResult& out) {
+absl::Status ShapeChoice::Choose(ShapeResult& out) {
   std::vector<Comparison> screened;
   for (const ShapeTrial& t : out.trials) screened.push_back(t.trial);
   const ShapeTrial& incumbent = out.trials[out.incumbent];
-  const double practical = PracticalUs(incumbent);
+  const double practical =
+      PracticalUs(options_, searched_.recorded_us, incumbent);
   const int screen_pick = Pick(screened, out.incumbent, kGainZ, practical);
   const std::vector<int> contenders =
-      nominated_ ? NominatedOf(out)
-                 : ContendersOf(out, screened, screen_pick, practical);
+      searched_.nominated ? NominatedOf(out)
+                          : ContendersOf(out, screened, screen_pick, practical);
   if (contenders.empty()) return absl::OkStatus();
   stats_.confirmations += static_cast<int64_t>(contenders.size());
-  const double incumbent_us =
-      std::max(0.0, recorded_us_.value_or(0) + incumbent.trial.delta_us);
+  const double incumbent_us = std::max(
+      0.0, searched_.recorded_us.value_or(0) + incumbent.trial.delta_us);
   ASSIGN_OR_RETURN(Confirmed confirmed, Confirm(out, contenders, incumbent_us));
   // A confirmation that ended open is decided on its point estimates
   // (z 0) against the practical margin where no profile entry decided
@@ -88,46 +54,46 @@ absl::Status ShapeSearch::Choose(ShapeResult& out) {
   // noises stay in), so a re-tune of a tuned profile moves only on a
   // gain that clears. Without a practical margin the noises stay in.
   const bool estimate =
-      confirmed.open && options_.min_gain > 0 && incumbent_ == nullptr;
+      confirmed.open && options_.min_gain > 0 && task_.incumbent == nullptr;
   const double z = estimate ? 0.0 : kGainZ;
   const int pick = PickConfirmed(confirmed.figures, incumbent.trial.tunables,
                                  incumbent_us, options_.min_gain, z);
   if (pick < 0) {
     if (screen_pick != out.incumbent) out.unconfirmed = screen_pick;
-    context_.Log(absl::StrFormat("    the incumbent %s stays",
-                                 SettingText(incumbent.trial.tunables)));
-    context_.OnPick(shape_index_, nullptr);
+    task_.context.Log(absl::StrFormat("    the incumbent %s stays",
+                                      SettingText(incumbent.trial.tunables)));
+    task_.context.OnPick(task_.index, nullptr);
     return absl::OkStatus();
   }
   ++stats_.confirmed;
   out.best = contenders[pick];
   out.against_incumbent = std::move(confirmed.trials[pick]);
-  context_.OnPick(shape_index_, &out.trials[out.best].trial);
+  task_.context.OnPick(task_.index, &out.trials[out.best].trial);
   return absl::OkStatus();
 }
 
-std::vector<int> ShapeSearch::NominatedOf(const ShapeResult& out) const {
+std::vector<int> ShapeChoice::NominatedOf(const ShapeResult& out) const {
   std::vector<int> out_indices;
   for (size_t i = 0; i < out.trials.size(); ++i) {
     const Comparison& t = out.trials[i].trial;
     if (static_cast<int>(i) != out.incumbent && t.refused.empty() &&
-        absl::c_linear_search(*nominated_, Id(t.tunables))) {
+        absl::c_linear_search(*searched_.nominated, id_(t.tunables))) {
       out_indices.push_back(static_cast<int>(i));
     }
   }
   return out_indices;
 }
 
-int ShapeSearch::MostContenders(bool incumbent_apart) const {
+int MostContenders(const Platform& platform, bool incumbent_apart) {
   const int room =
-      std::max(1, platform_.hw_contexts / 2 - 1) - (incumbent_apart ? 1 : 0);
+      std::max(1, platform.hw_contexts / 2 - 1) - (incumbent_apart ? 1 : 0);
   return std::max(1, std::min(room, kMostContenders));
 }
 
-std::vector<int> ShapeSearch::ContendersOf(
+std::vector<int> ShapeChoice::ContendersOf(
     const ShapeResult& out, const std::vector<Comparison>& screened,
     int screen_pick, double practical) const {
-  const int most = MostContenders(out.incumbent != 0);
+  const int most = MostContenders(task_.platform, out.incumbent != 0);
   std::vector<int> contenders =
       Contenders(screened, out.incumbent, kGainZ, practical, most);
   if (screen_pick == out.incumbent ||
@@ -145,7 +111,7 @@ std::vector<int> ShapeSearch::ContendersOf(
   return contenders;
 }
 
-absl::StatusOr<ShapeSearch::Confirmed> ShapeSearch::Confirm(
+absl::StatusOr<ShapeChoice::Confirmed> ShapeChoice::Confirm(
     const ShapeResult& out, const std::vector<int>& contenders,
     double incumbent_us) {
   const size_t n = contenders.size();
@@ -168,7 +134,7 @@ absl::StatusOr<ShapeSearch::Confirmed> ShapeSearch::Confirm(
   done.open = !open.empty();
   stats_.confirm_timed += stats_.device_timed - before;
   for (size_t c = 0; c < n; ++c) {
-    context_.Log(absl::StrFormat(
+    task_.context.Log(absl::StrFormat(
         "    confirming %s against %s: %+.2f ± %.2f us over %d batches",
         SettingText(done.trials[c].trial.tunables),
         out.incumbent == 0
@@ -181,12 +147,12 @@ absl::StatusOr<ShapeSearch::Confirmed> ShapeSearch::Confirm(
   return done;
 }
 
-absl::Status ShapeSearch::ConfirmBatch(
+absl::Status ShapeChoice::ConfirmBatch(
     const ShapeResult& out, const std::vector<int>& contenders,
     const std::vector<int>& open, int batch,
     std::vector<std::vector<ShapeTrial>>& figures,
     std::vector<std::vector<std::vector<Comparison>>>& pairs) {
-  std::vector<TunableValues> todo = {found_[0]};
+  std::vector<TunableValues> todo = {searched_.recorded};
   if (out.incumbent != 0) {
     todo.push_back(out.trials[out.incumbent].trial.tunables);
   }
@@ -196,11 +162,11 @@ absl::Status ShapeSearch::ConfirmBatch(
     todo.push_back(out.trials[contenders[c]].trial.tunables);
     bases.push_back(static_cast<int>(todo.size()) - 1);
   }
-  v1::Timing timing = WithDefaults(options_.timing);
-  timing.set_calls(std::max<uint32_t>(2, timing.calls() / kConfirmCallShare));
-  ASSIGN_OR_RETURN(std::vector<TimedBatch> timed,
-                   TimeAgainst(todo, options_.remeasure, bases,
-                               ConfirmTag(todo, batch, timing), &timing));
+  const ResolvedTiming timing = options_.timing.WithCalls(
+      std::max<uint32_t>(2, options_.timing.calls() / kConfirmCallShare));
+  ASSIGN_OR_RETURN(
+      std::vector<TimedBatch> timed,
+      timer_(todo, bases, ConfirmTag(todo, batch, timing), timing));
   for (size_t k = 0; k < open.size(); ++k) {
     figures[open[k]].push_back(timed[0].trials[bases[k + 1]]);
     for (size_t l = 0; l < open.size(); ++l) {
@@ -212,17 +178,18 @@ absl::Status ShapeSearch::ConfirmBatch(
   return absl::OkStatus();
 }
 
-std::string ShapeSearch::ConfirmTag(const std::vector<TunableValues>& todo,
-                                    int batch, const v1::Timing& timing) const {
+std::string ShapeChoice::ConfirmTag(const std::vector<TunableValues>& todo,
+                                    int batch,
+                                    const ResolvedTiming& timing) const {
   std::string text = absl::StrCat("confirm/", batch);
-  if (timing.calls() != WithDefaults(options_.timing).calls()) {
+  if (timing.calls() != options_.timing.calls()) {
     absl::StrAppend(&text, "/calls ", timing.calls());
   }
-  for (const TunableValues& s : todo) absl::StrAppend(&text, "/", Id(s));
+  for (const TunableValues& s : todo) absl::StrAppend(&text, "/", id_(s));
   return Sha256Hex(text).substr(0, 32);
 }
 
-ShapeSearch::Confirmed ShapeSearch::PooledConfirmation(
+ShapeChoice::Confirmed ShapeChoice::PooledConfirmation(
     const std::vector<std::vector<ShapeTrial>>& figures,
     const std::vector<std::vector<std::vector<Comparison>>>& pairs) {
   const size_t n = figures.size();
@@ -240,7 +207,7 @@ ShapeSearch::Confirmed ShapeSearch::PooledConfirmation(
   return done;
 }
 
-ShapeTrial ShapeSearch::PooledTrial(const std::vector<ShapeTrial>& figures) {
+ShapeTrial ShapeChoice::PooledTrial(const std::vector<ShapeTrial>& figures) {
   ShapeTrial out = figures.front();
   std::vector<Comparison> whole;
   for (const ShapeTrial& f : figures) whole.push_back(f.trial);

@@ -14,6 +14,7 @@
 #include "daemon/base/sha256.h"
 #include "daemon/store/cache.h"
 #include "daemon/tune/settings.h"
+#include "daemon/tune/shape_search.h"
 
 namespace irontune {
 namespace {
@@ -127,10 +128,10 @@ void Number(std::string& key, double value) {
 }
 
 void AddOptions(std::string& key, const AutotuneOptions& options) {
-  Part(key, DeterministicBytes(options.timing));
+  Part(key, DeterministicBytes(options.timing.proto()));
   Part(key, absl::StrCat(options.repeats, "/", options.exhaustive, "/",
                          options.seed, "/", options.race ? "race" : "all"));
-  Part(key, options.packaging ? absl::StrCat(*options.packaging) : "-");
+  Part(key, absl::StrCat(options.packaging));
   Part(key, options.judge_id);
   Part(key, absl::StrCat(absl::FormatDuration(options.idle.idle_timeout), "/",
                          absl::FormatDuration(options.idle.idle_poll)));
@@ -169,10 +170,9 @@ void AddShape(std::string& key, const Shape& shape, const v1::Calls& calls) {
 
 }  // namespace
 
-std::optional<std::string> ShapeMemoKey(
-    const Shape& shape, const v1::Calls& calls, const Platform& platform,
-    const AutotuneOptions& options, const KernelCycles& cycles,
-    TuneContext& context, const TunableValues* incumbent) {
+std::optional<std::string> ShapeMemoKey(const ShapeTask& task) {
+  const auto& [shape, calls, platform, options, cycles, context, stats, index,
+               incumbent] = task;
   const Cache* cache = context.cache();
   if (cache == nullptr || options.remeasure || !IsDefaultSpace(options.space)) {
     return std::nullopt;
@@ -194,28 +194,20 @@ std::optional<std::string> ShapeMemoKey(
   return Sha256Hex(key);
 }
 
-absl::StatusOr<ShapeResult> TimeShapeKept(
-    const Shape& shape, const v1::Calls& calls, const Platform& platform,
-    const AutotuneOptions& options, const KernelCycles& cycles,
-    TuneContext& context, TuneStats* stats, int shape_index,
-    const TunableValues* incumbent) {
-  const std::optional<std::string> key =
-      ShapeMemoKey(shape, calls, platform, options, cycles, context, incumbent);
-  if (!key) {
-    return TimeShape(shape, calls, platform, options, cycles, context, stats,
-                     shape_index, incumbent);
-  }
+absl::StatusOr<ShapeResult> TimeShapeKept(const ShapeTask& task) {
+  TuneContext& context = task.context;
+  TuneStats* stats = task.stats;
+  const std::optional<std::string> key = ShapeMemoKey(task);
+  if (!key) return TimeShape(task);
   if (std::shared_ptr<const Kept> kept = Memo::Get().Find(*key)) {
-    Replay(kept->told, shape_index, context);
+    Replay(kept->told, task.index, context);
     if (stats != nullptr) *stats += kept->stats;
     return kept->result;
   }
   const uint64_t generation = context.cache()->generation();
   Recorder recorder(context);
   auto kept = std::make_shared<Kept>();
-  ASSIGN_OR_RETURN(kept->result,
-                   TimeShape(shape, calls, platform, options, cycles, recorder,
-                             &kept->stats, shape_index, incumbent));
+  ASSIGN_OR_RETURN(kept->result, TimeShape(task.For(recorder, &kept->stats)));
   if (stats != nullptr) *stats += kept->stats;
   if (kept->stats.device_timed == 0 &&
       context.cache()->generation() == generation) {

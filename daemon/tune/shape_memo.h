@@ -30,8 +30,8 @@
 #include "absl/status/statusor.h"
 #include "daemon/tune/autotune_options.h"
 #include "daemon/tune/kernel_cycles.h"
+#include "daemon/tune/shape_task.h"
 #include "daemon/tune/shapes.h"
-#include "daemon/tune/time_shape.h"
 #include "daemon/tune/tune_context.h"
 #include "irontune/v1/recording.pb.h"
 
@@ -39,23 +39,16 @@ namespace irontune {
 
 inline constexpr size_t kShapeMemoEntries = 512;
 
-// The key a search of `shape` with these inputs is kept under, against the
-// context's cache as it is now; nullopt where such a search is never kept
-// (see the top of this file).
-std::optional<std::string> ShapeMemoKey(
-    const Shape& shape, const v1::Calls& calls, const Platform& platform,
-    const AutotuneOptions& options, const KernelCycles& cycles,
-    TuneContext& context, const TunableValues* incumbent);
+// The key the search `task` is kept under, against its context's cache as
+// it is now (its stats and index are not part of it); nullopt where such a
+// search is never kept (see the top of this file).
+std::optional<std::string> ShapeMemoKey(const ShapeTask& task);
 
-// TimeShape (time_shape.h, same arguments and contract), answered from the
-// memo where a search with the same key is kept, and kept when it may be.
-// A replayed search tells `context` what the kept one told it, under
-// `shape_index`, and adds the kept stats to `stats` (may be null).
-absl::StatusOr<ShapeResult> TimeShapeKept(
-    const Shape& shape, const v1::Calls& calls, const Platform& platform,
-    const AutotuneOptions& options, const KernelCycles& cycles,
-    TuneContext& context, TuneStats* stats, int shape_index = 0,
-    const TunableValues* incumbent = nullptr);
+// TimeShape (shape_search.h, same contract), answered from the memo where
+// a search with the same key is kept, and kept when it may be. A replayed
+// search tells the task's context what the kept one told it, under
+// task.index, and adds the kept stats to task.stats (may be null).
+absl::StatusOr<ShapeResult> TimeShapeKept(const ShapeTask& task);
 
 // Drops every kept search (tests and benchmarks that time the search
 // itself).

@@ -16,6 +16,17 @@
 
 namespace irontune {
 
+ResolvedTiming ScreenTiming(const ResolvedTiming& full) {
+  return full.WithRounds(std::min(full.rounds(), kScreenRounds))
+      .WithCalls(std::max<uint32_t>(2, full.calls() / kScreenCallShare));
+}
+
+absl::StatusOr<ShapeResult> TimeShape(const ShapeTask& task) {
+  TuneStats own_stats;
+  return ShapeSearch(task, task.stats != nullptr ? *task.stats : own_stats)
+      .Run();
+}
+
 absl::StatusOr<ShapeResult> ShapeSearch::Run() {
   if (shape_.members.empty()) {
     return absl::InvalidArgumentError(
@@ -48,8 +59,20 @@ absl::StatusOr<ShapeResult> ShapeSearch::Run() {
     RETURN_IF_ERROR(CoordinateDescent());
   }
   Collect(out);
-  RETURN_IF_ERROR(Choose(out));
+  RETURN_IF_ERROR(ChoiceOf().Choose(out));
   return out;
+}
+
+ShapeChoice ShapeSearch::ChoiceOf() {
+  Searched searched{found_[0], recorded_us_, nominated_};
+  return ShapeChoice(
+      task_, stats_, std::move(searched),
+      [this](const std::vector<TunableValues>& todo,
+             const std::vector<int>& bases, const std::string& tag,
+             const ResolvedTiming& timing) {
+        return TimeAgainst(todo, options_.remeasure, bases, tag, &timing);
+      },
+      [this](const TunableValues& s) -> const std::string& { return Id(s); });
 }
 
 const v1::Operator& ShapeSearch::OpOf(const ShapeMember& m) const {
@@ -222,7 +245,7 @@ bool ShapeSearch::Nominate(const std::vector<TunableValues>& todo) {
     if (Id(todo[i]) != incumbent_id_) challengers.push_back(Id(todo[i]));
   }
   if (static_cast<int>(challengers.size()) >
-      MostContenders(incumbent_id_ != recorded_id_)) {
+      MostContenders(platform_, incumbent_id_ != recorded_id_)) {
     return false;
   }
   stats_.screened_out += static_cast<int64_t>(todo.size()) - 1;
@@ -246,7 +269,7 @@ bool ShapeSearch::RacesAny(const std::vector<TunableValues>& todo) const {
 
 absl::StatusOr<std::vector<TunableValues>> ShapeSearch::Screen(
     const std::vector<TunableValues>& todo) {
-  const v1::Timing screen = ScreenTiming(options_.timing);
+  const ResolvedTiming screen = ScreenTiming(options_.timing);
   ASSIGN_OR_RETURN(std::vector<TimedBatch> timed,
                    TimeAgainst(todo, false, {0}, ScreenTag(screen), &screen));
   TimedBatch& batch = timed.front();
@@ -297,7 +320,7 @@ absl::StatusOr<std::vector<TunableValues>> ShapeSearch::Screen(
   return out;
 }
 
-std::string ShapeSearch::ScreenTag(const v1::Timing& screen) {
+std::string ShapeSearch::ScreenTag(const ResolvedTiming& screen) {
   return absl::StrCat("screen/", screen.rounds(), "/", screen.calls());
 }
 
@@ -320,7 +343,7 @@ absl::StatusOr<TimedBatch> ShapeSearch::TimeSettings(
 absl::StatusOr<std::vector<TimedBatch>> ShapeSearch::TimeAgainst(
     const std::vector<TunableValues>& todo, bool remeasure,
     const std::vector<int>& bases, const std::string& cache_tag,
-    const v1::Timing* timing) {
+    const ResolvedTiming* timing) {
   std::vector<SettingsTimer> timers;
   for (int base : bases) {
     timers.emplace_back(todo, shape_.members.size(), base);
@@ -486,6 +509,54 @@ absl::Status ShapeSearch::BuildNextLines(
   if (screened.size() < 2) return absl::OkStatus();
   return QueueBuilds(Line(found_, screened[1], next_tunable_),
                      /*later=*/false);
+}
+
+int ShapeSearch::TriedInOrder(std::vector<ShapeTrial>& trials) const {
+  trials.clear();
+  int incumbent = 0;
+  for (size_t i = 0; i < found_.size(); ++i) {
+    auto it = tried_.find(FoundId(i));
+    if (it == tried_.end()) continue;
+    if (it->first == incumbent_id_ && it->second.trial.refused.empty()) {
+      incumbent = static_cast<int>(trials.size());
+    }
+    trials.push_back(it->second);
+  }
+  return incumbent;
+}
+
+int ShapeSearch::PickAmong(int incumbent,
+                           const std::vector<ShapeTrial>& trials) const {
+  if (trials.empty()) return -1;
+  std::vector<Comparison> comparisons;
+  for (const ShapeTrial& t : trials) comparisons.push_back(t.trial);
+  return Pick(comparisons, incumbent, kGainZ,
+              PracticalUs(options_, recorded_us_, trials[incumbent]));
+}
+
+void ShapeSearch::Collect(ShapeResult& out) {
+  out.incumbent = TriedInOrder(out.trials);
+  out.best = out.incumbent;
+  out.against_incumbent =
+      Untimed(out.trials[out.incumbent].trial.tunables, shape_.members.size());
+  if (recorded_batches_.empty()) {
+    recorded_batches_ = screen_recorded_;
+    recorded_within_ = screen_recorded_within_;
+  }
+  if (!recorded_batches_.empty()) {
+    out.recorded_us = Median(recorded_batches_);
+    // One batch's error: its own noise (rounds and drift floor, as a
+    // root mean square over the batches) or the spread seen between the
+    // batches, whichever is larger. Not divided by the batches' count:
+    // drift slower than the search moves every batch alike.
+    const std::optional<double> each = Quadrature(recorded_within_);
+    if (each) {
+      const double typical =
+          *each / std::sqrt(static_cast<double>(recorded_within_.size()));
+      out.recorded_noise_us =
+          std::max(typical, BatchNoise(recorded_batches_).value_or(0));
+    }
+  }
 }
 
 }  // namespace irontune

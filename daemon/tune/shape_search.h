@@ -1,12 +1,16 @@
-// ShapeSearch: one TimeShape call's search of a shape's settings, and its
-// state (time_shape.h says what the search does). Its work is in two
-// files: shape_search.cc finds, builds and times the settings;
-// shape_choice.cc chooses the setting taken and confirms it. Internal to
-// the tune library: TimeShape is its only user.
+// TimeShape: IRON's time_shape, the search of one shape's settings, and
+// ShapeSearch, the state of one such search. The search finds, builds and
+// times the settings (shape_search.cc); the choice of the setting taken
+// and its confirmation are a unit of their own (shape_choice.h). What the
+// search does, step by step, and why: docs/search.md ("The search of one
+// shape").
 //
-// Ownership: holds references to everything it is given; they outlive it.
-// Threads: the context's (the device worker's); its OutputJudge judges on
-// a helper thread. Failure: as TimeShape's.
+// Ownership: ShapeSearch holds its ShapeTask, and so everything the task
+// names, by reference; they outlive it. Threads: the context's (the device
+// worker's); outputs are judged on a helper thread (OutputJudge, verdicts.h).
+// Failure: device, builder and cache errors come back as they were;
+// cancellation is Cancelled. A setting the builder refuses or whose output
+// is not admitted is a refused Comparison, not an error.
 #ifndef IRONTUNE_DAEMON_TUNE_SHAPE_SEARCH_H_
 #define IRONTUNE_DAEMON_TUNE_SHAPE_SEARCH_H_
 
@@ -24,46 +28,62 @@
 #include "daemon/tune/measure.h"
 #include "daemon/tune/search.h"
 #include "daemon/tune/settings_timer.h"
+#include "daemon/tune/shape_builds.h"
+#include "daemon/tune/shape_choice.h"
+#include "daemon/tune/shape_task.h"
 #include "daemon/tune/shapes.h"
-#include "daemon/tune/time_shape.h"
 #include "daemon/tune/tune_context.h"
 #include "daemon/tune/verdicts.h"
 
 namespace irontune {
 
-class Cache;
+// Racing (docs/search.md, "Racing"): each setting is first screened at
+// ScreenTiming, at most kScreenRounds rounds of 1/kScreenCallShare of the
+// calls, and given the full Timing only where its screening figure
+// Reaches the best one's with kScreenZ noises to spare.
+inline constexpr uint32_t kScreenRounds = 3;
+inline constexpr uint32_t kScreenCallShare = 25;
+inline constexpr double kScreenZ = 3.0;
 
-// Whether a search of `shape` bounds settings by their kernel cycles (and
-// may leave some untimed): a GEMM shape, with cycles and a core clock.
-bool MayBeBounded(const Shape& shape, const Platform& platform,
-                  const KernelCycles& cycles);
+// The screening Timing of `full`: its rounds, at most kScreenRounds, and
+// its calls over kScreenCallShare, at least 2; settle and cutoff as
+// `full`'s.
+ResolvedTiming ScreenTiming(const ResolvedTiming& full);
 
-// Whether `cache` (may be null: none) keeps the built identity
-// (BuiltIdentityKey) of each of the 1-step requests `one_step`: a setting
-// whose figure the search then finds without a build.
-absl::StatusOr<std::vector<bool>> KnownBuilt(
-    const std::vector<BuildRequest>& one_step, const std::string& environment,
-    Cache* cache);
+// Times `task.shape`'s settings against the recorded setting and chooses
+// the one taken (docs/search.md). Trials are in Settings order, the
+// recorded one first. With no `task.incumbent` the recorded setting runs,
+// and no tune decided it. A
+// confirmation still open after its last batch keeps a given incumbent
+// unless a challenger's gain clears, and is decided on its point
+// estimates where none is given (docs/statistics.md, "Close calls"); `best` is
+// the trial PickConfirmed() takes from the confirmation of the challengers
+// the search nominates (options.min_gain of a step time is the practical
+// margin), else the incumbent. One setting left gives [{recorded, 0, 0}]. A
+// recorded setting the builder refuses gives its one trial, refused, untimed.
+// `task.stats` (may be null) is added to; the context hears each trial
+// under `task.index`.
+absl::StatusOr<ShapeResult> TimeShape(const ShapeTask& task);
 
 // One TimeShape call: the search's state.
 class ShapeSearch {
  public:
-  ShapeSearch(const Shape& shape, const v1::Calls& calls,
-              const Platform& platform, const AutotuneOptions& options,
-              const KernelCycles& cycles, TuneContext& context,
-              TuneStats& stats, int shape_index, const TunableValues* incumbent)
-      : shape_(shape),
-        calls_(calls),
-        platform_(platform),
-        options_(options),
-        packaging_(PackagingFor(options, platform)),
-        judge_({platform, packaging_, options.seed, options.judge,
-                options.judge_id, options.reference, context.cache()}),
-        cycles_(cycles),
-        context_(context),
+  // Adds to `stats`, not task.stats.
+  ShapeSearch(const ShapeTask& task, TuneStats& stats)
+      : task_(task),
+        shape_(task.shape),
+        calls_(task.calls),
+        platform_(task.platform),
+        options_(task.options),
+        packaging_(task.options.packaging),
+        judge_({task.platform, packaging_, task.options.seed,
+                task.options.judge, task.options.judge_id,
+                task.options.reference, task.context.cache()}),
+        cycles_(task.cycles),
+        context_(task.context),
         stats_(stats),
-        shape_index_(shape_index),
-        incumbent_(incumbent) {}
+        shape_index_(task.index),
+        incumbent_(task.incumbent) {}
 
   // The search, then the choice of the setting taken (Collect, Choose):
   // TimeShape's result. REQUIRES: called once.
@@ -137,7 +157,7 @@ class ShapeSearch {
   // The cache tag of a screening figure at `screen`: apart from the full
   // Timing's figures of the same settings (a cache key does not hold the
   // Timing), so a run without remeasure replays the same screen.
-  static std::string ScreenTag(const v1::Timing& screen);
+  static std::string ScreenTag(const ResolvedTiming& screen);
 
   // Tells the context which tried setting Pick() takes so far.
   void ReportPick();
@@ -155,7 +175,7 @@ class ShapeSearch {
   absl::StatusOr<std::vector<TimedBatch>> TimeAgainst(
       const std::vector<TunableValues>& todo, bool remeasure,
       const std::vector<int>& bases, const std::string& cache_tag = "",
-      const v1::Timing* timing = nullptr);
+      const ResolvedTiming* timing = nullptr);
 
   // Waits for the judging under way (judge_), giving its verdicts to
   // `timer` (may be null).
@@ -199,81 +219,15 @@ class ShapeSearch {
   // options.min_gain of the incumbent's step time; -1 for no trials.
   int PickAmong(int incumbent, const std::vector<ShapeTrial>& trials) const;
 
-  // options.min_gain of the step time of `incumbent` (the recorded
-  // setting's plus its delta).
-  double PracticalUs(const ShapeTrial& incumbent) const;
-
   // The trials in Settings order, the incumbent, and the recorded
   // setting's time over the batches.
   void Collect(ShapeResult& out);
 
-  // The setting taken against the incumbent: the challengers that Contend
-  // in the search are timed again against it and each other (Confirm) and
-  // PickConfirmed() chooses from those figures alone; else the incumbent.
-  absl::Status Choose(ShapeResult& out);
+  // The choice of the setting taken after this search, timing its
+  // confirmation batches with TimeAgainst.
+  ShapeChoice ChoiceOf();
 
-  // The indices into out.trials of the nominated_ settings, admitted, in
-  // trials' order.
-  std::vector<int> NominatedOf(const ShapeResult& out) const;
-
-  // How many challengers one confirmation batch holds beside the recorded
-  // setting and, where it is another (`incumbent_apart`), the incumbent:
-  // at most kMostContenders.
-  int MostContenders(bool incumbent_apart) const;
-
-  // Contenders() of `screened` against the incumbent, as many as one batch
-  // holds beside the recorded setting and the incumbent (at most
-  // kMostContenders); the search's own Pick(), `screen_pick`, is always
-  // among them.
-  std::vector<int> ContendersOf(const ShapeResult& out,
-                                const std::vector<Comparison>& screened,
-                                int screen_pick, double practical) const;
-
-  // A confirmation's figures: each contender against the incumbent, member
-  // by member, and the Confirmation PickConfirmed() reads.
-  struct Confirmed {
-    std::vector<ShapeTrial> trials;
-    Confirmation figures;
-    bool open = false;  // still open after kMostConfirmBatches
-  };
-
-  // The `contenders` (indices into out.trials) timed against the
-  // incumbent in batches of their own, never the search's figures (a run
-  // without remeasure replays a batch of the same settings from the cache,
-  // under its tag: ConfirmTag), interleaved and paired round by round: each
-  // trial's delta is the contender's minus the incumbent's, pooled over the
-  // batches, and each contender's against each other's is pooled over the
-  // batches both were in. A batch is timed again while ConfirmationOpen(), at
-  // most kMostConfirmBatches, with only the contenders it names.
-  absl::StatusOr<Confirmed> Confirm(const ShapeResult& out,
-                                    const std::vector<int>& contenders,
-                                    double incumbent_us);
-
-  // Confirmation batch number `batch` of the contenders `open` (indices into
-  // `contenders`) beside the recorded setting and the incumbent: appends
-  // each one's figure against the incumbent to `figures` and against each
-  // other open one to `pairs` ([i][j]: i's time minus j's).
-  absl::Status ConfirmBatch(
-      const ShapeResult& out, const std::vector<int>& contenders,
-      const std::vector<int>& open, int batch,
-      std::vector<std::vector<ShapeTrial>>& figures,
-      std::vector<std::vector<std::vector<Comparison>>>& pairs);
-
-  // The cache tag of confirmation batch number `batch` of `todo`: the same
-  // settings in the same batch of a confirmation find its figures again.
-  std::string ConfirmTag(const std::vector<TunableValues>& todo, int batch,
-                         const v1::Timing& timing) const;
-
-  // The figures so far, each pooled over its batches (a contender's own
-  // figure always has one: every contender is in the first batch).
-  static Confirmed PooledConfirmation(
-      const std::vector<std::vector<ShapeTrial>>& figures,
-      const std::vector<std::vector<std::vector<Comparison>>>& pairs);
-
-  // A trial's figures from several batches as one (Pooled), member by
-  // member.
-  static ShapeTrial PooledTrial(const std::vector<ShapeTrial>& figures);
-
+  const ShapeTask& task_;
   const Shape& shape_;
   const v1::Calls& calls_;
   const Platform& platform_;

@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "common/profile.h"
+#include "daemon/tune/shape_task.h"
 #include "daemon/tune/shapes.h"
-#include "daemon/tune/time_shape.h"
 #include "irontune/v1/profile.pb.h"
 #include "irontune/v1/recording.pb.h"
 

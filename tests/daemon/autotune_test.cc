@@ -30,8 +30,9 @@
 #include "daemon/store/cache.h"
 #include "daemon/tune/kernel_cycles.h"
 #include "daemon/tune/settings.h"
+#include "daemon/tune/shape_builds.h"
 #include "daemon/tune/shape_memo.h"
-#include "daemon/tune/time_shape.h"
+#include "daemon/tune/shape_search.h"
 #include "daemon/tune/verdicts.h"
 #include "tests/testing/counting_fakes.h"
 #include "tests/testing/recording_fixtures.h"
@@ -136,8 +137,7 @@ v1::Calls MakeCalls(std::vector<v1::Operator> ops, std::vector<int> steps) {
 AutotuneOptions NoisyOptions() {
   AutotuneOptions options;
   options.space = RecordingSearchSpace();
-  options.timing.set_rounds(8);
-  options.timing.set_calls(20);
+  options.timing = ResolvedTiming().WithRounds(8).WithCalls(20);
   return options;
 }
 
@@ -148,11 +148,11 @@ bool Saw(const std::vector<std::string>& lines, const std::string& text) {
   return false;
 }
 
-v1::Timing Quick() {
+ResolvedTiming Quick() {
   v1::Timing t;
   t.set_rounds(4);
   t.set_calls(3);
-  return t;
+  return ResolvedTiming(t);
 }
 
 struct Rig {
@@ -421,8 +421,13 @@ TEST_CASE("TimeShape: a coordinate descent times fewer settings") {
     REQUIRE(shapes.ok());
     REQUIRE(shapes->size() == 1);
     TuneStats stats;
-    auto result = TimeShape((*shapes)[0], calls, rig.platform(), options, {},
-                            rig.Context(), &stats);
+    auto result = TimeShape({(*shapes)[0],
+                             calls,
+                             rig.platform(),
+                             options,
+                             {},
+                             rig.Context(),
+                             &stats});
     REQUIRE(result.ok());
     return std::make_pair(*result, stats);
   };
@@ -453,8 +458,13 @@ std::pair<ShapeResult, TuneStats> SearchOf(const v1::Operator& op, bool race,
   auto shapes = Shapes(calls, options.space, "npu2");
   REQUIRE(shapes.ok());
   TuneStats stats;
-  auto result = TimeShape((*shapes)[0], calls, rig.platform(), options, {},
-                          rig.Context(), &stats);
+  auto result = TimeShape({(*shapes)[0],
+                           calls,
+                           rig.platform(),
+                           options,
+                           {},
+                           rig.Context(),
+                           &stats});
   REQUIRE(result.ok());
   return {*std::move(result), stats};
 }
@@ -515,15 +525,13 @@ TEST_CASE("TimeShape: a descent screens a line of one new setting") {
 }
 
 TEST_CASE("ScreenTiming: few rounds of a share of the calls") {
-  v1::Timing full;
-  full.set_rounds(8);
-  full.set_calls(50);
-  const v1::Timing screen = ScreenTiming(full);
+  ResolvedTiming full = ResolvedTiming().WithRounds(8).WithCalls(50);
+  const ResolvedTiming screen = ScreenTiming(full);
   CHECK(screen.rounds() == kScreenRounds);
   CHECK(screen.calls() == 50 / kScreenCallShare);
-  CHECK(screen.settle() == WithDefaults(full).settle());
-  full.set_rounds(2);
-  full.set_calls(3);
+  CHECK(screen.settle() == full.settle());
+  CHECK(screen.cutoff() == full.cutoff());
+  full = full.WithRounds(2).WithCalls(3);
   CHECK(ScreenTiming(full).rounds() == 2);
   CHECK(ScreenTiming(full).calls() == 2);
 }
@@ -739,8 +747,7 @@ TEST_CASE("Autotune: the example recording's profile loads and matches") {
   REQUIRE(profile.ok());
   Rig rig(/*noise=*/true);
   AutotuneOptions options;
-  options.timing.set_rounds(3);
-  options.timing.set_calls(3);
+  options.timing = ResolvedTiming().WithRounds(3).WithCalls(3);
   const auto start = std::chrono::steady_clock::now();
   auto result = Autotune(*calls, *profile, options, rig.Context());
   REQUIRE(result.ok());
@@ -2008,7 +2015,7 @@ TEST_CASE("ShapeBuilds: with fit checks only what the search builds first") {
   testing::LocalTuneContext run(rig.device.get(), &noting);
   noting.shapes = &run.shapes;
   auto listed =
-      ShapeBuilds((*shapes)[0], calls, rig.platform(), options, {}, run);
+      ShapeBuilds({(*shapes)[0], calls, rig.platform(), options, {}, run});
   REQUIRE(listed.ok());
   CHECK(noting.built.empty());  // fits checked, nothing built
   // The recorded setting and a Line of a few others, each twice: each
@@ -2055,12 +2062,12 @@ TEST_CASE(
   SimBuilder fresh_sim;
   testing::NotingBuilder noting(&fresh_sim);
   testing::LocalTuneContext context(fresh.device.get(), &noting);
-  auto listed =
-      ShapeBuilds((*shapes)[0], calls, fresh.platform(), options, {}, context);
+  auto listed = ShapeBuilds(
+      {(*shapes)[0], calls, fresh.platform(), options, {}, context});
   REQUIRE(listed.ok());
-  REQUIRE(TimeShape((*shapes)[0], calls, fresh.platform(), options, {}, context,
-                    nullptr)
-              .ok());
+  REQUIRE(
+      TimeShape({(*shapes)[0], calls, fresh.platform(), options, {}, context})
+          .ok());
   std::set<std::string> before_first_build;
   for (const testing::NotingBuilder::Call& call : noting.calls) {
     if (call.what == 'B') break;
@@ -2107,8 +2114,8 @@ TEST_CASE("TimeShape: every member's designs are queued before one is built") {
   SimBuilder sim;
   testing::NotingBuilder noting(&sim);
   testing::LocalTuneContext context(rig.device.get(), &noting);
-  auto result = TimeShape((*shapes)[0], calls, rig.platform(), options, {},
-                          context, nullptr);
+  auto result =
+      TimeShape({(*shapes)[0], calls, rig.platform(), options, {}, context});
   REQUIRE(result.ok());
   REQUIRE(result->trials.size() > 1);
   std::set<std::string> queued_first, built;

@@ -61,13 +61,13 @@ class FakeDevice : public Device {
   int* clock_;
 };
 
-v1::Timing Timing(int rounds, int calls, int settle, double cutoff) {
+ResolvedTiming Timing(int rounds, int calls, int settle, double cutoff) {
   v1::Timing t;
   t.set_rounds(rounds);
   t.set_calls(calls);
   t.set_settle(settle);
   t.set_cutoff(cutoff);
-  return t;
+  return ResolvedTiming(t);
 }
 
 std::unique_ptr<testing::LocalTuneContext> Context(Device* device) {
@@ -207,14 +207,6 @@ TEST_CASE("cancellation is seen between the images of a round") {
   REQUIRE(absl::IsCancelled(result.status()));
   CHECK(a.calls == 1 + 4);
   CHECK(b.calls == 1);  // warmed, never timed
-}
-
-TEST_CASE("zero timing fields take IRON's defaults") {
-  v1::Timing t = WithDefaults(v1::Timing());
-  REQUIRE(t.rounds() == 8);
-  REQUIRE(t.calls() == 50);
-  REQUIRE(t.settle() == 2);
-  REQUIRE(t.cutoff() == 1.5);
 }
 
 }  // namespace

@@ -34,13 +34,13 @@ v1::Operator Gemm(int64_t m, int64_t k, int64_t n, int64_t tile_m,
   return op;
 }
 
-v1::Timing Quick() {
+ResolvedTiming Quick() {
   v1::Timing t;
   t.set_rounds(6);
   t.set_calls(5);
   t.set_settle(2);
   t.set_cutoff(1.5);
-  return t;
+  return ResolvedTiming(t);
 }
 
 struct Rig {
@@ -444,7 +444,9 @@ TEST_CASE("batches follow the device's hardware contexts") {
     Rig rig(spec);
     MeasurePlan request = Request(settings);
     request.packaging = v1::PACKAGING_XCLBIN_CHAIN;
-    request.timing.set_cutoff(100);  // nothing cut: every batch is full
+    v1::Timing timing = request.timing.proto();
+    timing.set_cutoff(100);  // nothing cut: every batch is full
+    request.timing = ResolvedTiming(timing);
     auto result = Measure(request, *rig.Context());
     REQUIRE(result.ok());
     for (auto& [i, why] : result->refused) UNSCOPED_INFO(i << ": " << why);
@@ -655,9 +657,7 @@ TEST_CASE("+-2 noises cover the true delta and the true step time") {
       // A large delta: the batch's drift scales it, beyond the rounds' SE.
       {Gemm(256, 512, 512, 64, 64, 64, 8), Gemm(256, 512, 512, 64, 64, 64, 1)},
   };
-  v1::Timing timing;
-  timing.set_rounds(8);
-  timing.set_calls(20);
+  const ResolvedTiming timing = ResolvedTiming().WithRounds(8).WithCalls(20);
   int n = 0, delta_in = 0, step_in = 0;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
     Rig rig("sim:npu2", seed);

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
+#include <type_traits>
 
 #include "absl/strings/match.h"
 #include "common/defaults.h"
@@ -85,11 +86,85 @@ TEST_CASE("requests: repeats must be 0 or from 2 to the limit, in both kinds") {
 TEST_CASE("requests: an Autotune takes the daemon's kernel cycles file") {
   v1::AutotuneRequest request;
   request.set_seed(7);
-  const AutotuneOptions options = AutotuneOptionsOf(request, "/x/cycles.json");
+  Platform strix;
+  strix.full_elf = true;
+  const AutotuneOptions options =
+      AutotuneOptionsOf(request, strix, "/x/cycles.json");
   CHECK(options.cycles_path == "/x/cycles.json");
   CHECK(options.repeats == kDefaultRepeats);
   CHECK(options.seed == 7);
-  CHECK(!options.packaging.has_value());
+}
+
+TEST_CASE("requests: an Autotune's packaging is the platform's unless asked") {
+  v1::AutotuneRequest request;
+  Platform strix;
+  strix.full_elf = true;
+  const Platform phoenix;
+  CHECK(AutotuneOptionsOf(request, strix, "").packaging ==
+        v1::PACKAGING_FULL_ELF);
+  CHECK(AutotuneOptionsOf(request, phoenix, "").packaging ==
+        v1::PACKAGING_XCLBIN_CHAIN);
+  request.set_packaging(v1::PACKAGING_XCLBIN_CHAIN);
+  CHECK(AutotuneOptionsOf(request, strix, "").packaging ==
+        v1::PACKAGING_XCLBIN_CHAIN);
+}
+
+// The plan and options leave the boundary resolved: a zero field carries
+// the default's value, a given one its own, and what the method reads is
+// a ResolvedTiming, which a raw Timing does not convert to.
+static_assert(std::is_same_v<decltype(MeasurePlan::timing), ResolvedTiming>);
+static_assert(
+    std::is_same_v<decltype(AutotuneOptions::timing), ResolvedTiming>);
+static_assert(!std::is_convertible_v<v1::Timing, ResolvedTiming>);
+
+v1::Timing PartTiming() {
+  v1::Timing t;
+  t.set_calls(7);  // rounds, settle and cutoff 0: the defaults
+  return t;
+}
+
+void CheckResolved(const ResolvedTiming& t) {
+  CHECK(t.rounds() == kDefaultRounds);
+  CHECK(t.calls() == 7);
+  CHECK(t.settle() == kDefaultSettle);
+  CHECK(t.cutoff() == kDefaultCutoff);
+}
+
+TEST_CASE("requests: a zero Timing field is resolved once, at the boundary") {
+  v1::MeasureRequest measure;
+  *measure.mutable_operator_() = Add();
+  *measure.mutable_timing() = PartTiming();
+  REQUIRE(ValidateMeasureRequest(measure).ok());
+  CheckResolved(MeasurePlanOf(measure, Platform()).timing);
+
+  v1::AutotuneRequest tune;
+  *tune.mutable_calls() = testing::AddCalls();
+  *tune.mutable_timing() = PartTiming();
+  REQUIRE(ValidateAutotuneRequest(tune).ok());
+  const AutotuneOptions options = AutotuneOptionsOf(tune, Platform(), "");
+  CheckResolved(options.timing);
+  // What the method is handed carries no zero meaning "the default": its
+  // Timing as a proto has every field set, and resolving that again is
+  // itself.
+  const v1::Timing out = options.timing.proto();
+  CHECK(out.rounds() == kDefaultRounds);
+  CHECK(out.settle() == kDefaultSettle);
+  CheckResolved(ResolvedTiming(out));
+}
+
+TEST_CASE("ResolvedTiming: a 0 taken in tune is 1, never the default") {
+  const ResolvedTiming t = ResolvedTiming().WithRounds(0).WithCalls(0);
+  CHECK(t.rounds() == 1);
+  CHECK(t.calls() == 1);
+  v1::Timing given;
+  given.set_rounds(3);
+  given.set_settle(1);
+  given.set_cutoff(-2);  // not positive: the default
+  const ResolvedTiming r(given);
+  CHECK(r.rounds() == 3);
+  CHECK(r.calls() == kDefaultCalls);
+  CHECK(r.settle() == 1);
+  CHECK(r.cutoff() == kDefaultCutoff);
 }
 
 }  // namespace
@@ -286,7 +361,7 @@ TEST_CASE("requests: min_gain is a share of the step, at least 0 and below 1") {
   v1::AutotuneRequest request;
   *request.mutable_calls() = testing::AddSiluCalls();
   REQUIRE(ValidateAutotuneRequest(request).ok());
-  CHECK(AutotuneOptionsOf(request, "").min_gain == kMinGain);
+  CHECK(AutotuneOptionsOf(request, Platform(), "").min_gain == kMinGain);
   for (double bad : {-0.001, 1.0, 2.5, std::nan(""), HUGE_VAL}) {
     request.set_min_gain(bad);
     const absl::Status s = ValidateAutotuneRequest(request);
@@ -297,7 +372,7 @@ TEST_CASE("requests: min_gain is a share of the step, at least 0 and below 1") {
   for (double good : {0.0, 0.005, 0.2}) {
     request.set_min_gain(good);
     CHECK(ValidateAutotuneRequest(request).ok());
-    CHECK(AutotuneOptionsOf(request, "").min_gain == good);
+    CHECK(AutotuneOptionsOf(request, Platform(), "").min_gain == good);
   }
 }
 
@@ -305,7 +380,7 @@ TEST_CASE("requests: budget_seconds is a finite device time, 0 for none") {
   v1::AutotuneRequest request;
   *request.mutable_calls() = testing::AddSiluCalls();
   REQUIRE(ValidateAutotuneRequest(request).ok());
-  CHECK(AutotuneOptionsOf(request, "").budget_seconds == 0);
+  CHECK(AutotuneOptionsOf(request, Platform(), "").budget_seconds == 0);
   for (double bad : {-1.0, -1e-9, std::nan(""), HUGE_VAL, -HUGE_VAL}) {
     request.set_budget_seconds(bad);
     const absl::Status s = ValidateAutotuneRequest(request);
@@ -316,7 +391,7 @@ TEST_CASE("requests: budget_seconds is a finite device time, 0 for none") {
   for (double good : {0.0, 0.25, 90.0, 86400.0}) {
     request.set_budget_seconds(good);
     CHECK(ValidateAutotuneRequest(request).ok());
-    CHECK(AutotuneOptionsOf(request, "").budget_seconds == good);
+    CHECK(AutotuneOptionsOf(request, Platform(), "").budget_seconds == good);
   }
 }
 

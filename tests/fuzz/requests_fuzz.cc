@@ -48,7 +48,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(!valid.message().empty());
     return 0;
   }
-  (void)irontune::AutotuneOptionsOf(request, "");
+  static const irontune::Platform platform = Strix();
+  (void)irontune::AutotuneOptionsOf(request, platform, "");
 #endif
   return 0;
 }

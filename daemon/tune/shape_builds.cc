@@ -1,4 +1,4 @@
-#include "daemon/tune/time_shape.h"
+#include "daemon/tune/shape_builds.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,14 +9,12 @@
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/defaults.h"
 #include "common/status_macros.h"
 #include "common/value.h"
 #include "daemon/base/sha256.h"
 #include "daemon/base/stats.h"
 #include "daemon/store/cache.h"
 #include "daemon/tune/measure.h"
-#include "daemon/tune/shape_search.h"
 #include "daemon/tune/verdicts.h"
 
 namespace irontune {
@@ -37,11 +35,9 @@ namespace {
 // through the recorded setting). Where `fits` holds settings the builder
 // refuses, the search's own lists are shorter: then this is a forecast.
 std::vector<bool> FirstTimed(const std::vector<TunableValues>& all,
-                             const std::vector<bool>& fits, const Shape& shape,
-                             const Platform& platform,
-                             const AutotuneOptions& options,
-                             const KernelCycles& cycles,
-                             const TunableValues* incumbent) {
+                             const std::vector<bool>& fits,
+                             const ShapeTask& task) {
+  const TunableValues* incumbent = task.incumbent;
   std::vector<bool> out(all.size(), false);
   if (all.empty()) return out;
   std::vector<TunableValues> found = {all[0]};
@@ -49,8 +45,8 @@ std::vector<bool> FirstTimed(const std::vector<TunableValues>& all,
     if (fits[i]) found.push_back(all[i]);
   }
   out[0] = true;
-  if (static_cast<int>(found.size()) <= options.exhaustive) {
-    if (MayBeBounded(shape, platform, cycles)) return out;
+  if (static_cast<int>(found.size()) <= task.options.exhaustive) {
+    if (MayBeBounded(task.shape, task.platform, task.cycles)) return out;
     for (size_t i = 1; i < all.size(); ++i) out[i] = fits[i];
     return out;
   }
@@ -117,13 +113,6 @@ absl::StatusOr<std::vector<bool>> FitsNow(const std::vector<v1::Operator>& ops,
 
 }  // namespace
 
-v1::Timing ScreenTiming(const v1::Timing& full) {
-  v1::Timing screen = WithDefaults(full);
-  screen.set_rounds(std::min(screen.rounds(), kScreenRounds));
-  screen.set_calls(std::max<uint32_t>(2, screen.calls() / kScreenCallShare));
-  return screen;
-}
-
 absl::StatusOr<std::vector<TunableValues>> ShapeSettings(
     const Shape& shape, const v1::Calls& calls, const Platform& platform,
     const SearchSpace& space,
@@ -160,7 +149,7 @@ absl::StatusOr<std::vector<bool>> SearchedBefore(
   std::vector<bool> out(shapes.size(), false);
   Cache* cache = context.cache();
   if (cache == nullptr) return out;
-  const v1::Packaging packaging = PackagingFor(options, platform);
+  const v1::Packaging packaging = options.packaging;
   const std::string environment = context.builder().Environment();
   // The first member's recorded design: the shape's own (WithSetting of
   // its recorded setting is the operator as it is).
@@ -205,14 +194,13 @@ MemberDesigns AtEverySetting(const Shape& shape, const v1::Calls& calls,
 }  // namespace
 
 absl::StatusOr<std::vector<BuildRequest>> ShapeBuilds(
-    const Shape& shape, const v1::Calls& calls, const Platform& platform,
-    const AutotuneOptions& options, const KernelCycles& cycles,
-    TuneContext& context, const TunableValues* incumbent,
-    std::vector<BuildRequest>* rest) {
+    const ShapeTask& task, std::vector<BuildRequest>* rest) {
+  const auto& [shape, calls, platform, options, cycles, context, stats, index,
+               incumbent] = task;
   ASSIGN_OR_RETURN(std::vector<TunableValues> found,
                    ShapeSettings(shape, calls, platform, options.space));
   if (found.empty()) return std::vector<BuildRequest>();
-  const v1::Packaging packaging = PackagingFor(options, platform);
+  const v1::Packaging packaging = options.packaging;
   const std::string environment = context.builder().Environment();
   const auto [ops, recorded, setting] = AtEverySetting(shape, calls, found);
   ASSIGN_OR_RETURN(
@@ -230,8 +218,7 @@ absl::StatusOr<std::vector<BuildRequest>> ShapeBuilds(
       const std::vector<bool> fits,
       FitsNow(ops, setting, found.size(), platform, packaging, context));
   if (!fits[0]) return std::vector<BuildRequest>();
-  const std::vector<bool> timed =
-      FirstTimed(found, fits, shape, platform, options, cycles, incumbent);
+  const std::vector<bool> timed = FirstTimed(found, fits, task);
   std::vector<BuildRequest> one_step;
   for (size_t k = 0; k < ops.size(); ++k)
     one_step.push_back(
@@ -263,23 +250,6 @@ absl::StatusOr<std::vector<BuildRequest>> ShapeBuilds(
   }
   first.insert(first.end(), refusals.begin(), refusals.end());
   return first;
-}
-
-v1::Packaging PackagingFor(const AutotuneOptions& options,
-                           const Platform& platform) {
-  return options.packaging.value_or(DefaultPackaging(platform));
-}
-
-absl::StatusOr<ShapeResult> TimeShape(
-    const Shape& shape, const v1::Calls& calls, const Platform& platform,
-    const AutotuneOptions& options, const KernelCycles& cycles,
-    TuneContext& context, TuneStats* stats, int shape_index,
-    const TunableValues* incumbent) {
-  TuneStats own_stats;
-  return ShapeSearch(shape, calls, platform, options, cycles, context,
-                     stats != nullptr ? *stats : own_stats, shape_index,
-                     incumbent)
-      .Run();
 }
 
 }  // namespace irontune
