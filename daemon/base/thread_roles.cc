@@ -7,15 +7,19 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <mutex>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace irontune {
 namespace {
 
 id_t ThreadId() { return static_cast<id_t>(syscall(SYS_gettid)); }
 
-std::mutex reserved_mu;
-std::vector<int>& Reserved() {
+// absl::Mutex rather than std::mutex: libstdc++'s is not annotated, so
+// -Wthread-safety (the fuzz preset) could not check Reserved()'s callers.
+ABSL_CONST_INIT absl::Mutex reserved_mu(absl::kConstInit);
+std::vector<int>& Reserved() ABSL_EXCLUSIVE_LOCKS_REQUIRED(reserved_mu) {
   static auto* cpus = new std::vector<int>;  // never destroyed
   return *cpus;
 }
@@ -56,7 +60,7 @@ std::vector<int> SpareTimingCpu() {
 }
 
 void ReserveTimingCpus(const std::vector<int>& cpus) {
-  std::lock_guard<std::mutex> lock(reserved_mu);
+  absl::MutexLock lock(&reserved_mu);
   std::vector<int>& reserved = Reserved();
   reserved.insert(reserved.end(), cpus.begin(), cpus.end());
   std::sort(reserved.begin(), reserved.end());
@@ -64,7 +68,7 @@ void ReserveTimingCpus(const std::vector<int>& cpus) {
 }
 
 std::vector<int> TimingCpus() {
-  std::lock_guard<std::mutex> lock(reserved_mu);
+  absl::MutexLock lock(&reserved_mu);
   return Reserved();
 }
 

@@ -100,8 +100,8 @@ class CommandBuilder : public Builder {
   // environment.
   ProcessOptions RunOptions() const;
   // Waits for a slot; false once stopped (no slot taken).
-  bool Acquire();
-  void Release();
+  bool Acquire() ABSL_LOCKS_EXCLUDED(mu_);
+  void Release() ABSL_LOCKS_EXCLUDED(mu_);
 
   const CommandBuilderOptions options_;
   const std::vector<std::string> argv_;

@@ -77,7 +77,7 @@ class StreamQuota {
   size_t open(const std::string& caller) const;
 
  private:
-  void Close(const std::string& caller);
+  void Close(const std::string& caller) ABSL_LOCKS_EXCLUDED(mu_);
 
   const StreamLimits limits_;
   mutable absl::Mutex mu_;

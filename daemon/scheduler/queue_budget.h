@@ -76,7 +76,8 @@ class QueueBudget : public std::enable_shared_from_this<QueueBudget> {
  private:
   QueueBudget(uint64_t total_bytes, uint64_t client_bytes)
       : total_bytes_(total_bytes), client_bytes_(client_bytes) {}
-  void Release(const std::string& client, uint64_t bytes);
+  void Release(const std::string& client, uint64_t bytes)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   const uint64_t total_bytes_;
   const uint64_t client_bytes_;

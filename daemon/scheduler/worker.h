@@ -150,8 +150,8 @@ class DeviceWorker {
   // Saves `job`'s record; the store's error, which is also logged.
   absl::Status Save(const Job& job);
   // Whether `job`'s memory estimate fits beside the running jobs'.
-  bool Fits(const Job& job) const;
-  void Reserve(const Job& job, bool take);
+  bool Fits(const Job& job) const ABSL_LOCKS_EXCLUDED(mu_);
+  void Reserve(const Job& job, bool take) ABSL_LOCKS_EXCLUDED(mu_);
 
   Heartbeat heartbeat_;  // before parts_: the device beats it
   WorkerParts parts_;
