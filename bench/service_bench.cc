@@ -61,6 +61,7 @@
 #include "daemon/base/sha256.h"
 #include "daemon/npu/device.h"
 #include "daemon/scheduler/admission.h"
+#include "daemon/scheduler/replies.h"
 #include "daemon/scheduler/requests.h"
 #include "grpcpp/grpcpp.h"
 #include "irontune/v1/tuner.grpc.pb.h"

@@ -1,8 +1,18 @@
 #include "daemon/npu/builder.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/design.h"
+#include "daemon/base/sha256.h"
 
 namespace irontune {
+
+std::string RequestKey(const BuildRequest& request) {
+  return Sha256Hex(absl::StrCat(
+      "build-request/1\n", request.platform.generation, "\n",
+      request.platform.name, "\n", request.steps, "\n",
+      request.distinct ? 1 : 0, "\n", static_cast<int>(request.packaging), "\n",
+      DesignBytes(request.op)));
+}
 
 absl::Status CheckBuildRequest(const BuildRequest& request) {
   if (request.steps < 1 || request.steps > kMaxBuildSteps) {

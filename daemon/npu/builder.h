@@ -48,6 +48,10 @@ std::string RefusalOf(const BuildOutcome& outcome);
 // The most steps one artifact may package.
 inline constexpr int kMaxBuildSteps = 1 << 16;
 
+// The identity of a build: sha256 hex over the design (common/design.h),
+// the platform's generation and name, steps, distinct and packaging.
+std::string RequestKey(const BuildRequest& request);
+
 // Whether `request` is one any builder can take: steps in
 // [1, kMaxBuildSteps], a packaging, an operator class and a platform
 // generation. InvalidArgument naming the field otherwise.

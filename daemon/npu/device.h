@@ -17,38 +17,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "daemon/npu/platform.h"
 #include "irontune/v1/measurement.pb.h"
 #include "irontune/v1/recording.pb.h"
 
 namespace irontune {
-
-// The NPU's power modes (`xrt-smi configure --pmode`; docs/npu-facts.md,
-// "Power modes").
-enum class PowerMode { kDefault, kPowersaver, kBalanced, kPerformance, kTurbo };
-
-// "default", "powersaver", ...
-std::string_view PowerModeName(PowerMode mode);
-// Case-insensitive and trimmed, as xrt-smi's output varies; InvalidArgument
-// naming the text otherwise.
-absl::StatusOr<PowerMode> ParsePowerMode(std::string_view text);
-
-// The platform report (`xrt-smi examine -r platform`).
-struct Platform {
-  std::string name;        // "NPU Strix", "NPU Phoenix"
-  std::string generation;  // "npu1" or "npu2": which profile file applies
-  PowerMode power_mode = PowerMode::kDefault;
-  int columns = 0;        // usable columns
-  int core_mhz = 0;       // AIE core (H) clock at the present power mode
-  int hw_contexts = 0;    // hardware contexts at once (hwctx_limit)
-  bool full_elf = false;  // supports full-ELF packaging
-};
-
-// The packaging a platform runs when none is asked for: full ELF where it
-// has it, else the xclbin chain.
-inline v1::Packaging DefaultPackaging(const Platform& platform) {
-  return platform.full_elf ? v1::PACKAGING_FULL_ELF
-                           : v1::PACKAGING_XCLBIN_CHAIN;
-}
 
 // One operator buffer of one step of an artifact, as the host sees it.
 struct ArtifactBuffer {

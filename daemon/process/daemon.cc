@@ -31,7 +31,7 @@
 #include "daemon/base/log_safe.h"
 #include "daemon/builder/builder_env.h"
 #include "daemon/builder/command_builder.h"
-#include "daemon/npu/build_pool.h"
+#include "daemon/builder/build_pool.h"
 #include "daemon/edge/auth.h"
 #include "daemon/edge/call_gate.h"
 #include "daemon/edge/local_peer.h"

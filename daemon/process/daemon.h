@@ -120,7 +120,7 @@ struct DaemonOptions {
   double build_timeout_s = 600;
   int build_jobs = 0;  // builds at once; 0: the cores less one, at least 1
   uint64_t artifact_store_bytes = uint64_t{10} << 30;  // 0: no cap
-  // Designs are built ahead on build_jobs threads (daemon/npu/build_pool.h);
+  // Designs are built ahead on build_jobs threads (daemon/builder/build_pool.h);
   // false: each when it is needed, on the device worker.
   bool build_ahead = true;
   // An Autotune's later shapes' other settings are built with threads to

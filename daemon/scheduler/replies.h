@@ -6,8 +6,11 @@
 #ifndef IRONTUNE_DAEMON_SCHEDULER_REPLIES_H_
 #define IRONTUNE_DAEMON_SCHEDULER_REPLIES_H_
 
+#include "daemon/builder/build_pool.h"
 #include "daemon/npu/device.h"
 #include "daemon/store/cache.h"
+#include "daemon/tune/autotune.h"
+#include "daemon/tune/measure.h"
 #include "daemon/tune/search.h"
 #include "irontune/v1/tuner.pb.h"
 
@@ -29,6 +32,29 @@ void SetPlatform(const Platform& platform, v1::StatusResponse* response);
 
 // What ClearCache removed.
 v1::ClearCacheResponse ClearCacheResponseOf(const ClearCounts& cleared);
+
+// A Measure's answer: a SettingMeasurement per setting, the recorded one
+// first, with its delta against the recorded setting (AgainstDefault).
+v1::MeasureResult MeasureResultOf(const v1::MeasureRequest& request,
+                                  const MeasurePlan& plan,
+                                  const MeasureOutcome& outcome);
+
+// A build pool's figures (BuildPool::stats, or a job's share of them:
+// StatsSince) with its `jobs` threads, as the service reports them.
+v1::BuildStats BuildStatsOf(const BuildPoolStats& stats, int jobs);
+
+// The best utilisation (device time over wall time) a job that spent
+// `device_seconds` on the device could reach with `builds`' build time
+// spread over its jobs: device / max(device, build_seconds / jobs) (a
+// throughput bound: the device waits at least for the builds the pool
+// cannot run beside it). Without pool threads (jobs 0) the builds run on
+// the worker's thread, between the device's runs: device / (device +
+// build_seconds). 0 with no device time.
+double UtilisationBound(double device_seconds, const v1::BuildStats& builds);
+
+// An Autotune's answer, with the device and wall time it took.
+v1::AutotuneResult AutotuneResultOf(const TuneResult& tuned,
+                                    double device_seconds, double wall_seconds);
 
 }  // namespace irontune
 

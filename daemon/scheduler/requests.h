@@ -1,5 +1,5 @@
-// The wire boundary: every conversion between irontune.v1's requests and
-// results and the method's own types, the checks a request must pass before
+// The wire boundary's inward half: every conversion from irontune.v1's
+// requests to the method's own types, the checks a request must pass before
 // it is queued, and the defaults a request's zero fields take (IRON's
 // Timing and repeats, common/defaults.h; the platform's packaging,
 // DefaultPackaging). The plans and options made here carry every default
@@ -15,7 +15,6 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "daemon/npu/build_pool.h"
 #include "daemon/npu/device.h"
 #include "daemon/tune/autotune.h"
 #include "daemon/tune/measure.h"
@@ -72,29 +71,6 @@ MeasurePlan MeasurePlanOf(const v1::MeasureRequest& request,
 AutotuneOptions AutotuneOptionsOf(const v1::AutotuneRequest& request,
                                   const Platform& platform,
                                   const std::string& cycles_path);
-
-// A Measure's answer: a SettingMeasurement per setting, the recorded one
-// first, with its delta against the recorded setting (AgainstDefault).
-v1::MeasureResult MeasureResultOf(const v1::MeasureRequest& request,
-                                  const MeasurePlan& plan,
-                                  const MeasureOutcome& outcome);
-
-// An Autotune's answer, with the device and wall time it took.
-// A build pool's figures (BuildPool::stats, or a job's share of them:
-// StatsSince) with its `jobs` threads, as the service reports them.
-v1::BuildStats BuildStatsOf(const BuildPoolStats& stats, int jobs);
-
-// The best utilisation (device time over wall time) a job that spent
-// `device_seconds` on the device could reach with `builds`' build time
-// spread over its jobs: device / max(device, build_seconds / jobs) (a
-// throughput bound: the device waits at least for the builds the pool
-// cannot run beside it). Without pool threads (jobs 0) the builds run on
-// the worker's thread, between the device's runs: device / (device +
-// build_seconds). 0 with no device time.
-double UtilisationBound(double device_seconds, const v1::BuildStats& builds);
-
-v1::AutotuneResult AutotuneResultOf(const TuneResult& tuned,
-                                    double device_seconds, double wall_seconds);
 
 }  // namespace irontune
 

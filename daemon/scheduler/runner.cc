@@ -4,6 +4,7 @@
 
 #include "common/profile.h"
 #include "common/status_macros.h"
+#include "daemon/scheduler/replies.h"
 #include "daemon/scheduler/requests.h"
 #include "daemon/tune/autotune.h"
 #include "daemon/tune/measure.h"

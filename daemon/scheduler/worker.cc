@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "daemon/base/log_safe.h"
+#include "daemon/scheduler/replies.h"
 #include "daemon/scheduler/requests.h"
 #include "spdlog/spdlog.h"
 

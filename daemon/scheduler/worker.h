@@ -1,6 +1,6 @@
 // DeviceWorker: the one thread that owns the Device, the Builder and the
 // writing Cache, and schedules the work on them. The Builder is irontuned's
-// BuildPool (daemon/npu/build_pool.h), whose own threads build ahead; the
+// BuildPool (daemon/builder/build_pool.h), whose own threads build ahead; the
 // worker beats its heartbeat while it waits for a build.
 //
 // gRPC handlers never touch the device: they queue jobs (JobQueue) and read
@@ -45,7 +45,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "daemon/npu/build_pool.h"
+#include "daemon/builder/build_pool.h"
 #include "daemon/npu/builder.h"
 #include "daemon/npu/device.h"
 #include "daemon/scheduler/heartbeat.h"

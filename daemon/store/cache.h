@@ -49,7 +49,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "daemon/npu/device.h"
+#include "daemon/npu/platform.h"
 #include "daemon/store/cache_key.h"
 #include "daemon/store/cache_schema.h"
 #include "daemon/store/sqlite.h"

@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "daemon/npu/device.h"
+#include "daemon/npu/platform.h"
 #include "irontune/v1/measurement.pb.h"
 
 namespace irontune {

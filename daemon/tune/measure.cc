@@ -11,7 +11,7 @@
 #include "common/recording.h"
 #include "common/status_macros.h"
 #include "daemon/base/stats.h"
-#include "daemon/npu/build_pool.h"
+#include "daemon/npu/builder.h"
 #include "daemon/store/cache.h"
 #include "daemon/tune/measure_batch.h"
 #include "daemon/tune/measure_builds.h"

@@ -23,7 +23,7 @@
 #include "common/profile.h"
 #include "common/recording.h"
 #include "common/value.h"
-#include "daemon/npu/build_pool.h"
+#include "daemon/builder/build_pool.h"
 #include "daemon/sim/design.h"
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"

@@ -1,4 +1,4 @@
-#include "daemon/npu/build_pool.h"
+#include "daemon/builder/build_pool.h"
 
 #include <algorithm>
 #include <atomic>

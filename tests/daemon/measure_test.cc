@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/value.h"
 #include "daemon/base/stats.h"
-#include "daemon/npu/build_pool.h"
+#include "daemon/builder/build_pool.h"
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
 #include "daemon/store/cache.h"

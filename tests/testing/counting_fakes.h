@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/npu/build_pool.h"
+#include "daemon/builder/build_pool.h"
 #include "daemon/npu/builder.h"
 #include "daemon/npu/device.h"
 #include "daemon/ops/reference.h"

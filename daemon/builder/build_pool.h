@@ -49,8 +49,8 @@
 // to threads + callers calls at a time. REQUIRES: the inner builder is
 // thread-safe (SimBuilder and CommandBuilder are). The destructor drops the
 // queued builds and joins the threads, waiting for the builds they run.
-#ifndef IRONTUNE_DAEMON_NPU_BUILD_POOL_H_
-#define IRONTUNE_DAEMON_NPU_BUILD_POOL_H_
+#ifndef IRONTUNE_DAEMON_BUILDER_BUILD_POOL_H_
+#define IRONTUNE_DAEMON_BUILDER_BUILD_POOL_H_
 
 #include <algorithm>
 #include <cstdint>
@@ -117,10 +117,6 @@ struct BuildPoolStats {
 // field's difference).
 BuildPoolStats StatsSince(const BuildPoolStats& after,
                           const BuildPoolStats& before);
-
-// The identity of a build: sha256 hex over the design (common/design.h),
-// the platform's generation and name, steps, distinct and packaging.
-std::string RequestKey(const BuildRequest& request);
 
 // From this many threads on, builds with time to spare may take every
 // thread. A thread kept free would idle an eighth of the pool or more
@@ -259,4 +255,4 @@ class BuildPool : public Builder {
 
 }  // namespace irontune
 
-#endif  // IRONTUNE_DAEMON_NPU_BUILD_POOL_H_
+#endif  // IRONTUNE_DAEMON_BUILDER_BUILD_POOL_H_

@@ -1,12 +1,10 @@
-#include "daemon/npu/build_pool.h"
+#include "daemon/builder/build_pool.h"
 
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/design.h"
-#include "daemon/base/sha256.h"
 #include "daemon/base/thread_roles.h"
 
 namespace irontune {
@@ -43,14 +41,6 @@ BuildPoolStats StatsSince(const BuildPoolStats& after,
   d.fit_checks = after.fit_checks - before.fit_checks;
   d.fit_seconds = after.fit_seconds - before.fit_seconds;
   return d;
-}
-
-std::string RequestKey(const BuildRequest& request) {
-  return Sha256Hex(absl::StrCat(
-      "build-request/1\n", request.platform.generation, "\n",
-      request.platform.name, "\n", request.steps, "\n",
-      request.distinct ? 1 : 0, "\n", static_cast<int>(request.packaging), "\n",
-      DesignBytes(request.op)));
 }
 
 BuildPool::BuildPool(std::unique_ptr<Builder> inner, BuildPoolOptions options)

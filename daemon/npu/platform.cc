@@ -1,0 +1,40 @@
+#include "daemon/npu/platform.h"
+
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+
+namespace irontune {
+namespace {
+
+// Each power mode and its name, in the order the modes are listed.
+constexpr std::pair<PowerMode, std::string_view> kPowerModes[] = {
+    {PowerMode::kDefault, "default"},
+    {PowerMode::kPowersaver, "powersaver"},
+    {PowerMode::kBalanced, "balanced"},
+    {PowerMode::kPerformance, "performance"},
+    {PowerMode::kTurbo, "turbo"},
+};
+
+}  // namespace
+
+std::string_view PowerModeName(PowerMode mode) {
+  for (const auto& [m, name] : kPowerModes) {
+    if (m == mode) return name;
+  }
+  return "default";
+}
+
+absl::StatusOr<PowerMode> ParsePowerMode(std::string_view text) {
+  std::string lower = absl::AsciiStrToLower(
+      absl::StripAsciiWhitespace(absl::string_view(text.data(), text.size())));
+  for (const auto& [mode, name] : kPowerModes) {
+    if (lower == name) return mode;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown power mode \"", absl::string_view(text.data(), text.size()),
+      "\" (expected default, powersaver, balanced, performance or turbo)"));
+}
+
+}  // namespace irontune
