@@ -27,6 +27,20 @@ void AddRequesterFlags(CLI::App& cmd, JobFlags* f) {
                  "who asks, for fairness and logs (default: $USER)");
 }
 
+// Where the job runs: the generation or platform, not a box.
+void AddTargetFlags(CLI::App& cmd, JobFlags* f) {
+  cmd.add_option("--platform", f->platform,
+                 "the NPU the job must run on: a platform (strix, \"NPU "
+                 "Strix\") or a generation (npu2); a daemon whose NPU it does "
+                 "not name refuses the job (default: the daemon's NPU)")
+      ->type_name("PLATFORM");
+  cmd.add_option("--power-mode", f->power_mode,
+                 "the power mode the job must be timed at (default: the "
+                 "NPU's present mode)")
+      ->check(CLI::IsMember(
+          {"default", "powersaver", "balanced", "performance", "turbo"}));
+}
+
 // How long to time: IRON's Timing and the runlist length, each 0 (the
 // daemon's default, quoted from common/defaults.h) unless given.
 void AddTimingFlags(CLI::App& cmd, JobFlags* f) {
@@ -59,6 +73,7 @@ void AddRunFlags(CLI::App& cmd, JobFlags* f) {
 
 void AddJobFlags(CLI::App& cmd, JobFlags* f) {
   AddRequesterFlags(cmd, f);
+  AddTargetFlags(cmd, f);
   AddTimingFlags(cmd, f);
   AddRunFlags(cmd, f);
   if (cmd.get_name() == "submit") {

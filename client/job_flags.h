@@ -36,6 +36,10 @@ struct JobFlags {
   // --budget (submit only): as given, "" unless given; checked by
   // ParseBudget when parsed.
   std::string budget;
+  // --platform and --power-mode: the NPU and mode the job must run on, ""
+  // unless given (the daemon's).
+  std::string platform;
+  std::string power_mode;
 };
 
 // A --budget DURATION ("90s", "15m", "1h30m"; absl::ParseDuration's units)
@@ -69,6 +73,8 @@ void ApplyJobFlags(const JobFlags& f, const ClientEnvironment& env,
   request->set_priority(PriorityOf(f));
   request->set_client(ClientName(f, env));
   request->set_seed(f.seed);
+  request->set_platform(f.platform);
+  request->set_power_mode(f.power_mode);
   if constexpr (std::is_same_v<Request, v1::AutotuneRequest>) {
     if (!std::isnan(f.min_gain)) request->set_min_gain(f.min_gain);
     if (!f.budget.empty()) {

@@ -327,6 +327,13 @@ std::shared_ptr<grpc::ChannelCredentials> CredentialsOf(
                    std::make_unique<BearerToken>(options.token)));
 }
 
+// round_robin over every address the target resolves to, each address
+// used only while grpc.health.v1 says the Tuner service is SERVING there.
+constexpr char kChannelServiceConfig[] = R"({
+  "loadBalancingConfig": [{"round_robin": {}}],
+  "healthCheckConfig": {"serviceName": "irontune.v1.Tuner"}
+})";
+
 }  // namespace
 
 std::unique_ptr<TunerConnection> ConnectTuner(const std::string& target,
@@ -334,6 +341,10 @@ std::unique_ptr<TunerConnection> ConnectTuner(const std::string& target,
   grpc::ChannelArguments args;
   // Results and cache exports may be large.
   args.SetMaxReceiveMessageSize(-1);
+  // A name that resolves to several daemons (dns:///fleet.example:50051, a
+  // headless Service) spreads calls over all of them, and a daemon whose
+  // Tuner service is not SERVING (stopping, or its NPU hung) gets none.
+  args.SetServiceConfigJSON(kChannelServiceConfig);
   if (options.tls && !options.tls_server_name.empty()) {
     args.SetSslTargetNameOverride(options.tls_server_name);
   }

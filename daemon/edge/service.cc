@@ -287,12 +287,17 @@ grpc::Status TunerService::Autotune(
     grpc::ServerWriter<v1::AutotuneEvent>* writer) {
   absl::StatusOr<Caller> caller = Admit(context, Rpc::kAutotune);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
+  const Platform platform = deps_.worker->Status().platform;
   if (absl::Status s = ValidateAutotuneRequest(*request); !s.ok()) {
     return ToGrpcStatus(s);
   }
+  if (absl::Status s =
+          CheckRunsOn(request->platform(), request->power_mode(), platform);
+      !s.ok()) {
+    return ToGrpcStatus(s);
+  }
   const absl::StatusOr<JobCost> cost =
-      AdmitAutotune(*request, deps_.worker->Status().platform, deps_.limits,
-                    deps_.shapes_at_once);
+      AdmitAutotune(*request, platform, deps_.limits, deps_.shapes_at_once);
   if (!cost.ok()) return ToGrpcStatus(cost.status());
   const std::string owner = OwnerOf(*context, *caller, request->client());
   const v1::Priority priority = request->priority();
@@ -310,11 +315,17 @@ grpc::Status TunerService::Measure(
     grpc::ServerWriter<v1::MeasureEvent>* writer) {
   absl::StatusOr<Caller> caller = Admit(context, Rpc::kMeasure);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
+  const Platform platform = deps_.worker->Status().platform;
   if (absl::Status s = ValidateMeasureRequest(*request); !s.ok()) {
     return ToGrpcStatus(s);
   }
+  if (absl::Status s =
+          CheckRunsOn(request->platform(), request->power_mode(), platform);
+      !s.ok()) {
+    return ToGrpcStatus(s);
+  }
   const absl::StatusOr<JobCost> cost =
-      AdmitMeasure(*request, deps_.worker->Status().platform, deps_.limits);
+      AdmitMeasure(*request, platform, deps_.limits);
   if (!cost.ok()) return ToGrpcStatus(cost.status());
   const std::string owner = OwnerOf(*context, *caller, request->client());
   const v1::Priority priority = request->priority();

@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
 namespace irontune {
 namespace {
@@ -35,6 +36,30 @@ absl::StatusOr<PowerMode> ParsePowerMode(std::string_view text) {
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown power mode \"", absl::string_view(text.data(), text.size()),
       "\" (expected default, powersaver, balanced, performance or turbo)"));
+}
+
+std::string PlatformSlug(std::string_view platform_name) {
+  std::string slug;
+  bool gap = false;
+  for (char c : platform_name) {
+    char lower = absl::ascii_tolower(static_cast<unsigned char>(c));
+    if ((lower >= 'a' && lower <= 'z') || (lower >= '0' && lower <= '9')) {
+      if (gap && !slug.empty()) slug.push_back('-');
+      gap = false;
+      slug.push_back(lower);
+    } else {
+      gap = true;
+    }
+  }
+  return slug;
+}
+
+bool PlatformAnswersTo(const Platform& platform, std::string_view asked) {
+  const std::string want = PlatformSlug(asked);
+  if (want.empty()) return true;
+  const std::string name = PlatformSlug(platform.name);
+  return want == name || want == PlatformSlug(platform.generation) ||
+         want == absl::StripPrefix(name, "npu-");
 }
 
 }  // namespace irontune

@@ -34,6 +34,17 @@ struct Platform {
   bool full_elf = false;  // supports full-ELF packaging
 };
 
+// A platform name as a partition slug, as IRON spells its cache
+// directories: lower case, each run of other characters than [a-z0-9] one
+// '-', no '-' at either end ("NPU Strix" -> "npu-strix").
+std::string PlatformSlug(std::string_view platform_name);
+
+// Whether `asked` names `platform`: its name ("NPU Strix"), that name
+// without its "NPU" prefix ("Strix"), or its generation ("npu2"), compared
+// as slugs (PlatformSlug), so case, spaces and dashes do not matter. An
+// empty `asked` names every platform.
+bool PlatformAnswersTo(const Platform& platform, std::string_view asked);
+
 // The packaging a platform runs when none is asked for: full ELF where it
 // has it, else the xclbin chain.
 inline v1::Packaging DefaultPackaging(const Platform& platform) {

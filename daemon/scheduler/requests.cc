@@ -156,6 +156,29 @@ absl::Status CheckPriority(v1::Priority priority) {
                               " is not a Priority"));
 }
 
+// A request's platform and power mode: printable ASCII of a sane length,
+// and a power mode xrt-smi names.
+inline constexpr size_t kMaxPlatformBytes = 64;
+
+template <typename Request>
+absl::Status CheckTarget(const Request& request) {
+  const std::string& platform = request.platform();
+  if (platform.size() > kMaxPlatformBytes) {
+    return Invalid(absl::StrCat("platform: ", platform.size(),
+                                " bytes; a platform is at most ",
+                                kMaxPlatformBytes));
+  }
+  for (char ch : platform) {
+    if (ch < 0x20 || ch > 0x7e) return Invalid("platform: not printable ASCII");
+  }
+  if (request.power_mode().empty()) return absl::OkStatus();
+  absl::StatusOr<PowerMode> mode = ParsePowerMode(request.power_mode());
+  if (!mode.ok()) {
+    return Invalid(absl::StrCat("power_mode: ", mode.status().message()));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckRepeats(uint32_t repeats) {
   if (repeats == 1) {
     return Invalid(absl::StrCat("repeats: must be 0 (", kDefaultRepeats,
@@ -217,6 +240,7 @@ absl::Status ValidateMeasureRequest(const v1::MeasureRequest& request) {
   RETURN_IF_ERROR(CheckInputs(request));
   RETURN_IF_ERROR(CheckTiming(request.timing()));
   RETURN_IF_ERROR(CheckPriority(request.priority()));
+  RETURN_IF_ERROR(CheckTarget(request));
   return CheckRepeats(request.repeats());
 }
 
@@ -232,7 +256,28 @@ absl::Status ValidateAutotuneRequest(const v1::AutotuneRequest& request) {
   RETURN_IF_ERROR(CheckPriority(request.priority()));
   RETURN_IF_ERROR(CheckMinGain(request));
   RETURN_IF_ERROR(CheckBudget(request));
+  RETURN_IF_ERROR(CheckTarget(request));
   return CheckRepeats(request.repeats());
+}
+
+absl::Status CheckRunsOn(const std::string& asked_platform,
+                         const std::string& asked_mode,
+                         const Platform& platform) {
+  const absl::StatusOr<PowerMode> mode =
+      asked_mode.empty() ? platform.power_mode : ParsePowerMode(asked_mode);
+  if (!mode.ok())
+    return Invalid(absl::StrCat("power_mode: ", mode.status().message()));
+  if (PlatformAnswersTo(platform, asked_platform) &&
+      *mode == platform.power_mode) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the job asks for ",
+      asked_platform.empty() ? "any NPU"
+                             : absl::StrCat("\"", asked_platform, "\""),
+      " at power mode ", std::string(PowerModeName(*mode)), "; this NPU is ",
+      platform.name, " (", platform.generation, ") at power mode ",
+      std::string(PowerModeName(platform.power_mode))));
 }
 
 absl::Status ValidateJobId(const std::string& id) {

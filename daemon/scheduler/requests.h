@@ -34,15 +34,27 @@ inline constexpr uint32_t kMaxCalls = 100000;
 // inputs of the buffer's size; repeats is 0 or in [2, kMaxRepeats]; the
 // Timing (after its defaults) has at most kMaxRounds rounds of kMaxCalls
 // calls, a given settle at most its rounds, and a cutoff of 0 or a finite ratio
-// >= 1; the priority is a Priority. InvalidArgument naming the field path
+// >= 1; the priority is a Priority; the platform is printable ASCII of at
+// most 64 bytes and the power mode empty or one ParsePowerMode knows.
+// InvalidArgument naming the field path
 // ("operator.buffers[1]...", "settings[2].tunables[0].name: ...").
 absl::Status ValidateMeasureRequest(const v1::MeasureRequest& request);
 
 // Checks what an Autotune relies on: calls present and valid
 // (ValidateRecording), Timing, priority and repeats as above, min_gain in
-// [0, 1), budget_seconds finite and not negative (0: no budget).
+// [0, 1), budget_seconds finite and not negative (0: no budget), platform
+// and power mode as above.
 // InvalidArgument naming the field path.
 absl::Status ValidateAutotuneRequest(const v1::AutotuneRequest& request);
+
+// OK when `platform` is what a request's platform and power_mode fields ask
+// for (PlatformAnswersTo; an empty power mode asks for the NPU's present
+// one); FailedPrecondition naming both otherwise: a box does not time a
+// job meant for another NPU, or at another mode. REQUIRES: the request
+// passed its Validate*Request.
+absl::Status CheckRunsOn(const std::string& asked_platform,
+                         const std::string& asked_mode,
+                         const Platform& platform);
 
 // Checks a job id a client names (Cancel, Watch, GetResult): not empty,
 // printable ASCII, at most kMaxJobIdBytes. InvalidArgument "job_id: ...".

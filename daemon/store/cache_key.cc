@@ -1,6 +1,5 @@
 #include "daemon/store/cache_key.h"
 
-#include "absl/strings/ascii.h"
 #include "daemon/base/sha256.h"
 
 namespace irontune {
@@ -57,22 +56,6 @@ bool IsCacheKeyDigest(std::string_view text) {
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   }
   return true;
-}
-
-std::string PlatformSlug(std::string_view platform_name) {
-  std::string slug;
-  bool gap = false;
-  for (char c : platform_name) {
-    char lower = absl::ascii_tolower(static_cast<unsigned char>(c));
-    if ((lower >= 'a' && lower <= 'z') || (lower >= '0' && lower <= '9')) {
-      if (gap && !slug.empty()) slug.push_back('-');
-      gap = false;
-      slug.push_back(lower);
-    } else {
-      gap = true;
-    }
-  }
-  return slug;
 }
 
 }  // namespace irontune

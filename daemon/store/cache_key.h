@@ -73,11 +73,6 @@ std::string InputDigest(std::string_view bytes);
 // True for exactly kCacheKeyDigits lower-case hex digits.
 bool IsCacheKeyDigest(std::string_view text);
 
-// A platform name as a partition slug, as IRON spells its cache
-// directories: lower case, each run of other characters than [a-z0-9] one
-// '-', no '-' at either end ("NPU Strix" -> "npu-strix").
-std::string PlatformSlug(std::string_view platform_name);
-
 }  // namespace irontune
 
 #endif  // IRONTUNE_DAEMON_STORE_CACHE_KEY_H_

@@ -130,13 +130,6 @@ TEST_CASE("CacheKey digest is canonical and covers every part", "[cache]") {
   CHECK(a.Digest() != b.Digest());
 }
 
-TEST_CASE("PlatformSlug spells partitions as IRON's directories", "[cache]") {
-  CHECK(PlatformSlug("NPU Strix") == "npu-strix");
-  CHECK(PlatformSlug("  NPU  Phoenix (rev 2) ") == "npu-phoenix-rev-2");
-  CHECK(PlatformSlug("RyzenAI-npu4") == "ryzenai-npu4");
-  CHECK(PlatformSlug("---") == "");
-}
-
 TEST_CASE("Cache hits what it stored and misses on any key part", "[cache]") {
   TempDir dir;
   auto cache = OpenCache(dir.File("cache.db"));
