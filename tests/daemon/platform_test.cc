@@ -5,13 +5,6 @@
 namespace irontune {
 namespace {
 
-Platform Strix() {
-  Platform p;
-  p.name = "NPU Strix";
-  p.generation = "npu2";
-  return p;
-}
-
 TEST_CASE("PlatformSlug spells partitions as IRON's directories",
           "[platform]") {
   CHECK(PlatformSlug("NPU Strix") == "npu-strix");
@@ -22,7 +15,7 @@ TEST_CASE("PlatformSlug spells partitions as IRON's directories",
 
 TEST_CASE("A platform answers to its name, short name, slug and generation",
           "[platform]") {
-  const Platform strix = Strix();
+  const Platform strix{"NPU Strix", "npu2"};
   for (const char* asked : {"NPU Strix", "npu strix", "strix", "STRIX",
                             "npu-strix", "npu2", "NPU2", " npu2 ", ""}) {
     INFO(asked);

@@ -7,12 +7,9 @@
 namespace irontune {
 namespace {
 
+// Name, generation, power mode.
 Platform StrixAtBalanced() {
-  Platform p;
-  p.name = "NPU Strix";
-  p.generation = "npu2";
-  p.power_mode = PowerMode::kBalanced;
-  return p;
+  return Platform{"NPU Strix", "npu2", PowerMode::kBalanced};
 }
 
 TEST_CASE("requests: a box runs a job that names its NPU and mode, or none") {
