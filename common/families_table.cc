@@ -137,8 +137,7 @@ Family Rowwise(std::string cls, std::string summary) {
   f.class_name = std::move(cls);
   f.summary = std::move(summary);
   f.dims = {P("rows"), P("tile_size")};
-  f.tunable_specs = {R(T("num_aie_columns", 1), PerWidth()),
-                     R(T("num_channels", 1), PerWidth())};
+  f.tunable_specs = RowTunables();
   f.buffers = {In("x", "[rows, tile_size]"), Out("y", "[rows, tile_size]")};
   f.values = {
       {"count", "rows each core processes; derived from the bound", "rows"}};
@@ -226,6 +225,11 @@ void Norms(std::vector<Family>& out) {
 }
 
 }  // namespace
+
+std::vector<TunableSpec> RowTunables() {
+  return {R(T("num_aie_columns", 1), PerWidth()),
+          R(T("num_channels", 1), PerWidth())};
+}
 
 DomainRule OwnRule(DomainRule rule) {
   rule.origin = absl::StrCat("irontune's: IRON @ ",

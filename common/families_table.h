@@ -64,6 +64,10 @@ inline v1::Tolerance Exact() {
   return t;
 }
 
+// Rowwise's tunables (iron/common/elementwise.py): one column unless
+// given, one channel, both widths of the streams' per=.
+std::vector<TunableSpec> RowTunables();
+
 // Elementwise, row-wise and softmax classes.
 std::vector<Family> ElementwiseFamilies();
 // GEMM, GEMV, MHA, GQAContext, RoPE, DepthwiseConv1d.

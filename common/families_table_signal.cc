@@ -15,13 +15,6 @@ constexpr char kLimbsCommit[] = "20ab08ade6671c73f73f38b1421087b8d72c2360";
 constexpr char kLogCommit[] = "279b5b83da09ab6dba4594f3e3db8a018a851197";
 constexpr char kResampleCommit[] = "19fadcd92c885e15ef46c4f9bd3858edc3dc9a3a";
 
-// Rowwise's tunables (elementwise.py): one column unless given, one
-// channel, both widths of the streams' per=.
-std::vector<TunableSpec> RowTunables() {
-  return {R(T("num_aie_columns", 1), PerWidth()),
-          R(T("num_channels", 1), PerWidth())};
-}
-
 Family Limbs() {
   Family f;
   f.class_name = "Limbs";
