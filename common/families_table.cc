@@ -64,20 +64,6 @@ DomainRule LineRule(int64_t cap) {
   return DivisorsRule(OutputElements(), ConstBound(64), ConstBound(cap), 3);
 }
 
-// The elementwise template's tunables (iron/common/elementwise.py).
-std::vector<TunableSpec> LineTunables() {
-  return {R(T("num_aie_columns",
-              "the most the shim budget allows that give "
-              "every core whole lines"),
-            PerWidth()),
-          R(T("num_channels", 1), PerWidth()),
-          R(T("tile_size", 256, "the line, at most 4096"),
-            LineRule(kElementwiseTileCap))};
-}
-const char* kLineRefusal =
-    "size is not a multiple of tile_size * num_aie_columns * num_channels; "
-    "tile_size above 4096; num_aie_columns above the device's columns";
-
 Family Unary(std::string cls, std::string summary, std::vector<Dim> extra,
              std::string tolerance, v1::Tolerance gate) {
   Family f;
@@ -137,8 +123,7 @@ Family Rowwise(std::string cls, std::string summary) {
   f.class_name = std::move(cls);
   f.summary = std::move(summary);
   f.dims = {P("rows"), P("tile_size")};
-  f.tunable_specs = {R(T("num_aie_columns", 1), PerWidth()),
-                     R(T("num_channels", 1), PerWidth())};
+  f.tunable_specs = RowTunables();
   f.buffers = {In("x", "[rows, tile_size]"), Out("y", "[rows, tile_size]")};
   f.values = {
       {"count", "rows each core processes; derived from the bound", "rows"}};
@@ -226,6 +211,24 @@ void Norms(std::vector<Family>& out) {
 }
 
 }  // namespace
+
+std::vector<TunableSpec> LineTunables() {
+  return {R(T("num_aie_columns",
+              "the most the shim budget allows that give "
+              "every core whole lines"),
+            PerWidth()),
+          R(T("num_channels", 1), PerWidth()),
+          R(T("tile_size", 256, "the line, at most 4096"),
+            LineRule(kElementwiseTileCap))};
+}
+const char kLineRefusal[] =
+    "size is not a multiple of tile_size * num_aie_columns * num_channels; "
+    "tile_size above 4096; num_aie_columns above the device's columns";
+
+std::vector<TunableSpec> RowTunables() {
+  return {R(T("num_aie_columns", 1), PerWidth()),
+          R(T("num_channels", 1), PerWidth())};
+}
 
 DomainRule OwnRule(DomainRule rule) {
   rule.origin = absl::StrCat("irontune's: IRON @ ",

@@ -64,6 +64,16 @@ inline v1::Tolerance Exact() {
   return t;
 }
 
+// Rowwise's tunables (iron/common/elementwise.py): one column unless
+// given, one channel, both widths of the streams' per=.
+std::vector<TunableSpec> RowTunables();
+
+// The elementwise template's tunables (iron/common/elementwise.py), its
+// line's tile_size a Divisors of the output's elements up to 4096, and
+// its refusals as text.
+std::vector<TunableSpec> LineTunables();
+extern const char kLineRefusal[];
+
 // Elementwise, row-wise and softmax classes.
 std::vector<Family> ElementwiseFamilies();
 // GEMM, GEMV, MHA, GQAContext, RoPE, DepthwiseConv1d.

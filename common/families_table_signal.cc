@@ -15,13 +15,6 @@ constexpr char kLimbsCommit[] = "20ab08ade6671c73f73f38b1421087b8d72c2360";
 constexpr char kLogCommit[] = "279b5b83da09ab6dba4594f3e3db8a018a851197";
 constexpr char kResampleCommit[] = "19fadcd92c885e15ef46c4f9bd3858edc3dc9a3a";
 
-// Rowwise's tunables (elementwise.py): one column unless given, one
-// channel, both widths of the streams' per=.
-std::vector<TunableSpec> RowTunables() {
-  return {R(T("num_aie_columns", 1), PerWidth()),
-          R(T("num_channels", 1), PerWidth())};
-}
-
 Family Limbs() {
   Family f;
   f.class_name = "Limbs";
@@ -50,22 +43,17 @@ Family Log() {
   f.class_name = "Log";
   f.summary = "y = log(x + offset) of float32, rounded once to bf16";
   f.dims = {P("size"), P("offset", DoubleValue(0.0))};
-  f.tunable_specs = {
-      R(T("num_aie_columns",
-          "the most the shim budget allows that give every core whole lines"),
-        PerWidth()),
-      R(T("num_channels", 1), PerWidth()),
-      R(T("tile_size", 256, "the line, at most 4096"),
-        DivisorsRule(ParamBound("size"), ConstBound(64), ConstBound(4096), 3))};
+  // The template's tunables, the line a Divisors of the size param.
+  f.tunable_specs = LineTunables();
+  f.tunable_specs[2].domain =
+      DivisorsRule(ParamBound("size"), ConstBound(64), ConstBound(4096), 3);
   f.buffers = {{"x", v1::BUFFER_ROLE_IN, "[size]", "f32", "flat"},
                {"y", v1::BUFFER_ROLE_OUT, "[size]", "bf16", "flat"}};
   f.values = {
       {"count", "lines each core processes; derived from the bound", "size"}};
   f.tolerance = "the kernel's contract: 1 bf16 ulp (float32 to 7.5e-9)";
   f.gate = Bf16Ulps(1);
-  f.refusals =
-      "size is not a multiple of tile_size * num_aie_columns * num_channels; "
-      "tile_size above 4096; num_aie_columns above the device's columns";
+  f.refusals = kLineRefusal;
   f.source = "iron/operators/log.py, on iron/common/elementwise.py";
   f.commit = kLogCommit;
   return f;
