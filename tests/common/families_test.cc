@@ -38,16 +38,8 @@ void SetTunable(v1::Operator& op, const std::string& name, int64_t v) {
 }
 
 using testing::AddParam;
-
-v1::Operator Gemm(int64_t m, int64_t k, int64_t n, int64_t tm, int64_t tk,
-                  int64_t tn, int64_t cols) {
-  return testing::GemmParams(m, k, n, tm, tk, tn, cols);
-}
-
-v1::Operator Gemv(int64_t m, int64_t k, int64_t tsi, int64_t tso, int64_t v,
-                  int64_t cols) {
-  return testing::GemvParams(m, k, tsi, tso, v, cols);
-}
+using testing::GemmParams;
+using testing::GemvParams;
 
 std::vector<int64_t> Rule(const DomainRule& rule, int64_t start,
                           const v1::Operator& op = v1::Operator(),
@@ -131,7 +123,7 @@ TEST_CASE("Choices, Placement and Pinned", "[families][domain]") {
 TEST_CASE("each class's rules, evaluated for its shape", "[families][domain]") {
   // GEMM 256 x 2048 x 2048 at 64 x 64 x 64 on 8 columns. tile_m divides
   // M / 4 = 64 in mac blocks: 8 on npu2 (2r), 16 on npu1 (4r).
-  v1::Operator gemm = Gemm(256, 2048, 2048, 64, 64, 64, 8);
+  v1::Operator gemm = GemmParams(256, 2048, 2048, 64, 64, 64, 8);
   CHECK(OpDomain(gemm, "tile_m", "npu2") ==
         std::vector<int64_t>{64, 32, 16, 8});
   CHECK(OpDomain(gemm, "tile_m", "npu1") == std::vector<int64_t>{64, 32, 16});
@@ -149,7 +141,7 @@ TEST_CASE("each class's rules, evaluated for its shape", "[families][domain]") {
 
   // GEMV 2048 x 2048: tile_size_input capped at 64 KiB / (2 * K * 2) = 8;
   // tile_size_output in steps of it, 3 octaves either side.
-  v1::Operator gemv = Gemv(2048, 2048, 2, 256, 64, 8);
+  v1::Operator gemv = GemvParams(2048, 2048, 2, 256, 64, 8);
   CHECK(OpDomain(gemv, "tile_size_input", "npu2") ==
         std::vector<int64_t>{8, 4, 2, 1});
   CHECK(OpDomain(gemv, "tile_size_output", "npu2") ==
@@ -241,28 +233,34 @@ TEST_CASE("shape-free domains give every tunable values of its kind",
 }
 
 TEST_CASE("GEMM constraints, rule by rule", "[families]") {
-  CHECK(ConstraintViolation(Gemm(256, 256, 512, 64, 64, 64, 8), "npu2", 8) ==
-        "");
-  CHECK(ConstraintViolation(Gemm(256, 256, 512, 64, 64, 64, 8), "npu1", 4) ==
+  CHECK(ConstraintViolation(GemmParams(256, 256, 512, 64, 64, 64, 8), "npu2",
+                            8) == "");
+  CHECK(ConstraintViolation(GemmParams(256, 256, 512, 64, 64, 64, 8), "npu1",
+                            4) ==
         "num_aie_columns 8 exceeds the 4 columns of npu1");
-  CHECK(ConstraintViolation(Gemm(256, 256, 512, 64, 64, 64, 0), "npu2", 8) ==
-        "num_aie_columns must be at least 1, not 0");
-  CHECK(ConstraintViolation(Gemm(256, 256, 256, 64, 0, 64, 1), "npu2", 8) ==
-        "tile_k must be at least 1, not 0");
-  CHECK(ConstraintViolation(Gemm(100, 256, 256, 64, 64, 64, 1), "npu2", 8) ==
+  CHECK(ConstraintViolation(GemmParams(256, 256, 512, 64, 64, 64, 0), "npu2",
+                            8) == "num_aie_columns must be at least 1, not 0");
+  CHECK(ConstraintViolation(GemmParams(256, 256, 256, 64, 0, 64, 1), "npu2",
+                            8) == "tile_k must be at least 1, not 0");
+  CHECK(ConstraintViolation(GemmParams(100, 256, 256, 64, 64, 64, 1), "npu2",
+                            8) ==
         "M 100 is not a multiple of 4 * tile_m = 256");
-  CHECK(ConstraintViolation(Gemm(256, 96, 256, 64, 64, 64, 1), "npu2", 8) ==
-        "K 96 is not a multiple of tile_k = 64");
-  CHECK(ConstraintViolation(Gemm(256, 256, 256, 64, 64, 64, 8), "npu2", 8) ==
+  CHECK(ConstraintViolation(GemmParams(256, 96, 256, 64, 64, 64, 1), "npu2",
+                            8) == "K 96 is not a multiple of tile_k = 64");
+  CHECK(ConstraintViolation(GemmParams(256, 256, 256, 64, 64, 64, 8), "npu2",
+                            8) ==
         "N 256 is not a multiple of tile_n * num_aie_columns = 512");
   // MAC shapes: npu1 (4, 8, 4), npu2 (4, 8, 8).
   // gemm.py mac_block: npu1 (aie2) blocks m by 4r = 16, npu2 by 2r = 8.
-  CHECK(ConstraintViolation(Gemm(32, 256, 256, 8, 64, 64, 1), "npu1", 4) ==
-        "tile_m 8 is not a multiple of 4r = 16 (npu1 MAC shape (4, 8, 4))");
-  CHECK(ConstraintViolation(Gemm(32, 256, 256, 8, 64, 64, 1), "npu2", 8) == "");
-  CHECK(ConstraintViolation(Gemm(16, 256, 256, 4, 64, 64, 1), "npu2", 8) ==
-        "tile_m 4 is not a multiple of 2r = 8 (npu2 MAC shape (4, 8, 8))");
-  v1::Operator placed = Gemm(256, 256, 512, 64, 64, 64, 8);
+  CHECK(
+      ConstraintViolation(GemmParams(32, 256, 256, 8, 64, 64, 1), "npu1", 4) ==
+      "tile_m 8 is not a multiple of 4r = 16 (npu1 MAC shape (4, 8, 4))");
+  CHECK(ConstraintViolation(GemmParams(32, 256, 256, 8, 64, 64, 1), "npu2",
+                            8) == "");
+  CHECK(
+      ConstraintViolation(GemmParams(16, 256, 256, 4, 64, 64, 1), "npu2", 8) ==
+      "tile_m 4 is not a multiple of 2r = 8 (npu2 MAC shape (4, 8, 8))");
+  v1::Operator placed = GemmParams(256, 256, 512, 64, 64, 64, 8);
   v1::Tunable* placement = placed.add_tunables();
   placement->set_name("placement");
   *placement->mutable_value() = StringValue("tiles");
@@ -270,23 +268,25 @@ TEST_CASE("GEMM constraints, rule by rule", "[families]") {
   *placement->mutable_value() = StringValue("rows");
   CHECK(ConstraintViolation(placed, "npu2", 8) ==
         "placement \"rows\" is none of shims, tiles");
-  CHECK(ConstraintViolation(Gemm(256, 240, 256, 64, 12, 64, 1), "npu1", 4) ==
+  CHECK(ConstraintViolation(GemmParams(256, 240, 256, 64, 12, 64, 1), "npu1",
+                            4) ==
         "tile_k 12 is not a multiple of s = 8 (npu1 MAC shape (4, 8, 4))");
-  CHECK(ConstraintViolation(Gemm(256, 256, 256, 64, 64, 8, 1), "npu1", 4) ==
-        "");
-  CHECK(ConstraintViolation(Gemm(256, 256, 256, 64, 64, 8, 1), "npu2", 8) ==
-        "tile_n 8 is not a multiple of 2t = 16 (npu2 MAC shape (4, 8, 8))");
+  CHECK(ConstraintViolation(GemmParams(256, 256, 256, 64, 64, 8, 1), "npu1",
+                            4) == "");
+  CHECK(
+      ConstraintViolation(GemmParams(256, 256, 256, 64, 64, 8, 1), "npu2", 8) ==
+      "tile_n 8 is not a multiple of 2t = 16 (npu2 MAC shape (4, 8, 8))");
   // L1: 2 * (128*128*2) * 3 + stack > 64 KiB.
-  CHECK_THAT(
-      ConstraintViolation(Gemm(512, 512, 512, 128, 128, 128, 1), "npu2", 8),
-      Catch::StartsWith("L1: 2 A + 2 B + 2 C tiles + 3.3 KiB stack "
-                        "need 195.3 KiB of 64.0 KiB"));
+  CHECK_THAT(ConstraintViolation(GemmParams(512, 512, 512, 128, 128, 128, 1),
+                                 "npu2", 8),
+             Catch::StartsWith("L1: 2 A + 2 B + 2 C tiles + 3.3 KiB stack "
+                               "need 195.3 KiB of 64.0 KiB"));
   // 64 x 128 x 64 bf16: 2*16 + 2*16 + 2*8 KiB + stack = 83.3 KiB.
   CHECK_THAT(
-      ConstraintViolation(Gemm(256, 256, 256, 64, 128, 64, 1), "npu2", 8),
+      ConstraintViolation(GemmParams(256, 256, 256, 64, 128, 64, 1), "npu2", 8),
       Catch::StartsWith("L1: "));
   // Missing tunables take IRON's defaults: tiles 64, every column.
-  v1::Operator bare = Gemm(256, 256, 512, 64, 64, 64, 1);
+  v1::Operator bare = GemmParams(256, 256, 512, 64, 64, 64, 1);
   bare.clear_tunables();
   CHECK(ConstraintViolation(bare, "npu2", 8) == "");
   CHECK(ConstraintViolation(bare, "npu2", 16) ==
@@ -294,33 +294,36 @@ TEST_CASE("GEMM constraints, rule by rule", "[families]") {
 }
 
 TEST_CASE("GEMV constraints, rule by rule", "[families]") {
-  CHECK(ConstraintViolation(Gemv(2048, 8192, 1, 256, 64, 8), "npu2", 8) == "");
-  CHECK_THAT(ConstraintViolation(Gemv(2048, 8192, 2, 256, 64, 8), "npu2", 8),
-             Catch::StartsWith("L1: 2 A tiles of 2 x 8192"));
-  CHECK(ConstraintViolation(Gemv(2048, 2048, 2, 3, 64, 8), "npu2", 8) ==
+  CHECK(ConstraintViolation(GemvParams(2048, 8192, 1, 256, 64, 8), "npu2", 8) ==
+        "");
+  CHECK_THAT(
+      ConstraintViolation(GemvParams(2048, 8192, 2, 256, 64, 8), "npu2", 8),
+      Catch::StartsWith("L1: 2 A tiles of 2 x 8192"));
+  CHECK(ConstraintViolation(GemvParams(2048, 2048, 2, 3, 64, 8), "npu2", 8) ==
         "tile_size_output 3 is not a multiple of tile_size_input 2");
   // The kernel's vector width is IRON's to pick: some width in {64, 32, 16}
   // must divide K with K at least twice it; a width given must be one.
-  CHECK(ConstraintViolation(Gemv(2048, 96, 1, 256, 32, 8), "npu2", 8) == "");
-  CHECK(ConstraintViolation(Gemv(2048, 96, 1, 256, 64, 8), "npu2", 8) ==
+  CHECK(ConstraintViolation(GemvParams(2048, 96, 1, 256, 32, 8), "npu2", 8) ==
+        "");
+  CHECK(ConstraintViolation(GemvParams(2048, 96, 1, 256, 64, 8), "npu2", 8) ==
         "kernel_vector_size 64 is not legal for K 96: K must be a multiple of "
         "it and at least twice it (legal here: 32, 16)");
-  CHECK(ConstraintViolation(Gemv(2048, 24, 1, 256, 64, 8), "npu2", 8) ==
+  CHECK(ConstraintViolation(GemvParams(2048, 24, 1, 256, 64, 8), "npu2", 8) ==
         "K 24 has no kernel vector width in {64, 32, 16} with K a multiple of "
         "it and K >= 2 * width");
-  CHECK(ConstraintViolation(Gemv(2048, 2048, 1, 512, 64, 8), "npu2", 8) ==
+  CHECK(ConstraintViolation(GemvParams(2048, 2048, 1, 512, 64, 8), "npu2", 8) ==
         "M 2048 is not a multiple of tile_size_output * num_aie_columns * "
         "num_channels = 4096");
   // num_channels lanes a column (gemv.py @ 607010e).
-  v1::Operator laned = Gemv(2048, 2048, 1, 128, 64, 8);
+  v1::Operator laned = GemvParams(2048, 2048, 1, 128, 64, 8);
   CHECK(ConstraintViolation(laned, "npu2", 8) == "");
   SetTunable(laned, "num_channels", 4);
   CHECK(ConstraintViolation(laned, "npu2", 8) ==
         "M 2048 is not a multiple of tile_size_output * num_aie_columns * "
         "num_channels = 4096");
-  CHECK(ConstraintViolation(Gemv(2048, 2048, 0, 512, 64, 8), "npu2", 8) ==
+  CHECK(ConstraintViolation(GemvParams(2048, 2048, 0, 512, 64, 8), "npu2", 8) ==
         "tile_size_input must be at least 1, not 0");
-  CHECK(ConstraintViolation(Gemv(2048, 2048, 1, 256, 64, 8), "npu1", 4) ==
+  CHECK(ConstraintViolation(GemvParams(2048, 2048, 1, 256, 64, 8), "npu1", 4) ==
         "num_aie_columns 8 exceeds the 4 columns of npu1");
 }
 

@@ -5,20 +5,16 @@
 #include <string>
 
 #include "common/value.h"
+#include "tests/testing/operator_fixtures.h"
 
 namespace irontune {
 namespace {
 
+// A Foo of param n and tunable t at 1 over the domain {1, 2, 4}.
 v1::Operator Foo(int64_t n) {
-  v1::Operator op;
-  op.set_class_name("Foo");
-  v1::Param* p = op.add_params();
-  p->set_name("n");
-  *p->mutable_value() = IntValue(n);
-  v1::Tunable* t = op.add_tunables();
-  t->set_name("t");
-  *t->mutable_value() = IntValue(1);
-  for (int64_t v : {1, 2, 4}) *t->add_domain() = IntValue(v);
+  v1::Operator op = testing::Op("Foo", {{"n", n}}, {{"t", 1}});
+  for (int64_t v : {1, 2, 4})
+    *op.mutable_tunables(0)->add_domain() = IntValue(v);
   return op;
 }
 
