@@ -246,6 +246,20 @@ class XrtImage : public Image {
   }
   absl::Status OpenChain();
   absl::Status OpenElf();
+  // Creates the image's hardware context from `design` (an xclbin's uuid
+  // or an ELF) and counts it held; the device's ContextFailed status when
+  // the driver refuses it.
+  template <typename Design>
+  absl::Status HoldContext(const Design& design) {
+    try {
+      context_ = ::xrt::hw_context(device_->device, design);
+    } catch (const std::exception& e) {
+      return device_->ContextFailed(e);
+    }
+    held_ = true;
+    device_->ContextMade();
+    return absl::OkStatus();
+  }
   absl::Status MakeChainBuffers();
   absl::Status MakeArenas();
   absl::Status CheckArgCount() const;
@@ -339,13 +353,7 @@ absl::Status XrtImage::OpenChain() {
     }
     uuid = device_->device.register_xclbin(xclbin);
   }));
-  try {
-    context_ = ::xrt::hw_context(device_->device, uuid);
-  } catch (const std::exception& e) {
-    return device_->ContextFailed(e);
-  }
-  held_ = true;
-  device_->ContextMade();
+  RETURN_IF_ERROR(HoldContext(uuid));
   RETURN_IF_ERROR(Guard(absl::StrCat("kernel ", kernel_name_), [&] {
     kernel_ = ::xrt::kernel(context_, kernel_name_);
   }));
@@ -364,13 +372,7 @@ absl::Status XrtImage::OpenElf() {
     elf = ::xrt::elf(manifest_.elf);
     kernel_args_ = ElfKernelArgs(elf, kernel_name_);
   }));
-  try {
-    context_ = ::xrt::hw_context(device_->device, elf);
-  } catch (const std::exception& e) {
-    return device_->ContextFailed(e);
-  }
-  held_ = true;
-  device_->ContextMade();
+  RETURN_IF_ERROR(HoldContext(elf));
   return Guard(absl::StrCat("kernel ", kElfKernel),
                [&] { kernel_ = ::xrt::ext::kernel(context_, kElfKernel); });
 }
