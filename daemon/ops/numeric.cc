@@ -83,114 +83,65 @@ uint16_t FloatToF16(float value) {
   return sign | static_cast<uint16_t>((biased << 10) | (mant & 0x3ff));
 }
 
-float LoadElement(v1::DType dtype, const char* data, uint64_t i) {
-  switch (dtype) {
-    case v1::DTYPE_BF16:
-      return Bf16ToFloat(LoadAs<uint16_t>(data + 2 * i));
-    case v1::DTYPE_F16:
-      return F16ToFloat(LoadAs<uint16_t>(data + 2 * i));
-    case v1::DTYPE_F32:
-      return LoadAs<float>(data + 4 * i);
-    case v1::DTYPE_I8:
-      return LoadAs<int8_t>(data + i);
-    case v1::DTYPE_U8:
-      return LoadAs<uint8_t>(data + i);
-    case v1::DTYPE_I16:
-      return LoadAs<int16_t>(data + 2 * i);
-    case v1::DTYPE_U16:
-      return LoadAs<uint16_t>(data + 2 * i);
-    case v1::DTYPE_I32:
-      return static_cast<float>(LoadAs<int32_t>(data + 4 * i));
-    case v1::DTYPE_U32:
-      return static_cast<float>(LoadAs<uint32_t>(data + 4 * i));
-    case v1::DTYPE_I64:
-      return static_cast<float>(LoadAs<int64_t>(data + 8 * i));
-    default:
-      return 0;
+namespace {
+
+// A stored element of type E as a float.
+template <typename E>
+float ToFloat(typename E::Storage v) {
+  if constexpr (E::kind == ElementKind::kBf16) {
+    return Bf16ToFloat(v);
+  } else if constexpr (E::kind == ElementKind::kF16) {
+    return F16ToFloat(v);
+  } else {
+    return static_cast<float>(v);
   }
 }
 
-namespace {
-
-// out[j] = convert(element begin + j) for elements of type T.
-template <typename T, typename Convert>
-void LoadRun(const char* data, uint64_t begin, uint64_t n, float* out,
-             Convert convert) {
-  const char* p = data + begin * sizeof(T);
-  for (uint64_t j = 0; j < n; ++j)
-    out[j] = convert(LoadAs<T>(p + j * sizeof(T)));
+// `v` as an element of type E: floats rounded to nearest even, integers
+// rounded and saturated.
+template <typename E>
+typename E::Storage FromFloat(float v) {
+  if constexpr (E::kind == ElementKind::kBf16) {
+    return FloatToBf16(v);
+  } else if constexpr (E::kind == ElementKind::kF16) {
+    return FloatToF16(v);
+  } else if constexpr (E::kind == ElementKind::kFloat) {
+    return v;
+  } else {
+    return SaturateInt<typename E::Storage>(v);
+  }
 }
 
 }  // namespace
+
+float LoadElement(v1::DType dtype, const char* data, uint64_t i) {
+  float value = 0;
+  VisitElementType(dtype, [&]<typename E>(E) {
+    using T = typename E::Storage;
+    value = ToFloat<E>(LoadAs<T>(data + i * sizeof(T)));
+  });
+  return value;
+}
 
 void LoadElements(v1::DType dtype, const char* data, uint64_t begin, uint64_t n,
                   float* out) {
-  auto same = [](auto v) { return static_cast<float>(v); };
-  switch (dtype) {
-    case v1::DTYPE_BF16:
-      return LoadRun<uint16_t>(data, begin, n, out, Bf16ToFloat);
-    case v1::DTYPE_F16:
-      return LoadRun<uint16_t>(data, begin, n, out, F16ToFloat);
-    case v1::DTYPE_F32:
-      return LoadRun<float>(data, begin, n, out, same);
-    case v1::DTYPE_I8:
-      return LoadRun<int8_t>(data, begin, n, out, same);
-    case v1::DTYPE_U8:
-      return LoadRun<uint8_t>(data, begin, n, out, same);
-    case v1::DTYPE_I16:
-      return LoadRun<int16_t>(data, begin, n, out, same);
-    case v1::DTYPE_U16:
-      return LoadRun<uint16_t>(data, begin, n, out, same);
-    case v1::DTYPE_I32:
-      return LoadRun<int32_t>(data, begin, n, out, same);
-    case v1::DTYPE_U32:
-      return LoadRun<uint32_t>(data, begin, n, out, same);
-    case v1::DTYPE_I64:
-      return LoadRun<int64_t>(data, begin, n, out, same);
-    default:
-      std::fill(out, out + n, 0.0f);
-  }
+  const bool known = VisitElementType(dtype, [&]<typename E>(E) {
+    using T = typename E::Storage;
+    const char* p = data + begin * sizeof(T);
+    for (uint64_t j = 0; j < n; ++j)
+      out[j] = ToFloat<E>(LoadAs<T>(p + j * sizeof(T)));
+  });
+  if (!known) std::fill(out, out + n, 0.0f);
 }
-
-namespace {
-
-// Element begin + j = convert(in[j]) for elements of type T.
-template <typename T, typename Convert>
-void StoreRun(char* data, uint64_t begin, uint64_t n, const float* in,
-              Convert convert) {
-  char* p = data + begin * sizeof(T);
-  for (uint64_t j = 0; j < n; ++j) StoreAs(p + j * sizeof(T), convert(in[j]));
-}
-
-}  // namespace
 
 void StoreElements(v1::DType dtype, char* data, uint64_t begin, uint64_t n,
                    const float* in) {
-  auto same = [](float v) { return v; };
-  switch (dtype) {
-    case v1::DTYPE_BF16:
-      return StoreRun<uint16_t>(data, begin, n, in, FloatToBf16);
-    case v1::DTYPE_F16:
-      return StoreRun<uint16_t>(data, begin, n, in, FloatToF16);
-    case v1::DTYPE_F32:
-      return StoreRun<float>(data, begin, n, in, same);
-    case v1::DTYPE_I8:
-      return StoreRun<int8_t>(data, begin, n, in, SaturateInt<int8_t>);
-    case v1::DTYPE_U8:
-      return StoreRun<uint8_t>(data, begin, n, in, SaturateInt<uint8_t>);
-    case v1::DTYPE_I16:
-      return StoreRun<int16_t>(data, begin, n, in, SaturateInt<int16_t>);
-    case v1::DTYPE_U16:
-      return StoreRun<uint16_t>(data, begin, n, in, SaturateInt<uint16_t>);
-    case v1::DTYPE_I32:
-      return StoreRun<int32_t>(data, begin, n, in, SaturateInt<int32_t>);
-    case v1::DTYPE_U32:
-      return StoreRun<uint32_t>(data, begin, n, in, SaturateInt<uint32_t>);
-    case v1::DTYPE_I64:
-      return StoreRun<int64_t>(data, begin, n, in, SaturateInt<int64_t>);
-    default:
-      return;
-  }
+  VisitElementType(dtype, [&]<typename E>(E) {
+    using T = typename E::Storage;
+    char* p = data + begin * sizeof(T);
+    for (uint64_t j = 0; j < n; ++j)
+      StoreAs(p + j * sizeof(T), FromFloat<E>(in[j]));
+  });
 }
 
 void StoreElement(v1::DType dtype, char* data, uint64_t i, float v) {

@@ -28,6 +28,57 @@ uint16_t FloatToBf16(float value);
 float F16ToFloat(uint16_t bits);
 uint16_t FloatToF16(float value);
 
+// How an element of a dtype is held: its C++ type `Storage` (bf16 and f16
+// as uint16_t bits) and its kind, which says how it converts to a float.
+enum class ElementKind { kBf16, kF16, kFloat, kInteger };
+template <typename T, ElementKind K>
+struct ElementType {
+  using Storage = T;
+  static constexpr ElementKind kind = K;
+};
+
+// Calls visit(ElementType<...>{}) with `dtype`'s element type and returns
+// true; returns false without calling it for DTYPE_UNSPECIFIED or a dtype
+// this build does not know. The one list of the dtypes' storage types.
+template <typename Visit>
+bool VisitElementType(v1::DType dtype, Visit&& visit) {
+  using K = ElementKind;
+  switch (dtype) {
+    case v1::DTYPE_BF16:
+      visit(ElementType<uint16_t, K::kBf16>{});
+      return true;
+    case v1::DTYPE_F16:
+      visit(ElementType<uint16_t, K::kF16>{});
+      return true;
+    case v1::DTYPE_F32:
+      visit(ElementType<float, K::kFloat>{});
+      return true;
+    case v1::DTYPE_I8:
+      visit(ElementType<int8_t, K::kInteger>{});
+      return true;
+    case v1::DTYPE_U8:
+      visit(ElementType<uint8_t, K::kInteger>{});
+      return true;
+    case v1::DTYPE_I16:
+      visit(ElementType<int16_t, K::kInteger>{});
+      return true;
+    case v1::DTYPE_U16:
+      visit(ElementType<uint16_t, K::kInteger>{});
+      return true;
+    case v1::DTYPE_I32:
+      visit(ElementType<int32_t, K::kInteger>{});
+      return true;
+    case v1::DTYPE_U32:
+      visit(ElementType<uint32_t, K::kInteger>{});
+      return true;
+    case v1::DTYPE_I64:
+      visit(ElementType<int64_t, K::kInteger>{});
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Element `i` of a buffer of `dtype` at `data` (little-endian), as a float;
 // 0 for DTYPE_UNSPECIFIED. REQUIRES: `data` holds element i.
 float LoadElement(v1::DType dtype, const char* data, uint64_t i);

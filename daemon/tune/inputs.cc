@@ -8,10 +8,12 @@
 #include <random>
 #include <system_error>
 #include <thread>
+#include <type_traits>
 
 #include "common/recording.h"
 #include "daemon/base/big_bytes.h"
 #include "daemon/base/thread_roles.h"
+#include "daemon/ops/numeric.h"
 
 namespace irontune {
 namespace {
@@ -124,44 +126,21 @@ std::string SeededInput(v1::DType dtype, uint64_t nbytes, uint64_t seed) {
   if (size == 0) return out;
   const size_t count = nbytes / size;
   Draws d(seed);
-  switch (dtype) {
-    case v1::DTYPE_BF16: {
-      static const Table16 kBf16 = MakeTable16(Bf16);
-      Fill16(out, count, d, kBf16);
-      break;
+  VisitElementType(dtype, [&]<typename E>(E) {
+    using T = typename E::Storage;
+    if constexpr (E::kind == ElementKind::kBf16 ||
+                  E::kind == ElementKind::kF16) {
+      static const Table16 kTable =
+          MakeTable16(E::kind == ElementKind::kBf16 ? Bf16 : F16);
+      Fill16(out, count, d, kTable);
+    } else if constexpr (E::kind == ElementKind::kFloat) {
+      Fill<T>(out, count, [&] { return F32(d.Next64()); });
+    } else if constexpr (std::is_signed_v<T>) {
+      Fill<T>(out, count, [&] { return d.Small(); });
+    } else {
+      Fill<T>(out, count, [&] { return d.SmallUnsigned(); });
     }
-    case v1::DTYPE_F16: {
-      static const Table16 kF16 = MakeTable16(F16);
-      Fill16(out, count, d, kF16);
-      break;
-    }
-    case v1::DTYPE_F32:
-      Fill<float>(out, count, [&] { return F32(d.Next64()); });
-      break;
-    case v1::DTYPE_I8:
-      Fill<int8_t>(out, count, [&] { return d.Small(); });
-      break;
-    case v1::DTYPE_U8:
-      Fill<uint8_t>(out, count, [&] { return d.SmallUnsigned(); });
-      break;
-    case v1::DTYPE_I16:
-      Fill<int16_t>(out, count, [&] { return d.Small(); });
-      break;
-    case v1::DTYPE_U16:
-      Fill<uint16_t>(out, count, [&] { return d.SmallUnsigned(); });
-      break;
-    case v1::DTYPE_I32:
-      Fill<int32_t>(out, count, [&] { return d.Small(); });
-      break;
-    case v1::DTYPE_U32:
-      Fill<uint32_t>(out, count, [&] { return d.SmallUnsigned(); });
-      break;
-    case v1::DTYPE_I64:
-      Fill<int64_t>(out, count, [&] { return d.Small(); });
-      break;
-    default:
-      break;
-  }
+  });
   return out;
 }
 
