@@ -1,8 +1,10 @@
 // docs/operators.md, generated from the catalogue (families.h).
 #include <string>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/buffer_role.h"
 #include "common/families.h"
 #include "common/value.h"
 
@@ -16,19 +18,6 @@ std::string Cell(const v1::Value& v, const std::string& note,
   if (!note.empty())
     return absl::StrCat(tunable ? "resolved: " : "from ", note);
   return "required";
-}
-
-const char* RoleName(v1::BufferRole role) {
-  switch (role) {
-    case v1::BUFFER_ROLE_IN:
-      return "IN";
-    case v1::BUFFER_ROLE_OUT:
-      return "OUT";
-    case v1::BUFFER_ROLE_INOUT:
-      return "INOUT";
-    default:
-      return "?";
-  }
 }
 
 std::string Rule(const TunableSpec& t) {
@@ -79,7 +68,8 @@ void Buffers(const Family& f, std::string* md) {
                   "|---|---|---|---|---|---|\n");
   int i = 0;
   for (const BufferSpec& b : f.buffers)
-    absl::StrAppend(md, "| ", i++, " | `", b.name, "` | ", RoleName(b.role),
+    absl::StrAppend(md, "| ", i++, " | `", b.name, "` | ",
+                    absl::AsciiStrToUpper(std::string(BufferRoleName(b.role))),
                     " | `", b.shape, "` | ", b.dtype, " | ", b.layout, " |\n");
   if (f.values.empty()) {
     absl::StrAppend(md, "\nPer-call values: none.\n");

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
+#include "daemon/base/errno_code.h"
 
 #if __has_include(<linux/openat2.h>)
 #include <linux/openat2.h>
@@ -88,12 +89,8 @@ absl::Status ComponentError(int at, const std::string& name,
     case ENOTDIR:
       return Bad(absl::StatusCode::kFailedPrecondition, path,
                  absl::StrCat(which, " is not a directory"));
-    case EACCES:
-    case EPERM:
-      return Bad(absl::StatusCode::kPermissionDenied, path,
-                 absl::StrCat(which, ": ", std::strerror(err)));
     default:
-      return Bad(absl::StatusCode::kInternal, path,
+      return Bad(ErrnoCode(err, absl::StatusCode::kInternal), path,
                  absl::StrCat(which, ": ", std::strerror(err)));
   }
 }
@@ -160,15 +157,8 @@ absl::StatusOr<UniqueFd> OpenDirectory(const std::string& path) {
                    err == ELOOP || err == ENOTDIR ? "not a directory (or a "
                                                     "symlink to one)"
                                                   : std::strerror(err));
-  switch (err) {
-    case ENOENT:
-      return absl::NotFoundError(why);
-    case EACCES:
-    case EPERM:
-      return absl::PermissionDeniedError(why);
-    default:
-      return absl::FailedPreconditionError(why);
-  }
+  return absl::Status(ErrnoCode(err, absl::StatusCode::kFailedPrecondition),
+                      why);
 }
 
 absl::StatusOr<BeneathFile> OpenBeneath(int dir_fd, std::string_view path,

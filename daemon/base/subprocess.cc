@@ -16,6 +16,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "daemon/base/errno_code.h"
 
 extern char** environ;
 
@@ -27,16 +28,8 @@ namespace {
 constexpr int kPollSliceMs = 20;
 
 absl::Status ErrnoStatus(int err, const std::string& what) {
-  const std::string text = absl::StrCat(what, ": ", strerror(err));
-  switch (err) {
-    case ENOENT:
-      return absl::NotFoundError(text);
-    case EACCES:
-    case EPERM:
-      return absl::PermissionDeniedError(text);
-    default:
-      return absl::InternalError(text);
-  }
+  return absl::Status(ErrnoCode(err, absl::StatusCode::kInternal),
+                      absl::StrCat(what, ": ", strerror(err)));
 }
 
 void CloseFd(int& fd) {

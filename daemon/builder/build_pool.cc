@@ -20,26 +20,21 @@ constexpr absl::Duration kCancelPoll = absl::Milliseconds(20);
 
 BuildPoolStats StatsSince(const BuildPoolStats& after,
                           const BuildPoolStats& before) {
+  using S = BuildPoolStats;
+  // A field added to BuildPoolStats joins one of the lists below.
+  static_assert(sizeof(S) == (12 + 5) * sizeof(int64_t));
   BuildPoolStats d;
-  d.builds = after.builds - before.builds;
-  d.prefetched = after.prefetched - before.prefetched;
-  d.later = after.later - before.later;
-  d.spare = after.spare - before.spare;
-  d.remembered = after.remembered - before.remembered;
-  d.merged = after.merged - before.merged;
-  d.build_seconds = after.build_seconds - before.build_seconds;
-  d.waited_seconds = after.waited_seconds - before.waited_seconds;
-  d.waited_unqueued_seconds =
-      after.waited_unqueued_seconds - before.waited_unqueued_seconds;
-  d.waited_queued_seconds =
-      after.waited_queued_seconds - before.waited_queued_seconds;
-  d.asked_one_step = after.asked_one_step - before.asked_one_step;
-  d.asked_many_step = after.asked_many_step - before.asked_many_step;
-  d.needed = after.needed - before.needed;
-  d.built_one_step = after.built_one_step - before.built_one_step;
-  d.built_many_step = after.built_many_step - before.built_many_step;
-  d.fit_checks = after.fit_checks - before.fit_checks;
-  d.fit_seconds = after.fit_seconds - before.fit_seconds;
+  for (int64_t S::*count :
+       {&S::builds, &S::prefetched, &S::later, &S::spare, &S::remembered,
+        &S::merged, &S::asked_one_step, &S::asked_many_step, &S::needed,
+        &S::built_one_step, &S::built_many_step, &S::fit_checks}) {
+    d.*count = after.*count - before.*count;
+  }
+  for (double S::*seconds :
+       {&S::build_seconds, &S::waited_seconds, &S::waited_unqueued_seconds,
+        &S::waited_queued_seconds, &S::fit_seconds}) {
+    d.*seconds = after.*seconds - before.*seconds;
+  }
   return d;
 }
 

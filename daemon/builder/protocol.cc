@@ -8,9 +8,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/buffer_role.h"
 #include "common/design.h"
 #include "common/recording.h"
 #include "common/status_macros.h"
+#include "common/value_json.h"
 #include "daemon/base/beneath.h"
 #include "daemon/base/sha256.h"
 #include "daemon/npu/arena_view.h"
@@ -25,34 +27,6 @@ absl::string_view A(std::string_view s) {
   return absl::string_view(s.data(), s.size());
 }
 
-Json ValueJson(const v1::Value& v) {
-  switch (v.kind_case()) {
-    case v1::Value::kIntValue:
-      return v.int_value();
-    case v1::Value::kBoolValue:
-      return v.bool_value();
-    case v1::Value::kStringValue:
-      return v.string_value();
-    case v1::Value::kDoubleValue:
-      return v.double_value();
-    default:
-      return nullptr;
-  }
-}
-
-std::string_view RoleWord(v1::BufferRole role) {
-  switch (role) {
-    case v1::BUFFER_ROLE_IN:
-      return "in";
-    case v1::BUFFER_ROLE_OUT:
-      return "out";
-    case v1::BUFFER_ROLE_INOUT:
-      return "inout";
-    default:
-      return "unspecified";
-  }
-}
-
 Json OperatorJson(const v1::Operator& op) {
   Json params = Json::object(), tunables = Json::object();
   for (const v1::Param& p : op.params())
@@ -63,7 +37,7 @@ Json OperatorJson(const v1::Operator& op) {
   for (const v1::Buffer& b : op.buffers()) {
     buffers.push_back(
         {{"name", b.name()},
-         {"role", RoleWord(b.role())},
+         {"role", BufferRoleName(b.role())},
          {"dtype", DTypeName(b.dtype())},
          {"shape", std::vector<uint64_t>(b.shape().begin(), b.shape().end())},
          {"fills", b.fills()},
@@ -386,17 +360,6 @@ absl::Status CheckEcho(const Field& reply, std::string_view key,
 }
 
 }  // namespace
-
-std::string PackagingWord(v1::Packaging packaging) {
-  switch (packaging) {
-    case v1::PACKAGING_FULL_ELF:
-      return "full_elf";
-    case v1::PACKAGING_XCLBIN_CHAIN:
-      return "xclbin_chain";
-    default:
-      return "unspecified";
-  }
-}
 
 std::string BuildRecipeHash(const BuildRequest& request,
                             std::string_view environment) {

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "daemon/base/unique_fd.h"
 #include "daemon/npu/builder.h"
+#include "daemon/npu/platform.h"
 
 namespace irontune {
 
@@ -90,9 +91,6 @@ struct BuilderReply {
 // DesignBytes(request.op). Known before building; the artifact store's key.
 std::string BuildRecipeHash(const BuildRequest& request,
                             std::string_view environment);
-
-// "full_elf", "xclbin_chain" ("unspecified" otherwise).
-std::string PackagingWord(v1::Packaging packaging);
 
 // The request's JSON text (one line). `output_dir` is absolute.
 std::string RequestJson(const BuildRequest& request,

@@ -15,6 +15,8 @@
 #include "common/status_macros.h"
 #include "daemon/base/sha256.h"
 #include "daemon/edge/private_file.h"
+#include "google/protobuf/descriptor.h"
+#include "irontune/v1/tuner.pb.h"
 
 namespace irontune {
 namespace {
@@ -203,33 +205,11 @@ const TokenEntry* TokenTable::Find(absl::string_view token) const {
 }
 
 const char* RpcName(Rpc rpc) {
-  switch (rpc) {
-    case Rpc::kAutotune:
-      return "Autotune";
-    case Rpc::kMeasure:
-      return "Measure";
-    case Rpc::kGetStatus:
-      return "GetStatus";
-    case Rpc::kListJobs:
-      return "ListJobs";
-    case Rpc::kCancel:
-      return "Cancel";
-    case Rpc::kWatch:
-      return "Watch";
-    case Rpc::kGetResult:
-      return "GetResult";
-    case Rpc::kExportCache:
-      return "ExportCache";
-    case Rpc::kImportCache:
-      return "ImportCache";
-    case Rpc::kListImports:
-      return "ListImports";
-    case Rpc::kDropImport:
-      return "DropImport";
-    case Rpc::kClearCache:
-      return "ClearCache";
-  }
-  return "?";
+  static const google::protobuf::ServiceDescriptor* const tuner =
+      v1::AutotuneRequest::descriptor()->file()->FindServiceByName("Tuner");
+  const int i = static_cast<int>(rpc);
+  if (i < 0 || i >= tuner->method_count()) return "?";
+  return tuner->method(i)->name().c_str();
 }
 
 Role RequiredRole(Rpc rpc) {

@@ -92,7 +92,8 @@ class TokenTable {
   std::vector<TokenEntry> entries_;
 };
 
-// The RPCs of irontune.v1.Tuner, for the role table.
+// The RPCs of irontune.v1.Tuner, for the role table, in the order
+// tuner.proto declares them (RpcName reads their names from there).
 enum class Rpc {
   kAutotune,
   kMeasure,
@@ -108,6 +109,7 @@ enum class Rpc {
   kClearCache,
 };
 
+// The method's name in tuner.proto ("Autotune", ...); "?" for no Rpc.
 const char* RpcName(Rpc rpc);
 
 // The least role `rpc` needs. Cancel, Watch and GetResult need kSubmit for

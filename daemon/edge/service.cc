@@ -32,6 +32,8 @@ constexpr absl::Duration kStreamLinger = absl::Milliseconds(2);
 // ListJobs' default and largest limit.
 constexpr uint32_t kDefaultListLimit = 50;
 constexpr uint32_t kMaxListLimit = 1000;
+// Why a cache RPC fails on a daemon started without a cache.
+constexpr absl::string_view kNoCache = "irontuned runs without a cache";
 // The most an ImportCache stream may send.
 constexpr size_t kMaxImportBytes = size_t{1} << 30;
 
@@ -199,6 +201,22 @@ absl::StatusOr<StreamQuota::Slot> TunerService::BeginStream(
   return slot;
 }
 
+absl::StatusOr<std::unique_ptr<CacheReader>> TunerService::ReadCache() const {
+  if (deps_.cache_path.empty()) {
+    return absl::FailedPreconditionError(kNoCache);
+  }
+  return CacheReader::Open(deps_.cache_path, deps_.cache_platform,
+                           deps_.cache_power_mode);
+}
+
+absl::Status TunerService::WriteCache(
+    const std::function<absl::Status(Cache&)>& task) {
+  return deps_.worker->RunOnWorker([&task](Cache* cache) {
+    if (cache == nullptr) return absl::FailedPreconditionError(kNoCache);
+    return task(*cache);
+  });
+}
+
 absl::Status TunerService::Refused(Rpc rpc, const Caller& caller,
                                    absl::Status status) {
   WarnRefusal(deps_.refusals.get(),
@@ -282,30 +300,43 @@ absl::StatusOr<JobPtr> TunerService::RunJob(
   return job;
 }
 
+absl::StatusOr<JobCost> TunerService::CostOf(
+    const v1::AutotuneRequest& request) const {
+  RETURN_IF_ERROR(ValidateAutotuneRequest(request));
+  const Platform platform = deps_.worker->Status().platform;
+  RETURN_IF_ERROR(
+      CheckRunsOn(request.platform(), request.power_mode(), platform));
+  return AdmitAutotune(request, platform, deps_.limits, deps_.shapes_at_once);
+}
+
+absl::StatusOr<JobCost> TunerService::CostOf(
+    const v1::MeasureRequest& request) const {
+  RETURN_IF_ERROR(ValidateMeasureRequest(request));
+  const Platform platform = deps_.worker->Status().platform;
+  RETURN_IF_ERROR(
+      CheckRunsOn(request.platform(), request.power_mode(), platform));
+  return AdmitMeasure(request, platform, deps_.limits);
+}
+
+template <typename Request, typename WriteFn>
+absl::StatusOr<JobPtr> TunerService::AdmitAndRun(grpc::ServerContext* context,
+                                                 Rpc rpc,
+                                                 const Request* request,
+                                                 bool detach, WriteFn write) {
+  ASSIGN_OR_RETURN(const Caller caller, Admit(context, rpc));
+  ASSIGN_OR_RETURN(const JobCost cost, CostOf(*request));
+  const std::string owner = OwnerOf(*context, caller, request->client());
+  const v1::Priority priority = request->priority();
+  return RunJob(context, rpc, caller, TakeRequest(request), cost, owner,
+                priority, detach, write);
+}
+
 grpc::Status TunerService::Autotune(
     grpc::ServerContext* context, const v1::AutotuneRequest* request,
     grpc::ServerWriter<v1::AutotuneEvent>* writer) {
-  absl::StatusOr<Caller> caller = Admit(context, Rpc::kAutotune);
-  if (!caller.ok()) return ToGrpcStatus(caller.status());
-  const Platform platform = deps_.worker->Status().platform;
-  if (absl::Status s = ValidateAutotuneRequest(*request); !s.ok()) {
-    return ToGrpcStatus(s);
-  }
-  if (absl::Status s =
-          CheckRunsOn(request->platform(), request->power_mode(), platform);
-      !s.ok()) {
-    return ToGrpcStatus(s);
-  }
-  const absl::StatusOr<JobCost> cost =
-      AdmitAutotune(*request, platform, deps_.limits, deps_.shapes_at_once);
-  if (!cost.ok()) return ToGrpcStatus(cost.status());
-  const std::string owner = OwnerOf(*context, *caller, request->client());
-  const v1::Priority priority = request->priority();
-  const bool detach = request->detach();
-  absl::StatusOr<JobPtr> job =
-      RunJob(context, Rpc::kAutotune, *caller, TakeRequest(request), *cost,
-             owner, priority, detach,
-             [writer](const v1::AutotuneEvent& e) { return writer->Write(e); });
+  absl::StatusOr<JobPtr> job = AdmitAndRun(
+      context, Rpc::kAutotune, request, request->detach(),
+      [writer](const v1::AutotuneEvent& e) { return writer->Write(e); });
   if (!job.ok()) return ToGrpcStatus(job.status());
   return ToGrpcStatus((*job)->status());
 }
@@ -313,29 +344,12 @@ grpc::Status TunerService::Autotune(
 grpc::Status TunerService::Measure(
     grpc::ServerContext* context, const v1::MeasureRequest* request,
     grpc::ServerWriter<v1::MeasureEvent>* writer) {
-  absl::StatusOr<Caller> caller = Admit(context, Rpc::kMeasure);
-  if (!caller.ok()) return ToGrpcStatus(caller.status());
-  const Platform platform = deps_.worker->Status().platform;
-  if (absl::Status s = ValidateMeasureRequest(*request); !s.ok()) {
-    return ToGrpcStatus(s);
-  }
-  if (absl::Status s =
-          CheckRunsOn(request->platform(), request->power_mode(), platform);
-      !s.ok()) {
-    return ToGrpcStatus(s);
-  }
-  const absl::StatusOr<JobCost> cost =
-      AdmitMeasure(*request, platform, deps_.limits);
-  if (!cost.ok()) return ToGrpcStatus(cost.status());
-  const std::string owner = OwnerOf(*context, *caller, request->client());
-  const v1::Priority priority = request->priority();
   absl::StatusOr<JobPtr> job =
-      RunJob(context, Rpc::kMeasure, *caller, TakeRequest(request), *cost,
-             owner, priority,
-             /*detach=*/false, [writer](const v1::AutotuneEvent& e) {
-               v1::MeasureEvent out;
-               return !ToMeasureEvent(e, &out) || writer->Write(out);
-             });
+      AdmitAndRun(context, Rpc::kMeasure, request, /*detach=*/false,
+                  [writer](const v1::AutotuneEvent& e) {
+                    v1::MeasureEvent out;
+                    return !ToMeasureEvent(e, &out) || writer->Write(out);
+                  });
   if (!job.ok()) return ToGrpcStatus(job.status());
   if ((*job)->state() != v1::JOB_STATE_SUCCEEDED) {
     return ToGrpcStatus((*job)->status());
@@ -498,12 +512,7 @@ grpc::Status TunerService::ExportCache(
       !c.ok()) {
     return ToGrpcStatus(c.status());
   }
-  if (deps_.cache_path.empty()) {
-    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        "irontuned runs without a cache");
-  }
-  absl::StatusOr<std::unique_ptr<CacheReader>> reader = CacheReader::Open(
-      deps_.cache_path, deps_.cache_platform, deps_.cache_power_mode);
+  absl::StatusOr<std::unique_ptr<CacheReader>> reader = ReadCache();
   if (!reader.ok()) return ToGrpcStatus(reader.status());
   std::ostringstream out;
   if (absl::Status s = (*reader)->Export(out); !s.ok()) return ToGrpcStatus(s);
@@ -540,14 +549,10 @@ grpc::Status TunerService::ImportCache(
   int64_t imported = 0;
   int64_t import_id = 0;
   std::vector<std::string> skipped;
-  // The worker is the cache's only writer: the import runs there, between
-  // jobs (or when a long job yields).
-  absl::Status s = deps_.worker->RunOnWorker([&](Cache* cache) -> absl::Status {
-    if (cache == nullptr) {
-      return absl::FailedPreconditionError("irontuned runs without a cache");
-    }
+  // The import runs between jobs (or when a long job yields).
+  absl::Status s = WriteCache([&](Cache& cache) -> absl::Status {
     std::istringstream in(text);
-    absl::StatusOr<ImportCounts> counts = cache->Import(in, origin);
+    absl::StatusOr<ImportCounts> counts = cache.Import(in, origin);
     if (!counts.ok()) return counts.status();
     imported = counts->imported;
     import_id = counts->import_id;
@@ -570,12 +575,7 @@ grpc::Status TunerService::ListImports(grpc::ServerContext* context,
       !c.ok()) {
     return ToGrpcStatus(c.status());
   }
-  if (deps_.cache_path.empty()) {
-    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        "irontuned runs without a cache");
-  }
-  absl::StatusOr<std::unique_ptr<CacheReader>> reader = CacheReader::Open(
-      deps_.cache_path, deps_.cache_platform, deps_.cache_power_mode);
+  absl::StatusOr<std::unique_ptr<CacheReader>> reader = ReadCache();
   if (!reader.ok()) return ToGrpcStatus(reader.status());
   absl::StatusOr<std::vector<v1::ImportRecord>> records =
       (*reader)->ListImports();
@@ -594,12 +594,9 @@ grpc::Status TunerService::DropImport(grpc::ServerContext* context,
                         absl::StrCat("id: no import ", request->id()));
   }
   int64_t rows = 0;
-  absl::Status s = deps_.worker->RunOnWorker([&](Cache* cache) -> absl::Status {
-    if (cache == nullptr) {
-      return absl::FailedPreconditionError("irontuned runs without a cache");
-    }
+  absl::Status s = WriteCache([&](Cache& cache) -> absl::Status {
     absl::StatusOr<int64_t> dropped =
-        cache->DropImport(static_cast<int64_t>(request->id()));
+        cache.DropImport(static_cast<int64_t>(request->id()));
     if (!dropped.ok()) return dropped.status();
     rows = *dropped;
     return absl::OkStatus();
@@ -617,13 +614,9 @@ grpc::Status TunerService::ClearCache(grpc::ServerContext* context,
   absl::StatusOr<Caller> caller = Admit(context, Rpc::kClearCache, request);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
   ClearCounts cleared;
-  // The worker is the cache's only writer: the clear runs there, between
-  // jobs, so no job sees half a cache.
-  absl::Status s = deps_.worker->RunOnWorker([&](Cache* cache) -> absl::Status {
-    if (cache == nullptr) {
-      return absl::FailedPreconditionError("irontuned runs without a cache");
-    }
-    ASSIGN_OR_RETURN(cleared, cache->Clear());
+  // Between jobs, so no job sees half a cache.
+  absl::Status s = WriteCache([&](Cache& cache) -> absl::Status {
+    ASSIGN_OR_RETURN(cleared, cache.Clear());
     return absl::OkStatus();
   });
   if (!s.ok()) return ToGrpcStatus(s);

@@ -32,6 +32,7 @@
 
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -40,15 +41,16 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "daemon/edge/auth.h"
+#include "daemon/edge/refusal_log.h"
+#include "daemon/edge/stream_quota.h"
 #include "daemon/npu/device.h"
 #include "daemon/scheduler/admission.h"
-#include "daemon/edge/auth.h"
 #include "daemon/scheduler/job_queue.h"
 #include "daemon/scheduler/jobs.h"
 #include "daemon/scheduler/queue_budget.h"
-#include "daemon/edge/refusal_log.h"
-#include "daemon/edge/stream_quota.h"
 #include "daemon/scheduler/worker.h"
+#include "daemon/store/cache.h"
 #include "grpcpp/grpcpp.h"
 #include "irontune/v1/tuner.grpc.pb.h"
 
@@ -146,10 +148,29 @@ class TunerService final : public v1::Tuner::Service {
                                 const JobCost& cost, const std::string& owner,
                                 v1::Priority priority, bool detach,
                                 WriteFn write);
+  // Admits the caller of `rpc` (Admit), validates and costs `request`
+  // (CostOf), and runs it as a job of OwnerOf the caller and the request's
+  // client, at its priority (RunJob). The Status to answer otherwise.
+  template <typename Request, typename WriteFn>
+  absl::StatusOr<JobPtr> AdmitAndRun(grpc::ServerContext* context, Rpc rpc,
+                                     const Request* request, bool detach,
+                                     WriteFn write);
+  // A valid request's cost (AdmitAutotune, AdmitMeasure on the worker's
+  // platform); InvalidArgument naming the field, or the admission's
+  // refusal.
+  absl::StatusOr<JobCost> CostOf(const v1::AutotuneRequest& request) const;
+  absl::StatusOr<JobCost> CostOf(const v1::MeasureRequest& request) const;
   // A stream slot for `caller` of `rpc`, named `name` (StreamQuota::Open);
   // a refusal is logged, rate-limited.
   absl::StatusOr<StreamQuota::Slot> BeginStream(Rpc rpc, const Caller& caller,
                                                 const std::string& name);
+  // A read connection to the cache (ExportCache, ListImports);
+  // FailedPrecondition when irontuned runs without one.
+  absl::StatusOr<std::unique_ptr<CacheReader>> ReadCache() const;
+  // Runs `task` on the cache on the worker thread, the cache's only writer,
+  // between jobs (ImportCache, DropImport, ClearCache); its Status, or
+  // FailedPrecondition when irontuned runs without a cache.
+  absl::Status WriteCache(const std::function<absl::Status(Cache&)>& task);
   // Logs a refusal of `caller`'s `rpc`, rate-limited, and returns it.
   absl::Status Refused(Rpc rpc, const Caller& caller, absl::Status status);
   // Drops the oldest ended jobs past kKeptJobs or history_bytes.

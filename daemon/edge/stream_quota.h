@@ -10,21 +10,18 @@
 // A caller is named by its token; without tokens by the name its job is
 // owned by (the request's client field, or the watched job's owner).
 //
-// Threads: Open and the figures from any thread. Ownership: a Slot points
-// at its quota, which must outlive it (the service's streams end before
-// the service).
+// Threads: Open and the figures from any thread. Ownership: a Slot shares
+// its quota's counts (tally.h) and may outlive the quota.
 #ifndef IRONTUNE_DAEMON_EDGE_STREAM_QUOTA_H_
 #define IRONTUNE_DAEMON_EDGE_STREAM_QUOTA_H_
 
 #include <cstddef>
-#include <map>
 #include <string>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
-#include "daemon/scheduler/admission.h"
+#include "daemon/base/tally.h"
 #include "daemon/edge/auth.h"
+#include "daemon/scheduler/admission.h"
 
 namespace irontune {
 
@@ -44,23 +41,7 @@ class StreamQuota {
  public:
   // One open stream, counted until released (or destroyed). Move-only; a
   // default one counts nothing.
-  class Slot {
-   public:
-    Slot() = default;
-    Slot(Slot&& other) noexcept;
-    Slot& operator=(Slot&& other) noexcept;
-    Slot(const Slot&) = delete;
-    Slot& operator=(const Slot&) = delete;
-    ~Slot() { Release(); }
-    void Release();
-
-   private:
-    friend class StreamQuota;
-    Slot(StreamQuota* quota, std::string caller)
-        : quota_(quota), caller_(std::move(caller)) {}
-    StreamQuota* quota_ = nullptr;
-    std::string caller_;
-  };
+  using Slot = Tally::Hold;
 
   explicit StreamQuota(StreamLimits limits) : limits_(limits) {}
 
@@ -73,16 +54,12 @@ class StreamQuota {
 
   const StreamLimits& limits() const { return limits_; }
   // Open now: in all, and of `caller`.
-  size_t open() const;
-  size_t open(const std::string& caller) const;
+  size_t open() const { return tally_.total(); }
+  size_t open(const std::string& caller) const { return tally_.of(caller); }
 
  private:
-  void Close(const std::string& caller) ABSL_LOCKS_EXCLUDED(mu_);
-
   const StreamLimits limits_;
-  mutable absl::Mutex mu_;
-  size_t open_ ABSL_GUARDED_BY(mu_) = 0;
-  std::map<std::string, size_t> by_caller_ ABSL_GUARDED_BY(mu_);
+  Tally tally_;
 };
 
 }  // namespace irontune

@@ -18,6 +18,12 @@ constexpr std::pair<PowerMode, std::string_view> kPowerModes[] = {
     {PowerMode::kTurbo, "turbo"},
 };
 
+// Each packaging and its word.
+constexpr std::pair<v1::Packaging, const char*> kPackagings[] = {
+    {v1::PACKAGING_FULL_ELF, "full_elf"},
+    {v1::PACKAGING_XCLBIN_CHAIN, "xclbin_chain"},
+};
+
 }  // namespace
 
 std::string_view PowerModeName(PowerMode mode) {
@@ -60,6 +66,20 @@ bool PlatformAnswersTo(const Platform& platform, std::string_view asked) {
   const std::string name = PlatformSlug(platform.name);
   return want == name || want == PlatformSlug(platform.generation) ||
          want == absl::StripPrefix(name, "npu-");
+}
+
+const char* PackagingWord(v1::Packaging packaging) {
+  for (const auto& [p, word] : kPackagings) {
+    if (p == packaging) return word;
+  }
+  return "unspecified";
+}
+
+std::optional<v1::Packaging> ParsePackaging(std::string_view word) {
+  for (const auto& [p, w] : kPackagings) {
+    if (word == w) return p;
+  }
+  return std::nullopt;
 }
 
 }  // namespace irontune

@@ -5,6 +5,7 @@
 #ifndef IRONTUNE_DAEMON_NPU_PLATFORM_H_
 #define IRONTUNE_DAEMON_NPU_PLATFORM_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -44,6 +45,14 @@ std::string PlatformSlug(std::string_view platform_name);
 // as slugs (PlatformSlug), so case, spaces and dashes do not matter. An
 // empty `asked` names every platform.
 bool PlatformAnswersTo(const Platform& platform, std::string_view asked);
+
+// A packaging's word in the builder protocol, the artifact manifests and
+// the sim's design payload: "full_elf", "xclbin_chain"; "unspecified"
+// for any other value.
+const char* PackagingWord(v1::Packaging packaging);
+// The packaging `word` names (PackagingWord's inverse); nullopt for any
+// other text, "unspecified" too.
+std::optional<v1::Packaging> ParsePackaging(std::string_view word);
 
 // The packaging a platform runs when none is asked for: full ELF where it
 // has it, else the xclbin chain.

@@ -19,6 +19,16 @@ namespace irontune {
 
 namespace {
 
+// A size in bytes, as every byte flag takes it: suffixes allowed (1k =
+// 1024, "16G"), the default shown in --help.
+template <typename T>
+void AddBytes(CLI::App& app, const std::string& flag, T& into,
+              const std::string& help) {
+  app.add_option(flag, into, help)
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+}
+
 // Flags (and config-file keys) straight into `options`; the three that
 // need translating into `log_level`, `sim_clock` and `power_mode`.
 void AddOptions(CLI::App& app, DaemonOptions& options, std::string& log_level,
@@ -126,73 +136,53 @@ void AddBuilderOptions(CLI::App& app, DaemonOptions& options) {
 void AddLimitOptions(CLI::App& app, DaemonOptions& options,
                      double& jobs_db_days) {
   AdmissionLimits& l = options.limits;
-  const auto bytes = CLI::AsSizeValue(false);  // 1k = 1024; "16G" works
-  app.add_option("--memory-limit", l.memory_limit_bytes,
-                 "What the running jobs' memory estimates may add up to; a "
-                 "job waits until it fits, one that never can is refused")
-      ->transform(bytes)
-      ->capture_default_str();
-  app.add_option("--job-memory", l.job_memory_bytes,
-                 "One job's estimated peak memory, at most")
-      ->transform(bytes)
-      ->capture_default_str();
+  AddBytes(app, "--memory-limit", l.memory_limit_bytes,
+           "What the running jobs' memory estimates may add up to; a "
+           "job waits until it fits, one that never can is refused");
+  AddBytes(app, "--job-memory", l.job_memory_bytes,
+           "One job's estimated peak memory, at most");
   app.add_option("--job-device-seconds", l.job_device_seconds,
                  "One job's device time, at most: refused when its estimate "
                  "is more, stopped within a round when it uses more")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--max-message-bytes", l.message_bytes,
-                 "The largest gRPC message irontuned reads")
-      ->transform(bytes)
-      ->capture_default_str();
-  app.add_option("--max-profile-bytes", l.profile_bytes,
-                 "The largest profile an Autotune may send")
-      ->transform(bytes)
-      ->capture_default_str();
-  app.add_option("--max-recording-bytes", l.recording_bytes,
-                 "The largest recording an Autotune may send")
-      ->transform(bytes)
-      ->capture_default_str();
+  AddBytes(app, "--max-message-bytes", l.message_bytes,
+           "The largest gRPC message irontuned reads");
+  AddBytes(app, "--max-profile-bytes", l.profile_bytes,
+           "The largest profile an Autotune may send");
+  AddBytes(app, "--max-recording-bytes", l.recording_bytes,
+           "The largest recording an Autotune may send");
   app.add_option("--max-recording-operators", l.recording_operators,
                  "Most operators in a recording")
       ->capture_default_str();
   app.add_option("--max-recording-steps", l.recording_steps,
                  "Most steps in a recording, over all its calls")
       ->capture_default_str();
-  app.add_option("--job-history-bytes", options.history_bytes,
-                 "Memory the ended jobs kept for Watch and status may hold "
-                 "(jobs.db keeps them beyond)")
-      ->transform(bytes)
-      ->capture_default_str();
+  AddBytes(app, "--job-history-bytes", options.history_bytes,
+           "Memory the ended jobs kept for Watch and status may hold "
+           "(jobs.db keeps them beyond)");
   app.add_option("--jobs-db-max-age-days", jobs_db_days,
                  "Ended jobs older than this are deleted from jobs.db")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--jobs-db-max-bytes", options.job_store.max_bytes,
-                 "jobs.db keeps the newest ended jobs within this many bytes")
-      ->transform(bytes)
-      ->capture_default_str();
+  AddBytes(app, "--jobs-db-max-bytes", options.job_store.max_bytes,
+           "jobs.db keeps the newest ended jobs within this many bytes");
 }
 
 // What the queued jobs and the open streams may hold (queue_budget.h,
 // stream_quota.h; docs/operations.md "Admission and limits").
 void AddQueueOptions(CLI::App& app, AdmissionLimits& l) {
-  const auto bytes = CLI::AsSizeValue(false);
   app.add_option("--client-queue-quota", l.client_queue_quota,
                  "Most jobs one client may have waiting (0: no quota)")
       ->capture_default_str();
-  app.add_option("--queue-memory", l.queue_memory_bytes,
-                 "What the requests jobs hold may add up to, each its encoded "
-                 "size as received, from its submit until its job drops it "
-                 "(an Autotune as it starts, a Measure as it ends); past it "
-                 "a submit is refused")
-      ->transform(bytes)
-      ->capture_default_str();
-  app.add_option("--client-queue-bytes", l.client_queue_bytes,
-                 "What one client's requests may add up to, counted as "
-                 "--queue-memory counts them; past it its submit is refused")
-      ->transform(bytes)
-      ->capture_default_str();
+  AddBytes(app, "--queue-memory", l.queue_memory_bytes,
+           "What the requests jobs hold may add up to, each its encoded "
+           "size as received, from its submit until its job drops it "
+           "(an Autotune as it starts, a Measure as it ends); past it "
+           "a submit is refused");
+  AddBytes(app, "--client-queue-bytes", l.client_queue_bytes,
+           "What one client's requests may add up to, counted as "
+           "--queue-memory counts them; past it its submit is refused");
   app.add_option("--max-streams", l.concurrent_streams,
                  "Most Autotune, Measure and Watch streams open at once")
       ->check(CLI::PositiveNumber)
@@ -211,24 +201,18 @@ void AddQueueOptions(CLI::App& app, AdmissionLimits& l) {
 // gRPC's caps on threads, connection memory, calls and headers
 // (ServerCaps, docs/operations.md "Connections and calls").
 void AddCapOptions(CLI::App& app, DaemonOptions& options) {
-  const auto bytes = CLI::AsSizeValue(false);
-  app.add_option("--max-small-message-bytes",
-                 options.limits.small_message_bytes,
-                 "The largest request of an RPC other than Autotune, Measure "
-                 "and ImportCache")
-      ->transform(bytes)
-      ->capture_default_str();
+  AddBytes(app, "--max-small-message-bytes", options.limits.small_message_bytes,
+           "The largest request of an RPC other than Autotune, Measure "
+           "and ImportCache");
   ServerCaps& caps = options.caps;
   app.add_option("--grpc-threads", caps.threads,
                  "Threads gRPC may run calls on (each open stream holds one); "
                  "past it a call is RESOURCE_EXHAUSTED")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--grpc-memory", caps.memory_bytes,
-                 "Memory gRPC's connections may hold receiving (at least "
-                 "--max-message-bytes)")
-      ->transform(bytes)
-      ->capture_default_str();
+  AddBytes(app, "--grpc-memory", caps.memory_bytes,
+           "Memory gRPC's connections may hold receiving (at least "
+           "--max-message-bytes)");
   app.add_option("--max-calls-per-connection", caps.calls_per_connection,
                  "Calls one connection may have open at once")
       ->check(CLI::PositiveNumber)

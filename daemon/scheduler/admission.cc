@@ -4,8 +4,6 @@
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <map>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +16,7 @@
 #include "daemon/tune/autotune_options.h"
 #include "daemon/tune/inputs.h"
 #include "daemon/tune/measure.h"
+#include "daemon/tune/plan.h"
 #include "daemon/tune/settings.h"
 #include "daemon/tune/shapes.h"
 
@@ -104,15 +103,9 @@ uint64_t SettingsAtOnce(const std::vector<TunableValues>& settings) {
   if (settings.size() <= static_cast<size_t>(kExhaustive)) {
     return std::max<uint64_t>(settings.size(), 1);
   }
-  std::map<std::string, std::set<std::string>> values;
-  for (const TunableValues& setting : settings) {
-    for (const v1::Field& f : setting) {
-      values[f.name()].insert(f.value().SerializeAsString());
-    }
-  }
   uint64_t line = 1;
-  for (const auto& [name, distinct] : values) {
-    line = std::max<uint64_t>(line, distinct.size() + 1);
+  for (const auto& [name, count] : DistinctValueCounts(settings)) {
+    line = std::max<uint64_t>(line, count + 1);
   }
   return std::min<uint64_t>(line, kExhaustive);
 }

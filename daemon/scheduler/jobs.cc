@@ -13,23 +13,12 @@ namespace {
 
 int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 
-const char* EventName(const v1::AutotuneEvent& e) {
-  switch (e.event_case()) {
-    case v1::AutotuneEvent::kQueued:
-      return "queued";
-    case v1::AutotuneEvent::kStarted:
-      return "started";
-    case v1::AutotuneEvent::kProgress:
-      return "progress";
-    case v1::AutotuneEvent::kLog:
-      return "log";
-    case v1::AutotuneEvent::kTrial:
-      return "trial";
-    case v1::AutotuneEvent::kResult:
-      return "result";
-    default:
-      return "other";
-  }
+// The name of `e`'s event: its field's in tuner.proto (queued, started,
+// progress, log, trial, result), "other" when it has none.
+std::string EventName(const v1::AutotuneEvent& e) {
+  const google::protobuf::FieldDescriptor* field =
+      v1::AutotuneEvent::descriptor()->FindFieldByNumber(e.event_case());
+  return field == nullptr ? "other" : field->name();
 }
 
 }  // namespace
@@ -278,7 +267,8 @@ std::string Job::EventsSummary() const {
   std::map<std::string, int> counts;
   std::vector<std::string> order;
   for (const auto& e : events_) {
-    if (counts[EventName(e)]++ == 0) order.push_back(EventName(e));
+    std::string name = EventName(e);
+    if (counts[name]++ == 0) order.push_back(std::move(name));
   }
   std::string out = absl::StrCat(events_.size(), " events");
   for (size_t i = 0; i < order.size(); ++i) {

@@ -12,51 +12,26 @@
 //
 // Threads: Reserve and the figures from any thread; a Charge is released
 // on the thread that drops it. Ownership: a QueueBudget is shared
-// (std::shared_ptr, made with Make); every Charge keeps it alive, so a
-// charge may outlive whoever made the budget.
+// (std::shared_ptr, made with Make); a Charge shares the budget's counts
+// (tally.h), so it may outlive the budget.
 #ifndef IRONTUNE_DAEMON_SCHEDULER_QUEUE_BUDGET_H_
 #define IRONTUNE_DAEMON_SCHEDULER_QUEUE_BUDGET_H_
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "daemon/base/tally.h"
 
 namespace irontune {
 
-class QueueBudget : public std::enable_shared_from_this<QueueBudget> {
+class QueueBudget {
  public:
   // The bytes one client's requests hold, charged to the budget until it
-  // is released (or destroyed). Move-only; a default one holds nothing.
-  class Charge {
-   public:
-    Charge() = default;
-    Charge(Charge&& other) noexcept;
-    Charge& operator=(Charge&& other) noexcept;
-    Charge(const Charge&) = delete;
-    Charge& operator=(const Charge&) = delete;
-    ~Charge() { Release(); }
-
-    uint64_t bytes() const { return bytes_; }
-    // Gives the bytes back; a second call does nothing.
-    void Release();
-
-   private:
-    friend class QueueBudget;
-    Charge(std::shared_ptr<QueueBudget> budget, std::string client,
-           uint64_t bytes)
-        : budget_(std::move(budget)),
-          client_(std::move(client)),
-          bytes_(bytes) {}
-
-    std::shared_ptr<QueueBudget> budget_;
-    std::string client_;
-    uint64_t bytes_ = 0;
-  };
+  // is released (or destroyed; Release gives them back, a second call does
+  // nothing). Move-only; a default one holds nothing.
+  using Charge = Tally::Hold;
 
   // `total_bytes`: every charge together (--queue-memory); `client_bytes`:
   // one client's together (--client-queue-bytes).
@@ -70,21 +45,16 @@ class QueueBudget : public std::enable_shared_from_this<QueueBudget> {
   absl::StatusOr<Charge> Reserve(const std::string& client, uint64_t bytes);
 
   // What is charged now: in all, and of `client`.
-  uint64_t used() const;
-  uint64_t used(const std::string& client) const;
+  uint64_t used() const { return tally_.total(); }
+  uint64_t used(const std::string& client) const { return tally_.of(client); }
 
  private:
   QueueBudget(uint64_t total_bytes, uint64_t client_bytes)
       : total_bytes_(total_bytes), client_bytes_(client_bytes) {}
-  void Release(const std::string& client, uint64_t bytes)
-      ABSL_LOCKS_EXCLUDED(mu_);
 
   const uint64_t total_bytes_;
   const uint64_t client_bytes_;
-  mutable absl::Mutex mu_;
-  uint64_t used_ ABSL_GUARDED_BY(mu_) = 0;
-  // Clients with a charge now; one is dropped when its charges are gone.
-  std::map<std::string, uint64_t> by_client_ ABSL_GUARDED_BY(mu_);
+  Tally tally_;
 };
 
 }  // namespace irontune

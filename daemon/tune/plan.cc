@@ -43,18 +43,25 @@ double StepFloorUs(const v1::Operator& op, const CallValues& values,
   return us;
 }
 
-int64_t PlannedSettings(const std::vector<TunableValues>& all, int exhaustive) {
-  const auto n = static_cast<int64_t>(all.size());
-  if (n <= exhaustive) return std::max<int64_t>(n, 1);
+std::map<std::string, size_t> DistinctValueCounts(
+    const std::vector<TunableValues>& settings) {
   std::map<std::string, std::set<std::string>> values;
-  for (const TunableValues& setting : all) {
+  for (const TunableValues& setting : settings) {
     for (const v1::Field& f : setting) {
       values[f.name()].insert(f.value().SerializeAsString());
     }
   }
+  std::map<std::string, size_t> counts;
+  for (const auto& [name, distinct] : values) counts[name] = distinct.size();
+  return counts;
+}
+
+int64_t PlannedSettings(const std::vector<TunableValues>& all, int exhaustive) {
+  const auto n = static_cast<int64_t>(all.size());
+  if (n <= exhaustive) return std::max<int64_t>(n, 1);
   int64_t pass = 0;
-  for (const auto& [name, distinct] : values) {
-    pass += static_cast<int64_t>(distinct.size());
+  for (const auto& [name, count] : DistinctValueCounts(all)) {
+    pass += static_cast<int64_t>(count);
   }
   return std::min(n, 2 * pass);
 }

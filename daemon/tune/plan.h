@@ -17,7 +17,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -62,6 +64,11 @@ struct ShapeCost {
   // dispatches + (1 + repeats) steps of step_us).
   double device_seconds = 0;
 };
+
+// How many distinct values each tunable takes over `settings`, by the
+// tunable's name: the length of a coordinate descent's line along it.
+std::map<std::string, size_t> DistinctValueCounts(
+    const std::vector<TunableValues>& settings);
 
 // The settings TimeShape is planned to time out of `all`: every one up to
 // `exhaustive`; above, two passes of a coordinate descent, each varying

@@ -2,13 +2,16 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "daemon/npu/arena_view.h"
+#include "daemon/npu/platform.h"
 #include "nlohmann/json.hpp"
 
 namespace irontune {
@@ -17,6 +20,12 @@ namespace {
 using nlohmann::json;
 
 constexpr uint64_t kMaxBytes = uint64_t{1} << 40;
+
+// Each kind of per-call value and its word in the manifest.
+constexpr std::pair<ValueKind, const char*> kValueKinds[] = {
+    {ValueKind::kCore, "core"},
+    {ValueKind::kAddr, "addr"},
+};
 
 absl::Status Bad(absl::string_view field, absl::string_view what) {
   return absl::InvalidArgumentError(
@@ -54,8 +63,9 @@ absl::StatusOr<ValueKind> KindField(const json& s, const std::string& where) {
   const auto it = s.find("kind");
   if (it == s.end()) return Bad(absl::StrCat(where, ".kind"), "missing");
   const std::string kind = it->is_string() ? it->get<std::string>() : "";
-  if (kind == "core") return ValueKind::kCore;
-  if (kind == "addr") return ValueKind::kAddr;
+  for (const auto& [k, name] : kValueKinds) {
+    if (kind == name) return k;
+  }
   return Bad(absl::StrCat(where, ".kind"),
              absl::StrCat(it->dump(), " is not \"core\" or \"addr\""));
 }
@@ -74,9 +84,11 @@ absl::StatusOr<XrtManifestSymbol> ParseSymbol(const json& s, bool chain,
   const char* other = chain ? "scratchpad_word" : "insts_word";
   if (s.contains(other) ||
       (chain && (s.contains("arg") || s.contains("kind")))) {
-    return Bad(where, absl::StrCat("not a symbol of ",
-                                   chain ? "xclbin_chain" : "full_elf",
-                                   " packaging (it takes ", place, ")"));
+    return Bad(where,
+               absl::StrCat("not a symbol of ",
+                            PackagingWord(chain ? v1::PACKAGING_XCLBIN_CHAIN
+                                                : v1::PACKAGING_FULL_ELF),
+                            " packaging (it takes ", place, ")"));
   }
   ASSIGN_OR_RETURN(const uint64_t index, SizeField(s, place, where, 1 << 30));
   (chain ? sym.insts_word : sym.scratchpad_word) = static_cast<int>(index);
@@ -192,22 +204,23 @@ absl::Status ParseViews(const json& j, XrtManifest& m) {
 absl::Status ParseFiles(const json& j, XrtManifest& m) {
   ASSIGN_OR_RETURN(const std::string packaging,
                    StringField(j, "packaging", false));
-  if (packaging == "xclbin_chain") {
-    m.packaging = v1::PACKAGING_XCLBIN_CHAIN;
+  const std::optional<v1::Packaging> known = ParsePackaging(packaging);
+  if (!known.has_value()) {
+    return Bad("packaging", absl::StrCat("\"", packaging,
+                                         "\" is not xclbin_chain or full_elf"));
+  }
+  m.packaging = *known;
+  if (m.packaging == v1::PACKAGING_XCLBIN_CHAIN) {
     ASSIGN_OR_RETURN(m.xclbin, StringField(j, "xclbin", true));
     if (j.contains("kernel")) {
       if (!j["kernel"].is_string()) return Bad("kernel", "not a string");
       m.kernel = j["kernel"].get<std::string>();
     }
     ASSIGN_OR_RETURN(m.insts, StringField(j, "insts", true));
-  } else if (packaging == "full_elf") {
-    m.packaging = v1::PACKAGING_FULL_ELF;
+  } else {
     ASSIGN_OR_RETURN(m.elf, StringField(j, "elf", true));
     RETURN_IF_ERROR(ParseArenas(j, m));
     RETURN_IF_ERROR(ParseViews(j, m));
-  } else {
-    return Bad("packaging", absl::StrCat("\"", packaging,
-                                         "\" is not xclbin_chain or full_elf"));
   }
   return absl::OkStatus();
 }
@@ -215,14 +228,10 @@ absl::Status ParseFiles(const json& j, XrtManifest& m) {
 }  // namespace
 
 const char* ValueKindName(ValueKind kind) {
-  switch (kind) {
-    case ValueKind::kCore:
-      return "core";
-    case ValueKind::kAddr:
-      return "addr";
-    default:
-      return "";
+  for (const auto& [k, name] : kValueKinds) {
+    if (k == kind) return name;
   }
+  return "";
 }
 
 absl::StatusOr<int32_t> EncodeValue(absl::string_view name, int64_t value,
@@ -272,7 +281,7 @@ std::string XrtManifestJson(const XrtManifest& m) {
   j["format"] = kXrtManifestFormat;
   json symbols = json::array();
   if (m.packaging == v1::PACKAGING_FULL_ELF) {
-    j["packaging"] = "full_elf";
+    j["packaging"] = PackagingWord(v1::PACKAGING_FULL_ELF);
     j["elf"] = m.elf;
     json arenas = json::array(), views = json::object();
     for (const XrtArena& a : m.arenas)
@@ -293,7 +302,7 @@ std::string XrtManifestJson(const XrtManifest& m) {
                          {"kind", ValueKindName(s.kind)}});
     }
   } else {
-    j["packaging"] = "xclbin_chain";
+    j["packaging"] = PackagingWord(v1::PACKAGING_XCLBIN_CHAIN);
     j["xclbin"] = m.xclbin;
     if (!m.kernel.empty()) j["kernel"] = m.kernel;
     j["insts"] = m.insts;

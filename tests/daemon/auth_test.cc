@@ -7,13 +7,15 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "daemon/base/sha256.h"
-#include "daemon/scheduler/admission.h"
 #include "daemon/edge/message_size.h"
 #include "daemon/edge/refusal_log.h"
 #include "daemon/edge/tls.h"
+#include "daemon/scheduler/admission.h"
 
 namespace irontune {
 namespace {
@@ -103,6 +105,21 @@ TEST_CASE("auth: a missing tokens file is refused naming it") {
   REQUIRE_FALSE(table.ok());
   CHECK_THAT(std::string(table.status().message()),
              Catch::Contains("/nonexistent/irontune/tokens"));
+}
+
+TEST_CASE("auth: each Rpc is named as tuner.proto names its method") {
+  const std::vector<std::pair<Rpc, std::string>> names = {
+      {Rpc::kAutotune, "Autotune"},       {Rpc::kMeasure, "Measure"},
+      {Rpc::kGetStatus, "GetStatus"},     {Rpc::kListJobs, "ListJobs"},
+      {Rpc::kCancel, "Cancel"},           {Rpc::kWatch, "Watch"},
+      {Rpc::kGetResult, "GetResult"},     {Rpc::kExportCache, "ExportCache"},
+      {Rpc::kImportCache, "ImportCache"}, {Rpc::kListImports, "ListImports"},
+      {Rpc::kDropImport, "DropImport"},   {Rpc::kClearCache, "ClearCache"},
+  };
+  for (const auto& [rpc, name] : names)
+    CHECK(std::string(RpcName(rpc)) == name);
+  // The service has no method the enum lacks.
+  CHECK(std::string(RpcName(static_cast<Rpc>(names.size()))) == "?");
 }
 
 TEST_CASE("auth: the role table") {

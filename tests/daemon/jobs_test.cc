@@ -70,6 +70,22 @@ TEST_CASE("job: events are kept and replayed, the end is signalled") {
   CHECK(job->EventsSummary() == "2 events: log 1, started 1");
 }
 
+TEST_CASE("job: the events summary names each event by its kind") {
+  JobPtr job = MeasureJob("j2");
+  v1::AutotuneEvent progress;
+  progress.mutable_progress();
+  v1::AutotuneEvent trial;
+  trial.mutable_trial();
+  v1::AutotuneEvent result;
+  result.mutable_result();
+  for (const v1::AutotuneEvent& e :
+       {progress, trial, progress, v1::AutotuneEvent(), result}) {
+    job->Emit(e);
+  }
+  CHECK(job->EventsSummary() ==
+        "5 events: progress 2, trial 1, other 1, result 1");
+}
+
 TEST_CASE("job: a stream that lingers takes what follows the first event") {
   JobPtr job = MeasureJob("j1");
   job->Emit(LogEvent("one"));

@@ -1,6 +1,9 @@
 #include "daemon/tune/plan.h"
 
 #include <catch2/catch.hpp>
+#include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "common/value.h"
@@ -51,6 +54,23 @@ TEST_CASE("plan: every setting up to exhaustive, two descent passes above") {
   CHECK(PlannedSettings(all, 100) == 100);
   CHECK(PlannedSettings(all, 32) == 2 * (10 + 10));
   CHECK(PlannedSettings({}, 32) == 1);
+}
+
+TEST_CASE("plan: the distinct values of each tunable are counted by name") {
+  auto field = [](const char* name, v1::Value value) {
+    v1::Field f;
+    f.set_name(name);
+    *f.mutable_value() = std::move(value);
+    return f;
+  };
+  const std::vector<TunableValues> settings = {
+      {field("a", IntValue(1)), field("b", StringValue("x"))},
+      {field("a", IntValue(2)), field("b", StringValue("x"))},
+      {field("a", IntValue(1)), field("c", BoolValue(true))},
+  };
+  const std::map<std::string, size_t> counts = DistinctValueCounts(settings);
+  CHECK(counts == std::map<std::string, size_t>{{"a", 2}, {"b", 1}, {"c", 1}});
+  CHECK(DistinctValueCounts({}).empty());
 }
 
 TEST_CASE("plan: the estimate is corrected by measured over planned") {
