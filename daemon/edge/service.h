@@ -156,8 +156,9 @@ class TunerService final : public v1::Tuner::Service {
                                      const Request* request, bool detach,
                                      WriteFn write);
   // A valid request's cost (AdmitAutotune, AdmitMeasure on the worker's
-  // platform); InvalidArgument naming the field, or the admission's
-  // refusal.
+  // platform); InvalidArgument naming the field, FailedPrecondition for a
+  // job meant for another NPU or power mode (CheckRunsOn), or the
+  // admission's refusal.
   absl::StatusOr<JobCost> CostOf(const v1::AutotuneRequest& request) const;
   absl::StatusOr<JobCost> CostOf(const v1::MeasureRequest& request) const;
   // A stream slot for `caller` of `rpc`, named `name` (StreamQuota::Open);
