@@ -4,6 +4,7 @@
 #
 #   proto < common < daemon/base < daemon/ops < daemon/npu
 #         < daemon/sim, daemon/xrt, daemon/store, daemon/builder < daemon/tune
+#   daemon/store < daemon/fleet (PostgreSQL) < daemon/scheduler
 #         < daemon/scheduler < daemon/edge < daemon/process
 #   client: proto and common only; examples: proto and common only.
 #
@@ -23,18 +24,21 @@ set(allowed_daemon/ops   proto common daemon/base daemon/ops)
 set(allowed_daemon/npu   proto common daemon/base daemon/npu)
 set(allowed_daemon/sim   proto common daemon/base daemon/ops daemon/npu daemon/sim)
 set(allowed_daemon/store proto common daemon/base daemon/npu daemon/store)
+set(allowed_daemon/fleet proto common daemon/base daemon/npu daemon/store
+                         daemon/fleet)
 set(allowed_daemon/xrt   proto common daemon/base daemon/npu daemon/xrt)
 set(allowed_daemon/builder proto common daemon/base daemon/npu
                            daemon/builder)
 set(allowed_daemon/tune  proto common daemon/base daemon/ops daemon/npu
                          daemon/store daemon/tune)
 set(allowed_daemon/scheduler proto common daemon/base daemon/ops daemon/npu
-                             daemon/store daemon/builder daemon/tune
-                             daemon/scheduler)
+                             daemon/store daemon/fleet daemon/builder
+                             daemon/tune daemon/scheduler)
 set(allowed_daemon/edge  proto common daemon/base daemon/npu daemon/store
-                         daemon/tune daemon/scheduler daemon/edge)
+                         daemon/fleet daemon/tune daemon/scheduler daemon/edge)
 set(allowed_daemon/process proto common daemon/base daemon/ops daemon/npu
-                           daemon/sim daemon/store daemon/tune daemon/xrt
+                           daemon/sim daemon/store daemon/fleet daemon/tune
+                           daemon/xrt
                            daemon/builder daemon/scheduler daemon/edge
                            daemon/process)
 set(grpc_allowed daemon/edge daemon/process client)

@@ -313,6 +313,28 @@ void AddSystemdOptions(CLI::App& app, double& stall_limit_s) {
       ->capture_default_str();
 }
 
+// The fleet (docs/fleet.md).
+void AddFleetOptions(CLI::App& app, DaemonOptions& options) {
+  app.add_option("--fleet", options.fleet,
+                 "Join a fleet: the PostgreSQL store's URL (libpq's, e.g. "
+                 "postgresql://irontune@db.lab/irontune; no password in it). "
+                 "This box then also claims shards of its NPU and power "
+                 "mode. Empty: this box alone");
+  app.add_option("--fleet-password-file", options.fleet_password_file,
+                 "The fleet store's password, in a passfile (libpq's "
+                 "host:port:db:user:password lines, mode 0600). Default: "
+                 "PGPASSFILE or ~/.pgpass");
+  app.add_option("--fleet-name", options.fleet_name,
+                 "This box's name in the fleet's leases. Default: the host "
+                 "name and --device");
+  app.add_option("--fleet-lease", options.fleet_lease_s,
+                 "Seconds a claimed shard stays this box's without a renewal "
+                 "(renewed every third of it): after a box dies, another "
+                 "resumes its shard this long after")
+      ->check(CLI::Range(1.0, 3600.0))
+      ->capture_default_str();
+}
+
 // Runs `options`' daemon until SIGTERM or SIGINT.
 int Serve(DaemonOptions options) {
   // Every thread started from here on inherits the blocked signals; this
@@ -369,6 +391,7 @@ int IrontunedMain(int argc, char** argv) {
   AddStateOptions(app, options);
   std::string hash_token;
   AddSecurityOptions(app, options, hash_token);
+  AddFleetOptions(app, options);
   double stall_limit_s = absl::ToDoubleSeconds(options.stall_limit);
   AddSystemdOptions(app, stall_limit_s);
   try {

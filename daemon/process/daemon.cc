@@ -29,9 +29,9 @@
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "daemon/base/log_safe.h"
+#include "daemon/builder/build_pool.h"
 #include "daemon/builder/builder_env.h"
 #include "daemon/builder/command_builder.h"
-#include "daemon/builder/build_pool.h"
 #include "daemon/edge/auth.h"
 #include "daemon/edge/call_gate.h"
 #include "daemon/edge/local_peer.h"
@@ -40,10 +40,14 @@
 #include "daemon/edge/stream_quota.h"
 #include "daemon/edge/tls.h"
 #include "daemon/edge/unix_listener.h"
+#include "daemon/fleet/fleet_store.h"
+#include "daemon/fleet/fleet_url.h"
+#include "daemon/scheduler/fleet_box.h"
 #include "daemon/sim/presets.h"
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
 #include "daemon/store/cache.h"
+#include "daemon/store/cache_outbox.h"
 #include "daemon/store/sqlite.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -300,8 +304,15 @@ struct Daemon::Parts {
   std::unique_ptr<ArtifactStore> artifacts;
   std::unique_ptr<Builder> command_builder;
   std::unique_ptr<JobStore> store;
+  // With --fleet: the store and the cache's outbox until the box takes
+  // them, and the builder's environment for the box's toolchain.
+  FleetConnection fleet_connection;
+  std::unique_ptr<FleetStore> fleet_store;
+  std::unique_ptr<CacheOutbox> outbox;
+  std::string toolchain;
   std::unique_ptr<JobQueue> queue;
   std::unique_ptr<DeviceWorker> worker;
+  std::unique_ptr<FleetBox> fleet_box;
   std::unique_ptr<TunerService> service;
   std::unique_ptr<grpc::Server> server;
   // irontuned's own accept loop for its unix socket paths, feeding `server`.
@@ -644,6 +655,64 @@ void Daemon::StartNotifier(const DaemonOptions& options) {
   }
 }
 
+namespace {
+
+// The service's parts and settings, all but the security's.
+ServiceDeps DepsOf(const DaemonOptions& options, ServiceDeps deps,
+                   const std::string& cache_path, const Platform& platform,
+                   const StreamLimits& streams) {
+  deps.device_spec = options.device;
+  deps.version = IRONTUNE_VERSION;
+  deps.cache_path = cache_path;
+  deps.cache_platform = platform.name;
+  deps.cache_power_mode = platform.power_mode;
+  deps.limits = options.limits;
+  deps.streams = streams;
+  LogQueueLimits(options.limits, streams);
+  deps.shapes_at_once = options.shapes_at_once;
+  deps.history_bytes = options.history_bytes;
+  return deps;
+}
+
+std::string HostName() {
+  char name[256] = {};
+  return gethostname(name, sizeof(name) - 1) == 0 ? name : "localhost";
+}
+
+}  // namespace
+
+absl::Status Daemon::OpenFleet(const DaemonOptions& options, Cache& cache) {
+  Parts& p = *parts_;
+  const std::string name = options.fleet_name.empty()
+                               ? absl::StrCat(HostName(), " ", options.device)
+                               : options.fleet_name;
+  FleetUrlOptions url_options;
+  url_options.password_file = options.fleet_password_file;
+  url_options.application_name = absl::StrCat("irontuned box ", name);
+  ASSIGN_OR_RETURN(p.fleet_connection,
+                   ResolveFleetUrl(options.fleet, url_options));
+  ASSIGN_OR_RETURN(p.fleet_store, FleetStore::Open(p.fleet_connection, name));
+  ASSIGN_OR_RETURN(p.outbox, cache.KeepOutbox());
+  return absl::OkStatus();
+}
+
+void Daemon::StartFleetBox(const DaemonOptions& options) {
+  Parts& p = *parts_;
+  if (p.fleet_store == nullptr) return;
+  FleetBoxOptions box;
+  box.connection = p.fleet_connection;
+  box.name = p.fleet_store->name();
+  box.toolchain = p.toolchain;
+  box.lease = absl::Seconds(options.fleet_lease_s);
+  box.stall_limit = options.stall_limit;
+  box.limits = options.limits;
+  box.shapes_at_once = options.shapes_at_once;
+  p.fleet_box = std::make_unique<FleetBox>(
+      std::move(box), std::move(p.fleet_store), std::move(p.outbox),
+      p.worker.get(), p.queue.get());
+  p.fleet_box->Start();
+}
+
 absl::Status Daemon::StartWorker(DaemonOptions& options,
                                  std::unique_ptr<Device> device,
                                  std::unique_ptr<Cache> cache) {
@@ -659,6 +728,7 @@ absl::Status Daemon::StartWorker(DaemonOptions& options,
   const BuildPool* pool_ptr = pool.get();  // the worker owns it
   wp.build_stats = [pool_ptr] { return pool_ptr->stats(); };
   wp.build_jobs = pool_ptr->threads();
+  p.toolchain = pool_ptr->Environment();
   wp.builder = std::move(pool);
   wp.cache = std::move(cache);
   wp.runner = options.runner
@@ -695,23 +765,16 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   ASSIGN_OR_RETURN(std::unique_ptr<Cache> cache,
                    Cache::Open(cache_path, platform.name, platform.power_mode));
   RETURN_IF_ERROR(daemon->OpenJobStore(dir, options, p.store));
+  if (!options.fleet.empty())
+    RETURN_IF_ERROR(daemon->OpenFleet(options, *cache));
   RETURN_IF_ERROR(
       daemon->StartWorker(options, std::move(device), std::move(cache)));
-
-  ServiceDeps deps;
-  deps.queue = p.queue.get();
-  deps.worker = p.worker.get();
-  deps.store = p.store.get();
-  deps.device_spec = options.device;
-  deps.version = IRONTUNE_VERSION;
-  deps.cache_path = cache_path;
-  deps.cache_platform = platform.name;
-  deps.cache_power_mode = platform.power_mode;
-  deps.limits = options.limits;
-  deps.streams = streams;
-  LogQueueLimits(options.limits, streams);
-  deps.shapes_at_once = options.shapes_at_once;
-  deps.history_bytes = options.history_bytes;
+  daemon->StartFleetBox(options);
+  ServiceDeps parts;
+  parts.queue = p.queue.get();
+  parts.worker = p.worker.get();
+  parts.store = p.store.get();
+  ServiceDeps deps = DepsOf(options, parts, cache_path, platform, streams);
   deps.auth = security.auth;
   deps.refusals = security.refusals;
   p.service = std::make_unique<TunerService>(std::move(deps));
@@ -742,6 +805,7 @@ void Daemon::Shutdown() {
     p.server->GetHealthCheckService()->SetServingStatus(false);
   }
   if (p.service) p.service->BeginShutdown();
+  if (p.fleet_box) p.fleet_box->Stop();  // hands its shard back
   if (p.worker) p.worker->Stop();
   if (p.notifier) p.notifier->Stop();  // before the worker goes
   if (p.unix_listeners) p.unix_listeners->Stop();
@@ -752,6 +816,7 @@ void Daemon::Shutdown() {
   }
   p.unix_listeners.reset();
   p.service.reset();
+  p.fleet_box.reset();
   p.worker.reset();  // closes the cache
   p.queue.reset();
   p.store.reset();

@@ -39,9 +39,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "daemon/npu/device.h"
+#include "daemon/process/systemd_notify.h"
 #include "daemon/scheduler/admission.h"
 #include "daemon/scheduler/runner.h"
-#include "daemon/process/systemd_notify.h"
 #include "daemon/store/jobs_store.h"
 
 namespace irontune {
@@ -120,8 +120,9 @@ struct DaemonOptions {
   double build_timeout_s = 600;
   int build_jobs = 0;  // builds at once; 0: the cores less one, at least 1
   uint64_t artifact_store_bytes = uint64_t{10} << 30;  // 0: no cap
-  // Designs are built ahead on build_jobs threads (daemon/builder/build_pool.h);
-  // false: each when it is needed, on the device worker.
+  // Designs are built ahead on build_jobs threads
+  // (daemon/builder/build_pool.h); false: each when it is needed, on the device
+  // worker.
   bool build_ahead = true;
   // An Autotune's later shapes' other settings are built with threads to
   // spare (BuildPool::PrefetchSpare); false: only what is asked for.
@@ -140,6 +141,14 @@ struct DaemonOptions {
   // The device worker counts as hung, and watchdog pings stop, when it
   // spends longer than this in one device call, build or task.
   absl::Duration stall_limit = absl::Seconds(120);
+  // The fleet (docs/fleet.md): the PostgreSQL store's URL (libpq's; empty:
+  // no fleet, this box alone), the passfile its password is in, the box's
+  // name in leases ("" : HOSTNAME DEVICE) and how long a claim holds
+  // unrenewed.
+  std::string fleet;
+  std::string fleet_password_file;
+  std::string fleet_name;
+  double fleet_lease_s = 30;
   // Tests only: replaces the DeviceJobRunner.
   std::unique_ptr<JobRunner> runner;
   // Admission limits (admission.h), the ended jobs kept in memory (bytes)
@@ -192,6 +201,12 @@ class Daemon {
   absl::Status StartWorker(DaemonOptions& options,
                            std::unique_ptr<Device> device,
                            std::unique_ptr<Cache> cache);
+  // With --fleet: reaches the store (its schema migrated), keeps the
+  // cache's outbox, and after the worker starts, claims shards. The
+  // store's errors (a URL that does not parse, credentials refused, a
+  // newer schema) stop the start, each naming which.
+  absl::Status OpenFleet(const DaemonOptions& options, Cache& cache);
+  void StartFleetBox(const DaemonOptions& options);
   // READY=1, then STATUS= and watchdog pings (systemd_notify.h).
   void StartNotifier(const DaemonOptions& options);
   std::unique_ptr<Parts> parts_;

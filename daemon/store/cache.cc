@@ -8,6 +8,7 @@
 #include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "daemon/base/log_safe.h"
+#include "daemon/store/cache_outbox.h"
 
 namespace irontune {
 namespace {
@@ -515,6 +516,31 @@ absl::Status Cache::Checkpoint() {
         absl::StrCat(db_->path(), ": checkpoint blocked by a reader"));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<CacheOutbox>> Cache::KeepOutbox() {
+  // Temporary triggers live with this connection, the file's only writer:
+  // a box outside a fleet, or a reader, notes nothing.
+  RETURN_IF_ERROR(db_->Exec(R"sql(
+    CREATE TEMP TRIGGER IF NOT EXISTS outbox_measurement
+    AFTER INSERT ON main.measurements WHEN NEW.import_id IS NULL
+    BEGIN
+      INSERT OR IGNORE INTO outbox_measurements(partition, key)
+      VALUES (NEW.partition, NEW.key);
+    END;
+    CREATE TEMP TRIGGER IF NOT EXISTS outbox_verdict
+    AFTER INSERT ON main.verdicts WHEN NEW.import_id IS NULL
+    BEGIN
+      INSERT OR IGNORE INTO outbox_verdicts(platform, recipe_hash, environment)
+      VALUES (NEW.platform, NEW.recipe_hash, NEW.environment);
+    END;
+  )sql"));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<sqlite::Db> db,
+      sqlite::Db::Open(db_->path(), sqlite::OpenMode::kReadWriteCreate));
+  RETURN_IF_ERROR(ConfigureConnection(*db, sqlite::OpenMode::kReadWriteCreate));
+  return std::unique_ptr<CacheOutbox>(
+      new CacheOutbox(std::move(db), partition_id_, platform()));
 }
 
 }  // namespace irontune

@@ -43,6 +43,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -60,7 +61,8 @@ namespace v1 {
 class ImportRecord;  // tuner.proto; cache_import.cc includes it
 }  // namespace v1
 
-class ImportLine;  // cache_json.h
+class ImportLine;   // cache_json.h
+class CacheOutbox;  // cache_outbox.h
 
 // What a partition holds, and how its lookups went.
 struct CacheStats {
@@ -85,6 +87,10 @@ struct VerdictKey {
   std::string recipe_hash;
   std::string environment;
 };
+
+// A builder verdict with its key, as the outbox and the fleet store carry
+// it.
+using VerdictRow = std::pair<VerdictKey, std::string>;
 
 // How an import went. `skipped` lists each entry not imported, with why:
 // "path: reason" (ImportIronCosts, which also logs each) or
@@ -305,6 +311,13 @@ class Cache {
   // the import records stay. Returns how many rows of each kind went. On
   // error nothing is deleted.
   absl::StatusOr<ClearCounts> Clear();
+
+  // The outbox (docs/fleet.md, cache_outbox.h): from this call on, each
+  // figure and verdict this Cache stores (Put, PutMany, PutVerdict; never
+  // an Import's rows) is also noted in the file's outbox, until the
+  // returned CacheOutbox (its own connection to the file, for the thread
+  // that publishes) says the fleet store has it.
+  absl::StatusOr<std::unique_ptr<CacheOutbox>> KeepOutbox();
 
   const std::string& platform() const { return reads_.platform(); }
   PowerMode power_mode() const { return reads_.power_mode(); }

@@ -273,6 +273,8 @@ absl::StatusOr<ClearCounts> Cache::Clear() {
     RETURN_IF_ERROR(db_->Exec(absl::StrCat("DELETE FROM ", table)));
     *count = db_->Changes();
   }
+  RETURN_IF_ERROR(db_->Exec(
+      "DELETE FROM outbox_measurements; DELETE FROM outbox_verdicts"));
   ASSIGN_OR_RETURN(sqlite::Statement mark,
                    db_->Prepare("UPDATE imports SET dropped = ?1 "
                                 "WHERE dropped IS NULL"));

@@ -71,9 +71,28 @@ absl::Status AddImportOrigins(sqlite::Db& db) {
   )sql");
 }
 
+// Version 3. The outbox (cache.h, KeepOutbox): the figures and verdicts
+// timed or decided here that the fleet store does not have yet, by their
+// rows' keys. Filled only while irontuned is in a fleet; kept across
+// restarts, so nothing timed while the store was unreachable is lost.
+absl::Status AddOutbox(sqlite::Db& db) {
+  return db.Exec(R"sql(
+    CREATE TABLE outbox_measurements(
+      partition INTEGER NOT NULL,
+      key TEXT NOT NULL,
+      PRIMARY KEY(partition, key)) WITHOUT ROWID;
+    CREATE TABLE outbox_verdicts(
+      platform TEXT NOT NULL,
+      recipe_hash TEXT NOT NULL,
+      environment TEXT NOT NULL,
+      PRIMARY KEY(platform, recipe_hash, environment)) WITHOUT ROWID;
+  )sql");
+}
+
 constexpr Migration kMigrations[] = {
     {1, "measurements, IRON imports and build verdicts", &CreateV1},
     {2, "the origin of imported rows", &AddImportOrigins},
+    {3, "the fleet's outbox", &AddOutbox},
 };
 static_assert(std::size(kMigrations) == kCacheSchemaVersion);
 

@@ -1,0 +1,83 @@
+// The fleet store's rows, read and written on a connection the caller
+// holds: what FleetStore and FleetQueue (a shard's outcome) share, so each
+// row kind is checked and written in one place.
+//
+// Threads: as the connection (one thread at a time).
+// REQUIRES (every Insert): the caller has begun a transaction.
+#ifndef IRONTUNE_DAEMON_FLEET_FLEET_ROWS_H_
+#define IRONTUNE_DAEMON_FLEET_FLEET_ROWS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "daemon/fleet/pg.h"
+#include "daemon/npu/platform.h"
+#include "daemon/store/cache.h"
+
+namespace irontune {
+
+// Where a figure or decision belongs.
+struct FleetPartition {
+  std::string platform;  // slug (PlatformSlug): "npu-strix"
+  PowerMode power_mode = PowerMode::kDefault;
+  // What the box's figures also follow: firmware, XRT and IRON versions.
+  std::string toolchain;
+};
+
+// How a merge went: rows added, rows already present (kept), and each row
+// refused with why ("key K: ...").
+struct MergeCounts {
+  int64_t inserted = 0;
+  int64_t present = 0;
+  std::vector<std::string> refused;
+};
+
+// The partition's id, its row created on first use.
+absl::StatusOr<int64_t> PartitionId(pg::Connection& conn,
+                                    const FleetPartition& partition);
+
+// Inserts the figures not already present, `box` naming who timed them.
+// A figure whose key is not a digest, whose power mode is another
+// partition's, or whose step time is not a finite non-negative number is
+// refused (listed and logged), the rest inserted.
+absl::StatusOr<MergeCounts> InsertFigures(pg::Connection& conn,
+                                          const FleetPartition& partition,
+                                          std::string_view box,
+                                          absl::Span<const CacheEntry> rows);
+// Result i is keys[i]'s figure; nullopt where none, or written under
+// another row schema, or undecodable (logged).
+absl::StatusOr<std::vector<std::optional<v1::Measurement>>> SelectFigures(
+    pg::Connection& conn, const FleetPartition& partition,
+    absl::Span<const std::string> keys);
+
+// The same for builder verdicts of a platform (slug). A verdict with an
+// empty recipe hash or verdict is refused.
+absl::StatusOr<MergeCounts> InsertVerdicts(pg::Connection& conn,
+                                           std::string_view platform,
+                                           std::string_view box,
+                                           absl::Span<const VerdictRow> rows);
+absl::StatusOr<std::vector<std::optional<std::string>>> SelectVerdicts(
+    pg::Connection& conn, std::string_view platform,
+    absl::Span<const VerdictKey> keys);
+
+// Records `entry` as the shape's decision unless one is committed already;
+// returns the one that stands.
+absl::StatusOr<std::string> InsertDecision(pg::Connection& conn,
+                                           const FleetPartition& partition,
+                                           std::string_view box,
+                                           std::string_view shape_key,
+                                           std::string_view entry,
+                                           std::optional<int64_t> job_id);
+absl::StatusOr<std::optional<std::string>> SelectDecision(
+    pg::Connection& conn, const FleetPartition& partition,
+    std::string_view shape_key);
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_DAEMON_FLEET_FLEET_ROWS_H_

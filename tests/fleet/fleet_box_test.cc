@@ -1,0 +1,259 @@
+// irontuned as a fleet box, end to end: real irontuned processes on the
+// simulated NPU (virtual clock) with --fleet, against the test cluster;
+// this process plays the front, queueing jobs and reading what the boxes
+// commit.
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
+#include "catch2/catch.hpp"
+#include "daemon/fleet/fleet_queue.h"
+#include "irontune/v1/tuner.pb.h"
+#include "tests/fleet/fleet_fixtures.h"
+#include "tests/testing/daemon_process.h"
+#include "tests/testing/recording_fixtures.h"
+
+namespace irontune {
+namespace {
+
+using testing::FreshUrl;
+using testing::OpenStore;
+
+// An irontuned on sim:npu2 at the performance power mode in the fleet of
+// `url`, as `name`, on the virtual clock; or, `slow`, on the real-time
+// clock with each design's build slept for 2 s on one build thread, so a
+// shard takes several seconds.
+std::unique_ptr<e2e::DaemonProcess> StartBox(const std::string& url,
+                                             const std::string& name,
+                                             bool slow = false) {
+  const std::string dir = e2e::TempDir("fleet-box");
+  const std::string server = "unix:" + dir + "/sock";
+  std::vector<std::string> extra = {
+      "--device",      "sim:npu2", "--power-mode",  "performance",
+      "--fleet",       url,        "--fleet-name",  name,
+      "--fleet-lease", "2",        "--runtime-dir", dir};
+  if (slow) {
+    extra.insert(extra.end(), {"--sim-build-seconds", "2", "--sim-build-sleep",
+                               "--build-jobs", "1"});
+  }
+  return std::make_unique<e2e::DaemonProcess>(
+      name,
+      e2e::SimDaemonArgv(IRONTUNE_IRONTUNED, dir + "/state", server,
+                         slow ? "realtime" : "virtual", extra),
+      dir, IRONTUNE_CLIENT, server);
+}
+
+// Waits up to `seconds` for `sql` (one integer) to be positive.
+bool AwaitPositive(FleetStore& store, const std::string& sql, double seconds) {
+  const auto end =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    auto rows = store.connection().Exec(sql);
+    if (rows.ok() && rows->Int(0, 0).value_or(0) > 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+// A shard's task: one shape's quick Autotune.
+NewShard Shard(const std::string& key, v1::Calls calls) {
+  v1::AutotuneRequest request;
+  *request.mutable_calls() = std::move(calls);
+  request.mutable_timing()->set_rounds(3);
+  request.mutable_timing()->set_calls(5);
+  return {key, request.SerializeAsString()};
+}
+
+NewJob TwoShapes(const std::string& platform) {
+  NewJob job;
+  job.kind = "autotune";
+  job.owner = "ci";
+  job.request_digest = "two shapes for " + platform;
+  job.platform = platform;
+  job.power_mode = PowerMode::kPerformance;
+  job.shards = {Shard("add 2048", testing::AddCalls()),
+                Shard("silu 8192",
+                      testing::OneCall("silu", {testing::Silu8192({512, 1024})},
+                                       {{"s", "t"}}))};
+  return job;
+}
+
+// Waits up to `seconds` for job `id` to end; its last view.
+JobView AwaitEnd(FleetQueue& queue, int64_t id, double seconds) {
+  const auto end =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  JobView view;
+  while (std::chrono::steady_clock::now() < end) {
+    absl::StatusOr<JobView> now = queue.GetJob(id);
+    if (!now.ok()) {  // the store may be coming back
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    view = *now;
+    if (view.state != FleetJobState::kQueued &&
+        view.state != FleetJobState::kRunning) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return view;
+}
+
+int64_t CountRows(FleetStore& store, const std::string& sql) {
+  auto rows = store.connection().Exec(sql);
+  REQUIRE(rows.ok());
+  return rows->Int(0, 0).value();
+}
+
+TEST_CASE("A box times its NPU's shards and commits what it timed",
+          "[fleet][pg][e2e]") {
+  const std::string url = FreshUrl();
+  auto store = OpenStore(*ResolveFleetUrl(url, {}), "test front");
+  FleetQueue queue(*store);
+  const int64_t strix = queue.SubmitJob(TwoShapes("npu-strix"))->id;
+  const int64_t phoenix = queue.SubmitJob(TwoShapes("npu-phoenix"))->id;
+
+  auto box = StartBox(url, "box strix-1");
+  REQUIRE(box->Up());
+  const JobView view = AwaitEnd(queue, strix, 120);
+  INFO(box->Log());
+  REQUIRE(view.state == FleetJobState::kDone);
+  REQUIRE(view.results.size() == 2);
+  for (const std::string& bytes : view.results) {
+    v1::JobResult result;
+    REQUIRE(result.ParseFromString(bytes));
+    CHECK(result.summary().state() == v1::JOB_STATE_SUCCEEDED);
+    CHECK(result.has_autotune());
+    CHECK(result.autotune().stats().shapes() == 1);
+  }
+  // Its figures and verdicts went to the store, in its own partition only.
+  CHECK(CountRows(*store, "SELECT count(*) FROM irontune.figures") > 0);
+  CHECK(CountRows(*store,
+                  "SELECT count(*) FROM irontune.figures f JOIN "
+                  "irontune.partitions p ON p.id = f.partition WHERE "
+                  "p.platform <> 'npu-strix' OR p.power_mode <> "
+                  "'performance'") == 0);
+  CHECK(CountRows(*store, "SELECT count(*) FROM irontune.verdicts") > 0);
+  CHECK(CountRows(*store, "SELECT count(*) FROM irontune.decisions") == 2);
+  CHECK(CountRows(*store, "SELECT count(DISTINCT box) FROM irontune.figures") ==
+        1);
+  // The Phoenix job waits for a Phoenix box.
+  CHECK(queue.GetJob(phoenix)->state == FleetJobState::kQueued);
+  CHECK(box->Stop() == 0);
+}
+
+TEST_CASE("A shard no box can run fails its job after three attempts",
+          "[fleet][pg][e2e]") {
+  const std::string url = FreshUrl();
+  auto store = OpenStore(*ResolveFleetUrl(url, {}), "test front");
+  FleetQueue queue(*store);
+  NewJob job = TwoShapes("npu-strix");
+  job.shards[1].task = "not an AutotuneRequest";
+  const int64_t id = queue.SubmitJob(job)->id;
+  auto box = StartBox(url, "box strix-1");
+  REQUIRE(box->Up());
+  const JobView view = AwaitEnd(queue, id, 120);
+  INFO(box->Log());
+  CHECK(view.state == FleetJobState::kFailed);
+  CHECK_THAT(view.error, Catch::Contains("failed on 3 attempts") &&
+                             Catch::Contains("does not decode"));
+}
+
+TEST_CASE("A box killed mid-shard: another resumes after its lease",
+          "[fleet][pg][e2e]") {
+  const std::string url = FreshUrl();
+  auto store = OpenStore(*ResolveFleetUrl(url, {}), "test front");
+  FleetQueue queue(*store);
+  NewJob job = TwoShapes("npu-strix");
+  job.shards.resize(1);
+  const int64_t id = queue.SubmitJob(job)->id;
+  auto first = StartBox(url, "box strix-1", /*slow=*/true);
+  REQUIRE(first->Up());
+  REQUIRE(AwaitPositive(*store,
+                        "SELECT count(*) FROM irontune.shards WHERE "
+                        "lease_owner = 'box strix-1'",
+                        60));
+  first->process().Signal(SIGKILL);
+  REQUIRE(first->process().Wait(10));
+  const int64_t kept =
+      CountRows(*store, "SELECT count(*) FROM irontune.figures");
+
+  auto second = StartBox(url, "box strix-2");
+  REQUIRE(second->Up());
+  const JobView view = AwaitEnd(queue, id, 120);
+  INFO(second->Log());
+  REQUIRE(view.state == FleetJobState::kDone);
+  CHECK(CountRows(*store,
+                  "SELECT attempts FROM irontune.shards WHERE shard = 0") == 2);
+  // Every figure the first box committed is still there.
+  CHECK(CountRows(*store,
+                  "SELECT count(*) FROM irontune.figures WHERE box = 'box "
+                  "strix-1'") == kept);
+  v1::JobResult result;
+  REQUIRE(result.ParseFromString(view.results[0]));
+  CHECK(result.summary().state() == v1::JOB_STATE_SUCCEEDED);
+}
+
+TEST_CASE(
+    "The store down mid-shard: the box finishes and commits when it "
+    "returns",
+    "[fleet][pg][e2e]") {
+  testing::PgCluster& cluster = testing::Cluster();
+  const std::string url = FreshUrl();
+  int64_t id = 0;
+  {
+    auto store = OpenStore(*ResolveFleetUrl(url, {}), "test front");
+    NewJob job = TwoShapes("npu-strix");
+    job.shards.resize(1);
+    id = FleetQueue(*store).SubmitJob(job)->id;
+  }
+  auto box = StartBox(url, "box strix-1", /*slow=*/true);
+  REQUIRE(box->Up());
+  {
+    auto store = OpenStore(*ResolveFleetUrl(url, {}), "test front");
+    REQUIRE(AwaitPositive(*store,
+                          "SELECT count(*) FROM irontune.shards WHERE "
+                          "lease_owner IS NOT NULL",
+                          60));
+  }
+  REQUIRE(cluster.Stop());
+  REQUIRE(!box->process()
+               .WaitForStderrLine("the store cannot be reached", 60)
+               .empty());
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  REQUIRE(cluster.Start());
+  auto store = OpenStore(*ResolveFleetUrl(url, {}), "test front");
+  FleetQueue queue(*store);
+  const JobView view = AwaitEnd(queue, id, 120);
+  INFO(box->Log());
+  CHECK(view.state == FleetJobState::kDone);
+  CHECK(CountRows(*store, "SELECT count(*) FROM irontune.figures") > 0);
+  CHECK_THAT(box->Log(), Catch::Contains("answers again"));
+  CHECK(box->Stop() == 0);
+}
+
+TEST_CASE("A fleet URL or store the box cannot use stops its start",
+          "[fleet][pg][e2e]") {
+  SECTION("a password in the URL") {
+    auto box = StartBox("postgresql://box:hunter2@db.lab/x", "box");
+    REQUIRE(box->process().Wait(30));
+    CHECK(box->process().exit_code() == 1);
+    CHECK_THAT(box->Log(), Catch::Contains("holds a password"));
+  }
+  SECTION("a store of a newer schema") {
+    const std::string url = FreshUrl();
+    auto store = OpenStore(*ResolveFleetUrl(url, {}), "newer irontuned");
+    REQUIRE(store->connection()
+                .ExecScript("INSERT INTO irontune.schema_versions(version, "
+                            "description, applied_by) VALUES (42, 'x', 'y')")
+                .ok());
+    auto box = StartBox(url, "box");
+    REQUIRE(box->process().Wait(30));
+    CHECK(box->process().exit_code() == 1);
+    CHECK_THAT(box->Log(), Catch::Contains("schema version is 42"));
+  }
+}
+
+}  // namespace
+}  // namespace irontune
