@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -14,6 +15,27 @@
 #include "common/value.h"
 
 namespace irontune::catalogue {
+
+// An entry's opening: its class and what it computes, in one line.
+inline Family Entry(std::string class_name, std::string summary) {
+  Family f;
+  f.class_name = std::move(class_name);
+  f.summary = std::move(summary);
+  return f;
+}
+
+// IRON's accuracy gate of an entry: as text (Family::tolerance) and as
+// irontune's gate (Family::gate).
+struct Gate {
+  std::string text;
+  v1::Tolerance tolerance;
+};
+
+// An entry's closing: `f` with its gate, its build constraints as text
+// (Family::refusals) and the IRON file it is read from (Family::source) at
+// `commit` ("" where the index named none).
+Family Finish(Family f, Gate gate, std::string refusals, std::string source,
+              std::string_view commit = kIronBaseCommit);
 
 // The entries' makers: a param (dim) with no default, or with one; a param
 // whose default IRON derives, described by `note`; a tunable with no
