@@ -73,8 +73,7 @@ Family Unary(std::string cls, std::string summary, std::vector<Dim> extra,
   for (Dim& d : extra) f.dims.push_back(std::move(d));
   f.tunable_specs = LineTunables();
   f.buffers = {In("x", "[size]"), Out("y", "[size]")};
-  f.values = {
-      {"count", "lines each core processes; derived from the bound", "size"}};
+  f.values = {LineCount()};
   return Finish(std::move(f), {std::move(tolerance), std::move(gate)},
                 kLineRefusal, std::move(source), kIronCommit);
 }
@@ -121,8 +120,7 @@ Family Rowwise(std::string cls, std::string summary) {
   f.dims = {P("rows"), P("tile_size")};
   f.tunable_specs = RowTunables();
   f.buffers = {In("x", "[rows, tile_size]"), Out("y", "[rows, tile_size]")};
-  f.values = {
-      {"count", "rows each core processes; derived from the bound", "rows"}};
+  f.values = {RowCount()};
   return Finish(
       std::move(f), {"the kernel's contract: 1 bf16 ulp", Ulps(1)},
       "rows not a multiple of num_aie_columns * num_channels; tile_size (the "

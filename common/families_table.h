@@ -89,12 +89,21 @@ inline v1::Tolerance Exact() {
 // Rowwise's tunables (iron/common/elementwise.py): one column unless
 // given, one channel, both widths of the streams' per=.
 std::vector<TunableSpec> RowTunables();
+// Rowwise's per-call value: the rows each core processes, bounding rows.
+inline ValueSpec RowCount() {
+  return {"count", "rows each core processes; derived from the bound", "rows"};
+}
 
 // The elementwise template's tunables (iron/common/elementwise.py), its
 // line's tile_size a Divisors of the output's elements up to 4096, and
 // its refusals as text.
 std::vector<TunableSpec> LineTunables();
 extern const char kLineRefusal[];
+// The elementwise template's per-call value: the lines each core
+// processes, bounding size.
+inline ValueSpec LineCount() {
+  return {"count", "lines each core processes; derived from the bound", "size"};
+}
 
 // Elementwise, row-wise and softmax classes.
 std::vector<Family> ElementwiseFamilies();

@@ -25,8 +25,7 @@ Family Limbs() {
   f.buffers = {{"x", v1::BUFFER_ROLE_IN, "[rows, line]", "f32", "row-major"},
                {"y", v1::BUFFER_ROLE_OUT, "[rows, tile_size]", "bf16",
                 "per row: the six planes of line limbs, in order"}};
-  f.values = {
-      {"count", "rows each core processes; derived from the bound", "rows"}};
+  f.values = {RowCount()};
   return Finish(
       std::move(f),
       {"exact (each residual is exact, and so is each limb of it)", Exact()},
@@ -46,8 +45,7 @@ Family Log() {
       DivisorsRule(ParamBound("size"), ConstBound(64), ConstBound(4096), 3);
   f.buffers = {{"x", v1::BUFFER_ROLE_IN, "[size]", "f32", "flat"},
                {"y", v1::BUFFER_ROLE_OUT, "[size]", "bf16", "flat"}};
-  f.values = {
-      {"count", "lines each core processes; derived from the bound", "size"}};
+  f.values = {LineCount()};
   return Finish(
       std::move(f),
       {"the kernel's contract: 1 bf16 ulp (float32 to 7.5e-9)", Bf16Ulps(1)},
@@ -66,8 +64,7 @@ Family Magnitude() {
       {"x", v1::BUFFER_ROLE_IN, "[rows, width]", "f32",
        "per row: width / 2 real parts, then the imaginary"},
       {"y", v1::BUFFER_ROLE_OUT, "[rows, tile_size]", "f32", "row-major"}};
-  f.values = {
-      {"count", "rows each core processes; derived from the bound", "rows"}};
+  f.values = {RowCount()};
   return Finish(
       std::move(f),
       {"relative 2e-7 (measured 1.43e-7 for magnitudes 1e-15 to 1e15)",
