@@ -15,21 +15,12 @@
 #include "absl/time/time.h"
 #include "client/iron_cost_files.h"
 #include "client/remote.h"
+#include "client/render.h"
 #include "client/replace_file.h"
 #include "client/rpc.h"
-#include "google/protobuf/util/json_util.h"
 
 namespace irontune {
 namespace {
-
-std::string ImportsJson(const v1::ListImportsResponse& r) {
-  std::string json;
-  google::protobuf::util::JsonPrintOptions options;
-  options.always_print_primitive_fields = true;
-  options.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(r, &json, options);
-  return json + "\n";
-}
 
 // A table of the imports, newest first.
 std::string ImportsText(const v1::ListImportsResponse& r) {
@@ -251,10 +242,7 @@ struct ImportsCommand {
 
   int Run(const CommandContext& ctx) const {
     return CallAndPrint(ctx, &TunerConnection::ListImports,
-                        v1::ListImportsRequest(),
-                        [this](const v1::ListImportsResponse& r) {
-                          return json ? ImportsJson(r) : ImportsText(r);
-                        });
+                        v1::ListImportsRequest(), JsonOr(json, ImportsText));
   }
 };
 

@@ -25,10 +25,9 @@ struct StatusCommand {
   int Run(const CommandContext& ctx) const {
     return CallAndPrint(ctx, &TunerConnection::GetStatus,
                         v1::GetStatusRequest(),
-                        [&](const v1::StatusResponse& status) {
-                          return json ? MessageJson(status) + "\n"
-                                      : RenderStatus(status, NowMs());
-                        });
+                        JsonOr(json, [](const v1::StatusResponse& status) {
+                          return RenderStatus(status, NowMs());
+                        }));
   }
 };
 
@@ -46,10 +45,9 @@ struct JobsCommand {
     v1::ListJobsRequest request;
     request.set_limit(limit);
     return CallAndPrint(ctx, &TunerConnection::ListJobs, request,
-                        [&](const v1::ListJobsResponse& response) {
-                          return json ? MessageJson(response) + "\n"
-                                      : RenderJobs(response.jobs(), NowMs());
-                        });
+                        JsonOr(json, [](const v1::ListJobsResponse& response) {
+                          return RenderJobs(response.jobs(), NowMs());
+                        }));
   }
 };
 

@@ -203,26 +203,30 @@ std::string RenderDiffTable(const v1::ProfileDiff& diff) {
   return table.Render();
 }
 
+namespace {
+
+// "LABEL: |gain| ± noise µs faster (or slower) per call than THAN", a line.
+void AppendGain(std::string* out, const char* label, double gain_us,
+                double noise_us, const char* than) {
+  absl::StrAppendFormat(out, "%s: %.2f ± %.2f µs %s per call than %s\n", label,
+                        std::fabs(gain_us), noise_us,
+                        gain_us >= 0 ? "faster" : "slower", than);
+}
+
+}  // namespace
+
 std::string RenderDiffSummary(const v1::ProfileDiff& diff,
                               const v1::AutotuneStats* stats) {
   std::string out = absl::StrFormat(
       "%d changed, %d added, %d removed, %d kept\n", diff.changed_size(),
       diff.added_size(), diff.removed_size(), diff.kept_size());
   if (diff.has_model_gain()) {
-    absl::StrAppendFormat(
-        &out,
-        "model: %.2f ± %.2f µs %s per call than the submitted profile "
-        "(weighted over its calls)\n",
-        std::fabs(diff.model_gain_us()), diff.model_noise_us(),
-        diff.model_gain_us() >= 0 ? "faster" : "slower");
+    AppendGain(&out, "model", diff.model_gain_us(), diff.model_noise_us(),
+               "the submitted profile (weighted over its calls)");
   }
   if (diff.has_recording_gain()) {
-    absl::StrAppendFormat(
-        &out,
-        "per recording: %.2f ± %.2f µs %s per call than the recorded "
-        "settings\n",
-        std::fabs(diff.recording_gain_us()), diff.recording_noise_us(),
-        diff.recording_gain_us() >= 0 ? "faster" : "slower");
+    AppendGain(&out, "per recording", diff.recording_gain_us(),
+               diff.recording_noise_us(), "the recorded settings");
   }
   if (diff.untuned_size() > 0) {
     absl::StrAppendFormat(&out,

@@ -88,6 +88,15 @@ std::string AutotuneResultJson(std::string_view job_id,
 // Any message in the protobuf JSON mapping, field names as in the .proto.
 std::string MessageJson(const google::protobuf::Message& message);
 
+// What a command with --json prints of a response: with `json`, the
+// response as MessageJson, a line; else `text(response)` (a std::string).
+template <typename Text>
+auto JsonOr(bool json, Text text) {
+  return [json, text](const auto& response) -> std::string {
+    return json ? MessageJson(response) + "\n" : text(response);
+  };
+}
+
 // Display columns of UTF-8 `text` (one per code point).
 int DisplayWidth(std::string_view text);
 

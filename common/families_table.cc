@@ -66,22 +66,16 @@ DomainRule LineRule(int64_t cap) {
 
 Family Unary(std::string cls, std::string summary, std::vector<Dim> extra,
              std::string tolerance, v1::Tolerance gate) {
-  Family f;
-  f.class_name = std::move(cls);
-  f.summary = std::move(summary);
+  std::string source = absl::StrCat("iron/operators/", Snake(cls),
+                                    ".py, on iron/common/elementwise.py");
+  Family f = Entry(std::move(cls), std::move(summary));
   f.dims = {P("size")};
   for (Dim& d : extra) f.dims.push_back(std::move(d));
   f.tunable_specs = LineTunables();
   f.buffers = {In("x", "[size]"), Out("y", "[size]")};
-  f.values = {
-      {"count", "lines each core processes; derived from the bound", "size"}};
-  f.tolerance = std::move(tolerance);
-  f.gate = std::move(gate);
-  f.refusals = kLineRefusal;
-  f.source = absl::StrCat("iron/operators/", Snake(f.class_name),
-                          ".py, on iron/common/elementwise.py");
-  f.commit = std::string(kIronCommit);
-  return f;
+  f.values = {LineCount()};
+  return Finish(std::move(f), {std::move(tolerance), std::move(gate)},
+                kLineRefusal, std::move(source), kIronCommit);
 }
 
 Family Binary(std::string cls, std::string summary, std::vector<Dim> extra) {
@@ -119,23 +113,19 @@ void Elementwise(std::vector<Family>& out) {
 }
 
 Family Rowwise(std::string cls, std::string summary) {
-  Family f;
-  f.class_name = std::move(cls);
-  f.summary = std::move(summary);
+  std::string source =
+      absl::StrCat("iron/operators/", Snake(cls),
+                   ".py, on iron/common/elementwise.py Rowwise");
+  Family f = Entry(std::move(cls), std::move(summary));
   f.dims = {P("rows"), P("tile_size")};
   f.tunable_specs = RowTunables();
   f.buffers = {In("x", "[rows, tile_size]"), Out("y", "[rows, tile_size]")};
-  f.values = {
-      {"count", "rows each core processes; derived from the bound", "rows"}};
-  f.tolerance = "the kernel's contract: 1 bf16 ulp";
-  f.gate = Ulps(1);
-  f.refusals =
+  f.values = {RowCount()};
+  return Finish(
+      std::move(f), {"the kernel's contract: 1 bf16 ulp", Ulps(1)},
       "rows not a multiple of num_aie_columns * num_channels; tile_size (the "
-      "row length) above 8192";
-  f.source = absl::StrCat("iron/operators/", Snake(f.class_name),
-                          ".py, on iron/common/elementwise.py Rowwise");
-  f.commit = std::string(kIronCommit);
-  return f;
+      "row length) above 8192",
+      std::move(source), kIronCommit);
 }
 
 // RowwiseMul (iron/operators/elementwise_mul.py): each row times one row
@@ -154,6 +144,35 @@ Family RowwiseMul() {
       "Rowwise";
   f.commit = "";  // the index named no commit for this version of the file
   return f;
+}
+
+Family Softmax() {
+  Family f = Entry(
+      "Softmax",
+      "softmax of each row of cols; a row held whole, or streamed in blocks "
+      "read three times");
+  f.dims = {P("rows"), P("cols")};
+  f.tunable_specs = {
+      R(T("num_aie_columns",
+          "the most the shim budget allows that give every core whole rows"),
+        PerWidth()),
+      R(T("num_channels", 1), PerWidth()),
+      R(T("block",
+          "the row, or where it is longer than 4096 the longest multiple of "
+          "32 up to 1024 that divides it"),
+        DivisorsRule(ParamBound("cols"), ConstBound(32), ConstBound(4096))),
+      R(T("streamed", "block < cols"),
+        ChoicesRule({BoolValue(false), BoolValue(true)}))};
+  f.buffers = {In("x", "[rows, cols]"), Out("y", "[rows, cols]")};
+  f.values = {{"valid_cols", "valid elements per row; bounds cols", "cols"},
+              {"blocks", "blocks per row when streamed (optional)", ""}};
+  return Finish(
+      std::move(f), {"the kernel's contract: 2 bf16 ulps", Ulps(2)},
+      "rows or cols not a multiple of 16; rows not a multiple of "
+      "num_aie_columns * num_channels; block not a multiple of 32 dividing "
+      "cols; block other than cols unless streamed; streamed with more than "
+      "48 rows a core",
+      "iron/operators/softmax.py", kIronCommit);
 }
 
 void Norms(std::vector<Family>& out) {
@@ -178,36 +197,7 @@ void Norms(std::vector<Family>& out) {
   rms.gate = Bf16Ulps(2, 0x1p-126);
   rms.refusals += "; weighted with tile_size above 4096";
   out.push_back(std::move(rms));
-  Family sm;
-  sm.class_name = "Softmax";
-  sm.summary =
-      "softmax of each row of cols; a row held whole, or streamed in blocks "
-      "read three times";
-  sm.dims = {P("rows"), P("cols")};
-  sm.tunable_specs = {
-      R(T("num_aie_columns",
-          "the most the shim budget allows that give every core whole rows"),
-        PerWidth()),
-      R(T("num_channels", 1), PerWidth()),
-      R(T("block",
-          "the row, or where it is longer than 4096 the longest multiple of "
-          "32 up to 1024 that divides it"),
-        DivisorsRule(ParamBound("cols"), ConstBound(32), ConstBound(4096))),
-      R(T("streamed", "block < cols"),
-        ChoicesRule({BoolValue(false), BoolValue(true)}))};
-  sm.buffers = {In("x", "[rows, cols]"), Out("y", "[rows, cols]")};
-  sm.values = {{"valid_cols", "valid elements per row; bounds cols", "cols"},
-               {"blocks", "blocks per row when streamed (optional)", ""}};
-  sm.tolerance = "the kernel's contract: 2 bf16 ulps";
-  sm.gate = Ulps(2);
-  sm.refusals =
-      "rows or cols not a multiple of 16; rows not a multiple of "
-      "num_aie_columns * num_channels; block not a multiple of 32 dividing "
-      "cols; block other than cols unless streamed; streamed with more than "
-      "48 rows a core";
-  sm.source = "iron/operators/softmax.py";
-  sm.commit = std::string(kIronCommit);
-  out.push_back(std::move(sm));
+  out.push_back(Softmax());
 }
 
 }  // namespace
@@ -228,6 +218,16 @@ const char kLineRefusal[] =
 std::vector<TunableSpec> RowTunables() {
   return {R(T("num_aie_columns", 1), PerWidth()),
           R(T("num_channels", 1), PerWidth())};
+}
+
+Family Finish(Family f, Gate gate, std::string refusals, std::string source,
+              std::string_view commit) {
+  f.tolerance = std::move(gate.text);
+  f.gate = std::move(gate.tolerance);
+  f.refusals = std::move(refusals);
+  f.source = std::move(source);
+  f.commit = std::string(commit);
+  return f;
 }
 
 DomainRule OwnRule(DomainRule rule) {

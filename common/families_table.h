@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -14,6 +15,27 @@
 #include "common/value.h"
 
 namespace irontune::catalogue {
+
+// An entry's opening: its class and what it computes, in one line.
+inline Family Entry(std::string class_name, std::string summary) {
+  Family f;
+  f.class_name = std::move(class_name);
+  f.summary = std::move(summary);
+  return f;
+}
+
+// IRON's accuracy gate of an entry: as text (Family::tolerance) and as
+// irontune's gate (Family::gate).
+struct Gate {
+  std::string text;
+  v1::Tolerance tolerance;
+};
+
+// An entry's closing: `f` with its gate, its build constraints as text
+// (Family::refusals) and the IRON file it is read from (Family::source) at
+// `commit` ("" where the index named none).
+Family Finish(Family f, Gate gate, std::string refusals, std::string source,
+              std::string_view commit = kIronBaseCommit);
 
 // The entries' makers: a param (dim) with no default, or with one; a param
 // whose default IRON derives, described by `note`; a tunable with no
@@ -67,12 +89,21 @@ inline v1::Tolerance Exact() {
 // Rowwise's tunables (iron/common/elementwise.py): one column unless
 // given, one channel, both widths of the streams' per=.
 std::vector<TunableSpec> RowTunables();
+// Rowwise's per-call value: the rows each core processes, bounding rows.
+inline ValueSpec RowCount() {
+  return {"count", "rows each core processes; derived from the bound", "rows"};
+}
 
 // The elementwise template's tunables (iron/common/elementwise.py), its
 // line's tile_size a Divisors of the output's elements up to 4096, and
 // its refusals as text.
 std::vector<TunableSpec> LineTunables();
 extern const char kLineRefusal[];
+// The elementwise template's per-call value: the lines each core
+// processes, bounding size.
+inline ValueSpec LineCount() {
+  return {"count", "lines each core processes; derived from the bound", "size"};
+}
 
 // Elementwise, row-wise and softmax classes.
 std::vector<Family> ElementwiseFamilies();

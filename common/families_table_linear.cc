@@ -53,9 +53,8 @@ DomainBound MemoryOver(const char* field, const char* text) {
 }
 
 Family Gemm() {
-  Family f;
-  f.class_name = "GEMM";
-  f.summary = "C = A @ B, tiled tile_m x tile_k x tile_n over 4 core rows";
+  Family f = Entry(
+      "GEMM", "C = A @ B, tiled tile_m x tile_k x tile_n over 4 core rows");
   f.dims = {P("M"),
             P("K"),
             P("N"),
@@ -95,27 +94,24 @@ Family Gemm() {
   f.values = {{"k_div_k", "K / tile_k", ""},
               {"n_tiles", "output tiles per core", ""},
               {"n_tiles_valid", "output tiles the bound covers", "M"}};
-  f.tolerance =
-      "IRON's GEMM test tolerance (bfp16 inputs by default): rtol 0.04, "
-      "atol 0.15";
-  f.gate = Close(0.15, 0.04);
-  f.refusals =
+  return Finish(
+      std::move(f),
+      {"IRON's GEMM test tolerance (bfp16 inputs by default): rtol 0.04, "
+       "atol 0.15",
+       Close(0.15, 0.04)},
       "tile_m not a multiple of 4r on npu1 or 2r on npu2, tile_k of s, tile_n "
       "of 2t (the MAC block); K not a multiple of tile_k; M not a multiple of "
       "tile_m * 4; N not a multiple of tile_n * num_aie_columns; the L1 "
       "budget (2 A + 2 B + 2 C tiles + stack); placement other than shims or "
-      "tiles";
-  f.source = "iron/operators/gemm.py";
-  f.commit = std::string(kIronCommit);
-  return f;
+      "tiles",
+      "iron/operators/gemm.py", kIronCommit);
 }
 
 Family Gemv() {
-  Family f;
-  f.class_name = "GEMV";
-  f.summary =
+  Family f = Entry(
+      "GEMV",
       "C = A @ B: A [M, K] row blocks per column times the vector B [K], per "
-      "batch";
+      "batch");
   f.dims = {P("M"),
             P("K"),
             P("num_batches", IntValue(1)),
@@ -147,17 +143,15 @@ Family Gemv() {
                 "no leading axis when num_batches is 1"}};
   f.values = {{"tiles", "output tiles per lane per batch; bounds M", "M"},
               {"batches", "num_batches", ""}};
-  f.tolerance = "the matvec kernel's contract: rtol 0.04, atol 0.15";
-  f.gate = Close(0.15, 0.04);
-  f.refusals =
+  return Finish(
+      std::move(f),
+      {"the matvec kernel's contract: rtol 0.04, atol 0.15", Close(0.15, 0.04)},
       "tile_size_output not a multiple of tile_size_input; M not a multiple "
       "of num_aie_columns * num_channels * tile_size_output; K with no vector "
       "width in {64, 32, 16} dividing it with K >= 2 * width; repeat not "
       "dividing num_batches; epilogue other than none or gelu (gelu npu2 "
-      "only)";
-  f.source = "iron/operators/gemv.py";
-  f.commit = std::string(kIronCommit);
-  return f;
+      "only)",
+      "iron/operators/gemv.py", kIronCommit);
 }
 
 // MHA's tunables (mha.py): a core holds one (B_q, B_kv) score tile, which
@@ -178,11 +172,10 @@ std::vector<TunableSpec> MhaTunables() {
 }
 
 Family Mha() {
-  Family f;
-  f.class_name = "MHA";
-  f.summary =
+  Family f = Entry(
+      "MHA",
       "fused attention: num_pipelines QK^T / softmax / PV pipelines over B_q x "
-      "B_kv blocks, the queries the last rows of the keys";
+      "B_kv blocks, the queries the last rows of the keys");
   f.dims = {P("num_heads"),
             Pf("num_KV_heads", "num_heads"),
             Pf("seq_len", "seq_pad"),
@@ -211,27 +204,25 @@ Family Mha() {
               {"s_q", "query positions, for the mask", ""},
               {"s_kv", "keys attended over", "kv_len"},
               {"q_start", "the block of the first query", ""}};
-  f.tolerance = "rtol 0.04, atol 0.15, max_mismatch_frac 0.005";
-  f.gate = Close(0.15, 0.04);
-  f.gate.set_max_mismatch_frac(0.005);
-  f.refusals =
+  v1::Tolerance gate = Close(0.15, 0.04);
+  gate.set_max_mismatch_frac(0.005);
+  return Finish(
+      std::move(f), {"rtol 0.04, atol 0.15, max_mismatch_frac 0.005", gate},
       "a device of fewer than 4 columns; num_pipelines above the placed "
       "width (8 on npu2, 4 on npu1); d other than 64; num_pipelines above 6 "
       "and odd; B_q other than B_kv; B_kv not a multiple of 64; kv_len not "
       "whole B_kv blocks or below seq_pad; num_heads not a multiple of "
       "num_KV_heads; one query (seq_len 1): B_q not a multiple of the "
       "group, num_pipelines above Q's shim column or not dividing "
-      "num_KV_heads; placement other than memtiles, tiles or columns";
-  f.source = "iron/operators/mha.py";
-  f.commit = std::string(kIronCommit);
-  return f;
+      "num_KV_heads; placement other than memtiles, tiles or columns",
+      "iron/operators/mha.py", kIronCommit);
 }
 
 // GQAScores and GQAContext (gqa.py _KVGroups): one query's heads against a
 // (seq_len, groups, head_dim) cache, chunk positions at a time.
-Family KvGroups(std::string cls) {
-  Family f;
-  f.class_name = std::move(cls);
+constexpr char kGqaSource[] = "iron/operators/gqa.py";
+Family KvGroups(std::string cls, std::string summary) {
+  Family f = Entry(std::move(cls), std::move(summary));
   f.dims = {P("heads"), P("groups"), P("seq_len"), P("head_dim", IntValue(64)),
             Pf("heads_per_group", "heads / groups")};
   f.tunable_specs = {
@@ -243,59 +234,54 @@ Family KvGroups(std::string cls) {
                      MemoryOver("head_dim", "core memory / (head_dim * 2)")))};
   f.values = {{"calls", "chunk blocks a call streams (ceil(valid / chunk))",
                "seq_len"}};
-  f.source = "iron/operators/gqa.py";
-  f.commit = std::string(kIronCommit);
   return f;
 }
 
 Family GqaContext() {
-  Family f = KvGroups("GQAContext");
-  f.summary =
-      "decode attention's context: ctx[h] = sum_l weights[h, l] * "
-      "cache[l, h / heads_per_group]";
+  Family f = KvGroups("GQAContext",
+                      "decode attention's context: ctx[h] = sum_l weights[h, "
+                      "l] * cache[l, h / heads_per_group]");
   f.buffers = {
       {"cache", v1::BUFFER_ROLE_IN, "[seq_len, groups, head_dim]", "bf16",
        "row-major"},
       {"weights", v1::BUFFER_ROLE_IN, "[heads, seq_len]", "bf16",
        "row-major; zeros past the bound"},
       {"ctx", v1::BUFFER_ROLE_OUT, "[heads, head_dim]", "bf16", "row-major"}};
-  f.tolerance = "exact";
-  f.gate = Exact();
-  f.refusals =
+  return Finish(
+      std::move(f), {"exact", Exact()},
       "heads not a multiple of groups; heads_per_group above 4; groups not "
       "a multiple of num_aie_columns; seq_len not a multiple of chunk; chunk "
       "not a multiple of 64; the L1 budget (2 value chunks + the partial "
-      "sums)";
-  return f;
+      "sums)",
+      kGqaSource, kIronCommit);
 }
 
 Family GqaScores() {
-  Family f = KvGroups("GQAScores");
-  f.summary =
-      "decode attention's scores: scores[h, l] = q[h] . keys[l, h / "
-      "heads_per_group]";
+  Family f = KvGroups("GQAScores",
+                      "decode attention's scores: scores[h, l] = q[h] . "
+                      "keys[l, h / heads_per_group]");
   f.buffers = {{"keys", v1::BUFFER_ROLE_IN, "[seq_len, groups, head_dim]",
                 "bf16", "row-major"},
                {"q", v1::BUFFER_ROLE_IN, "[heads, head_dim]", "bf16",
                 "row-major, pre-scaled"},
                {"scores", v1::BUFFER_ROLE_OUT, "[heads, seq_len]", "bf16",
                 "row-major; past the bound what the cache holds"}};
-  f.tolerance = "relative 0.04, atol 1e-3 (f32 accumulation, rounded once)";
-  f.gate = Close(1e-3, 0.04);
-  f.refusals =
+  return Finish(
+      std::move(f),
+      {"relative 0.04, atol 1e-3 (f32 accumulation, rounded once)",
+       Close(1e-3, 0.04)},
       "heads not a multiple of groups; heads_per_group above 4; groups not "
       "a multiple of num_aie_columns; seq_len not a multiple of chunk; "
       "head_dim with no vector width in {64, 32, 16}; the L1 budget (2 key "
-      "chunks + query + scores)";
-  return f;
+      "chunks + query + scores)",
+      kGqaSource, kIronCommit);
 }
 
 Family Rope() {
-  Family f;
-  f.class_name = "RoPE";
-  f.summary =
-      "rotary embedding of each row of x against its row of angles (each "
-      "angle row serves rows / angle_rows consecutive rows)";
+  Family f =
+      Entry("RoPE",
+            "rotary embedding of each row of x against its row of angles (each "
+            "angle row serves rows / angle_rows consecutive rows)");
   f.dims = {P("rows"), P("cols"), Pf("angle_rows", "rows"),
             P("method_type", IntValue(0))};
   f.tunable_specs = {
@@ -308,21 +294,18 @@ Family Rope() {
   f.values = {
       {"lut_rows", "angle rows per core; bounds angle_rows", "angle_rows"},
       {"rows_per_lut", "rows per angle row; bounds rows", "rows"}};
-  f.tolerance = "relative 0.05";
-  f.gate = Close(0, 0.05);
-  f.refusals =
+  return Finish(
+      std::move(f), {"relative 0.05", Close(0, 0.05)},
       "cols not a multiple of 32; method_type other than 0 or 1; angle_rows "
       "not dividing rows; rows or angle_rows not a multiple of "
-      "num_aie_columns";
-  f.source = "iron/operators/rope.py";
-  f.commit = std::string(kIronBaseCommit);
-  return f;
+      "num_aie_columns",
+      "iron/operators/rope.py");
 }
 
 Family DwConv() {
-  Family f;
-  f.class_name = "DepthwiseConv1d";
-  f.summary = "causal depthwise convolution over time, 5 taps, channels last";
+  Family f =
+      Entry("DepthwiseConv1d",
+            "causal depthwise convolution over time, 5 taps, channels last");
   f.dims = {P("rows"), P("channels")};
   f.tunable_specs = {
       R(T("num_aie_columns", "the most that leave every core at least 4 rows"),
@@ -333,14 +316,12 @@ Family DwConv() {
        "oldest tap first"},
       {"y", v1::BUFFER_ROLE_OUT, "[rows, channels]", "bf16", "row-major"}};
   f.values = {{"steps", "rows / num_aie_columns", ""}};
-  f.tolerance = "the kernel's contract: rtol 0.04, atol 0.15";
-  f.gate = Close(0.15, 0.04);
-  f.refusals =
+  return Finish(
+      std::move(f),
+      {"the kernel's contract: rtol 0.04, atol 0.15", Close(0.15, 0.04)},
       "channels not a multiple of 32; rows not splitting into num_aie_columns "
-      "runs of at least 4";
-  f.source = "iron/operators/depthwise_conv1d.py";
-  f.commit = std::string(kIronBaseCommit);
-  return f;
+      "runs of at least 4",
+      "iron/operators/depthwise_conv1d.py");
 }
 
 }  // namespace

@@ -12,9 +12,8 @@ namespace irontune::catalogue {
 namespace {
 
 Family Copy() {
-  Family f;
-  f.class_name = "Copy";
-  f.summary = "gather by src, scatter by dst, over num_channels memtiles";
+  Family f = Entry("Copy",
+                   "gather by src, scatter by dst, over num_channels memtiles");
   f.dims = {P("input_buffer_size"),
             Pf("output_buffer_size", "the src walk's elements")};
   f.tunable_specs = {R(T("tile_size", "the per-channel share of the walk"),
@@ -29,22 +28,18 @@ Family Copy() {
               {"out_offset", "element offset added to y (default 0)", ""},
               {"src_valid", "the src walk's bounded axis", ""},
               {"dst_valid", "the dst walk's bounded axis", ""}};
-  f.tolerance = "exact";
-  f.gate = Exact();
-  f.refusals =
+  return Finish(
+      std::move(f), {"exact", Exact()},
       "the walks' innermost axis not a multiple of num_channels; tile_size "
-      "not dividing the per-channel transfer";
-  f.source = "iron/operators/copy.py";
-  f.commit = std::string(kIronBaseCommit);
-  return f;
+      "not dividing the per-channel transfer",
+      "iron/operators/copy.py");
 }
 
 Family Dequant() {
-  Family f;
-  f.class_name = "Dequant";
-  f.summary =
+  Family f = Entry(
+      "Dequant",
       "int4 to bf16: packed nibbles times their group's bf16 scale (group "
-      "32)";
+      "32)");
   f.dims = {P("size"), Pf("packed", "size / 2 + size / 32 * 2")};
   f.tunable_specs = {
       R(T("num_aie_columns", "every column"), OwnRule(WidthRule())),
@@ -57,24 +52,17 @@ Family Dequant() {
                 "per group"},
                {"y", v1::BUFFER_ROLE_OUT, "[size]", "bf16", "flat"}};
   f.values = {{"count", "tiles per core", ""}};
-  f.tolerance = "rtol 0.01";
-  v1::Tolerance gate;
-  gate.mutable_close()->set_rtol(0.01);
-  f.gate = gate;
-  f.refusals =
-      "more than 16 cores; size not a multiple of the cores or of "
-      "tile_size per core";
-  f.source = "iron/operators/dequant.py";
-  f.commit = std::string(kIronBaseCommit);
-  return f;
+  return Finish(std::move(f), {"rtol 0.01", Close(0, 0.01)},
+                "more than 16 cores; size not a multiple of the cores or of "
+                "tile_size per core",
+                "iron/operators/dequant.py");
 }
 
 Family Emit() {
-  Family f;
-  f.class_name = "Emit";
-  f.summary =
-      "evaluates an emit program: the next call's scratchpad image and "
-      "carried state";
+  Family f =
+      Entry("Emit",
+            "evaluates an emit program: the next call's scratchpad image and "
+            "carried state");
   f.dims = {P("slots"), P("carried"), Pf("rows", "slots + carried")};
   f.buffers = {
       {"program", v1::BUFFER_ROLE_IN, "[rows, 5]", "i32",
@@ -82,20 +70,15 @@ Family Emit() {
       {"planes", v1::BUFFER_ROLE_IN, "[2, carried]", "i32", "row-major"},
       {"image", v1::BUFFER_ROLE_OUT, "[slots]", "i32", "flat"},
       {"state", v1::BUFFER_ROLE_OUT, "[carried]", "i32", "flat"}};
-  f.tolerance = "exact";
-  f.gate = Exact();
-  f.refusals = "rows other than slots + carried";
-  f.source = "iron/operators/emit.py";
-  f.commit = std::string(kIronBaseCommit);
-  return f;
+  return Finish(std::move(f), {"exact", Exact()},
+                "rows other than slots + carried", "iron/operators/emit.py");
 }
 
 Family Repeat() {
-  Family f;
-  f.class_name = "Repeat";
-  f.summary =
-      "repeat-interleave along the first axis, in descriptors only (no "
-      "cores)";
+  Family f =
+      Entry("Repeat",
+            "repeat-interleave along the first axis, in descriptors only (no "
+            "cores)");
   f.dims = {P("rows"), P("cols"), P("repeat"), P("seq", IntValue(1)),
             Pf("out_rows", "rows * repeat")};
   f.derived = {"tile_size"};
@@ -106,20 +89,16 @@ Family Repeat() {
                 "no seq axis when seq is 1"}};
   f.values = {{"valid_rows_x", "rows used; bounds rows", "rows"},
               {"valid_seq_x", "seq used; bounds seq", "seq"}};
-  f.tolerance = "exact";
-  f.gate = Exact();
-  f.refusals = "a row (seq * cols) with no descriptor split";
-  f.source = "iron/operators/repeat.py";
-  f.commit = std::string(kIronBaseCommit);
-  return f;
+  return Finish(std::move(f), {"exact", Exact()},
+                "a row (seq * cols) with no descriptor split",
+                "iron/operators/repeat.py");
 }
 
 Family Sample() {
-  Family f;
-  f.class_name = "Sample";
-  f.summary =
-      "the next token drawn from a row of logits (temperature, top-k), "
-      "recorded at its position";
+  Family f =
+      Entry("Sample",
+            "the next token drawn from a row of logits (temperature, top-k), "
+            "recorded at its position");
   f.dims = {P("vocab"), P("k_max", IntValue(64)), P("steps", IntValue(1))};
   f.tunable_specs = {
       R(T("cores", 4), OwnRule(WidthRule())),
@@ -138,20 +117,16 @@ Family Sample() {
        "position; default 0)",
        ""},
       {"at", "element offset of the position's record (default 0)", ""}};
-  f.tolerance = "exact";
-  f.gate = Exact();
-  f.refusals =
+  return Finish(
+      std::move(f), {"exact", Exact()},
       "vocab not a multiple of cores; chunk not dividing vocab / cores, odd "
-      "or above 8192";
-  f.source = "iron/operators/sample.py";
-  f.commit = std::string(kIronBaseCommit);
-  return f;
+      "or above 8192",
+      "iron/operators/sample.py");
 }
 
 Family Transpose() {
-  Family f;
-  f.class_name = "Transpose";
-  f.summary = "y = x^T per batch, m x n tiles of s x s sub-tiles";
+  Family f =
+      Entry("Transpose", "y = x^T per batch, m x n tiles of s x s sub-tiles");
   f.dims = {P("M"), P("N"), P("num_batches", IntValue(1))};
   f.tunable_specs = {
       R(T("m", 64),
@@ -183,15 +158,12 @@ Family Transpose() {
   f.values = {{"batches", "num_batches", ""},
               {"col_tiles", "N / n / num_aie_columns", ""},
               {"chan_tiles", "M / m / num_channels", ""}};
-  f.tolerance = "exact";
-  f.gate = Exact();
-  f.refusals =
+  return Finish(
+      std::move(f), {"exact", Exact()},
       "m or n not a multiple of s; m * n above 8192; s 8 with m or n at most "
       "16, s 4 with m or n at most 4; M not a multiple of m * num_channels; "
-      "N not a multiple of n * num_aie_columns";
-  f.source = "iron/operators/transpose.py";
-  f.commit = std::string(kIronCommit);
-  return f;
+      "N not a multiple of n * num_aie_columns",
+      "iron/operators/transpose.py", kIronCommit);
 }
 
 }  // namespace

@@ -16,32 +16,28 @@ constexpr char kLogCommit[] = "279b5b83da09ab6dba4594f3e3db8a018a851197";
 constexpr char kResampleCommit[] = "19fadcd92c885e15ef46c4f9bd3858edc3dc9a3a";
 
 Family Limbs() {
-  Family f;
-  f.class_name = "Limbs";
-  f.summary =
+  Family f = Entry(
+      "Limbs",
       "each row of float32 as six planes of its bf16 limbs [hi, mid, hi, lo, "
-      "mid, hi], for a float32-exact GEMM against [hi, hi, mid, hi, mid, lo]";
+      "mid, hi], for a float32-exact GEMM against [hi, hi, mid, hi, mid, lo]");
   f.dims = {P("rows"), P("line"), Pf("tile_size", "6 * line")};
   f.tunable_specs = RowTunables();
   f.buffers = {{"x", v1::BUFFER_ROLE_IN, "[rows, line]", "f32", "row-major"},
                {"y", v1::BUFFER_ROLE_OUT, "[rows, tile_size]", "bf16",
                 "per row: the six planes of line limbs, in order"}};
-  f.values = {
-      {"count", "rows each core processes; derived from the bound", "rows"}};
-  f.tolerance = "exact (each residual is exact, and so is each limb of it)";
-  f.gate = Exact();
-  f.refusals =
+  f.values = {RowCount()};
+  return Finish(
+      std::move(f),
+      {"exact (each residual is exact, and so is each limb of it)", Exact()},
       "line not a multiple of 32; tile_size other than 6 * line or above "
-      "8192; rows not a multiple of num_aie_columns * num_channels";
-  f.source = "iron/operators/limbs.py, on iron/common/elementwise.py Rowwise";
-  f.commit = kLimbsCommit;
-  return f;
+      "8192; rows not a multiple of num_aie_columns * num_channels",
+      "iron/operators/limbs.py, on iron/common/elementwise.py Rowwise",
+      kLimbsCommit);
 }
 
 Family Log() {
-  Family f;
-  f.class_name = "Log";
-  f.summary = "y = log(x + offset) of float32, rounded once to bf16";
+  Family f =
+      Entry("Log", "y = log(x + offset) of float32, rounded once to bf16");
   f.dims = {P("size"), P("offset", DoubleValue(0.0))};
   // The template's tunables, the line a Divisors of the size param.
   f.tunable_specs = LineTunables();
@@ -49,47 +45,41 @@ Family Log() {
       DivisorsRule(ParamBound("size"), ConstBound(64), ConstBound(4096), 3);
   f.buffers = {{"x", v1::BUFFER_ROLE_IN, "[size]", "f32", "flat"},
                {"y", v1::BUFFER_ROLE_OUT, "[size]", "bf16", "flat"}};
-  f.values = {
-      {"count", "lines each core processes; derived from the bound", "size"}};
-  f.tolerance = "the kernel's contract: 1 bf16 ulp (float32 to 7.5e-9)";
-  f.gate = Bf16Ulps(1);
-  f.refusals = kLineRefusal;
-  f.source = "iron/operators/log.py, on iron/common/elementwise.py";
-  f.commit = kLogCommit;
-  return f;
+  f.values = {LineCount()};
+  return Finish(
+      std::move(f),
+      {"the kernel's contract: 1 bf16 ulp (float32 to 7.5e-9)", Bf16Ulps(1)},
+      kLineRefusal, "iron/operators/log.py, on iron/common/elementwise.py",
+      kLogCommit);
 }
 
 Family Magnitude() {
-  Family f;
-  f.class_name = "Magnitude";
-  f.summary =
+  Family f = Entry(
+      "Magnitude",
       "sqrt(re^2 + im^2) of each row of complex float32 held as [re | im]: "
-      "width floats in, width / 2 out";
+      "width floats in, width / 2 out");
   f.dims = {P("rows"), P("width"), Pf("tile_size", "width / 2")};
   f.tunable_specs = RowTunables();
   f.buffers = {
       {"x", v1::BUFFER_ROLE_IN, "[rows, width]", "f32",
        "per row: width / 2 real parts, then the imaginary"},
       {"y", v1::BUFFER_ROLE_OUT, "[rows, tile_size]", "f32", "row-major"}};
-  f.values = {
-      {"count", "rows each core processes; derived from the bound", "rows"}};
-  f.tolerance = "relative 2e-7 (measured 1.43e-7 for magnitudes 1e-15 to 1e15)";
-  f.gate = Close(0, 2e-7);
-  f.refusals =
+  f.values = {RowCount()};
+  return Finish(
+      std::move(f),
+      {"relative 2e-7 (measured 1.43e-7 for magnitudes 1e-15 to 1e15)",
+       Close(0, 2e-7)},
       "width not a multiple of 64; tile_size other than width / 2 or above "
-      "8192; rows not a multiple of num_aie_columns * num_channels";
-  f.source =
-      "iron/operators/magnitude.py, on iron/common/elementwise.py Rowwise";
-  f.commit = kLogCommit;
-  return f;
+      "8192; rows not a multiple of num_aie_columns * num_channels",
+      "iron/operators/magnitude.py, on iron/common/elementwise.py Rowwise",
+      kLogCommit);
 }
 
 Family ResampleTaps() {
-  Family f;
-  f.class_name = "ResampleTaps";
-  f.summary =
+  Family f = Entry(
+      "ResampleTaps",
       "torch's int16 antialiased-bicubic filter table and precision for one "
-      "axis, in_size samples to out_size, in chunks of words int32";
+      "axis, in_size samples to out_size, in chunks of words int32");
   f.dims = {P("in_size"), P("out_size"), P("words", IntValue(256)),
             Pf("slots", "as many as the window lets fit"),
             Pf("chunks", "enough for out_size, a multiple of 16")};
@@ -104,23 +94,19 @@ Family ResampleTaps() {
       {"count", "chunks per core", ""},
       {"in_length", "input samples (in_size unless bound)", "in_size"},
       {"out_length", "output samples (out_size unless bound)", "out_size"}};
-  f.tolerance = "exact";
-  f.gate = Exact();
-  f.refusals =
+  return Finish(
+      std::move(f), {"exact", Exact()},
       "in_size or out_size below 1; chunks not a multiple of num_aie_columns "
       "* num_channels; chunks of words that do not hold out_size outputs of "
-      "the window";
-  f.source = "iron/operators/resample/op.py";
-  f.commit = kResampleCommit;
-  return f;
+      "the window",
+      "iron/operators/resample/op.py", kResampleCommit);
 }
 
 Family Resample() {
-  Family f;
-  f.class_name = "Resample";
-  f.summary =
+  Family f = Entry(
+      "Resample",
       "a uint8 image resized as torchvision's antialiased bicubic resize, "
-      "written as the vision tower's 16x16 bf16 patches";
+      "written as the vision tower's 16x16 bf16 patches");
   f.dims = {P("height"),
             P("width"),
             P("out_height"),
@@ -154,16 +140,14 @@ Family Resample() {
               {"width_count", "width chunks (optional)", ""},
               {"height_count", "height chunks (optional)", ""},
               {"patch_count", "patches per core (optional)", ""}};
-  f.tolerance = "exact (bit for bit as torch computes it on the CPU)";
-  f.gate = Exact();
-  f.refusals =
+  return Finish(
+      std::move(f),
+      {"exact (bit for bit as torch computes it on the CPU)", Exact()},
       "a size below 1; out_height or out_width not whole 16-pixel patches; "
       "a filter window wider than words-word chunks hold; more patch "
       "columns a core than patch_columns; image_chunks, width_chunks, "
-      "height_chunks or patch_rows short of what the image needs";
-  f.source = "iron/operators/resample/op.py";
-  f.commit = kResampleCommit;
-  return f;
+      "height_chunks or patch_rows short of what the image needs",
+      "iron/operators/resample/op.py", kResampleCommit);
 }
 
 }  // namespace

@@ -131,6 +131,11 @@ absl::StatusOr<Caller> TunerService::Admit(
   return caller;
 }
 
+grpc::Status TunerService::AdmitOnly(grpc::ServerContext* context, Rpc rpc,
+                                     const google::protobuf::Message* request) {
+  return ToGrpcStatus(Admit(context, rpc, request).status());
+}
+
 std::string TunerService::OwnerOf(const grpc::ServerContext& context,
                                   const Caller& caller,
                                   const std::string& given) const {
@@ -364,10 +369,8 @@ grpc::Status TunerService::Measure(
 grpc::Status TunerService::GetStatus(grpc::ServerContext* context,
                                      const v1::GetStatusRequest* request,
                                      v1::StatusResponse* response) {
-  if (absl::StatusOr<Caller> c = Admit(context, Rpc::kGetStatus, request);
-      !c.ok()) {
-    return ToGrpcStatus(c.status());
-  }
+  if (grpc::Status s = AdmitOnly(context, Rpc::kGetStatus, request); !s.ok())
+    return s;
   const WorkerStatus w = deps_.worker->Status();
   response->set_version(deps_.version);
   response->set_device(deps_.device_spec);
@@ -386,10 +389,8 @@ grpc::Status TunerService::GetStatus(grpc::ServerContext* context,
 grpc::Status TunerService::ListJobs(grpc::ServerContext* context,
                                     const v1::ListJobsRequest* request,
                                     v1::ListJobsResponse* response) {
-  if (absl::StatusOr<Caller> c = Admit(context, Rpc::kListJobs, request);
-      !c.ok()) {
-    return ToGrpcStatus(c.status());
-  }
+  if (grpc::Status s = AdmitOnly(context, Rpc::kListJobs, request); !s.ok())
+    return s;
   const uint32_t limit = request->limit() == 0
                              ? kDefaultListLimit
                              : std::min(request->limit(), kMaxListLimit);
@@ -508,10 +509,8 @@ grpc::Status TunerService::GetResult(grpc::ServerContext* context,
 grpc::Status TunerService::ExportCache(
     grpc::ServerContext* context, const v1::ExportCacheRequest* request,
     grpc::ServerWriter<v1::CacheLine>* writer) {
-  if (absl::StatusOr<Caller> c = Admit(context, Rpc::kExportCache, request);
-      !c.ok()) {
-    return ToGrpcStatus(c.status());
-  }
+  if (grpc::Status s = AdmitOnly(context, Rpc::kExportCache, request); !s.ok())
+    return s;
   absl::StatusOr<std::unique_ptr<CacheReader>> reader = ReadCache();
   if (!reader.ok()) return ToGrpcStatus(reader.status());
   std::ostringstream out;
@@ -571,10 +570,8 @@ grpc::Status TunerService::ImportCache(
 grpc::Status TunerService::ListImports(grpc::ServerContext* context,
                                        const v1::ListImportsRequest* request,
                                        v1::ListImportsResponse* response) {
-  if (absl::StatusOr<Caller> c = Admit(context, Rpc::kListImports, request);
-      !c.ok()) {
-    return ToGrpcStatus(c.status());
-  }
+  if (grpc::Status s = AdmitOnly(context, Rpc::kListImports, request); !s.ok())
+    return s;
   absl::StatusOr<std::unique_ptr<CacheReader>> reader = ReadCache();
   if (!reader.ok()) return ToGrpcStatus(reader.status());
   absl::StatusOr<std::vector<v1::ImportRecord>> records =

@@ -192,6 +192,10 @@ class TunerService final : public v1::Tuner::Service {
   absl::StatusOr<Caller> Admit(
       grpc::ServerContext* context, Rpc rpc,
       const google::protobuf::Message* request = nullptr);
+  // Admit for an RPC that needs nothing more of its caller: OK when
+  // admitted, else Admit's refusal as the status to answer.
+  grpc::Status AdmitOnly(grpc::ServerContext* context, Rpc rpc,
+                         const google::protobuf::Message* request);
   // The client a job of `caller` is owned by: the token's name, else the
   // request's `given` name, else the peer.
   std::string OwnerOf(const grpc::ServerContext& context, const Caller& caller,

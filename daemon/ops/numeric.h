@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <optional>
@@ -96,6 +97,16 @@ void StoreElements(v1::DType dtype, char* data, uint64_t begin, uint64_t n,
 // `v` at the precision of `dtype` (bf16, f16; others unchanged).
 float RoundTo(v1::DType dtype, float v);
 
+// Dimensions past this are not computed (they would overflow products).
+inline constexpr int64_t kMaxDim = int64_t{1} << 31;
+// Whether every dim is in [1, kMaxDim].
+inline bool Sane(std::initializer_list<int64_t> dims) {
+  for (int64_t d : dims) {
+    if (d <= 0 || d > kMaxDim) return false;
+  }
+  return true;
+}
+
 // Bounded work: a step computes at most kSampleWorkBudget multiply-adds.
 inline constexpr int64_t kSampleWorkBudget = int64_t{1} << 25;
 // GEMM computes at most this many rows of C.
@@ -118,6 +129,24 @@ inline constexpr double kRmsNormEps = 1e-6;
 // head in row `row`: row * theta^(-p / dim).
 inline double RopeAngle(int64_t row, int64_t p, int64_t dim, double theta) {
   return row * std::pow(theta, -static_cast<double>(p) / dim);
+}
+
+// RoPE (iron/operators/rope.py) of one row of `cols` elements, computed in
+// T: the row is x[x_base + i], its angle row ang[a_base + 2p] (cos) and
+// ang[a_base + 2p + 1] (sin); method 0 (`halves`) rotates element p with
+// p + cols / 2, method 1 element 2p with 2p + 1. Calls set(i, y) for each
+// element i of the row. `x` and `ang` are read with operator[].
+template <typename T, typename Buffer, typename Set>
+void RopeRow(const Buffer& x, int64_t x_base, const Buffer& ang, int64_t a_base,
+             int64_t cols, bool halves, Set&& set) {
+  const int64_t half = cols / 2;
+  for (int64_t p = 0; p < half; ++p) {
+    const T cs = ang[a_base + 2 * p], sn = ang[a_base + 2 * p + 1];
+    const int64_t i0 = halves ? p : 2 * p, i1 = halves ? p + half : 2 * p + 1;
+    const T x0 = x[x_base + i0], x1 = x[x_base + i1];
+    set(i0, x0 * cs - x1 * sn);
+    set(i1, x0 * sn + x1 * cs);
+  }
 }
 
 // The elementwise classes (docs/operators.md): their one-element maps, which
@@ -178,6 +207,28 @@ bool IsRowMapClass(std::string_view cls);
 // The output row's length for an input row of `in_len` (6 * in_len,
 // in_len / 2); 0 for another class.
 int64_t RowMapOutLength(std::string_view cls, int64_t in_len);
+
+// The computations the CPU reference and the simulated NPU's kernels both
+// have, an F (a function) each.
+template <typename F>
+struct Computations {
+  F gemm, gemv, elementwise, row_wise, rope, mha, sample, row_mapped, gqa;
+};
+// The computation of class `cls` in `c`; nullptr for a class neither
+// computes. The one list of the classes computed, and by which.
+template <typename F>
+F ComputationOf(std::string_view cls, const Computations<F>& c) {
+  if (cls == "GEMM") return c.gemm;
+  if (cls == "GEMV") return c.gemv;
+  if (IsElementwiseClass(cls)) return c.elementwise;
+  if (cls == "RMSNorm" || cls == "Softmax") return c.row_wise;
+  if (cls == "RoPE") return c.rope;
+  if (cls == "MHA") return c.mha;
+  if (cls == "Sample") return c.sample;
+  if (IsRowMapClass(cls)) return c.row_mapped;
+  if (cls == "GQAScores" || cls == "GQAContext") return c.gqa;
+  return nullptr;
+}
 // `x` read with operator[] from `base`; `y` gets RowMapOutLength values.
 template <typename Buffer>
 void RowMap(std::string_view cls, const Buffer& x, int64_t base, int64_t in_len,
@@ -207,7 +258,35 @@ void RowMap(std::string_view cls, const Buffer& x, int64_t base, int64_t in_len,
 // positions (the call's bound).
 struct GqaDims {
   int64_t heads = 0, groups = 0, seq_len = 0, head_dim = 0, used = 0;
+
+  // An output row's length: GQAScores' seq_len, GQAContext's head_dim.
+  int64_t RowLength(bool scores) const { return scores ? seq_len : head_dim; }
+  // Whether a, b and the output, of these many elements, hold the layout:
+  // a [seq_len, groups, head_dim], b [heads, head_dim] (GQAScores) or
+  // [heads, seq_len], the output `heads` rows of RowLength.
+  bool Fits(bool scores, uint64_t a, uint64_t b, uint64_t out) const {
+    return a >= static_cast<uint64_t>(seq_len * groups * head_dim) &&
+           b >= static_cast<uint64_t>(heads * (scores ? head_dim : seq_len)) &&
+           out >= static_cast<uint64_t>(heads * RowLength(scores));
+  }
 };
+// The GqaDims of `op`, the CPU reference's or the sim's view of an
+// operator (Param and Extent by name, each with a fallback): heads, groups,
+// seq_len and head_dim (default 64) its params, `used` its seq_len bounded
+// by the call, within [0, seq_len]. nullopt where a dim is not Sane or
+// heads is not a multiple of groups.
+template <typename Op>
+std::optional<GqaDims> ReadGqaDims(const Op& op) {
+  GqaDims s{.heads = op.Param("heads", 0),
+            .groups = op.Param("groups", 0),
+            .seq_len = op.Param("seq_len", 0),
+            .head_dim = op.Param("head_dim", 64)};
+  if (!Sane({s.heads, s.groups, s.seq_len, s.head_dim}) ||
+      s.heads % s.groups != 0)
+    return std::nullopt;
+  s.used = std::clamp<int64_t>(op.Extent("seq_len", s.seq_len), 0, s.seq_len);
+  return s;
+}
 // Row h of the output, in double in index order: GQAScores (a = keys, b =
 // q [heads, head_dim]) y[l] = q[h] . keys[l, g] for l < used; GQAContext
 // (a = cache, b = weights [heads, seq_len]) y[d] = sum_{l < used}

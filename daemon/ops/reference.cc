@@ -14,16 +14,6 @@
 namespace irontune {
 namespace {
 
-// Dimensions past this are not computed (they would overflow products).
-constexpr int64_t kMaxDim = int64_t{1} << 31;
-
-bool Sane(std::initializer_list<int64_t> dims) {
-  for (int64_t d : dims) {
-    if (d <= 0 || d > kMaxDim) return false;
-  }
-  return true;
-}
-
 // Elements of a buffer: product(shape), saturating at 2^62.
 uint64_t Elements(const v1::Buffer& b) {
   uint64_t n = 1;
@@ -299,22 +289,13 @@ Result Gqa(const Ctx& c) {
       !IntParam(c.op, "heads").has_value())
     return NoFit(c.op);
   const bool scores = c.op.class_name() == "GQAScores";
-  GqaDims s{.heads = c.Param("heads", 0),
-            .groups = c.Param("groups", 0),
-            .seq_len = c.Param("seq_len", 0),
-            .head_dim = c.Param("head_dim", 64)};
-  if (!Sane({s.heads, s.groups, s.seq_len, s.head_dim}) ||
-      s.heads % s.groups != 0)
-    return NoFit(c.op);
-  s.used = std::clamp<int64_t>(c.Extent("seq_len", s.seq_len), 0, s.seq_len);
+  const std::optional<GqaDims> dims = ReadGqaDims(c);
+  if (!dims.has_value()) return NoFit(c.op);
+  const GqaDims& s = *dims;
   const In &a = c.in(0), &b = c.in(1);
   Out out(c.out_meta());
-  const int64_t row_len = scores ? s.seq_len : s.head_dim;
-  if (a.size() < static_cast<uint64_t>(s.seq_len * s.groups * s.head_dim) ||
-      b.size() <
-          static_cast<uint64_t>(s.heads * (scores ? s.head_dim : s.seq_len)) ||
-      out.size() < static_cast<uint64_t>(s.heads * row_len))
-    return NoFit(c.op);
+  const int64_t row_len = s.RowLength(scores);
+  if (!s.Fits(scores, a.size(), b.size(), out.size())) return NoFit(c.op);
   const int64_t rows = SampledRows(s.heads, s.used * s.head_dim, s.heads);
   const int64_t valid = scores ? s.used : s.head_dim;
   std::vector<double> y(row_len);
@@ -345,17 +326,11 @@ Result Rope(const Ctx& c) {
       out.size() < static_cast<uint64_t>(rows * cols))
     return NoFit(c.op);
   const int64_t used = c.Extent("rows", rows), per = rows / angle_rows;
-  const int64_t sampled = SampledRows(used, cols, used), half = cols / 2;
+  const int64_t sampled = SampledRows(used, cols, used);
   for (int64_t j = 0; j < sampled; ++j) {
     const int64_t row = SampleRow(j, sampled, used);
-    const int64_t a = (row / per) * cols;
-    for (int64_t p = 0; p < half; ++p) {
-      const double cs = ang[a + 2 * p], sn = ang[a + 2 * p + 1];
-      const int64_t i0 = halves ? p : 2 * p, i1 = halves ? p + half : 2 * p + 1;
-      const double x0 = x[row * cols + i0], x1 = x[row * cols + i1];
-      out.Set(row * cols + i0, x0 * cs - x1 * sn);
-      out.Set(row * cols + i1, x0 * sn + x1 * cs);
-    }
+    RopeRow<double>(x, row * cols, ang, (row / per) * cols, cols, halves,
+                    [&](int64_t i, double v) { out.Set(row * cols + i, v); });
   }
   return RowsOf(std::move(out), used, sampled, cols);
 }
@@ -437,26 +412,11 @@ absl::StatusOr<Reference> ReferenceOutputs(const v1::Operator& op,
                                            const SharedInputs& inputs,
                                            const CallValues& values) {
   const std::string& cls = op.class_name();
-  Result (*compute)(const Ctx&) = nullptr;
-  if (cls == "GEMM") {
-    compute = Gemm;
-  } else if (cls == "GEMV") {
-    compute = Gemv;
-  } else if (IsElementwiseClass(cls)) {
-    compute = Elementwise;
-  } else if (cls == "RMSNorm" || cls == "Softmax") {
-    compute = RowWise;
-  } else if (cls == "RoPE") {
-    compute = Rope;
-  } else if (cls == "MHA") {
-    compute = Mha;
-  } else if (cls == "Sample") {
-    compute = Sample;
-  } else if (IsRowMapClass(cls)) {
-    compute = RowMapped;
-  } else if (cls == "GQAScores" || cls == "GQAContext") {
-    compute = Gqa;
-  } else {
+  using Compute = Result (*)(const Ctx&);
+  const Compute compute = ComputationOf<Compute>(
+      cls,
+      {Gemm, Gemv, Elementwise, RowWise, Rope, Mha, Sample, RowMapped, Gqa});
+  if (compute == nullptr) {
     return absl::UnimplementedError(
         absl::StrCat("no CPU reference for class \"", cls, "\""));
   }

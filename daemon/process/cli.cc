@@ -29,6 +29,16 @@ void AddBytes(CLI::App& app, const std::string& flag, T& into,
       ->capture_default_str();
 }
 
+// A number that must be positive (a count, days, seconds), the default
+// shown in --help.
+template <typename T>
+void AddPositive(CLI::App& app, const std::string& flag, T& into,
+                 const std::string& help) {
+  app.add_option(flag, into, help)
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
 // Flags (and config-file keys) straight into `options`; the three that
 // need translating into `log_level`, `sim_clock` and `power_mode`.
 void AddOptions(CLI::App& app, DaemonOptions& options, std::string& log_level,
@@ -141,11 +151,9 @@ void AddLimitOptions(CLI::App& app, DaemonOptions& options,
            "job waits until it fits, one that never can is refused");
   AddBytes(app, "--job-memory", l.job_memory_bytes,
            "One job's estimated peak memory, at most");
-  app.add_option("--job-device-seconds", l.job_device_seconds,
-                 "One job's device time, at most: refused when its estimate "
-                 "is more, stopped within a round when it uses more")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  AddPositive(app, "--job-device-seconds", l.job_device_seconds,
+              "One job's device time, at most: refused when its estimate "
+              "is more, stopped within a round when it uses more");
   AddBytes(app, "--max-message-bytes", l.message_bytes,
            "The largest gRPC message irontuned reads");
   AddBytes(app, "--max-profile-bytes", l.profile_bytes,
@@ -161,10 +169,8 @@ void AddLimitOptions(CLI::App& app, DaemonOptions& options,
   AddBytes(app, "--job-history-bytes", options.history_bytes,
            "Memory the ended jobs kept for Watch and status may hold "
            "(jobs.db keeps them beyond)");
-  app.add_option("--jobs-db-max-age-days", jobs_db_days,
-                 "Ended jobs older than this are deleted from jobs.db")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  AddPositive(app, "--jobs-db-max-age-days", jobs_db_days,
+              "Ended jobs older than this are deleted from jobs.db");
   AddBytes(app, "--jobs-db-max-bytes", options.job_store.max_bytes,
            "jobs.db keeps the newest ended jobs within this many bytes");
 }
@@ -183,10 +189,8 @@ void AddQueueOptions(CLI::App& app, AdmissionLimits& l) {
   AddBytes(app, "--client-queue-bytes", l.client_queue_bytes,
            "What one client's requests may add up to, counted as "
            "--queue-memory counts them; past it its submit is refused");
-  app.add_option("--max-streams", l.concurrent_streams,
-                 "Most Autotune, Measure and Watch streams open at once")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  AddPositive(app, "--max-streams", l.concurrent_streams,
+              "Most Autotune, Measure and Watch streams open at once");
   app.add_option("--max-streams-per-caller", l.streams_per_caller,
                  "Most streams one caller (a token's name) may have open. "
                  "Default: a quarter of --max-streams, at least 1")
@@ -205,18 +209,14 @@ void AddCapOptions(CLI::App& app, DaemonOptions& options) {
            "The largest request of an RPC other than Autotune, Measure "
            "and ImportCache");
   ServerCaps& caps = options.caps;
-  app.add_option("--grpc-threads", caps.threads,
-                 "Threads gRPC may run calls on (each open stream holds one); "
-                 "past it a call is RESOURCE_EXHAUSTED")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  AddPositive(app, "--grpc-threads", caps.threads,
+              "Threads gRPC may run calls on (each open stream holds one); "
+              "past it a call is RESOURCE_EXHAUSTED");
   AddBytes(app, "--grpc-memory", caps.memory_bytes,
            "Memory gRPC's connections may hold receiving (at least "
            "--max-message-bytes)");
-  app.add_option("--max-calls-per-connection", caps.calls_per_connection,
-                 "Calls one connection may have open at once")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  AddPositive(app, "--max-calls-per-connection", caps.calls_per_connection,
+              "Calls one connection may have open at once");
   app.add_option("--max-header-bytes", caps.header_bytes,
                  "A call's headers, at most")
       ->check(CLI::Range(1024, 1 << 20))

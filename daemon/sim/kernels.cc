@@ -84,6 +84,27 @@ struct Window {
   float operator[](int64_t i) const { return data[i - first]; }
 };
 
+// The elements `b` holds: its bytes over its dtype's width (1 where the
+// dtype has none).
+uint64_t Elements(const StepBuffer& b) {
+  return b.nbytes / std::max(DTypeBytes(b.meta->dtype()), 1);
+}
+
+// The computed rows into output `b`, zeros elsewhere: elements [0, valid)
+// of row j < sampled of `y` become those of row SampleRow(j, sampled, rows)
+// of the output; rows are `row_len` apart in both. Made after the inputs
+// are read: the output may be one of them (in place).
+template <typename T>
+void StoreRows(StepBuffer& b, const T* y, int64_t sampled, int64_t rows,
+               int64_t row_len, int64_t valid) {
+  Out out(b);
+  for (int64_t j = 0; j < sampled; ++j) {
+    const int64_t row = SampleRow(j, sampled, rows);
+    for (int64_t i = 0; i < valid; ++i)
+      out.Set(row * row_len + i, static_cast<float>(y[j * row_len + i]));
+  }
+}
+
 void CopyFirstInput(const std::vector<StepBuffer>& ins,
                     std::vector<StepBuffer>& buffers,
                     const BufferRoles& roles) {
@@ -103,15 +124,6 @@ void CopyFirstInput(const std::vector<StepBuffer>& ins,
   }
 }
 
-// Dimensions past this are not computed (they would overflow products).
-constexpr int64_t kMaxDim = int64_t{1} << 31;
-bool Sane(std::initializer_list<int64_t> dims) {
-  for (int64_t d : dims) {
-    if (d <= 0 || d > kMaxDim) return false;
-  }
-  return true;
-}
-
 // Each kernel returns false when the buffers do not fit its layout.
 
 bool Gemm(const OpView& op, const std::vector<StepBuffer>& ins,
@@ -124,9 +136,7 @@ bool Gemm(const OpView& op, const std::vector<StepBuffer>& ins,
   if (a.size() < static_cast<uint64_t>(m * k) ||
       b.size() < static_cast<uint64_t>(k * n))
     return false;
-  if (bufs[r.out[0]].nbytes /
-          std::max(DTypeBytes(bufs[r.out[0]].meta->dtype()), 1) <
-      static_cast<uint64_t>(m * n)) {
+  if (Elements(bufs[r.out[0]]) < static_cast<uint64_t>(m * n)) {
     return false;
   }
   const bool b_col = op.Param("b_col_maj", 0) != 0,
@@ -254,8 +264,7 @@ bool Elementwise(const OpView& op, const std::vector<StepBuffer>& ins,
   const bool broadcast = BroadcastsSecond(op.class_name());
   if (broadcast && z.size() == 0) return false;
   uint64_t n = broadcast ? x.size() : std::min(x.size(), z.size());
-  const uint64_t out_n = bufs[r.out[0]].nbytes /
-                         std::max(DTypeBytes(bufs[r.out[0]].meta->dtype()), 1);
+  const uint64_t out_n = Elements(bufs[r.out[0]]);
   n = std::min(n, out_n);
   const int64_t count =
       SampledRows(static_cast<int64_t>(n), 1, static_cast<int64_t>(n));
@@ -266,9 +275,7 @@ bool Elementwise(const OpView& op, const std::vector<StepBuffer>& ins,
       const uint64_t i = SampleRow(j, count, n);
       values[j] = static_cast<float>(map(x[i], z[i % z.size()]));
     }
-    Out out(bufs[r.out[0]]);
-    for (int64_t j = 0; j < count; ++j)
-      out.Set(SampleRow(j, count, n), values[j]);
+    StoreRows(bufs[r.out[0]], values.data(), count, n, 1, 1);
     return true;
   }
   // Every element (the usual case): decoded and stored in runs, the same
@@ -285,9 +292,7 @@ bool Elementwise(const OpView& op, const std::vector<StepBuffer>& ins,
     const uint64_t i = SampleRow(j, count, n);
     values[j] = static_cast<float>(map(x[i], z[i]));
   }
-  Out out(bufs[r.out[0]]);
-  for (int64_t j = 0; j < count; ++j)
-    out.Set(SampleRow(j, count, n), values[j]);
+  StoreRows(bufs[r.out[0]], values.data(), count, n, 1, 1);
   return true;
 }
 
@@ -301,8 +306,7 @@ bool RowWise(const OpView& op, const std::vector<StepBuffer>& ins,
   const bool weighted = rms && r.in.size() >= 2;
   if (weighted) row_len = LastAxis(*ins[r.in[1]].meta, row_len);
   In x(xb);
-  const uint64_t out_n = bufs[r.out[0]].nbytes /
-                         std::max(DTypeBytes(bufs[r.out[0]].meta->dtype()), 1);
+  const uint64_t out_n = Elements(bufs[r.out[0]]);
   if (!Sane({row_len}) || x.size() < static_cast<uint64_t>(row_len) ||
       out_n < x.size())
     return false;
@@ -316,10 +320,10 @@ bool RowWise(const OpView& op, const std::vector<StepBuffer>& ins,
     for (int64_t i = 0; i < row_len; ++i) w[i] = wb[i];
   }
   const int64_t rows = SampledRows(total_rows, row_len, total_rows);
-  std::vector<std::vector<float>> results(rows, std::vector<float>(row_len));
+  std::vector<float> results(rows * row_len);
   for (int64_t j = 0; j < rows; ++j) {
     const int64_t base = SampleRow(j, rows, total_rows) * row_len;
-    std::vector<float>& y = results[j];
+    float* y = results.data() + j * row_len;
     if (rms) {
       float sum = 0;
       for (int64_t t0 = 0; t0 < row_len; t0 += tile) {  // per tile, then across
@@ -341,11 +345,7 @@ bool RowWise(const OpView& op, const std::vector<StepBuffer>& ins,
       for (int64_t i = 0; i < row_len; ++i) y[i] /= sum;
     }
   }
-  Out out(bufs[r.out[0]]);
-  for (int64_t j = 0; j < rows; ++j) {
-    const int64_t base = SampleRow(j, rows, total_rows) * row_len;
-    for (int64_t i = 0; i < row_len; ++i) out.Set(base + i, results[j][i]);
-  }
+  StoreRows(bufs[r.out[0]], results.data(), rows, total_rows, row_len, row_len);
   return true;
 }
 
@@ -362,31 +362,20 @@ bool Rope(const OpView& op, const std::vector<StepBuffer>& ins,
       cols % 2 != 0 || rows % angle_rows != 0)
     return false;
   In x(ins[r.in[0]]), ang(ins[r.in[1]]);
-  const uint64_t out_n = bufs[r.out[0]].nbytes /
-                         std::max(DTypeBytes(bufs[r.out[0]].meta->dtype()), 1);
+  const uint64_t out_n = Elements(bufs[r.out[0]]);
   if (x.size() < static_cast<uint64_t>(rows * cols) ||
       ang.size() < static_cast<uint64_t>(angle_rows * cols) ||
       out_n < static_cast<uint64_t>(rows * cols))
     return false;
   const int64_t used = op.Extent("rows", rows), per = rows / angle_rows;
-  const int64_t sampled = SampledRows(used, cols, used), half = cols / 2;
+  const int64_t sampled = SampledRows(used, cols, used);
   std::vector<float> y(sampled * cols);
   for (int64_t j = 0; j < sampled; ++j) {
     const int64_t row = SampleRow(j, sampled, used);
-    const int64_t a = (row / per) * cols;
-    for (int64_t p = 0; p < half; ++p) {
-      const float cs = ang[a + 2 * p], sn = ang[a + 2 * p + 1];
-      const int64_t i0 = halves ? p : 2 * p, i1 = halves ? p + half : 2 * p + 1;
-      const float x0 = x[row * cols + i0], x1 = x[row * cols + i1];
-      y[j * cols + i0] = x0 * cs - x1 * sn;
-      y[j * cols + i1] = x0 * sn + x1 * cs;
-    }
+    RopeRow<float>(x, row * cols, ang, (row / per) * cols, cols, halves,
+                   [&](int64_t i, float v) { y[j * cols + i] = v; });
   }
-  Out out(bufs[r.out[0]]);
-  for (int64_t j = 0; j < sampled; ++j) {
-    const int64_t row = SampleRow(j, sampled, used);
-    for (int64_t i = 0; i < cols; ++i) out.Set(row * cols + i, y[j * cols + i]);
-  }
+  StoreRows(bufs[r.out[0]], y.data(), sampled, used, cols, cols);
   return true;
 }
 
@@ -398,8 +387,7 @@ bool Mha(const OpView& op, const std::vector<StepBuffer>& ins,
                 pad = op.Param("seq_pad", 0);
   if (!Sane({heads, kv_heads, d, pad}) || !Sane({kv_heads * pad})) return false;
   In q(ins[r.in[0]]), kc(ins[r.in[1]]), vc(ins[r.in[2]]);
-  const uint64_t out_n = bufs[r.out[0]].nbytes /
-                         std::max(DTypeBytes(bufs[r.out[0]].meta->dtype()), 1);
+  const uint64_t out_n = Elements(bufs[r.out[0]]);
   const uint64_t cache = static_cast<uint64_t>(kv_heads * pad * d);
   if (q.size() < static_cast<uint64_t>(heads * d) || kc.size() < cache ||
       vc.size() < cache || out_n < static_cast<uint64_t>(heads * d)) {
@@ -425,11 +413,7 @@ bool Mha(const OpView& op, const std::vector<StepBuffer>& ins,
     AttendRow(Window{qs.data(), h * d}, Window{ks.data(), base},
               Window{vs.data(), base}, h, base, len, d, p, &y[j * d]);
   }
-  Out out(bufs[r.out[0]]);
-  for (int64_t j = 0; j < sampled; ++j) {
-    const int64_t h = SampleRow(j, sampled, heads);
-    for (int64_t i = 0; i < d; ++i) out.Set(h * d + i, y[j * d + i]);
-  }
+  StoreRows(bufs[r.out[0]], y.data(), sampled, heads, d, d);
   return true;
 }
 
@@ -438,8 +422,7 @@ bool Sample(const OpView& op, const std::vector<StepBuffer>& ins,
   if (r.in.empty() || r.out.empty()) return false;
   In logits(ins[r.in[0]]);
   const int64_t vocab = op.Param("vocab", LastAxis(*ins[r.in[0]].meta, 0));
-  const uint64_t out_n = bufs[r.out[0]].nbytes /
-                         std::max(DTypeBytes(bufs[r.out[0]].meta->dtype()), 1);
+  const uint64_t out_n = Elements(bufs[r.out[0]]);
   if (!Sane({vocab}) || logits.size() < static_cast<uint64_t>(vocab))
     return false;
   const int64_t total_rows = static_cast<int64_t>(logits.size()) / vocab;
@@ -457,9 +440,7 @@ bool Sample(const OpView& op, const std::vector<StepBuffer>& ins,
       }
     }
   }
-  Out out(bufs[r.out[0]]);
-  for (int64_t j = 0; j < rows; ++j)
-    out.Set(SampleRow(j, rows, total_rows), static_cast<float>(best[j]));
+  StoreRows(bufs[r.out[0]], best.data(), rows, total_rows, 1, 1);
   return true;
 }
 
@@ -474,8 +455,7 @@ bool RowMapped(const OpView& op, const std::vector<StepBuffer>& ins,
   const int64_t out_len = RowMapOutLength(cls, in_len);
   if (!Sane({in_len, out_len}) || x.size() % in_len != 0) return false;
   const int64_t total = static_cast<int64_t>(x.size()) / in_len;
-  const uint64_t out_n = bufs[r.out[0]].nbytes /
-                         std::max(DTypeBytes(bufs[r.out[0]].meta->dtype()), 1);
+  const uint64_t out_n = Elements(bufs[r.out[0]]);
   if (out_n < static_cast<uint64_t>(total * out_len)) return false;
   const int64_t used = std::clamp<int64_t>(op.Extent("rows", total), 0, total);
   const int64_t rows = SampledRows(used, in_len, used);
@@ -483,12 +463,7 @@ bool RowMapped(const OpView& op, const std::vector<StepBuffer>& ins,
   for (int64_t j = 0; j < rows; ++j)
     RowMap(cls, x, SampleRow(j, rows, used) * in_len, in_len,
            y.data() + j * out_len);
-  Out out(bufs[r.out[0]]);
-  for (int64_t j = 0; j < rows; ++j) {
-    const int64_t row = SampleRow(j, rows, used);
-    for (int64_t i = 0; i < out_len; ++i)
-      out.Set(row * out_len + i, y[j * out_len + i]);
-  }
+  StoreRows(bufs[r.out[0]], y.data(), rows, used, out_len, out_len);
   return true;
 }
 
@@ -498,22 +473,12 @@ bool Gqa(const OpView& op, const std::vector<StepBuffer>& ins,
   if (r.in.size() < 2 || r.out.empty() || !IntParam(op.op(), "heads"))
     return false;
   const bool scores = op.class_name() == "GQAScores";
-  GqaDims s{.heads = op.Param("heads", 0),
-            .groups = op.Param("groups", 0),
-            .seq_len = op.Param("seq_len", 0),
-            .head_dim = op.Param("head_dim", 64)};
-  if (!Sane({s.heads, s.groups, s.seq_len, s.head_dim}) ||
-      s.heads % s.groups != 0)
-    return false;
-  s.used = std::clamp<int64_t>(op.Extent("seq_len", s.seq_len), 0, s.seq_len);
+  const std::optional<GqaDims> dims = ReadGqaDims(op);
+  if (!dims.has_value()) return false;
+  const GqaDims& s = *dims;
   In a(ins[r.in[0]]), b(ins[r.in[1]]);
-  const int64_t row_len = scores ? s.seq_len : s.head_dim;
-  const uint64_t out_n = bufs[r.out[0]].nbytes /
-                         std::max(DTypeBytes(bufs[r.out[0]].meta->dtype()), 1);
-  if (a.size() < static_cast<uint64_t>(s.seq_len * s.groups * s.head_dim) ||
-      b.size() <
-          static_cast<uint64_t>(s.heads * (scores ? s.head_dim : s.seq_len)) ||
-      out_n < static_cast<uint64_t>(s.heads * row_len))
+  const int64_t row_len = s.RowLength(scores);
+  if (!s.Fits(scores, a.size(), b.size(), Elements(bufs[r.out[0]])))
     return false;
   const int64_t rows = SampledRows(s.heads, s.used * s.head_dim, s.heads);
   const int64_t valid = scores ? s.used : s.head_dim;
@@ -521,12 +486,7 @@ bool Gqa(const OpView& op, const std::vector<StepBuffer>& ins,
   for (int64_t j = 0; j < rows; ++j)
     GqaRow(scores, a, b, s, SampleRow(j, rows, s.heads),
            y.data() + j * row_len);
-  Out out(bufs[r.out[0]]);
-  for (int64_t j = 0; j < rows; ++j) {
-    const int64_t h = SampleRow(j, rows, s.heads);
-    for (int64_t i = 0; i < valid; ++i)
-      out.Set(h * row_len + i, static_cast<float>(y[j * row_len + i]));
-  }
+  StoreRows(bufs[r.out[0]], y.data(), rows, s.heads, row_len, valid);
   return true;
 }
 
@@ -561,28 +521,13 @@ absl::Status ComputeStep(const OpView& op, std::vector<StepBuffer>& buffers) {
   for (const StepBuffer& b : buffers) typed &= Supported(b.meta->dtype());
 
   const std::string& cls = op.class_name();
-  bool done = false;
-  if (typed) {
-    if (cls == "GEMM") {
-      done = Gemm(op, inputs, buffers, roles);
-    } else if (cls == "GEMV") {
-      done = Gemv(op, inputs, buffers, roles);
-    } else if (IsElementwiseClass(cls)) {
-      done = Elementwise(op, inputs, buffers, roles);
-    } else if (cls == "RMSNorm" || cls == "Softmax") {
-      done = RowWise(op, inputs, buffers, roles);
-    } else if (cls == "RoPE") {
-      done = Rope(op, inputs, buffers, roles);
-    } else if (cls == "MHA") {
-      done = Mha(op, inputs, buffers, roles);
-    } else if (cls == "Sample") {
-      done = Sample(op, inputs, buffers, roles);
-    } else if (IsRowMapClass(cls)) {
-      done = RowMapped(op, inputs, buffers, roles);
-    } else if (cls == "GQAScores" || cls == "GQAContext") {
-      done = Gqa(op, inputs, buffers, roles);
-    }
-  }
+  using Kernel = bool (*)(const OpView&, const std::vector<StepBuffer>&,
+                          std::vector<StepBuffer>&, const BufferRoles&);
+  const Kernel kernel = ComputationOf<Kernel>(
+      cls,
+      {Gemm, Gemv, Elementwise, RowWise, Rope, Mha, Sample, RowMapped, Gqa});
+  const bool done =
+      typed && kernel != nullptr && kernel(op, inputs, buffers, roles);
   if (!done) CopyFirstInput(inputs, buffers, roles);
   return absl::OkStatus();
 }

@@ -3,6 +3,7 @@
 #define IRONTUNE_DAEMON_TUNE_AUTOTUNE_OPTIONS_H_
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 
@@ -82,18 +83,16 @@ struct TuneStats {
 
   // Adds `more`'s counts to these, field by field.
   TuneStats& operator+=(const TuneStats& more) {
-    settings_timed += more.settings_timed;
-    cache_hits += more.cache_hits;
-    device_timed += more.device_timed;
-    measure_calls += more.measure_calls;
-    skipped_by_bound += more.skipped_by_bound;
-    builder_refused += more.builder_refused;
-    confirmations += more.confirmations;
-    confirmed += more.confirmed;
-    confirm_timed += more.confirm_timed;
-    confirm_batches += more.confirm_batches;
-    screened += more.screened;
-    screened_out += more.screened_out;
+    using S = TuneStats;
+    // A field added to TuneStats joins the list below.
+    static_assert(sizeof(S) == 12 * sizeof(int64_t));
+    for (int64_t S::*count :
+         {&S::settings_timed, &S::cache_hits, &S::device_timed,
+          &S::measure_calls, &S::skipped_by_bound, &S::builder_refused,
+          &S::confirmations, &S::confirmed, &S::confirm_timed,
+          &S::confirm_batches, &S::screened, &S::screened_out}) {
+      this->*count += more.*count;
+    }
     return *this;
   }
 };
