@@ -18,6 +18,7 @@
 #include "client/render.h"
 #include "client/replace_file.h"
 #include "client/rpc.h"
+#include "common/power_modes.h"
 
 namespace irontune {
 namespace {
@@ -79,12 +80,11 @@ struct ExportCommand {
         ->check(CLI::Validator(
             [](std::string& text) -> std::string {
               const std::string mode = absl::AsciiStrToLower(text);
-              for (const char* known : {"default", "powersaver", "balanced",
-                                        "performance", "turbo"}) {
+              for (std::string_view known : kPowerModeNames) {
                 if (mode == known) return "";
               }
-              return "not a power mode (default, powersaver, balanced, "
-                     "performance or turbo, in any case)";
+              return "not a power mode (" + PowerModeNamesText() +
+                     ", in any case)";
             },
             "PMODE"));
   }

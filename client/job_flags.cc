@@ -7,6 +7,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "common/defaults.h"
+#include "common/power_modes.h"
 
 namespace irontune {
 namespace {
@@ -37,8 +38,7 @@ void AddTargetFlags(CLI::App& cmd, JobFlags* f) {
   cmd.add_option("--power-mode", f->power_mode,
                  "the power mode the job must be timed at (default: the "
                  "NPU's present mode)")
-      ->check(CLI::IsMember(
-          {"default", "powersaver", "balanced", "performance", "turbo"}));
+      ->check(CLI::IsMember(PowerModeNameList()));
 }
 
 // How long to time: IRON's Timing and the runlist length, each 0 (the

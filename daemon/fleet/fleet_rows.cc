@@ -166,6 +166,41 @@ absl::StatusOr<std::vector<std::optional<v1::Measurement>>> SelectFigures(
   return out;
 }
 
+absl::StatusOr<std::vector<StoredFigure>> SelectFiguresAfter(
+    pg::Connection& conn, const FleetPartition& partition, std::string_view box,
+    const FigureCursor& after, size_t limit) {
+  ASSIGN_OR_RETURN(
+      pg::Result rows,
+      conn.Exec(absl::StrCat("SELECT r.key, r.measurement, (extract(epoch "
+                             "FROM r.written) * 1000000)::bigint",
+                             FromPartition("figures"),
+                             "AND r.row_schema = $4 AND r.box <> $5 AND "
+                             "(r.written, r.key) > (to_timestamp($6 / "
+                             "1000000.0), $7) ORDER BY r.written, r.key "
+                             "LIMIT $8"),
+                InPartition(partition,
+                            {pg::Param::Int(kCacheRowSchema),
+                             pg::Param::Text(std::string(box)),
+                             pg::Param::Int(absl::ToUnixMicros(after.written)),
+                             pg::Param::Text(after.key),
+                             pg::Param::Int(static_cast<int64_t>(limit))})));
+  std::vector<StoredFigure> out;
+  for (int i = 0; i < rows.rows(); ++i) {
+    StoredFigure f;
+    f.entry.key = std::string(rows.Text(i, 0));
+    ASSIGN_OR_RETURN(std::string bytes, rows.Bytes(i, 1));
+    ASSIGN_OR_RETURN(int64_t micros, rows.Int(i, 2));
+    f.written = absl::FromUnixMicros(micros);
+    if (!f.entry.measurement.ParseFromString(bytes)) {
+      spdlog::warn("fleet store: the figure {} does not decode; skipped",
+                   f.entry.key);
+      continue;
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 absl::StatusOr<MergeCounts> InsertVerdicts(pg::Connection& conn,
                                            std::string_view platform,
                                            std::string_view box,

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "daemon/fleet/pg.h"
 #include "daemon/npu/platform.h"
@@ -55,6 +56,29 @@ absl::StatusOr<MergeCounts> InsertFigures(pg::Connection& conn,
 absl::StatusOr<std::vector<std::optional<v1::Measurement>>> SelectFigures(
     pg::Connection& conn, const FleetPartition& partition,
     absl::Span<const std::string> keys);
+
+// A figure as the store holds it: its key and measurement, and when it was
+// written (the store's clock).
+struct StoredFigure {
+  CacheEntry entry;
+  absl::Time written;
+};
+
+// Where a read of the store's figures in written order stopped: after the
+// figure written at `written` under `key`.
+struct FigureCursor {
+  absl::Time written = absl::UnixEpoch();
+  std::string key;
+};
+
+// Up to `limit` figures of the partition after `after`, in (written, key)
+// order, written by another box than `box` (the current row schema only).
+// A figure whose transaction committed late may carry an earlier time than
+// one read before it: a caller following the store starts its next read a
+// while back (FleetBox: a minute) and merges what it has already.
+absl::StatusOr<std::vector<StoredFigure>> SelectFiguresAfter(
+    pg::Connection& conn, const FleetPartition& partition, std::string_view box,
+    const FigureCursor& after, size_t limit);
 
 // The same for builder verdicts of a platform (slug). A verdict with an
 // empty recipe hash or verdict is refused.

@@ -41,6 +41,11 @@ FleetStore::GetFigures(const FleetPartition& partition,
   return SelectFigures(*conn_, partition, keys);
 }
 
+absl::StatusOr<std::vector<StoredFigure>> FleetStore::FiguresAfter(
+    const FleetPartition& partition, const FigureCursor& after, size_t limit) {
+  return SelectFiguresAfter(*conn_, partition, name_, after, limit);
+}
+
 absl::StatusOr<MergeCounts> FleetStore::MergeVerdicts(
     std::string_view platform, absl::Span<const VerdictRow> verdicts) {
   ASSIGN_OR_RETURN(pg::Transaction txn, pg::Transaction::Begin(*conn_));

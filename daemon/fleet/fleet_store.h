@@ -50,6 +50,10 @@ class FleetStore {
   absl::StatusOr<std::vector<std::optional<v1::Measurement>>> GetFigures(
       const FleetPartition& partition, absl::Span<const std::string> keys);
 
+  // SelectFiguresAfter, of the other boxes than this one.
+  absl::StatusOr<std::vector<StoredFigure>> FiguresAfter(
+      const FleetPartition& partition, const FigureCursor& after,
+      size_t limit);
   // InsertVerdicts in a transaction of its own; SelectVerdicts.
   absl::StatusOr<MergeCounts> MergeVerdicts(
       std::string_view platform, absl::Span<const VerdictRow> verdicts);

@@ -138,6 +138,14 @@ absl::StatusOr<FleetConnection> ResolveFleetUrl(
     fields["passfile"] = options.password_file;
   }
   fields.emplace("connect_timeout", "5");
+  // A store that stops answering on TCP (a host gone, a cut network) fails
+  // the call within about 30 s rather than TCP's many minutes, so a box
+  // keeps timing into its outbox and shutdown never waits on it.
+  fields.emplace("keepalives", "1");
+  fields.emplace("keepalives_idle", "10");
+  fields.emplace("keepalives_interval", "5");
+  fields.emplace("keepalives_count", "3");
+  fields.emplace("tcp_user_timeout", "30000");
   fields.emplace("application_name", options.application_name);
   FleetConnection out;
   std::vector<std::string> pairs;

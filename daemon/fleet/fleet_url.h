@@ -12,7 +12,9 @@
 //     localhost, 127.0.0.1 or ::1) is reached with TLS: sslmode is
 //     verify-full unless the URL says require or verify-ca; disable, allow
 //     and prefer are refused for it;
-//   - connect_timeout defaults to 5 s, application_name to the caller's.
+//   - connect_timeout defaults to 5 s, application_name to the caller's,
+//     and TCP keepalives and tcp_user_timeout to about 30 s, so a store
+//     that stops answering fails the call instead of hanging it.
 //
 // Thread-safe (values only).
 #ifndef IRONTUNE_DAEMON_FLEET_FLEET_URL_H_

@@ -5,18 +5,13 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/power_modes.h"
 
 namespace irontune {
 namespace {
 
-// Each power mode and its name, in the order the modes are listed.
-constexpr std::pair<PowerMode, std::string_view> kPowerModes[] = {
-    {PowerMode::kDefault, "default"},
-    {PowerMode::kPowersaver, "powersaver"},
-    {PowerMode::kBalanced, "balanced"},
-    {PowerMode::kPerformance, "performance"},
-    {PowerMode::kTurbo, "turbo"},
-};
+static_assert(kPowerModeNames.size() == 1 + static_cast<int>(PowerMode::kTurbo),
+              "one name per PowerMode, in its order");
 
 // Each packaging and its word.
 constexpr std::pair<v1::Packaging, const char*> kPackagings[] = {
@@ -27,21 +22,19 @@ constexpr std::pair<v1::Packaging, const char*> kPackagings[] = {
 }  // namespace
 
 std::string_view PowerModeName(PowerMode mode) {
-  for (const auto& [m, name] : kPowerModes) {
-    if (m == mode) return name;
-  }
-  return "default";
+  const size_t i = static_cast<size_t>(mode);
+  return i < kPowerModeNames.size() ? kPowerModeNames[i] : kPowerModeNames[0];
 }
 
 absl::StatusOr<PowerMode> ParsePowerMode(std::string_view text) {
   std::string lower = absl::AsciiStrToLower(
       absl::StripAsciiWhitespace(absl::string_view(text.data(), text.size())));
-  for (const auto& [mode, name] : kPowerModes) {
-    if (lower == name) return mode;
+  for (size_t i = 0; i < kPowerModeNames.size(); ++i) {
+    if (lower == kPowerModeNames[i]) return static_cast<PowerMode>(i);
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown power mode \"", absl::string_view(text.data(), text.size()),
-      "\" (expected default, powersaver, balanced, performance or turbo)"));
+      "\" (expected ", PowerModeNamesText(), ")"));
 }
 
 std::string PlatformSlug(std::string_view platform_name) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "common/power_modes.h"
 #include "daemon/edge/auth.h"
 #include "daemon/process/daemon.h"
 #include "daemon/tune/kernel_cycles.h"
@@ -82,8 +83,7 @@ void AddOptions(CLI::App& app, DaemonOptions& options, std::string& log_level,
                  "Set the NPU's power mode at start (xrt-smi configure "
                  "--pmode; turbo is refused while other processes hold NPU "
                  "contexts). Default: leave it. docs/npu-box.md")
-      ->check(CLI::IsMember(
-          {"default", "powersaver", "balanced", "performance", "turbo"}));
+      ->check(CLI::IsMember(PowerModeNameList()));
   app.add_option("--xrt-smi", options.xrt_smi,
                  "The xrt-smi program a real NPU is examined with. Default: "
                  "$XILINX_XRT/bin/xrt-smi, /opt/xilinx/xrt/bin/xrt-smi, or "

@@ -13,6 +13,8 @@ namespace {
 
 // How often a job is looked at while it runs.
 constexpr absl::Duration kFollowTick = absl::Milliseconds(100);
+// How far before the last figure pulled the next pull starts.
+constexpr absl::Duration kPullOverlap = absl::Minutes(1);
 
 bool IsStoreDown(const absl::Status& status) {
   return status.code() == absl::StatusCode::kUnavailable;
@@ -120,6 +122,49 @@ absl::Status FleetBox::Publish() {
   }
 }
 
+absl::Status FleetBox::Pull() {
+  const FleetPartition partition = Partition();
+  FigureCursor after{pulled_.written - kPullOverlap, ""};
+  while (true) {
+    ASSIGN_OR_RETURN(
+        std::vector<StoredFigure> rows,
+        store_->FiguresAfter(partition, after, options_.publish_batch));
+    if (rows.empty()) return absl::OkStatus();
+    after = {rows.back().written, rows.back().entry.key};
+    std::vector<CacheEntry> fresh;
+    for (StoredFigure& row : rows) {
+      if (recent_.emplace(row.entry.key, row.written).second) {
+        fresh.push_back(std::move(row.entry));
+      }
+    }
+    if (absl::Status merged = MergePulled(fresh); !merged.ok()) {
+      for (const CacheEntry& e : fresh) recent_.erase(e.key);
+      return merged;
+    }
+    if (after.written > pulled_.written) pulled_ = after;
+    absl::erase_if(recent_, [&](const auto& kv) {
+      return kv.second < pulled_.written - kPullOverlap;
+    });
+  }
+}
+
+absl::Status FleetBox::MergePulled(const std::vector<CacheEntry>& figures) {
+  if (figures.empty()) return absl::OkStatus();
+  ImportOrigin origin;
+  origin.imported_by = "fleet";
+  origin.peer = store_->display();
+  origin.source = "the fleet store";
+  int64_t added = 0;
+  RETURN_IF_ERROR(worker_->RunOnWorker([&](Cache* cache) -> absl::Status {
+    if (cache == nullptr) return absl::OkStatus();
+    ASSIGN_OR_RETURN(added, cache->MergeFromFleet(figures, origin));
+    return absl::OkStatus();
+  }));
+  absl::MutexLock lock(&mu_);
+  stats_.pulled_figures += added;
+  return absl::OkStatus();
+}
+
 void FleetBox::Loop() {
   spdlog::info("fleet: {} claims shards of {} from {}", options_.name,
                options_.toolchain, store_->display());
@@ -133,7 +178,13 @@ void FleetBox::Loop() {
       Pause(options_.idle_poll);
       continue;
     }
-    if (!ReadyToClaim() || !ClaimAndRun()) Pause(options_.idle_poll);
+    if (!ReadyToClaim()) {
+      Pause(options_.idle_poll);
+      continue;
+    }
+    status = Pull();
+    Noted(status);
+    if (!status.ok() || !ClaimAndRun()) Pause(options_.idle_poll);
   }
 }
 

@@ -14,6 +14,13 @@
 // CompleteShard), or gives the attempt up with the job's error
 // (FailShard). A lease lost meanwhile cancels the job.
 //
+// Before it claims, the box pulls the figures other boxes of its partition
+// committed since its last pull into its cache (Cache::MergeFromFleet, on
+// the worker), so a setting timed on one box is not timed again on the
+// next, and a box resuming a shard re-times only what was in flight. Each
+// pull starts a minute before the last figure it read, since a late commit
+// may carry an earlier time.
+//
 // The box claims only while its own queue is empty, nothing runs and the
 // worker's heartbeat is alive: local submits go first, and a box whose NPU
 // hangs stops claiming (its lease then expires and another box resumes).
@@ -32,6 +39,7 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -68,6 +76,7 @@ struct FleetBoxStats {
   int64_t lost = 0;    // leases lost (expired and taken, or the job ended)
   int64_t published_figures = 0;
   int64_t published_verdicts = 0;
+  int64_t pulled_figures = 0;    // other boxes' figures added to the cache
   bool store_reachable = false;  // as of the last call to the store
 };
 
@@ -96,6 +105,11 @@ class FleetBox {
   absl::Status Reconnect();
   // Sends the outbox to the store in batches until it is empty.
   absl::Status Publish();
+  // Merges the other boxes' figures committed since the last pull into the
+  // cache, in batches.
+  absl::Status Pull();
+  // Adds `figures` to the cache on the worker's thread.
+  absl::Status MergePulled(const std::vector<CacheEntry>& figures);
   // Claims one shard and runs it; false when there was none to claim or the
   // store failed.
   bool ClaimAndRun();
@@ -121,6 +135,11 @@ class FleetBox {
   DeviceWorker* const worker_;
   JobQueue* const queue_;
   std::thread thread_;
+  // Where the next pull starts, and the figures read in the minute before
+  // it, by key, so a pull merges only what it has not (the loop's thread
+  // only).
+  FigureCursor pulled_;
+  absl::flat_hash_map<std::string, absl::Time> recent_;
 
   mutable absl::Mutex mu_;
   absl::CondVar wake_;

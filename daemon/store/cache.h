@@ -318,6 +318,14 @@ class Cache {
   // returned CacheOutbox (its own connection to the file, for the thread
   // that publishes) says the fleet store has it.
   absl::StatusOr<std::unique_ptr<CacheOutbox>> KeepOutbox();
+  // Stores the figures the fleet store has from other boxes where this file
+  // has none (a row present is kept), in one transaction, as rows of one
+  // import recorded with `origin` on the first call (ListImports shows it,
+  // DropImport removes what came from the fleet); so they are never noted
+  // in the outbox. A figure that fails Put's checks is skipped. Returns the
+  // rows added.
+  absl::StatusOr<int64_t> MergeFromFleet(absl::Span<const CacheEntry> figures,
+                                         const ImportOrigin& origin);
 
   const std::string& platform() const { return reads_.platform(); }
   PowerMode power_mode() const { return reads_.power_mode(); }
@@ -379,6 +387,8 @@ class Cache {
   const int64_t partition_id_;
   // While Import runs: its id, which the inserts write into import_id.
   std::optional<int64_t> import_id_;
+  // MergeFromFleet's import record, once made.
+  std::optional<int64_t> fleet_import_;
   CacheReader reads_;  // over db_
   Inserts put_;        // INSERT OR REPLACE
   // Verdicts found or stored, by VerdictMemoKey.

@@ -12,6 +12,7 @@
 #include <system_error>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -186,10 +187,7 @@ absl::StatusOr<ImportCounts> Cache::Import(std::istream& in,
   ASSIGN_OR_RETURN(counts.import_id, RecordImport(origin));
   // The inserts carry the import's id until this returns, however it does.
   import_id_ = counts.import_id;
-  struct Clear {
-    std::optional<int64_t>& id;
-    ~Clear() { id.reset(); }
-  } clear{import_id_};
+  absl::Cleanup clear = [this] { import_id_.reset(); };
   std::string text;
   for (int number = 1; std::getline(in, text); ++number) {
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -227,6 +225,7 @@ absl::StatusOr<int64_t> Cache::RecordImport(const ImportOrigin& origin) {
 
 absl::StatusOr<int64_t> Cache::DropImport(int64_t id) {
   verdict_memo_.clear();
+  if (fleet_import_ == id) fleet_import_.reset();  // the next pull opens one
   Changed();
   ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(*db_));
   ASSIGN_OR_RETURN(sqlite::Statement find,
@@ -262,6 +261,7 @@ absl::StatusOr<int64_t> Cache::DropImport(int64_t id) {
 
 absl::StatusOr<ClearCounts> Cache::Clear() {
   verdict_memo_.clear();
+  fleet_import_.reset();
   Changed();
   ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(*db_));
   ClearCounts counts;

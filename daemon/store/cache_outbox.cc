@@ -2,8 +2,10 @@
 
 #include <string>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "daemon/store/cache_schema.h"
 #include "spdlog/spdlog.h"
 
 namespace irontune {
@@ -87,6 +89,38 @@ absl::StatusOr<int64_t> CacheOutbox::Size() {
   return db_->QueryInt(
       "SELECT (SELECT count(*) FROM outbox_measurements) + "
       "(SELECT count(*) FROM outbox_verdicts)");
+}
+
+absl::StatusOr<int64_t> Cache::MergeFromFleet(
+    absl::Span<const CacheEntry> figures, const ImportOrigin& origin) {
+  if (figures.empty()) return 0;
+  ASSIGN_OR_RETURN(Inserts add, PrepareInserts(*db_, "IGNORE"));
+  ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(*db_));
+  int64_t id = 0;
+  if (fleet_import_) {
+    id = *fleet_import_;
+  } else {
+    ASSIGN_OR_RETURN(id, RecordImport(origin));
+  }
+  import_id_ = id;
+  absl::Cleanup clear = [this] { import_id_.reset(); };
+  int64_t added = 0;
+  for (const CacheEntry& e : figures) {
+    if (!Validate(e.key, e.measurement).ok()) continue;
+    RETURN_IF_ERROR(
+        Insert(add.measurement, e.key, kCacheRowSchema, e.measurement));
+    added += db_->Changes();
+  }
+  ASSIGN_OR_RETURN(
+      sqlite::Statement lines,
+      db_->Prepare("UPDATE imports SET lines = lines + ?1 WHERE id = ?2"));
+  RETURN_IF_ERROR(lines.BindInt(1, added));
+  RETURN_IF_ERROR(lines.BindInt(2, id));
+  RETURN_IF_ERROR(lines.Run());
+  RETURN_IF_ERROR(txn.Commit());
+  fleet_import_ = id;
+  if (added > 0) Changed();
+  return added;
 }
 
 }  // namespace irontune

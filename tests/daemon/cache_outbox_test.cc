@@ -7,6 +7,7 @@
 
 #include "daemon/store/cache.h"
 #include "daemon/store/cache_key.h"
+#include "irontune/v1/tuner.pb.h"
 #include "tests/testing/process.h"
 
 namespace irontune {
@@ -110,6 +111,41 @@ TEST_CASE("Clear empties the outbox with the rows", "[cache]") {
   CHECK(outbox->Size().value() == 1);
   REQUIRE(cache->Clear().ok());
   CHECK(outbox->Size().value() == 0);
+}
+
+TEST_CASE("Figures from the fleet fill gaps, under one import, not sent back",
+          "[cache]") {
+  const std::string path = e2e::TempDir("outbox") + "/irontune.db";
+  auto cache = OpenCache(path);
+  auto outbox = Keep(*cache);
+  REQUIRE(cache->Put(Key(1), Figure(1.0)).ok());  // timed here
+  const ImportOrigin origin{"fleet", "host=db", "the fleet store"};
+  const std::vector<CacheEntry> first = {{Key(1), Figure(9.0)},
+                                         {Key(2), Figure(2.0)}};
+  const uint64_t before = cache->generation();
+  CHECK(cache->MergeFromFleet(first, origin).value() == 1);
+  CHECK(cache->generation() != before);
+  const std::vector<CacheEntry> second = {{Key(2), Figure(8.0)},
+                                          {Key(3), Figure(3.0)},
+                                          {"not a digest", Figure(4.0)}};
+  CHECK(cache->MergeFromFleet(second, origin).value() == 1);
+  CHECK(cache->Get(Key(1)).value()->t_step_us() == 1.0);  // this box's kept
+  CHECK(cache->Get(Key(2)).value()->t_step_us() == 2.0);  // first kept
+  CHECK(cache->Get(Key(3)).value()->t_step_us() == 3.0);
+  // Only the figure timed here waits to be published.
+  CHECK(outbox->Size().value() == 1);
+  auto imports = cache->ListImports();
+  REQUIRE(imports.ok());
+  REQUIRE(imports->size() == 1);
+  CHECK((*imports)[0].source() == "the fleet store");
+  CHECK((*imports)[0].lines() == 2);
+  // What came from the fleet can be dropped as one import.
+  CHECK(cache->DropImport((*imports)[0].id()).value() == 2);
+  CHECK_FALSE(cache->Get(Key(3)).value().has_value());
+  CHECK(cache->Get(Key(1)).value().has_value());
+  // The next merge opens a new import rather than filling a dropped one.
+  CHECK(cache->MergeFromFleet(second, origin).value() == 2);
+  CHECK(cache->ListImports()->size() == 2);
 }
 
 }  // namespace

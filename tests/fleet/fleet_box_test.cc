@@ -143,6 +143,36 @@ TEST_CASE("A box times its NPU's shards and commits what it timed",
   CHECK(box->Stop() == 0);
 }
 
+TEST_CASE("A setting timed on one box is not timed again on the next",
+          "[fleet][pg][e2e]") {
+  const std::string url = FreshUrl();
+  auto store = OpenStore(*ResolveFleetUrl(url, {}), "test front");
+  FleetQueue queue(*store);
+  {
+    auto first = StartBox(url, "box strix-1");
+    REQUIRE(first->Up());
+    const int64_t id = queue.SubmitJob(TwoShapes("npu-strix"))->id;
+    REQUIRE(AwaitEnd(queue, id, 120).state == FleetJobState::kDone);
+    CHECK(first->Stop() == 0);
+  }
+  // The same job again, for a box with an empty cache.
+  auto second = StartBox(url, "box strix-2");
+  REQUIRE(second->Up());
+  const int64_t again = queue.SubmitJob(TwoShapes("npu-strix"))->id;
+  const JobView view = AwaitEnd(queue, again, 120);
+  INFO(second->Log());
+  REQUIRE(view.state == FleetJobState::kDone);
+  for (const std::string& bytes : view.results) {
+    v1::JobResult result;
+    REQUIRE(result.ParseFromString(bytes));
+    CHECK(result.autotune().stats().settings_timed() == 0);
+    CHECK(result.autotune().stats().cache_hits() > 0);
+  }
+  CHECK(CountRows(*store,
+                  "SELECT count(*) FROM irontune.figures WHERE box = 'box "
+                  "strix-2'") == 0);
+}
+
 TEST_CASE("A shard no box can run fails its job after three attempts",
           "[fleet][pg][e2e]") {
   const std::string url = FreshUrl();

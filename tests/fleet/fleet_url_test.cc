@@ -34,10 +34,12 @@ TEST_CASE("A remote store is reached with TLS", "[fleet]") {
   CHECK_THAT(implied->conninfo, Catch::Contains("sslmode='verify-full'"));
   CHECK(implied->display == "host=db.lab dbname=irontune user=box");
 
-  auto kept =
-      ResolveFleetUrl("postgresql://box@db.lab/irontune?sslmode=verify-ca", {});
+  auto kept = ResolveFleetUrl(
+      "postgresql://box@db.lab/irontune?sslmode=verify-ca&connect_timeout=9",
+      {});
   REQUIRE(kept.ok());
-  CHECK_THAT(kept->conninfo, Catch::Contains("sslmode='verify-ca'"));
+  CHECK_THAT(kept->conninfo, Catch::Contains("sslmode='verify-ca'") &&
+                                 Catch::Contains("connect_timeout='9'"));
 
   // One remote host among several is enough to require it.
   auto multi = ResolveFleetUrl(
@@ -54,7 +56,8 @@ TEST_CASE("A store on this box needs no TLS", "[fleet]") {
     INFO(url);
     REQUIRE(r.ok());
     CHECK_THAT(r->conninfo, !Catch::Contains("verify-full"));
-    CHECK_THAT(r->conninfo, Catch::Contains("connect_timeout='5'"));
+    CHECK_THAT(r->conninfo, Catch::Contains("connect_timeout='5'") &&
+                                Catch::Contains("tcp_user_timeout='30000'"));
   }
 }
 
