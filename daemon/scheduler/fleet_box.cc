@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "daemon/base/log_safe.h"
+#include "daemon/scheduler/fleet_jobs.h"
 #include "daemon/scheduler/requests.h"
 #include "spdlog/spdlog.h"
 
@@ -286,7 +287,10 @@ void FleetBox::Finish(const JobPtr& job, const Lease& lease) {
   }
   ShardOutcome outcome;
   outcome.result = result.SerializeAsString();
-  outcome.decision = result.autotune().profile().SerializeAsString();
+  v1::AutotuneRequest task;
+  if (task.ParseFromString(lease.task)) {
+    outcome.decision = ShardDecision(task, result.autotune());
+  }
   // While the store is down the result waits here, the figures in the
   // outbox; the lease is still this box's unless another box took it.
   absl::Status committed;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -10,8 +11,10 @@
 #include "common/defaults.h"
 #include "common/profile.h"
 #include "common/recording.h"
+#include "common/shape.h"
 #include "common/status_macros.h"
 #include "common/value.h"
+#include "daemon/base/log_safe.h"
 
 namespace irontune {
 namespace {
@@ -179,6 +182,23 @@ absl::Status CheckTarget(const Request& request) {
   return absl::OkStatus();
 }
 
+// Each of `shapes` a shape the calls run. REQUIRES: the calls validated.
+absl::Status CheckShapes(const v1::AutotuneRequest& request) {
+  if (request.shapes().empty()) return absl::OkStatus();
+  absl::StatusOr<std::vector<ShapeGroup>> groups = GroupShapes(request.calls());
+  if (!groups.ok()) return groups.status();
+  std::set<std::string> known;
+  for (const ShapeGroup& g : *groups) known.insert(g.key);
+  for (int i = 0; i < request.shapes_size(); ++i) {
+    if (!known.contains(request.shapes(i))) {
+      return Invalid(absl::StrCat("shapes[", i, "]: \"",
+                                  LogSafe(request.shapes(i), 200),
+                                  "\" is not a shape the calls run"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckRepeats(uint32_t repeats) {
   if (repeats == 1) {
     return Invalid(absl::StrCat("repeats: must be 0 (", kDefaultRepeats,
@@ -257,6 +277,7 @@ absl::Status ValidateAutotuneRequest(const v1::AutotuneRequest& request) {
   RETURN_IF_ERROR(CheckMinGain(request));
   RETURN_IF_ERROR(CheckBudget(request));
   RETURN_IF_ERROR(CheckTarget(request));
+  RETURN_IF_ERROR(CheckShapes(request));
   return CheckRepeats(request.repeats());
 }
 
@@ -344,6 +365,7 @@ AutotuneOptions AutotuneOptionsOf(const v1::AutotuneRequest& request,
   options.cycles_path = cycles_path;
   if (request.has_min_gain()) options.min_gain = request.min_gain();
   options.budget_seconds = request.budget_seconds();
+  options.only_shapes = {request.shapes().begin(), request.shapes().end()};
   return options;
 }
 

@@ -43,7 +43,7 @@ absl::Status ValidateMeasureRequest(const v1::MeasureRequest& request);
 // Checks what an Autotune relies on: calls present and valid
 // (ValidateRecording), Timing, priority and repeats as above, min_gain in
 // [0, 1), budget_seconds finite and not negative (0: no budget), platform
-// and power mode as above.
+// and power mode as above, each of shapes a shape the calls run.
 // InvalidArgument naming the field path.
 absl::Status ValidateAutotuneRequest(const v1::AutotuneRequest& request);
 

@@ -71,6 +71,11 @@ absl::StatusOr<std::unique_ptr<AutotuneRun>> AutotuneRun::Start(
   }
   ASSIGN_OR_RETURN(run->shapes_,
                    Shapes(calls, options.space, run->platform_.generation));
+  if (!options.only_shapes.empty()) {
+    std::erase_if(run->shapes_, [&](const Shape& shape) {
+      return !options.only_shapes.contains(shape.key);
+    });
+  }
   // From here on only the operators: `calls` may go once Start returns.
   const v1::Calls& operators = run->calls_;
   run->profile_ =

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "common/defaults.h"
@@ -65,6 +66,8 @@ struct AutotuneOptions {
   // for the builder, so the device times it instead of idling. 1: one
   // shape at a time. REQUIRES: >= 1.
   int shapes_at_once = kShapesAtOnce;
+  // The keys (ShapeKey) of the only shapes to tune; empty: every shape.
+  std::set<std::string> only_shapes;
 };
 
 struct TuneStats {

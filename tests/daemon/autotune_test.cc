@@ -22,6 +22,7 @@
 #include "common/defaults.h"
 #include "common/profile.h"
 #include "common/recording.h"
+#include "common/shape.h"
 #include "common/value.h"
 #include "daemon/builder/build_pool.h"
 #include "daemon/sim/design.h"
@@ -716,6 +717,38 @@ TEST_CASE("Autotune: entries replaced, held, kept, diff, a cached rerun") {
   CHECK(cached->stats.confirmations == result->stats.confirmations);
   CHECK(cached->stats.cache_hits > 0);
   CHECK(cached->profile.ToJson() == result->profile.ToJson());
+}
+
+TEST_CASE("Autotune: only the shapes asked for are tuned, the rest kept") {
+  v1::Operator gemm = SearchGemm(256, 256, 256, 64, 64, 1);
+  v1::Operator gemv = SearchGemv(512, 256);
+  v1::Calls calls = MakeCalls({gemm, gemv}, {0, 1, 0});
+  Profile before;
+  before.Add(Entry("GEMM", Dims({{"M", 256}, {"K", 256}, {"N", 256}}),
+                   Dims({{"tile_m", 64},
+                         {"tile_k", 64},
+                         {"tile_n", 64},
+                         {"num_aie_columns", 1}})));
+  auto cache =
+      Cache::Open(TempPath("only.db"), "NPU Strix", PowerMode::kDefault);
+  REQUIRE(cache.ok());
+  Rig rig;
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing = Quick();
+  options.only_shapes = {ShapeKey(gemv)};
+  auto result = Autotune(calls, before, options, rig.Context(cache->get()));
+  REQUIRE(result.ok());
+  REQUIRE(result->shapes.size() == 1);
+  CHECK(result->shapes[0].key == ShapeKey(gemv));
+  REQUIRE(rig.progress->shapes.size() == 1);
+  CHECK(absl::StartsWith(rig.progress->shapes[0], "GEMV M=512 K=256"));
+  // The GEMM's entry is kept as submitted, though one column is slow.
+  CHECK(result->diff.changed_size() == 0);
+  REQUIRE(result->diff.kept_size() == 1);
+  CHECK(result->diff.kept(0).operator_class() == "GEMM");
+  REQUIRE(result->diff.added_size() == 1);
+  CHECK(result->diff.added(0).operator_class() == "GEMV");
 }
 
 TEST_CASE("Autotune: cancellation stops the search") {

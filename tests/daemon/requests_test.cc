@@ -2,12 +2,14 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <set>
 #include <string>
 #include <type_traits>
 
 #include "absl/strings/match.h"
 #include "common/defaults.h"
 #include "common/recording.h"
+#include "common/shape.h"
 #include "tests/testing/recording_fixtures.h"
 
 namespace irontune {
@@ -214,6 +216,22 @@ TEST_CASE("requests: an undefined priority is refused") {
   const absl::Status s = ValidateAutotuneRequest(request);
   CHECK(absl::IsInvalidArgument(s));
   CHECK(s.message() == "priority: 77 is not a Priority");
+}
+
+TEST_CASE("requests: shapes to tune must be shapes the calls run") {
+  v1::AutotuneRequest request;
+  *request.mutable_calls() = testing::AddSiluCalls();
+  const std::string add = ShapeKey(request.calls().operators(0));
+  request.add_shapes(add);
+  REQUIRE(ValidateAutotuneRequest(request).ok());
+  request.add_shapes("GEMM M=1 K=1 N=1\n");
+  const absl::Status s = ValidateAutotuneRequest(request);
+  CHECK(absl::IsInvalidArgument(s));
+  CHECK(absl::StartsWith(s.message(), "shapes[1]: \"GEMM M=1 K=1 N=1\\n\""));
+  const Platform platform;
+  request.mutable_shapes()->RemoveLast();
+  CHECK(AutotuneOptionsOf(request, platform, "").only_shapes ==
+        std::set<std::string>{add});
 }
 
 }  // namespace

@@ -8,7 +8,9 @@
 #include <thread>
 
 #include "catch2/catch.hpp"
+#include "common/shape.h"
 #include "daemon/fleet/fleet_queue.h"
+#include "daemon/scheduler/fleet_jobs.h"
 #include "irontune/v1/tuner.pb.h"
 #include "tests/fleet/fleet_fixtures.h"
 #include "tests/testing/daemon_process.h"
@@ -56,12 +58,14 @@ bool AwaitPositive(FleetStore& store, const std::string& sql, double seconds) {
   return false;
 }
 
-// A shard's task: one shape's quick Autotune.
-NewShard Shard(const std::string& key, v1::Calls calls) {
+// A shard's task: the quick Autotune of `calls`' one shape.
+NewShard Shard(v1::Calls calls) {
   v1::AutotuneRequest request;
+  const std::string key = ShapeKey(calls.operators(0));
   *request.mutable_calls() = std::move(calls);
   request.mutable_timing()->set_rounds(3);
   request.mutable_timing()->set_calls(5);
+  request.add_shapes(key);
   return {key, request.SerializeAsString()};
 }
 
@@ -72,9 +76,8 @@ NewJob TwoShapes(const std::string& platform) {
   job.request_digest = "two shapes for " + platform;
   job.platform = platform;
   job.power_mode = PowerMode::kPerformance;
-  job.shards = {Shard("add 2048", testing::AddCalls()),
-                Shard("silu 8192",
-                      testing::OneCall("silu", {testing::Silu8192({512, 1024})},
+  job.shards = {Shard(testing::AddCalls()),
+                Shard(testing::OneCall("silu", {testing::Silu8192({512, 1024})},
                                        {{"s", "t"}}))};
   return job;
 }
@@ -171,6 +174,39 @@ TEST_CASE("A setting timed on one box is not timed again on the next",
   CHECK(CountRows(*store,
                   "SELECT count(*) FROM irontune.figures WHERE box = 'box "
                   "strix-2'") == 0);
+}
+
+TEST_CASE("A model cut into one shard a shape is tuned by two boxes",
+          "[fleet][pg][e2e]") {
+  const std::string url = FreshUrl();
+  auto store = OpenStore(*ResolveFleetUrl(url, {}), "test front");
+  FleetQueue queue(*store);
+  auto a = StartBox(url, "box strix-1");
+  auto b = StartBox(url, "box strix-2");
+  REQUIRE(a->Up());
+  REQUIRE(b->Up());
+  v1::AutotuneRequest request = testing::SmallAutotune(/*quick=*/true);
+  auto job = FleetJobOf(request, "ci", "npu-strix", PowerMode::kPerformance);
+  REQUIRE(job.ok());
+  const int64_t id = queue.SubmitJob(*job)->id;
+  // The same model sent again while it runs joins the job.
+  request.set_client("someone else");
+  auto again = FleetJobOf(request, "ci", "npu-strix", PowerMode::kPerformance);
+  CHECK(queue.SubmitJob(*again)->id == id);
+  const JobView view = AwaitEnd(queue, id, 120);
+  INFO(a->Log() + b->Log());
+  REQUIRE(view.state == FleetJobState::kDone);
+  REQUIRE(view.results.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    v1::JobResult result;
+    REQUIRE(result.ParseFromString(view.results[i]));
+    CHECK(result.autotune().stats().shapes() == 1);
+    // Each shard changed or added only its own shape's entry.
+    CHECK(result.autotune().diff().changed_size() +
+              result.autotune().diff().added_size() <=
+          1);
+  }
+  CHECK(CountRows(*store, "SELECT count(*) FROM irontune.decisions") == 2);
 }
 
 TEST_CASE("A shard no box can run fails its job after three attempts",

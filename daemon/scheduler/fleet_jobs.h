@@ -1,0 +1,49 @@
+// A submit as the fleet's work (docs/fleet.md): an Autotune request cut
+// into one shard per shape, each shard's task the request naming that shape
+// alone (AutotuneRequest.shapes), so a box tunes it in the context of the
+// whole model (its points and weights) and keeps every other entry.
+//
+// No gRPC here. Thread-safe (pure functions).
+#ifndef IRONTUNE_DAEMON_SCHEDULER_FLEET_JOBS_H_
+#define IRONTUNE_DAEMON_SCHEDULER_FLEET_JOBS_H_
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "daemon/fleet/fleet_queue.h"
+#include "daemon/npu/platform.h"
+#include "irontune/v1/tuner.pb.h"
+
+namespace irontune {
+
+// What identical submits share: the sha256 (hex) of the request's
+// deterministic encoding without who sent it and how (client, priority,
+// detach), and of the target. Two submits of one model, Timing and profile
+// for one platform and mode get one digest whoever sends them.
+std::string FleetRequestDigest(const v1::AutotuneRequest& request,
+                               const std::string& platform_slug,
+                               PowerMode power_mode);
+
+// The fleet job of `request`, from `owner`, to run on `platform_slug` at
+// `power_mode`: one shard per shape the calls run (those `request.shapes`
+// names, where it names any), in the order the model first runs them; each
+// shard's task the request with `shapes` that one shape's key and the
+// target set, its client, priority and detach cleared. An interactive
+// request's shards come first (priority 1, batch 0). REQUIRES: `request`
+// passed ValidateAutotuneRequest. InvalidArgument when it names no shape.
+absl::StatusOr<NewJob> FleetJobOf(const v1::AutotuneRequest& request,
+                                  const std::string& owner,
+                                  const std::string& platform_slug,
+                                  PowerMode power_mode);
+
+// The profile entry a shard's job decided for its shape: the entry of
+// `result`'s profile covering the shape `task` names (its class at its
+// dims), serialized; nullopt where none covers it (a shape with nothing to
+// search and no entry). REQUIRES: `task` from FleetJobOf.
+std::optional<std::string> ShardDecision(const v1::AutotuneRequest& task,
+                                         const v1::AutotuneResult& result);
+
+}  // namespace irontune
+
+#endif  // IRONTUNE_DAEMON_SCHEDULER_FLEET_JOBS_H_
