@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "daemon/fleet/fleet_queue.h"
@@ -43,6 +44,25 @@ absl::StatusOr<NewJob> FleetJobOf(const v1::AutotuneRequest& request,
 // search and no entry). REQUIRES: `task` from FleetJobOf.
 std::optional<std::string> ShardDecision(const v1::AutotuneRequest& task,
                                          const v1::AutotuneResult& result);
+
+// A shard as the job that cut it sees it: its shape, and its job's result
+// once done (unset while not, or when it failed).
+struct ShardOutcomeView {
+  std::string shape_key;
+  std::optional<v1::JobResult> result;
+};
+
+// The fleet job's result from its shards', as a front answers the submit:
+// the submitted profile with each done shard's decided entry put in place
+// (replacing the entry of its class and dims, else appended, in shard
+// order); the diff lists every shard's changed and added entries with
+// their gains, the submitted entries no shard changed as kept, the model
+// and recording gains summed (noise: the root of the summed squares), and
+// each shard not done as untuned with `why`; the stats summed. REQUIRES:
+// `shards` in FleetJobOf's order for `request`.
+v1::AutotuneResult AssembleResult(const v1::AutotuneRequest& request,
+                                  const std::vector<ShardOutcomeView>& shards,
+                                  const std::string& why);
 
 }  // namespace irontune
 

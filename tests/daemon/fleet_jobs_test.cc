@@ -99,5 +99,76 @@ TEST_CASE("fleet jobs: a shard's decision is its shape's entry alone") {
   CHECK_FALSE(ShardDecision(task, result).has_value());
 }
 
+v1::Field IntField(const std::string& name, int64_t value) {
+  v1::Field f;
+  f.set_name(name);
+  f.mutable_value()->set_int_value(value);
+  return f;
+}
+
+v1::ProfileEntry MakeEntry(const std::string& cls, int64_t size, int64_t tile) {
+  v1::ProfileEntry e;
+  e.set_operator_class(cls);
+  *e.add_dims() = IntField("size", size);
+  *e.add_tunables() = IntField("tile_size", tile);
+  return e;
+}
+
+TEST_CASE("fleet jobs: the shards' results make the job's, as one box's") {
+  v1::AutotuneRequest request = Small();
+  *request.mutable_profile()->add_entries() = MakeEntry("Add", 2048, 256);
+  *request.mutable_profile()->add_entries() = MakeEntry("Other", 1, 1);
+
+  v1::JobResult first;
+  v1::ProfileDiff* d0 = first.mutable_autotune()->mutable_diff();
+  v1::EntryChange* change = d0->add_changed();
+  change->set_operator_class("Add");
+  *change->add_dims() = IntField("size", 2048);
+  *change->add_old_tunables() = IntField("tile_size", 256);
+  *change->add_new_tunables() = IntField("tile_size", 512);
+  d0->set_has_model_gain(true);
+  d0->set_model_gain_us(2.0);
+  d0->set_model_noise_us(0.3);
+  first.mutable_autotune()->mutable_stats()->set_shapes(1);
+  first.mutable_autotune()->mutable_stats()->set_settings_timed(5);
+
+  v1::JobResult second;
+  v1::ProfileDiff* d1 = second.mutable_autotune()->mutable_diff();
+  *d1->add_added() = MakeEntry("SiLU", 8192, 1024);
+  d1->add_added_gains()->set_has_gain(true);
+  d1->set_has_model_gain(true);
+  d1->set_model_gain_us(1.0);
+  d1->set_model_noise_us(0.4);
+  second.mutable_autotune()->mutable_stats()->set_shapes(1);
+  second.mutable_autotune()->mutable_stats()->set_settings_timed(7);
+
+  const v1::AutotuneResult result =
+      AssembleResult(request, {{"add", first}, {"silu", second}}, "");
+  const v1::Profile& p = result.profile();
+  REQUIRE(p.entries_size() == 3);
+  CHECK(p.entries(0).operator_class() == "Add");  // in place
+  CHECK(p.entries(0).tunables(0).value().int_value() == 512);
+  CHECK(p.entries(1).operator_class() == "Other");
+  CHECK(p.entries(2).operator_class() == "SiLU");  // appended
+  const v1::ProfileDiff& diff = result.diff();
+  CHECK(diff.changed_size() == 1);
+  CHECK(diff.added_size() == 1);
+  CHECK(diff.added_gains_size() == 1);
+  REQUIRE(diff.kept_size() == 1);
+  CHECK(diff.kept(0).operator_class() == "Other");
+  CHECK(diff.model_gain_us() == Approx(3.0));
+  CHECK(diff.model_noise_us() == Approx(0.5));
+  CHECK(result.stats().shapes() == 2);
+  CHECK(result.stats().settings_timed() == 12);
+
+  // A shard that did not finish leaves its shape untuned, saying why.
+  const v1::AutotuneResult partial = AssembleResult(
+      request, {{"add", first}, {"silu", std::nullopt}}, "failed on 3 boxes");
+  REQUIRE(partial.diff().untuned_size() == 1);
+  CHECK(partial.diff().untuned(0).shape() == "silu");
+  CHECK(partial.diff().untuned(0).reason() == "failed on 3 boxes");
+  CHECK(partial.profile().entries_size() == 2);
+}
+
 }  // namespace
 }  // namespace irontune

@@ -197,15 +197,24 @@ TEST_CASE("A model cut into one shard a shape is tuned by two boxes",
   INFO(a->Log() + b->Log());
   REQUIRE(view.state == FleetJobState::kDone);
   REQUIRE(view.results.size() == 2);
+  std::vector<ShardOutcomeView> shards;
+  int entries = 0;
   for (size_t i = 0; i < 2; ++i) {
     v1::JobResult result;
     REQUIRE(result.ParseFromString(view.results[i]));
     CHECK(result.autotune().stats().shapes() == 1);
     // Each shard changed or added only its own shape's entry.
-    CHECK(result.autotune().diff().changed_size() +
-              result.autotune().diff().added_size() <=
-          1);
+    const int moved = result.autotune().diff().changed_size() +
+                      result.autotune().diff().added_size();
+    CHECK(moved <= 1);
+    entries += moved;
+    shards.push_back({job->shards[i].shape_key, result});
   }
+  // The job's result, as a front answers the submit.
+  const v1::AutotuneResult whole = AssembleResult(request, shards, "");
+  CHECK(whole.stats().shapes() == 2);
+  CHECK(whole.diff().changed_size() + whole.diff().added_size() == entries);
+  CHECK(whole.profile().entries_size() == entries);
   CHECK(CountRows(*store, "SELECT count(*) FROM irontune.decisions") == 2);
 }
 
