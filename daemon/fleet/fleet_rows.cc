@@ -201,6 +201,36 @@ absl::StatusOr<std::vector<StoredFigure>> SelectFiguresAfter(
   return out;
 }
 
+absl::StatusOr<std::vector<StoredVerdict>> SelectVerdictsAfter(
+    pg::Connection& conn, std::string_view platform, std::string_view box,
+    const VerdictCursor& after, size_t limit) {
+  ASSIGN_OR_RETURN(
+      pg::Result rows,
+      conn.Exec(
+          "SELECT recipe_hash, environment, verdict, (extract(epoch FROM "
+          "written) * 1000000)::bigint FROM irontune.verdicts WHERE platform "
+          "= $1 AND row_schema = $2 AND box <> $3 AND (written, recipe_hash, "
+          "environment) > (to_timestamp($4 / 1000000.0), $5, $6) ORDER BY "
+          "written, recipe_hash, environment LIMIT $7",
+          {pg::Param::Text(std::string(platform)),
+           pg::Param::Int(kCacheRowSchema), pg::Param::Text(std::string(box)),
+           pg::Param::Int(absl::ToUnixMicros(after.written)),
+           pg::Param::Text(after.recipe_hash),
+           pg::Param::Text(after.environment),
+           pg::Param::Int(static_cast<int64_t>(limit))}));
+  std::vector<StoredVerdict> out;
+  for (int i = 0; i < rows.rows(); ++i) {
+    StoredVerdict v;
+    v.row.first.recipe_hash = std::string(rows.Text(i, 0));
+    v.row.first.environment = std::string(rows.Text(i, 1));
+    v.row.second = std::string(rows.Text(i, 2));
+    ASSIGN_OR_RETURN(int64_t micros, rows.Int(i, 3));
+    v.written = absl::FromUnixMicros(micros);
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
 absl::StatusOr<MergeCounts> InsertVerdicts(pg::Connection& conn,
                                            std::string_view platform,
                                            std::string_view box,

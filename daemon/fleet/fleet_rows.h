@@ -80,6 +80,26 @@ absl::StatusOr<std::vector<StoredFigure>> SelectFiguresAfter(
     pg::Connection& conn, const FleetPartition& partition, std::string_view box,
     const FigureCursor& after, size_t limit);
 
+// A verdict as the store holds it, and when it was written.
+struct StoredVerdict {
+  VerdictRow row;
+  absl::Time written;
+};
+
+// Where a read of a platform's verdicts in written order stopped.
+struct VerdictCursor {
+  absl::Time written = absl::UnixEpoch();
+  std::string recipe_hash;
+  std::string environment;
+};
+
+// Up to `limit` verdicts of the platform (slug) after `after`, in
+// (written, recipe hash, environment) order, of another box than `box`
+// (the current row schema only); as SelectFiguresAfter.
+absl::StatusOr<std::vector<StoredVerdict>> SelectVerdictsAfter(
+    pg::Connection& conn, std::string_view platform, std::string_view box,
+    const VerdictCursor& after, size_t limit);
+
 // The same for builder verdicts of a platform (slug). A verdict with an
 // empty recipe hash or verdict is refused.
 absl::StatusOr<MergeCounts> InsertVerdicts(pg::Connection& conn,

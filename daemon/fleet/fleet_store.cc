@@ -46,6 +46,11 @@ absl::StatusOr<std::vector<StoredFigure>> FleetStore::FiguresAfter(
   return SelectFiguresAfter(*conn_, partition, name_, after, limit);
 }
 
+absl::StatusOr<std::vector<StoredVerdict>> FleetStore::VerdictsAfter(
+    std::string_view platform, const VerdictCursor& after, size_t limit) {
+  return SelectVerdictsAfter(*conn_, platform, name_, after, limit);
+}
+
 absl::StatusOr<MergeCounts> FleetStore::MergeVerdicts(
     std::string_view platform, absl::Span<const VerdictRow> verdicts) {
   ASSIGN_OR_RETURN(pg::Transaction txn, pg::Transaction::Begin(*conn_));

@@ -52,8 +52,10 @@ class FleetStore {
 
   // SelectFiguresAfter, of the other boxes than this one.
   absl::StatusOr<std::vector<StoredFigure>> FiguresAfter(
-      const FleetPartition& partition, const FigureCursor& after,
-      size_t limit);
+      const FleetPartition& partition, const FigureCursor& after, size_t limit);
+  // SelectVerdictsAfter, of the other boxes than this one.
+  absl::StatusOr<std::vector<StoredVerdict>> VerdictsAfter(
+      std::string_view platform, const VerdictCursor& after, size_t limit);
   // InsertVerdicts in a transaction of its own; SelectVerdicts.
   absl::StatusOr<MergeCounts> MergeVerdicts(
       std::string_view platform, absl::Span<const VerdictRow> verdicts);

@@ -42,6 +42,7 @@
 #include "daemon/edge/unix_listener.h"
 #include "daemon/fleet/fleet_store.h"
 #include "daemon/fleet/fleet_url.h"
+#include "daemon/process/health_watch.h"
 #include "daemon/scheduler/fleet_box.h"
 #include "daemon/sim/presets.h"
 #include "daemon/sim/sim_builder.h"
@@ -319,6 +320,7 @@ struct Daemon::Parts {
   std::unique_ptr<UnixListeners> unix_listeners;
   std::vector<std::string> addresses;
   std::unique_ptr<SystemdNotifier> notifier;
+  std::unique_ptr<HealthWatch> health;
   bool shut_down = false;
 };
 
@@ -631,6 +633,20 @@ absl::Status Daemon::OpenJobStore(const std::filesystem::path& dir,
   return absl::OkStatus();
 }
 
+void Daemon::WatchHealth(const DaemonOptions& options) {
+  Parts& p = *parts_;
+  DeviceWorker* worker = p.worker.get();
+  grpc::HealthCheckServiceInterface* health = p.server->GetHealthCheckService();
+  const absl::Duration stall = options.stall_limit;
+  p.health = std::make_unique<HealthWatch>(
+      [worker, stall] { return worker->heartbeat().Alive(stall); },
+      [health](bool serving) {
+        health->SetServingStatus(serving);
+        health->SetServingStatus(v1::Tuner::service_full_name(), serving);
+      });
+  p.health->Start();
+}
+
 void Daemon::StartNotifier(const DaemonOptions& options) {
   Parts& p = *parts_;
   p.notifier = std::make_unique<SystemdNotifier>(options.notify);
@@ -786,6 +802,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   p.server->GetHealthCheckService()->SetServingStatus(true);
   p.server->GetHealthCheckService()->SetServingStatus(
       v1::Tuner::service_full_name(), true);
+  daemon->WatchHealth(options);
   spdlog::info("irontuned {} serving {} ({}, {} power mode) on {}; state in {}",
                IRONTUNE_VERSION, options.device, platform.name,
                PowerModeName(platform.power_mode),
@@ -800,6 +817,7 @@ void Daemon::Shutdown() {
   p.shut_down = true;
   const bool serving = p.server != nullptr;
   if (p.notifier) p.notifier->Stopping();
+  if (p.health) p.health->Stop();
   if (serving) {
     spdlog::info("shutting down");
     p.server->GetHealthCheckService()->SetServingStatus(false);

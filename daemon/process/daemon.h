@@ -20,6 +20,9 @@
 // is joined; the server stops (streams have ended with their jobs); the
 // databases are closed; the lock is released.
 //
+// While the device worker is hung (no heartbeat within --stall-limit),
+// health answers NOT_SERVING, and SERVING once it beats (health_watch.h).
+//
 // systemd (systemd_notify.h): READY=1 once listening, then STATUS= (queue
 // length, running job) and WATCHDOG=1 pings while the device worker is
 // alive; STOPPING=1 as shutdown begins.
@@ -207,6 +210,8 @@ class Daemon {
   // newer schema) stop the start, each naming which.
   absl::Status OpenFleet(const DaemonOptions& options, Cache& cache);
   void StartFleetBox(const DaemonOptions& options);
+  // Health NOT_SERVING while the device worker is hung (health_watch.h).
+  void WatchHealth(const DaemonOptions& options);
   // READY=1, then STATUS= and watchdog pings (systemd_notify.h).
   void StartNotifier(const DaemonOptions& options);
   std::unique_ptr<Parts> parts_;

@@ -130,7 +130,7 @@ absl::Status FleetBox::Pull() {
     ASSIGN_OR_RETURN(
         std::vector<StoredFigure> rows,
         store_->FiguresAfter(partition, after, options_.publish_batch));
-    if (rows.empty()) return absl::OkStatus();
+    if (rows.empty()) return PullVerdicts();
     after = {rows.back().written, rows.back().entry.key};
     std::vector<CacheEntry> fresh;
     for (StoredFigure& row : rows) {
@@ -138,7 +138,7 @@ absl::Status FleetBox::Pull() {
         fresh.push_back(std::move(row.entry));
       }
     }
-    if (absl::Status merged = MergePulled(fresh); !merged.ok()) {
+    if (absl::Status merged = MergePulled(fresh, {}); !merged.ok()) {
       for (const CacheEntry& e : fresh) recent_.erase(e.key);
       return merged;
     }
@@ -149,8 +149,35 @@ absl::Status FleetBox::Pull() {
   }
 }
 
-absl::Status FleetBox::MergePulled(const std::vector<CacheEntry>& figures) {
-  if (figures.empty()) return absl::OkStatus();
+absl::Status FleetBox::PullVerdicts() {
+  const std::string platform = Partition().platform;
+  VerdictCursor after{pulled_verdicts_.written - kPullOverlap, "", ""};
+  while (true) {
+    ASSIGN_OR_RETURN(
+        std::vector<StoredVerdict> rows,
+        store_->VerdictsAfter(platform, after, options_.publish_batch));
+    if (rows.empty()) return absl::OkStatus();
+    const VerdictKey& last = rows.back().row.first;
+    after = {rows.back().written, last.recipe_hash, last.environment};
+    std::vector<VerdictRow> fresh;
+    for (StoredVerdict& v : rows) {
+      const std::string key =
+          absl::StrCat(v.row.first.recipe_hash, "\n", v.row.first.environment);
+      if (recent_verdicts_.emplace(key, v.written).second) {
+        fresh.push_back(std::move(v.row));
+      }
+    }
+    RETURN_IF_ERROR(MergePulled({}, fresh));
+    if (after.written > pulled_verdicts_.written) pulled_verdicts_ = after;
+    absl::erase_if(recent_verdicts_, [&](const auto& kv) {
+      return kv.second < pulled_verdicts_.written - kPullOverlap;
+    });
+  }
+}
+
+absl::Status FleetBox::MergePulled(const std::vector<CacheEntry>& figures,
+                                   const std::vector<VerdictRow>& verdicts) {
+  if (figures.empty() && verdicts.empty()) return absl::OkStatus();
   ImportOrigin origin;
   origin.imported_by = "fleet";
   origin.peer = store_->display();
@@ -158,11 +185,11 @@ absl::Status FleetBox::MergePulled(const std::vector<CacheEntry>& figures) {
   int64_t added = 0;
   RETURN_IF_ERROR(worker_->RunOnWorker([&](Cache* cache) -> absl::Status {
     if (cache == nullptr) return absl::OkStatus();
-    ASSIGN_OR_RETURN(added, cache->MergeFromFleet(figures, origin));
+    ASSIGN_OR_RETURN(added, cache->MergeFromFleet(figures, origin, verdicts));
     return absl::OkStatus();
   }));
   absl::MutexLock lock(&mu_);
-  stats_.pulled_figures += added;
+  stats_.pulled_rows += added;
   return absl::OkStatus();
 }
 

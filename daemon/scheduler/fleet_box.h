@@ -76,7 +76,7 @@ struct FleetBoxStats {
   int64_t lost = 0;    // leases lost (expired and taken, or the job ended)
   int64_t published_figures = 0;
   int64_t published_verdicts = 0;
-  int64_t pulled_figures = 0;    // other boxes' figures added to the cache
+  int64_t pulled_rows = 0;       // other boxes' figures and verdicts cached
   bool store_reachable = false;  // as of the last call to the store
 };
 
@@ -105,11 +105,13 @@ class FleetBox {
   absl::Status Reconnect();
   // Sends the outbox to the store in batches until it is empty.
   absl::Status Publish();
-  // Merges the other boxes' figures committed since the last pull into the
-  // cache, in batches.
+  // Merges the other boxes' figures, then verdicts, committed since the
+  // last pull into the cache, in batches.
   absl::Status Pull();
-  // Adds `figures` to the cache on the worker's thread.
-  absl::Status MergePulled(const std::vector<CacheEntry>& figures);
+  absl::Status PullVerdicts();
+  // Adds `figures` and `verdicts` to the cache on the worker's thread.
+  absl::Status MergePulled(const std::vector<CacheEntry>& figures,
+                           const std::vector<VerdictRow>& verdicts);
   // Claims one shard and runs it; false when there was none to claim or the
   // store failed.
   bool ClaimAndRun();
@@ -140,6 +142,8 @@ class FleetBox {
   // only).
   FigureCursor pulled_;
   absl::flat_hash_map<std::string, absl::Time> recent_;
+  VerdictCursor pulled_verdicts_;
+  absl::flat_hash_map<std::string, absl::Time> recent_verdicts_;
 
   mutable absl::Mutex mu_;
   absl::CondVar wake_;

@@ -318,14 +318,15 @@ class Cache {
   // returned CacheOutbox (its own connection to the file, for the thread
   // that publishes) says the fleet store has it.
   absl::StatusOr<std::unique_ptr<CacheOutbox>> KeepOutbox();
-  // Stores the figures the fleet store has from other boxes where this file
-  // has none (a row present is kept), in one transaction, as rows of one
-  // import recorded with `origin` on the first call (ListImports shows it,
-  // DropImport removes what came from the fleet); so they are never noted
-  // in the outbox. A figure that fails Put's checks is skipped. Returns the
-  // rows added.
-  absl::StatusOr<int64_t> MergeFromFleet(absl::Span<const CacheEntry> figures,
-                                         const ImportOrigin& origin);
+  // Stores the figures and verdicts the fleet store has from other boxes
+  // where this file has none (a row present is kept), in one transaction,
+  // as rows of one import recorded with `origin` on the first call
+  // (ListImports shows it, DropImport removes what came from the fleet);
+  // so they are never noted in the outbox. A figure that fails Put's checks
+  // is skipped. Returns the rows added.
+  absl::StatusOr<int64_t> MergeFromFleet(
+      absl::Span<const CacheEntry> figures, const ImportOrigin& origin,
+      absl::Span<const VerdictRow> verdicts = {});
 
   const std::string& platform() const { return reads_.platform(); }
   PowerMode power_mode() const { return reads_.power_mode(); }

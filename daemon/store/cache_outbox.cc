@@ -92,8 +92,9 @@ absl::StatusOr<int64_t> CacheOutbox::Size() {
 }
 
 absl::StatusOr<int64_t> Cache::MergeFromFleet(
-    absl::Span<const CacheEntry> figures, const ImportOrigin& origin) {
-  if (figures.empty()) return 0;
+    absl::Span<const CacheEntry> figures, const ImportOrigin& origin,
+    absl::Span<const VerdictRow> verdicts) {
+  if (figures.empty() && verdicts.empty()) return 0;
   ASSIGN_OR_RETURN(Inserts add, PrepareInserts(*db_, "IGNORE"));
   ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(*db_));
   int64_t id = 0;
@@ -111,6 +112,11 @@ absl::StatusOr<int64_t> Cache::MergeFromFleet(
         Insert(add.measurement, e.key, kCacheRowSchema, e.measurement));
     added += db_->Changes();
   }
+  for (const auto& [key, verdict] : verdicts) {
+    if (key.recipe_hash.empty() || verdict.empty()) continue;
+    RETURN_IF_ERROR(InsertVerdict(add.verdict, key, kCacheRowSchema, verdict));
+    added += db_->Changes();
+  }
   ASSIGN_OR_RETURN(
       sqlite::Statement lines,
       db_->Prepare("UPDATE imports SET lines = lines + ?1 WHERE id = ?2"));
@@ -119,7 +125,10 @@ absl::StatusOr<int64_t> Cache::MergeFromFleet(
   RETURN_IF_ERROR(lines.Run());
   RETURN_IF_ERROR(txn.Commit());
   fleet_import_ = id;
-  if (added > 0) Changed();
+  if (added > 0) {
+    Changed();
+    verdict_memo_.clear();
+  }
   return added;
 }
 

@@ -128,7 +128,11 @@ TEST_CASE("Figures from the fleet fill gaps, under one import, not sent back",
   const std::vector<CacheEntry> second = {{Key(2), Figure(8.0)},
                                           {Key(3), Figure(3.0)},
                                           {"not a digest", Figure(4.0)}};
-  CHECK(cache->MergeFromFleet(second, origin).value() == 1);
+  const std::vector<VerdictRow> verdicts = {{{"recipe", "env"}, "fits"},
+                                            {{"", "env"}, "refused: x"}};
+  CHECK(cache->MergeFromFleet(second, origin, verdicts).value() == 2);
+  CHECK(cache->GetVerdict({"recipe", "env"}).value() ==
+        std::optional<std::string>("fits"));
   CHECK(cache->Get(Key(1)).value()->t_step_us() == 1.0);  // this box's kept
   CHECK(cache->Get(Key(2)).value()->t_step_us() == 2.0);  // first kept
   CHECK(cache->Get(Key(3)).value()->t_step_us() == 3.0);
@@ -138,9 +142,10 @@ TEST_CASE("Figures from the fleet fill gaps, under one import, not sent back",
   REQUIRE(imports.ok());
   REQUIRE(imports->size() == 1);
   CHECK((*imports)[0].source() == "the fleet store");
-  CHECK((*imports)[0].lines() == 2);
+  CHECK((*imports)[0].lines() == 3);
   // What came from the fleet can be dropped as one import.
-  CHECK(cache->DropImport((*imports)[0].id()).value() == 2);
+  CHECK(cache->DropImport((*imports)[0].id()).value() == 3);
+  CHECK_FALSE(cache->GetVerdict({"recipe", "env"}).value().has_value());
   CHECK_FALSE(cache->Get(Key(3)).value().has_value());
   CHECK(cache->Get(Key(1)).value().has_value());
   // The next merge opens a new import rather than filling a dropped one.

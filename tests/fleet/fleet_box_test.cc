@@ -170,6 +170,9 @@ TEST_CASE("A setting timed on one box is not timed again on the next",
     REQUIRE(result.ParseFromString(bytes));
     CHECK(result.autotune().stats().settings_timed() == 0);
     CHECK(result.autotune().stats().cache_hits() > 0);
+    // Nor built: the first box's verdicts came with its figures.
+    const v1::BuildStats& builds = result.autotune().stats().builds();
+    CHECK(builds.built_one_step() + builds.built_many_step() == 0);
   }
   CHECK(CountRows(*store,
                   "SELECT count(*) FROM irontune.figures WHERE box = 'box "
