@@ -253,10 +253,10 @@ absl::Status FleetQueue::CompleteShard(const Lease& lease,
   RETURN_IF_ERROR(
       conn()
           .Exec("UPDATE irontune.shards SET state = 'done', result = $3, "
-                "lease_owner = NULL, lease_expires = NULL WHERE job_id = $1 "
-                "AND shard = $2",
+                "completed_by = $4, lease_owner = NULL, lease_expires = NULL "
+                "WHERE job_id = $1 AND shard = $2",
                 {id, pg::Param::Int(lease.shard),
-                 pg::Param::Bytes(outcome.result)})
+                 pg::Param::Bytes(outcome.result), pg::Param::Text(box)})
           .status());
   RETURN_IF_ERROR(
       conn()
@@ -346,8 +346,9 @@ absl::StatusOr<JobView> FleetQueue::GetJob(int64_t id) {
   view.owner = std::string(job.Text(0, 1));
   view.error = std::string(job.Text(0, 2));
   ASSIGN_OR_RETURN(pg::Result shards,
-                   conn().Exec("SELECT state, result FROM irontune.shards "
-                               "WHERE job_id = $1 ORDER BY shard",
+                   conn().Exec("SELECT state, result, completed_by FROM "
+                               "irontune.shards WHERE job_id = $1 ORDER BY "
+                               "shard",
                                {pg::Param::Int(id)}));
   for (int i = 0; i < shards.rows(); ++i) {
     const std::string_view state = shards.Text(i, 0);
@@ -358,6 +359,7 @@ absl::StatusOr<JobView> FleetQueue::GetJob(int64_t id) {
       ASSIGN_OR_RETURN(result, shards.Bytes(i, 1));
     }
     view.results.push_back(std::move(result));
+    view.completed_by.emplace_back(shards.Text(i, 2));
   }
   return view;
 }

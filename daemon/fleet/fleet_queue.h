@@ -94,8 +94,10 @@ struct JobView {
   std::string error;
   int done = 0;    // shards done
   int failed = 0;  // shards failed
-  // Each shard's result, by shard index ("" where not done).
+  // Each shard's result, and the box that committed it, by shard index
+  // ("" where not done).
   std::vector<std::string> results;
+  std::vector<std::string> completed_by;
 };
 
 class FleetQueue {

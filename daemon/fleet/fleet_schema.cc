@@ -95,6 +95,7 @@ constexpr std::string_view kCreateV1 = R"sql(
     attempts integer NOT NULL DEFAULT 0,
     last_error text NOT NULL DEFAULT '',
     result bytea,
+    completed_by text,
     created timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY(job_id, shard));
   CREATE INDEX shards_to_claim

@@ -121,6 +121,8 @@ TEST_CASE("A job completes with its shards' results, figures and decisions",
   REQUIRE(view.ok());
   CHECK(view->done == 2);
   CHECK(view->results == std::vector<std::string>{"result 0", "result 1"});
+  CHECK(view->completed_by ==
+        std::vector<std::string>{"box strix-1", "box strix-1"});
   auto figures =
       store->GetFigures(Strix(), {Figure(10, 0).key, Figure(11, 0).key});
   REQUIRE(figures.ok());

@@ -1,0 +1,289 @@
+// fleet_bench: a fleet on one machine. Real irontuned boxes (sim:npu1 and
+// sim:npu2 on the virtual clock, at the performance power mode) share a
+// throwaway PostgreSQL cluster (tests/testing/pg_cluster.h); this process
+// queues jobs as a front will (FleetJobOf, FleetQueue::SubmitJob) and reads
+// what the boxes commit.
+//
+//   fleet_bench [routing|dedup|scale|all] [--jobs N] [--boxes B]
+//
+// routing  2 npu1 + 2 npu2 boxes, N small jobs (default 40) alternating
+//          between the platforms: the share of shards committed by a box
+//          of the platform asked for, and figures in a wrong partition.
+// dedup    one box; 20 identical submits at once, then the example model
+//          (23 shapes) submitted again after it ended: jobs made, settings
+//          timed the first time and the second.
+// scale    the example model on 1 box, then on B boxes (default 4): device
+//          seconds per box (the virtual clock's NPU time, summed over the
+//          shards each committed), the longest box against the single box,
+//          each box's share. On this machine the boxes share its cores, so
+//          the wall time says nothing of a lab; the NPU time does.
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/profile.h"
+#include "common/recording.h"
+#include "daemon/fleet/fleet_queue.h"
+#include "daemon/scheduler/fleet_jobs.h"
+#include "tests/testing/daemon_process.h"
+#include "tests/testing/pg_cluster.h"
+#include "tests/testing/recording_fixtures.h"
+
+namespace irontune {
+namespace {
+
+using e2e::DaemonProcess;
+
+struct Fleet {
+  testing::PgCluster* cluster = nullptr;
+  std::string url;
+  std::unique_ptr<FleetStore> store;
+  std::unique_ptr<FleetQueue> queue;
+  std::vector<std::unique_ptr<DaemonProcess>> boxes;
+};
+
+// A fresh database and this process's connection to it.
+bool OpenFleet(testing::PgCluster& cluster, Fleet& fleet) {
+  fleet.cluster = &cluster;
+  fleet.url = cluster.SocketUrl(cluster.NewDatabase());
+  auto store = FleetStore::Open(*ResolveFleetUrl(fleet.url, {}), "bench");
+  if (!store.ok()) {
+    std::printf("fleet store: %s\n", store.status().ToString().c_str());
+    return false;
+  }
+  fleet.store = std::move(*store);
+  fleet.queue = std::make_unique<FleetQueue>(*fleet.store);
+  return true;
+}
+
+// Starts a box named "box SLUG N" on `device`.
+bool AddBox(Fleet& fleet, const std::string& device, const std::string& slug) {
+  const std::string name =
+      "box " + slug + " " + std::to_string(fleet.boxes.size());
+  const std::string dir = e2e::TempDir("fleet-bench");
+  const std::string server = "unix:" + dir + "/sock";
+  auto box = std::make_unique<DaemonProcess>(
+      name,
+      e2e::SimDaemonArgv(IRONTUNE_IRONTUNED, dir + "/state", server, "virtual",
+                         {"--device", device, "--power-mode", "performance",
+                          "--fleet", fleet.url, "--fleet-name", name,
+                          "--runtime-dir", dir, "--build-jobs", "1"}),
+      dir, IRONTUNE_CLIENT, server);
+  if (!box->Up(30)) {
+    std::printf("%s did not come up: %s\n", name.c_str(), box->Log().c_str());
+    return false;
+  }
+  fleet.boxes.push_back(std::move(box));
+  return true;
+}
+
+// Waits up to `seconds` for every job of `ids` to end.
+std::vector<JobView> AwaitAll(Fleet& fleet, const std::vector<int64_t>& ids,
+                              double seconds) {
+  const auto end =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  std::vector<JobView> views(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    while (std::chrono::steady_clock::now() < end) {
+      absl::StatusOr<JobView> v = fleet.queue->GetJob(ids[i]);
+      if (v.ok()) views[i] = *v;
+      if (v.ok() && v->state != FleetJobState::kQueued &&
+          v->state != FleetJobState::kRunning) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  return views;
+}
+
+int64_t Count(Fleet& fleet, const std::string& sql) {
+  auto rows = fleet.store->connection().Exec(sql);
+  return rows.ok() ? rows->Int(0, 0).value_or(-1) : -1;
+}
+
+v1::AutotuneRequest Example() {
+  v1::AutotuneRequest request;
+  const std::string dir = std::string(IRONTUNE_SOURCE_DIR) + "/examples/";
+  *request.mutable_calls() = *LoadRecording(dir + "llama-3.2-1b.rec");
+  *request.mutable_profile() =
+      Profile::Load(dir + "profiles/npu2.json")->proto();
+  request.mutable_timing()->set_rounds(3);
+  request.mutable_timing()->set_calls(5);
+  return request;
+}
+
+// The job of `request` for `slug`, queued; its id (-1 on failure).
+int64_t Submit(Fleet& fleet, const v1::AutotuneRequest& request,
+               const std::string& slug) {
+  auto job = FleetJobOf(request, "bench", slug, PowerMode::kPerformance);
+  if (!job.ok()) return -1;
+  auto ticket = fleet.queue->SubmitJob(*job);
+  return ticket.ok() ? ticket->id : -1;
+}
+
+uint32_t SettingsTimed(const JobView& view) {
+  uint32_t timed = 0;
+  for (const std::string& bytes : view.results) {
+    v1::JobResult r;
+    if (r.ParseFromString(bytes))
+      timed += r.autotune().stats().settings_timed();
+  }
+  return timed;
+}
+
+void Routing(testing::PgCluster& cluster, int jobs) {
+  Fleet fleet;
+  if (!OpenFleet(cluster, fleet)) return;
+  for (int i = 0; i < 2; ++i) {
+    if (!AddBox(fleet, "sim:npu1", "npu-phoenix") ||
+        !AddBox(fleet, "sim:npu2", "npu-strix")) {
+      return;
+    }
+  }
+  std::vector<int64_t> ids;
+  for (int i = 0; i < jobs; ++i) {
+    v1::AutotuneRequest request = testing::SmallAutotune(/*quick=*/true);
+    request.set_seed(static_cast<uint64_t>(i));  // distinct submits
+    ids.push_back(Submit(fleet, request, i % 2 ? "npu-strix" : "npu-phoenix"));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<JobView> views = AwaitAll(fleet, ids, 600);
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  int done = 0;
+  for (const JobView& v : views) done += v.state == FleetJobState::kDone;
+  const int64_t shards =
+      Count(fleet, "SELECT count(*) FROM irontune.shards WHERE state = 'done'");
+  const int64_t routed = Count(
+      fleet,
+      "SELECT count(*) FROM irontune.shards s JOIN irontune.jobs j ON j.id = "
+      "s.job_id WHERE s.state = 'done' AND s.completed_by LIKE 'box ' || "
+      "j.platform || ' %'");
+  const int64_t wrong = Count(
+      fleet,
+      "SELECT count(*) FROM irontune.figures f JOIN irontune.partitions p ON "
+      "p.id = f.partition WHERE f.box NOT LIKE 'box ' || p.platform || ' %' "
+      "OR p.power_mode <> 'performance'");
+  std::printf(
+      "routing: %d jobs (2 shards each) over 2 npu1 + 2 npu2 boxes: %d done "
+      "in %.1f s wall\n  shards committed by a box of the platform asked "
+      "for: %lld of %lld (%.1f%%, goal 100%%); figures in a wrong partition: "
+      "%lld (goal 0)\n",
+      jobs, done, wall, static_cast<long long>(routed),
+      static_cast<long long>(shards),
+      shards > 0
+          ? 100.0 * static_cast<double>(routed) / static_cast<double>(shards)
+          : 0.0,
+      static_cast<long long>(wrong));
+}
+
+void Dedup(testing::PgCluster& cluster) {
+  Fleet fleet;
+  if (!OpenFleet(cluster, fleet) || !AddBox(fleet, "sim:npu2", "npu-strix")) {
+    return;
+  }
+  const v1::AutotuneRequest example = Example();
+  std::vector<int64_t> ids(20);
+  std::vector<std::thread> senders;
+  for (int i = 0; i < 20; ++i) {
+    senders.emplace_back([&, i] {
+      auto store = FleetStore::Open(*ResolveFleetUrl(fleet.url, {}), "front");
+      if (!store.ok()) return;
+      FleetQueue queue(**store);
+      v1::AutotuneRequest request = example;
+      request.set_client("sender " + std::to_string(i));
+      auto job =
+          FleetJobOf(request, "bench", "npu-strix", PowerMode::kPerformance);
+      auto ticket = job.ok() ? queue.SubmitJob(*job)
+                             : absl::StatusOr<JobTicket>(job.status());
+      ids[i] = ticket.ok() ? ticket->id : -1;
+    });
+  }
+  for (std::thread& t : senders) t.join();
+  std::map<int64_t, int> distinct;
+  for (int64_t id : ids) ++distinct[id];
+  const std::vector<JobView> first = AwaitAll(fleet, {ids[0]}, 1800);
+  const int64_t again = Submit(fleet, example, "npu-strix");
+  const std::vector<JobView> second = AwaitAll(fleet, {again}, 1800);
+  std::printf(
+      "dedup: 20 identical submits of the example at once made %zu job(s) "
+      "(goal 1); its 23 shards timed %u settings; the same model submitted "
+      "again after it ended (a new job) timed %u (goal 0)\n",
+      distinct.size(), SettingsTimed(first[0]), SettingsTimed(second[0]));
+}
+
+// The example on `boxes` fresh boxes: device seconds by box.
+std::map<std::string, double> ExampleOn(testing::PgCluster& cluster, int boxes,
+                                        double* wall) {
+  Fleet fleet;
+  std::map<std::string, double> by_box;
+  if (!OpenFleet(cluster, fleet)) return by_box;
+  for (int i = 0; i < boxes; ++i) {
+    if (!AddBox(fleet, "sim:npu2", "npu-strix")) return by_box;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t id = Submit(fleet, Example(), "npu-strix");
+  const JobView view = AwaitAll(fleet, {id}, 3600)[0];
+  *wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  for (size_t i = 0; i < view.results.size(); ++i) {
+    v1::JobResult r;
+    if (!r.ParseFromString(view.results[i])) continue;
+    by_box[view.completed_by[i]] += r.autotune().stats().device_seconds();
+  }
+  return by_box;
+}
+
+void Scale(testing::PgCluster& cluster, int boxes) {
+  double wall_one = 0, wall_many = 0;
+  const std::map<std::string, double> one = ExampleOn(cluster, 1, &wall_one);
+  const std::map<std::string, double> many =
+      ExampleOn(cluster, boxes, &wall_many);
+  double total = 0, longest = 0, many_total = 0;
+  for (const auto& [box, s] : one) total += s;
+  for (const auto& [box, s] : many) {
+    many_total += s;
+    longest = std::max(longest, s);
+  }
+  std::printf(
+      "scale: the example (23 shapes, --rounds 3 --calls 5) on 1 box: %.1f "
+      "s of NPU time (%.1f s wall); on %d boxes: %.1f s of NPU time in all, "
+      "the longest box %.1f s: %.2fx faster (%.1f s wall, the boxes "
+      "sharing this machine's cores)\n",
+      total, wall_one, boxes, many_total, longest,
+      longest > 0 ? total / longest : 0.0, wall_many);
+  for (const auto& [box, s] : many) {
+    std::printf("  %-24s %6.1f s of NPU time (%.0f%% of the job's)\n",
+                box.c_str(), s, many_total > 0 ? 100 * s / many_total : 0.0);
+  }
+}
+
+int Main(int argc, char** argv) {
+  std::string what = argc > 1 && argv[1][0] != '-' ? argv[1] : "all";
+  int jobs = 40, boxes = 4;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) == "--jobs") jobs = std::atoi(argv[i + 1]);
+    if (std::string(argv[i]) == "--boxes") boxes = std::atoi(argv[i + 1]);
+  }
+  testing::PgCluster cluster;
+  if (!cluster.available()) {
+    std::printf("fleet_bench: %s\n", cluster.why_unavailable().c_str());
+    return 1;
+  }
+  if (what == "routing" || what == "all") Routing(cluster, jobs);
+  if (what == "dedup" || what == "all") Dedup(cluster);
+  if (what == "scale" || what == "all") Scale(cluster, boxes);
+  return 0;
+}
+
+}  // namespace
+}  // namespace irontune
+
+int main(int argc, char** argv) { return irontune::Main(argc, argv); }
