@@ -4,29 +4,16 @@
 #include <cmath>
 #include <set>
 
+#include "common/design.h"
 #include "common/profile.h"
 #include "common/shape.h"
 #include "common/status_macros.h"
 #include "common/value.h"
 #include "daemon/base/sha256.h"
 #include "daemon/scheduler/jobs.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 namespace irontune {
 namespace {
-
-// `message` encoded the same way every time (map entries in key order).
-std::string Deterministic(const google::protobuf::Message& message) {
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream out(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&out);
-    coded.SetSerializationDeterministic(true);
-    message.SerializeToCodedStream(&coded);
-  }
-  return bytes;
-}
 
 // The request as every shard runs it: the target set, who sent it cleared.
 v1::AutotuneRequest TaskBase(const v1::AutotuneRequest& request,
@@ -49,7 +36,7 @@ std::string FleetRequestDigest(const v1::AutotuneRequest& request,
                                PowerMode power_mode) {
   v1::AutotuneRequest task = TaskBase(request, platform_slug, power_mode);
   *task.mutable_shapes() = request.shapes();
-  return Sha256Hex(Deterministic(task));
+  return Sha256Hex(DeterministicBytes(task));
 }
 
 absl::StatusOr<NewJob> FleetJobOf(const v1::AutotuneRequest& request,
@@ -70,12 +57,12 @@ absl::StatusOr<NewJob> FleetJobOf(const v1::AutotuneRequest& request,
       NormalizePriority(request.priority()) == v1::PRIORITY_INTERACTIVE;
   job.priority = job.interactive ? 1 : 0;
   v1::AutotuneRequest task = TaskBase(request, platform_slug, power_mode);
-  job.request = Deterministic(task);
+  job.request = DeterministicBytes(task);
   for (const ShapeGroup& group : groups) {
     if (!asked.empty() && !asked.contains(group.key)) continue;
     task.clear_shapes();
     task.add_shapes(group.key);
-    job.shards.push_back({group.key, Deterministic(task)});
+    job.shards.push_back({group.key, DeterministicBytes(task)});
   }
   if (job.shards.empty()) {
     return absl::InvalidArgumentError("the request names no shape to tune");
@@ -96,7 +83,7 @@ std::optional<std::string> ShardDecision(const v1::AutotuneRequest& task,
     absl::StatusOr<const v1::ProfileEntry*> entry =
         profile.Match(group.class_name, dims);
     if (!entry.ok() || *entry == nullptr) return std::nullopt;
-    return Deterministic(**entry);
+    return DeterministicBytes(**entry);
   }
   return std::nullopt;
 }
