@@ -132,6 +132,43 @@ TEST_CASE("Credentials the store refuses stop the start, saying so",
   CHECK(FleetStore::Open(*right, "box").ok());
 }
 
+TEST_CASE("The store is reached with TLS, its certificate verified",
+          "[fleet][pg]") {
+  testing::PgCluster& cluster = Cluster();
+  REQUIRE_FALSE(cluster.ca_file().empty());
+  const std::string db = cluster.NewDatabase();
+  FleetUrlOptions options;
+  options.password_file = cluster.password_file();
+  auto c = ResolveFleetUrl(
+      cluster.TcpUrl(db) +
+          "?sslmode=verify-full&sslrootcert=" + cluster.ca_file(),
+      options);
+  REQUIRE(c.ok());
+  auto store = FleetStore::Open(*c, "box");
+  REQUIRE(store.ok());
+  auto ssl = (*store)->connection().Exec(
+      "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()");
+  REQUIRE(ssl.ok());
+  CHECK(ssl->Text(0, 0) == "t");
+
+  // A certificate the store's is not signed by: refused, saying why.
+  const std::string dir = e2e::TempDir("fleet-ca");
+  const std::string other = dir + "/other.crt";
+  REQUIRE(e2e::Run({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048",
+                    "-nodes", "-keyout", dir + "/other.key", "-out", other,
+                    "-days", "2", "-subj", "/CN=127.0.0.1"},
+                   dir, 60)
+              .code == 0);
+  auto wrong = ResolveFleetUrl(
+      cluster.TcpUrl(db) + "?sslmode=verify-full&sslrootcert=" + other,
+      options);
+  REQUIRE(wrong.ok());
+  auto refused = FleetStore::Open(*wrong, "box");
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(std::string(refused.status().message()),
+             Catch::Contains("certificate"));
+}
+
 TEST_CASE("A store that cannot be reached is Unavailable", "[fleet][pg]") {
   auto c = ResolveFleetUrl(
       "postgresql:///x?host=/nonexistent-irontune-dir&connect_timeout=2", {});

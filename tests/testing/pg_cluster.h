@@ -1,6 +1,8 @@
 // A throwaway PostgreSQL cluster for the fleet's tests: initdb in a fresh
 // temporary directory, a postgres listening on a unix socket there and on
-// 127.0.0.1 (a free port), stopped and removed when the object goes.
+// 127.0.0.1 (a free port), with TLS on loopback (a self-signed certificate
+// for 127.0.0.1 made by the openssl command), stopped and removed when the
+// object goes.
 //
 // PostgreSQL refuses to run as root: as root the cluster belongs to the
 // `postgres` user and its commands run through runuser. Local (unix socket)
@@ -11,6 +13,8 @@
 // available() is false and why_unavailable() says so.
 #ifndef IRONTUNE_TESTS_TESTING_PG_CLUSTER_H_
 #define IRONTUNE_TESTS_TESTING_PG_CLUSTER_H_
+
+#include <sys/types.h>
 
 #include <string>
 #include <vector>
@@ -37,6 +41,8 @@ class PgCluster {
   // A passfile with the superuser's password, mode 0600.
   const std::string& password_file() const { return password_file_; }
   const std::string& password() const { return password_; }
+  // The server's certificate, its own CA (sslrootcert); "" without TLS.
+  const std::string& ca_file() const { return ca_file_; }
   const std::string& user() const { return user_; }
   int port() const { return port_; }
 
@@ -47,6 +53,8 @@ class PgCluster {
   bool Start();
 
  private:
+  // Makes the server's key and certificate; false without openssl.
+  bool MakeCertificate(uid_t uid, gid_t gid);
   // Runs a server binary as the cluster's owner; its exit code.
   int RunAsOwner(const std::string& binary,
                  const std::vector<std::string>& args, std::string* output);
@@ -58,6 +66,7 @@ class PgCluster {
   std::string user_ = "irontune";
   std::string password_ = "fleet-test-password-0123";
   std::string password_file_;
+  std::string ca_file_;
   int port_ = 0;
   int databases_ = 0;
   bool as_postgres_ = false;
