@@ -539,8 +539,10 @@ absl::StatusOr<std::unique_ptr<CacheOutbox>> Cache::KeepOutbox() {
       std::unique_ptr<sqlite::Db> db,
       sqlite::Db::Open(db_->path(), sqlite::OpenMode::kReadWriteCreate));
   RETURN_IF_ERROR(ConfigureConnection(*db, sqlite::OpenMode::kReadWriteCreate));
-  return std::unique_ptr<CacheOutbox>(
+  std::unique_ptr<CacheOutbox> outbox(
       new CacheOutbox(std::move(db), partition_id_, platform()));
+  RETURN_IF_ERROR(outbox->DropOrphans());
+  return outbox;
 }
 
 }  // namespace irontune

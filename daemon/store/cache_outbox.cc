@@ -24,14 +24,16 @@ absl::Status CacheOutbox::DropOrphans() {
 }
 
 absl::StatusOr<Outbox> CacheOutbox::Pending(size_t limit) {
-  // Entries without a current row first: they will never be sent.
-  RETURN_IF_ERROR(DropOrphans());
+  // A read only: the publisher calls it every second or so, and the
+  // entries without a current row were dropped when the outbox opened.
   Outbox out;
-  ASSIGN_OR_RETURN(sqlite::Statement figures,
-                   db_->Prepare("SELECT o.key, m.measurement FROM "
-                                "outbox_measurements AS o JOIN measurements "
-                                "AS m ON m.partition = o.partition AND m.key "
-                                "= o.key WHERE o.partition = ?1 LIMIT ?2"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement figures,
+      db_->Prepare(absl::StrCat(
+          "SELECT o.key, m.measurement FROM outbox_measurements AS o JOIN "
+          "measurements AS m ON m.partition = o.partition AND m.key = o.key "
+          "WHERE o.partition = ?1 AND m.row_schema = ",
+          kCacheRowSchema, " LIMIT ?2")));
   RETURN_IF_ERROR(figures.BindInt(1, partition_));
   RETURN_IF_ERROR(figures.BindInt(2, static_cast<int64_t>(limit)));
   RETURN_IF_ERROR(figures.ForEachRow([&] {
@@ -45,11 +47,13 @@ absl::StatusOr<Outbox> CacheOutbox::Pending(size_t limit) {
       spdlog::warn("cache: outbox row {} does not decode; not sent", e.key);
     }
   }));
-  ASSIGN_OR_RETURN(sqlite::Statement verdicts,
-                   db_->Prepare("SELECT o.recipe_hash, o.environment, "
-                                "v.verdict FROM outbox_verdicts AS o JOIN "
-                                "verdicts AS v USING (platform, recipe_hash, "
-                                "environment) WHERE o.platform = ?1 LIMIT ?2"));
+  ASSIGN_OR_RETURN(
+      sqlite::Statement verdicts,
+      db_->Prepare(absl::StrCat(
+          "SELECT o.recipe_hash, o.environment, v.verdict FROM "
+          "outbox_verdicts AS o JOIN verdicts AS v USING (platform, "
+          "recipe_hash, environment) WHERE o.platform = ?1 AND v.row_schema = ",
+          kCacheRowSchema, " LIMIT ?2")));
   RETURN_IF_ERROR(verdicts.BindText(1, platform_));
   RETURN_IF_ERROR(verdicts.BindInt(2, static_cast<int64_t>(limit)));
   RETURN_IF_ERROR(verdicts.ForEachRow([&] {

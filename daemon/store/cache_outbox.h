@@ -40,9 +40,10 @@ class CacheOutbox {
   CacheOutbox& operator=(const CacheOutbox&) = delete;
 
   // Up to `limit` figures of the Cache's partition and `limit` verdicts of
-  // its platform. Entries whose row is gone or was written under another
-  // row schema are dropped from the outbox as they are found. Another
-  // partition's entries wait for a box of that partition.
+  // its platform; reads only. Entries whose row is gone or was written
+  // under another row schema are dropped when the outbox is opened
+  // (Cache::KeepOutbox) and never returned. Another partition's entries
+  // wait for a box of that partition.
   absl::StatusOr<Outbox> Pending(size_t limit);
   // Removes `sent`'s entries, in one transaction.
   absl::Status Published(const Outbox& sent);
@@ -56,7 +57,7 @@ class CacheOutbox {
       : db_(std::move(db)),
         partition_(partition),
         platform_(std::move(platform)) {}
-  // Removes the entries no row stands behind.
+  // Removes the entries no current row stands behind (Cache::KeepOutbox).
   absl::Status DropOrphans();
 
   std::unique_ptr<sqlite::Db> db_;

@@ -619,17 +619,22 @@ TEST_CASE("Kernel cycles: a bad file is named, with where it is bad") {
   CHECK(absl::StrContains(lines[0], "every setting is timed"));
 }
 
+// The GEMM's entry at one column (slow: a search replaces it).
+v1::ProfileEntry OneColumnGemmEntry() {
+  return Entry("GEMM", Dims({{"M", 256}, {"K", 256}, {"N", 256}}),
+               Dims({{"tile_m", 64},
+                     {"tile_k", 64},
+                     {"tile_n", 64},
+                     {"num_aie_columns", 1}}));
+}
+
 TEST_CASE("Autotune: entries replaced, held, kept, diff, a cached rerun") {
   v1::Operator gemm = SearchGemm(256, 256, 256, 64, 64, 1);
   v1::Operator gemv = SearchGemv(512, 256);
   v1::Calls calls = MakeCalls({gemm, gemv}, {0, 1, 0});
 
   Profile before;
-  before.Add(Entry("GEMM", Dims({{"M", 256}, {"K", 256}, {"N", 256}}),
-                   Dims({{"tile_m", 64},
-                         {"tile_k", 64},
-                         {"tile_n", 64},
-                         {"num_aie_columns", 1}})));
+  before.Add(OneColumnGemmEntry());
   before.Add(Entry("GEMM", Dims({{"M", 999}}), Dims({{"tile_m", 32}})));
 
   const std::string db = TempPath("autotune.db");
@@ -724,11 +729,7 @@ TEST_CASE("Autotune: only the shapes asked for are tuned, the rest kept") {
   v1::Operator gemv = SearchGemv(512, 256);
   v1::Calls calls = MakeCalls({gemm, gemv}, {0, 1, 0});
   Profile before;
-  before.Add(Entry("GEMM", Dims({{"M", 256}, {"K", 256}, {"N", 256}}),
-                   Dims({{"tile_m", 64},
-                         {"tile_k", 64},
-                         {"tile_n", 64},
-                         {"num_aie_columns", 1}})));
+  before.Add(OneColumnGemmEntry());
   auto cache =
       Cache::Open(TempPath("only.db"), "NPU Strix", PowerMode::kDefault);
   REQUIRE(cache.ok());
