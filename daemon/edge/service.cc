@@ -66,99 +66,14 @@ Request TakeRequest(const Request* request) {
   return out;
 }
 
-// Whom a stream of `caller` counts against (stream_quota.h): its token's
-// name, else the name of the job it submits or watches, `owner`.
-std::string StreamName(const Caller& caller, const std::string& owner) {
-  return caller.has_token ? caller.name : owner;
-}
-
 }  // namespace
-
-grpc::Status ToGrpcStatus(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  // absl::StatusCode and grpc::StatusCode share their numbers.
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
-}
 
 TunerService::TunerService(ServiceDeps deps)
     : deps_(std::move(deps)),
       started_(absl::Now()),
+      door_(deps_.auth, deps_.refusals, deps_.limits, deps_.streams),
       budget_(QueueBudget::Make(deps_.limits.queue_memory_bytes,
-                                deps_.limits.client_queue_bytes)),
-      streams_(deps_.streams) {}
-
-absl::StatusOr<Caller> TunerService::Admit(
-    grpc::ServerContext* context, Rpc rpc,
-    const google::protobuf::Message* request) {
-  if (shutting_down_) {
-    return absl::UnavailableError("irontuned is shutting down");
-  }
-  std::optional<absl::string_view> authorization;
-  const auto& metadata = context->client_metadata();
-  if (auto it = metadata.find("authorization"); it != metadata.end()) {
-    authorization = absl::string_view(it->second.data(), it->second.size());
-  }
-  const std::string peer = context->peer();
-  if (deps_.auth == nullptr) {  // fail closed, never everyone admin
-    return absl::InternalError(
-        "irontuned has no authenticator: every call is refused");
-  }
-  const std::shared_ptr<const grpc::AuthContext> auth_context =
-      context->auth_context();
-  const std::optional<LocalPeer> local =
-      auth_context != nullptr ? ReadLocalPeer(*auth_context) : std::nullopt;
-  absl::StatusOr<Caller> caller =
-      local.has_value()
-          ? deps_.auth->AuthenticateOn(authorization, true, peer, &*local)
-          : deps_.auth->Authenticate(authorization, peer);
-  absl::Status s =
-      caller.ok() ? Authenticator::Authorize(*caller, rpc) : caller.status();
-  if (s.ok() && request != nullptr) {
-    s = CheckSmallRequest(rpc, request->ByteSizeLong(), deps_.limits);
-  }
-  if (!s.ok()) {
-    WarnRefusal(deps_.refusals.get(),
-                absl::StrCat("refused ", RpcName(rpc), " from ",
-                             caller.ok() ? caller->ToString() : peer, ": ",
-                             s.message()));
-    return s;
-  }
-  const bool quiet = rpc == Rpc::kGetStatus || rpc == Rpc::kListJobs ||
-                     rpc == Rpc::kGetResult || rpc == Rpc::kListImports;
-  spdlog::log(quiet ? spdlog::level::debug : spdlog::level::info, "{} by {}",
-              RpcName(rpc), LogSafe(caller->ToString()));
-  return caller;
-}
-
-grpc::Status TunerService::AdmitOnly(grpc::ServerContext* context, Rpc rpc,
-                                     const google::protobuf::Message* request) {
-  return ToGrpcStatus(Admit(context, rpc, request).status());
-}
-
-std::string TunerService::OwnerOf(const grpc::ServerContext& context,
-                                  const Caller& caller,
-                                  const std::string& given) const {
-  return caller.named ? caller.name : ClientOf(context, given);
-}
-
-absl::Status TunerService::CheckOwner(const Caller& caller, Rpc rpc,
-                                      const std::string& job_id,
-                                      const std::string& owner) {
-  absl::Status s = Authenticator::MayTouchJob(caller, rpc, job_id, owner);
-  if (!s.ok()) {
-    spdlog::warn("refused {} from {}: {}", RpcName(rpc),
-                 LogSafe(caller.ToString()),
-                 LogSafe(std::string(s.message()), kLogSafeLongBytes));
-  }
-  return s;
-}
-
-std::string TunerService::ClientOf(const grpc::ServerContext& context,
-                                   const std::string& given) const {
-  if (!given.empty()) return given;
-  return context.peer().empty() ? "anonymous" : context.peer();
-}
+                                deps_.limits.client_queue_bytes)) {}
 
 absl::Status TunerService::Submit(const JobPtr& job) {
   // Remember it first, so a Cancel racing the Queued event finds it.
@@ -199,13 +114,6 @@ void TunerService::TrimHistory() {
   }
 }
 
-absl::StatusOr<StreamQuota::Slot> TunerService::BeginStream(
-    Rpc rpc, const Caller& caller, const std::string& name) {
-  absl::StatusOr<StreamQuota::Slot> slot = streams_.Open(name, caller.role);
-  if (!slot.ok()) return Refused(rpc, caller, slot.status());
-  return slot;
-}
-
 absl::StatusOr<std::unique_ptr<CacheReader>> TunerService::ReadCache() const {
   if (deps_.cache_path.empty()) {
     return absl::FailedPreconditionError(kNoCache);
@@ -220,14 +128,6 @@ absl::Status TunerService::WriteCache(
     if (cache == nullptr) return absl::FailedPreconditionError(kNoCache);
     return task(*cache);
   });
-}
-
-absl::Status TunerService::Refused(Rpc rpc, const Caller& caller,
-                                   absl::Status status) {
-  WarnRefusal(deps_.refusals.get(),
-              absl::StrCat("refused ", RpcName(rpc), " from ",
-                           caller.ToString(), ": ", status.message()));
-  return status;
 }
 
 template <typename WriteFn>
@@ -285,12 +185,12 @@ absl::StatusOr<JobPtr> TunerService::RunJob(
     Job::Request request, const JobCost& cost, const std::string& owner,
     v1::Priority priority, bool detach, WriteFn write) {
   ASSIGN_OR_RETURN(const StreamQuota::Slot slot,
-                   BeginStream(rpc, caller, StreamName(caller, owner)));
+                   door_.BeginStream(rpc, caller, StreamName(caller, owner)));
   auto job = std::make_shared<Job>(NewJobId(), std::move(request), owner,
                                    priority, detach);
   absl::StatusOr<QueueBudget::Charge> charge =
       budget_->Reserve(owner, job->request_bytes());
-  if (!charge.ok()) return Refused(rpc, caller, charge.status());
+  if (!charge.ok()) return door_.Refused(rpc, caller, charge.status());
   job->set_charge(*std::move(charge));
   job->set_cost(cost.memory_bytes, cost.device_seconds);
   Job::Bounds bounds;
@@ -328,9 +228,9 @@ absl::StatusOr<JobPtr> TunerService::AdmitAndRun(grpc::ServerContext* context,
                                                  Rpc rpc,
                                                  const Request* request,
                                                  bool detach, WriteFn write) {
-  ASSIGN_OR_RETURN(const Caller caller, Admit(context, rpc));
+  ASSIGN_OR_RETURN(const Caller caller, door_.Admit(context, rpc));
   ASSIGN_OR_RETURN(const JobCost cost, CostOf(*request));
-  const std::string owner = OwnerOf(*context, caller, request->client());
+  const std::string owner = door_.OwnerOf(*context, caller, request->client());
   const v1::Priority priority = request->priority();
   return RunJob(context, rpc, caller, TakeRequest(request), cost, owner,
                 priority, detach, write);
@@ -369,7 +269,8 @@ grpc::Status TunerService::Measure(
 grpc::Status TunerService::GetStatus(grpc::ServerContext* context,
                                      const v1::GetStatusRequest* request,
                                      v1::StatusResponse* response) {
-  if (grpc::Status s = AdmitOnly(context, Rpc::kGetStatus, request); !s.ok())
+  if (grpc::Status s = door_.AdmitOnly(context, Rpc::kGetStatus, request);
+      !s.ok())
     return s;
   const WorkerStatus w = deps_.worker->Status();
   response->set_version(deps_.version);
@@ -389,7 +290,8 @@ grpc::Status TunerService::GetStatus(grpc::ServerContext* context,
 grpc::Status TunerService::ListJobs(grpc::ServerContext* context,
                                     const v1::ListJobsRequest* request,
                                     v1::ListJobsResponse* response) {
-  if (grpc::Status s = AdmitOnly(context, Rpc::kListJobs, request); !s.ok())
+  if (grpc::Status s = door_.AdmitOnly(context, Rpc::kListJobs, request);
+      !s.ok())
     return s;
   const uint32_t limit = request->limit() == 0
                              ? kDefaultListLimit
@@ -424,7 +326,7 @@ absl::StatusOr<TunerService::OwnedJob> TunerService::AdmitJob(
     grpc::ServerContext* context, Rpc rpc,
     const google::protobuf::Message& request, const std::string& job_id) {
   OwnedJob found;
-  ASSIGN_OR_RETURN(found.caller, Admit(context, rpc, &request));
+  ASSIGN_OR_RETURN(found.caller, door_.Admit(context, rpc, &request));
   RETURN_IF_ERROR(ValidateJobId(job_id));
   std::string owner;
   if ((found.live = Find(job_id)) != nullptr) {
@@ -436,7 +338,7 @@ absl::StatusOr<TunerService::OwnedJob> TunerService::AdmitJob(
     }
     owner = found.stored->summary().client();
   }
-  RETURN_IF_ERROR(CheckOwner(found.caller, rpc, job_id, owner));
+  RETURN_IF_ERROR(door_.CheckOwner(found.caller, rpc, job_id, owner));
   return found;
 }
 
@@ -464,7 +366,7 @@ grpc::Status TunerService::Watch(
       AdmitJob(context, Rpc::kWatch, *request, request->job_id());
   if (!found.ok()) return ToGrpcStatus(found.status());
   if (const JobPtr& job = found->live) {
-    const absl::StatusOr<StreamQuota::Slot> slot = BeginStream(
+    const absl::StatusOr<StreamQuota::Slot> slot = door_.BeginStream(
         Rpc::kWatch, found->caller, StreamName(found->caller, job->client()));
     if (!slot.ok()) return ToGrpcStatus(slot.status());
     absl::Status followed = Follow(
@@ -509,7 +411,8 @@ grpc::Status TunerService::GetResult(grpc::ServerContext* context,
 grpc::Status TunerService::ExportCache(
     grpc::ServerContext* context, const v1::ExportCacheRequest* request,
     grpc::ServerWriter<v1::CacheLine>* writer) {
-  if (grpc::Status s = AdmitOnly(context, Rpc::kExportCache, request); !s.ok())
+  if (grpc::Status s = door_.AdmitOnly(context, Rpc::kExportCache, request);
+      !s.ok())
     return s;
   absl::StatusOr<std::unique_ptr<CacheReader>> reader = ReadCache();
   if (!reader.ok()) return ToGrpcStatus(reader.status());
@@ -532,11 +435,11 @@ grpc::Status TunerService::ExportCache(
 grpc::Status TunerService::ImportCache(
     grpc::ServerContext* context, grpc::ServerReader<v1::CacheLine>* reader,
     v1::ImportCacheResponse* response) {
-  absl::StatusOr<Caller> caller = Admit(context, Rpc::kImportCache);
+  absl::StatusOr<Caller> caller = door_.Admit(context, Rpc::kImportCache);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
   std::string text;
   v1::CacheLine line;
-  ImportOrigin origin{OwnerOf(*context, *caller, ""), caller->peer, ""};
+  ImportOrigin origin{door_.OwnerOf(*context, *caller, ""), caller->peer, ""};
   for (bool first = true; reader->Read(&line); first = false) {
     if (first) origin.source = line.source();
     if (text.size() + line.line().size() + 1 > kMaxImportBytes) {
@@ -570,7 +473,8 @@ grpc::Status TunerService::ImportCache(
 grpc::Status TunerService::ListImports(grpc::ServerContext* context,
                                        const v1::ListImportsRequest* request,
                                        v1::ListImportsResponse* response) {
-  if (grpc::Status s = AdmitOnly(context, Rpc::kListImports, request); !s.ok())
+  if (grpc::Status s = door_.AdmitOnly(context, Rpc::kListImports, request);
+      !s.ok())
     return s;
   absl::StatusOr<std::unique_ptr<CacheReader>> reader = ReadCache();
   if (!reader.ok()) return ToGrpcStatus(reader.status());
@@ -584,7 +488,8 @@ grpc::Status TunerService::ListImports(grpc::ServerContext* context,
 grpc::Status TunerService::DropImport(grpc::ServerContext* context,
                                       const v1::DropImportRequest* request,
                                       v1::DropImportResponse* response) {
-  absl::StatusOr<Caller> caller = Admit(context, Rpc::kDropImport, request);
+  absl::StatusOr<Caller> caller =
+      door_.Admit(context, Rpc::kDropImport, request);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (request->id() == 0 || request->id() > static_cast<uint64_t>(INT64_MAX)) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -608,7 +513,8 @@ grpc::Status TunerService::DropImport(grpc::ServerContext* context,
 grpc::Status TunerService::ClearCache(grpc::ServerContext* context,
                                       const v1::ClearCacheRequest* request,
                                       v1::ClearCacheResponse* response) {
-  absl::StatusOr<Caller> caller = Admit(context, Rpc::kClearCache, request);
+  absl::StatusOr<Caller> caller =
+      door_.Admit(context, Rpc::kClearCache, request);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
   ClearCounts cleared;
   // Between jobs, so no job sees half a cache.

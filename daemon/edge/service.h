@@ -1,22 +1,22 @@
 // TunerService: the irontune.v1.Tuner gRPC service. Handlers validate,
 // queue jobs and stream their events; they never touch the device (the
-// DeviceWorker does). absl::Status is converted to grpc::Status here and
-// nowhere else (ToGrpcStatus).
+// DeviceWorker does). absl::Status becomes grpc::Status only at the
+// handlers' return (ToGrpcStatus, door.h).
 //
 // A client that disconnects, or whose deadline passes, while its Autotune or
 // Measure streams cancels the job unless it asked to detach. Watch never
 // cancels. Once BeginShutdown is called every new request is refused with
 // UNAVAILABLE.
 //
-// Every RPC first authenticates its caller and checks the role it needs
-// (daemon/edge/auth.h): UNAUTHENTICATED for a missing or unknown token,
-// PERMISSION_DENIED for a role that does not suffice, each logged with the
-// peer (rate-limited, refusal_log.h). On most listeners the call gate
-// (call_gate.h) has already refused a bad token before the message was
-// read; this check names the caller and is the only one on plaintext off
-// loopback. A small RPC's request past --max-small-message-bytes is
-// RESOURCE_EXHAUSTED. With tokens, a job belongs to its token's name, whatever
-// the request's `client` field says.
+// Every RPC first passes the Door (door.h): it authenticates its caller
+// and checks the role it needs (daemon/edge/auth.h): UNAUTHENTICATED for a
+// missing or unknown token, PERMISSION_DENIED for a role that does not suffice,
+// each logged with the peer (rate-limited, refusal_log.h). On most listeners
+// the call gate (call_gate.h) has already refused a bad token before the
+// message was read; this check names the caller and is the only one on
+// plaintext off loopback. A small RPC's request past --max-small-message-bytes
+// is RESOURCE_EXHAUSTED. With tokens, a job belongs to its token's name,
+// whatever the request's `client` field says.
 //
 // Memory: an Autotune's or Measure's request is moved out of gRPC's
 // message once admitted (the handler holds no second copy while its job
@@ -42,6 +42,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/edge/auth.h"
+#include "daemon/edge/door.h"
 #include "daemon/edge/refusal_log.h"
 #include "daemon/edge/stream_quota.h"
 #include "daemon/npu/device.h"
@@ -55,8 +56,6 @@
 #include "irontune/v1/tuner.grpc.pb.h"
 
 namespace irontune {
-
-grpc::Status ToGrpcStatus(const absl::Status& status);
 
 struct ServiceDeps {
   JobQueue* queue = nullptr;       // not owned; REQUIRES: non-null
@@ -90,7 +89,7 @@ class TunerService final : public v1::Tuner::Service {
   explicit TunerService(ServiceDeps deps);
 
   // Refuse every new request from now on (UNAVAILABLE).
-  void BeginShutdown() { shutting_down_ = true; }
+  void BeginShutdown() { door_.BeginShutdown(); }
 
   grpc::Status Autotune(grpc::ServerContext* context,
                         const v1::AutotuneRequest* request,
@@ -161,10 +160,6 @@ class TunerService final : public v1::Tuner::Service {
   // admission's refusal.
   absl::StatusOr<JobCost> CostOf(const v1::AutotuneRequest& request) const;
   absl::StatusOr<JobCost> CostOf(const v1::MeasureRequest& request) const;
-  // A stream slot for `caller` of `rpc`, named `name` (StreamQuota::Open);
-  // a refusal is logged, rate-limited.
-  absl::StatusOr<StreamQuota::Slot> BeginStream(Rpc rpc, const Caller& caller,
-                                                const std::string& name);
   // A read connection to the cache (ExportCache, ListImports);
   // FailedPrecondition when irontuned runs without one.
   absl::StatusOr<std::unique_ptr<CacheReader>> ReadCache() const;
@@ -172,8 +167,6 @@ class TunerService final : public v1::Tuner::Service {
   // between jobs (ImportCache, DropImport, ClearCache); its Status, or
   // FailedPrecondition when irontuned runs without a cache.
   absl::Status WriteCache(const std::function<absl::Status(Cache&)>& task);
-  // Logs a refusal of `caller`'s `rpc`, rate-limited, and returns it.
-  absl::Status Refused(Rpc rpc, const Caller& caller, absl::Status status);
   // Drops the oldest ended jobs past kKeptJobs or history_bytes.
   void TrimHistory() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Streams `job`'s events from the start through `write` until it ends.
@@ -184,25 +177,6 @@ class TunerService final : public v1::Tuner::Service {
   // Cancels a queued or running job.
   void CancelJob(const JobPtr& job, const std::string& reason);
   JobPtr Find(const std::string& id);
-  // The caller of `context` if it may call `rpc` (logged); else
-  // UNAVAILABLE once shutting down, or UNAUTHENTICATED or
-  // PERMISSION_DENIED, or RESOURCE_EXHAUSTED for a small RPC's `request`
-  // (null for the big ones) past --max-small-message-bytes
-  // (CheckSmallRequest), each logged with the peer, rate-limited.
-  absl::StatusOr<Caller> Admit(
-      grpc::ServerContext* context, Rpc rpc,
-      const google::protobuf::Message* request = nullptr);
-  // Admit for an RPC that needs nothing more of its caller: OK when
-  // admitted, else Admit's refusal as the status to answer.
-  grpc::Status AdmitOnly(grpc::ServerContext* context, Rpc rpc,
-                         const google::protobuf::Message* request);
-  // The client a job of `caller` is owned by: the token's name, else the
-  // request's `given` name, else the peer.
-  std::string OwnerOf(const grpc::ServerContext& context, const Caller& caller,
-                      const std::string& given) const;
-  // OK when `caller` may touch the job of `owner` (MayTouchJob, logged).
-  absl::Status CheckOwner(const Caller& caller, Rpc rpc,
-                          const std::string& job_id, const std::string& owner);
   // A job Cancel, Watch or GetResult names, found for its caller.
   struct OwnedJob {
     Caller caller;
@@ -216,16 +190,12 @@ class TunerService final : public v1::Tuner::Service {
   absl::StatusOr<OwnedJob> AdmitJob(grpc::ServerContext* context, Rpc rpc,
                                     const google::protobuf::Message& request,
                                     const std::string& job_id);
-  std::string ClientOf(const grpc::ServerContext& context,
-                       const std::string& given) const;
 
   const ServiceDeps deps_;
   const absl::Time started_;
-  std::atomic<bool> shutting_down_{false};
-  // The queued requests' bytes (queue_budget.h) and the open streams
-  // (stream_quota.h).
+  Door door_;
+  // The queued requests' bytes (queue_budget.h).
   const std::shared_ptr<QueueBudget> budget_;
-  StreamQuota streams_;
 
   absl::Mutex mu_;
   // This process's jobs, for Watch, Cancel and status; the oldest ended

@@ -14,6 +14,13 @@ pg::Param Millis(absl::Duration d) {
   return pg::Param::Int(absl::ToInt64Milliseconds(d));
 }
 
+FleetJobState StateOf(std::string_view text) {
+  for (size_t i = 0; i < std::size(kJobStates); ++i) {
+    if (text == kJobStates[i]) return static_cast<FleetJobState>(i);
+  }
+  return FleetJobState::kFailed;  // the table's CHECK allows no other
+}
+
 std::string LeaseName(const Lease& lease) {
   return absl::StrCat("shard ", lease.job_id, "/", lease.shard, " attempt ",
                       lease.attempt);
@@ -329,39 +336,104 @@ absl::StatusOr<bool> FleetQueue::CancelJob(int64_t id) {
 }
 
 absl::StatusOr<JobView> FleetQueue::GetJob(int64_t id) {
-  ASSIGN_OR_RETURN(pg::Result job,
-                   conn().Exec("SELECT state, owner, error FROM irontune.jobs "
-                               "WHERE id = $1",
-                               {pg::Param::Int(id)}));
+  ASSIGN_OR_RETURN(
+      pg::Result job,
+      conn().Exec("SELECT state, kind, owner, error, platform, power_mode, "
+                  "interactive, (extract(epoch FROM created) * 1000)::bigint "
+                  "FROM irontune.jobs WHERE id = $1",
+                  {pg::Param::Int(id)}));
   if (job.rows() == 0) {
     return absl::NotFoundError(absl::StrCat("no fleet job ", id));
   }
   JobView view;
   view.id = id;
-  for (size_t i = 0; i < std::size(kJobStates); ++i) {
-    if (job.Text(0, 0) == kJobStates[i]) {
-      view.state = static_cast<FleetJobState>(i);
-    }
-  }
-  view.owner = std::string(job.Text(0, 1));
-  view.error = std::string(job.Text(0, 2));
-  ASSIGN_OR_RETURN(pg::Result shards,
-                   conn().Exec("SELECT state, result, completed_by FROM "
-                               "irontune.shards WHERE job_id = $1 ORDER BY "
-                               "shard",
-                               {pg::Param::Int(id)}));
+  view.state = StateOf(job.Text(0, 0));
+  view.kind = std::string(job.Text(0, 1));
+  view.owner = std::string(job.Text(0, 2));
+  view.error = std::string(job.Text(0, 3));
+  view.platform = std::string(job.Text(0, 4));
+  view.power_mode = std::string(job.Text(0, 5));
+  view.interactive = job.Text(0, 6) == "t";
+  ASSIGN_OR_RETURN(view.created_unix_ms, job.Int(0, 7));
+  RETURN_IF_ERROR(ReadShards(id, view));
+  return view;
+}
+
+absl::Status FleetQueue::ReadShards(int64_t id, JobView& view) {
+  ASSIGN_OR_RETURN(
+      pg::Result shards,
+      conn().Exec("SELECT state, result, completed_by, shape_key, attempts, "
+                  "last_error FROM irontune.shards WHERE job_id = $1 ORDER "
+                  "BY shard",
+                  {pg::Param::Int(id)}));
   for (int i = 0; i < shards.rows(); ++i) {
     const std::string_view state = shards.Text(i, 0);
     view.done += state == "done";
     view.failed += state == "failed";
+    view.leased += state == "leased";
     std::string result;
     if (!shards.IsNull(i, 1)) {
       ASSIGN_OR_RETURN(result, shards.Bytes(i, 1));
     }
     view.results.push_back(std::move(result));
     view.completed_by.emplace_back(shards.Text(i, 2));
+    view.shape_keys.emplace_back(shards.Text(i, 3));
+    view.shard_states.emplace_back(state);
+    ASSIGN_OR_RETURN(const int64_t attempts, shards.Int(i, 4));
+    view.attempts.push_back(static_cast<int>(attempts));
+    view.errors.emplace_back(shards.Text(i, 5));
   }
-  return view;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> FleetQueue::GetJobRequest(int64_t id) {
+  ASSIGN_OR_RETURN(
+      pg::Result job,
+      conn().Exec("SELECT request FROM irontune.jobs WHERE id = $1",
+                  {pg::Param::Int(id)}));
+  if (job.rows() == 0) {
+    return absl::NotFoundError(absl::StrCat("no fleet job ", id));
+  }
+  return job.Bytes(0, 0);
+}
+
+absl::StatusOr<std::optional<int64_t>> FleetQueue::FindDoneJob(
+    std::string_view request_digest) {
+  ASSIGN_OR_RETURN(
+      pg::Result found,
+      conn().Exec("SELECT max(id) FROM irontune.jobs WHERE request_digest = "
+                  "$1 AND state = 'done'",
+                  {pg::Param::Text(std::string(request_digest))}));
+  if (found.IsNull(0, 0)) return std::nullopt;
+  ASSIGN_OR_RETURN(const int64_t id, found.Int(0, 0));
+  return id;
+}
+
+absl::StatusOr<std::vector<JobLine>> FleetQueue::ListJobs(
+    std::string_view owner, int limit) {
+  ASSIGN_OR_RETURN(
+      pg::Result rows,
+      conn().Exec(
+          "SELECT j.id, j.state, j.kind, j.owner, (extract(epoch FROM "
+          "j.created) * 1000)::bigint, count(s.shard), count(s.shard) FILTER "
+          "(WHERE s.state = 'done') FROM irontune.jobs j LEFT JOIN "
+          "irontune.shards s ON s.job_id = j.id WHERE $1 = '' OR j.owner = $1 "
+          "GROUP BY j.id ORDER BY j.id DESC LIMIT $2",
+          {pg::Param::Text(std::string(owner)), pg::Param::Int(limit)}));
+  std::vector<JobLine> lines(rows.rows());
+  for (int i = 0; i < rows.rows(); ++i) {
+    JobLine& line = lines[i];
+    ASSIGN_OR_RETURN(line.id, rows.Int(i, 0));
+    line.state = StateOf(rows.Text(i, 1));
+    line.kind = std::string(rows.Text(i, 2));
+    line.owner = std::string(rows.Text(i, 3));
+    ASSIGN_OR_RETURN(line.created_unix_ms, rows.Int(i, 4));
+    ASSIGN_OR_RETURN(const int64_t shards, rows.Int(i, 5));
+    ASSIGN_OR_RETURN(const int64_t done, rows.Int(i, 6));
+    line.shards = static_cast<int>(shards);
+    line.done = static_cast<int>(done);
+  }
+  return lines;
 }
 
 }  // namespace irontune

@@ -90,14 +90,36 @@ std::string_view FleetJobStateName(FleetJobState state);
 struct JobView {
   int64_t id = 0;
   FleetJobState state = FleetJobState::kQueued;
+  std::string kind;
   std::string owner;
   std::string error;
+  std::string platform;  // slug
+  std::string power_mode;
+  bool interactive = false;
+  int64_t created_unix_ms = 0;
   int done = 0;    // shards done
   int failed = 0;  // shards failed
-  // Each shard's result, and the box that committed it, by shard index
-  // ("" where not done).
+  int leased = 0;  // shards a box holds now
+  // By shard index: its shape, state ("queued", "leased", "done", "failed",
+  // "cancelled"), claims so far, the last attempt's error, its result and
+  // the box that committed it ("" where not done).
+  std::vector<std::string> shape_keys;
+  std::vector<std::string> shard_states;
+  std::vector<int> attempts;
+  std::vector<std::string> errors;
   std::vector<std::string> results;
   std::vector<std::string> completed_by;
+};
+
+// A job as a listing shows it.
+struct JobLine {
+  int64_t id = 0;
+  FleetJobState state = FleetJobState::kQueued;
+  std::string kind;
+  std::string owner;
+  int64_t created_unix_ms = 0;
+  int shards = 0;
+  int done = 0;
 };
 
 class FleetQueue {
@@ -137,6 +159,16 @@ class FleetQueue {
 
   // NotFound for an unknown id.
   absl::StatusOr<JobView> GetJob(int64_t id);
+  // The request job `id` was submitted with (NewJob::request). NotFound for
+  // an unknown id.
+  absl::StatusOr<std::string> GetJobRequest(int64_t id);
+  // The newest job of `request_digest` that is done, if any: what the store
+  // already answers for an identical submit.
+  absl::StatusOr<std::optional<int64_t>> FindDoneJob(
+      std::string_view request_digest);
+  // The newest `limit` jobs, of `owner` only unless it is empty.
+  absl::StatusOr<std::vector<JobLine>> ListJobs(std::string_view owner,
+                                                int limit);
 
  private:
   pg::Connection& conn() { return store_.connection(); }
@@ -156,6 +188,8 @@ class FleetQueue {
   // Queues the shards of a new job. REQUIRES: inside SubmitJob's
   // transaction.
   absl::Status InsertShards(int64_t id, const NewJob& job);
+  // Adds job `id`'s shards to `view`.
+  absl::Status ReadShards(int64_t id, JobView& view);
   // Announces a change to job `id` (delivered at commit).
   absl::Status Notify(int64_t id);
 

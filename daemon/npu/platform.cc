@@ -53,6 +53,16 @@ std::string PlatformSlug(std::string_view platform_name) {
   return slug;
 }
 
+absl::Span<const KnownPlatform> KnownPlatforms() {
+  static constexpr KnownPlatform kKnown[] = {
+      {"NPU Phoenix", "npu1"},      {"NPU Hawk Point", "npu1"},
+      {"NPU Strix A0", "npu2"},     {"NPU Strix", "npu2"},
+      {"NPU Strix Halo", "npu2"},   {"NPU Krackan", "npu2"},
+      {"NPU Gorgon Point", "npu2"},
+  };
+  return kKnown;
+}
+
 bool PlatformAnswersTo(const Platform& platform, std::string_view asked) {
   const std::string want = PlatformSlug(asked);
   if (want.empty()) return true;

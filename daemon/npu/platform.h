@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "irontune/v1/measurement.pb.h"
 
 namespace irontune {
@@ -39,6 +40,14 @@ struct Platform {
 // directories: lower case, each run of other characters than [a-z0-9] one
 // '-', no '-' at either end ("NPU Strix" -> "npu-strix").
 std::string PlatformSlug(std::string_view platform_name);
+
+// The NPUs irontune knows by name, as xrt-smi names them, with their
+// generation (NPU_FACTS.md): what a front accepts as a job's platform.
+struct KnownPlatform {
+  std::string_view name;        // "NPU Strix"
+  std::string_view generation;  // "npu2"
+};
+absl::Span<const KnownPlatform> KnownPlatforms();
 
 // Whether `asked` names `platform`: its name ("NPU Strix"), that name
 // without its "NPU" prefix ("Strix"), or its generation ("npu2"), compared
