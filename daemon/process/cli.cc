@@ -327,6 +327,31 @@ void AddFleetOptions(CLI::App& app, DaemonOptions& options) {
   app.add_option("--fleet-name", options.fleet_name,
                  "This box's name in the fleet's leases. Default: the host "
                  "name and --device");
+  app.add_option("--role", options.role,
+                 "box: this irontuned times jobs on its NPU (with --fleet, "
+                 "the fleet's shards too). front: a fleet's front, with no "
+                 "NPU: it serves the Tuner service over the fleet's store "
+                 "(needs --fleet; --device, the cache and the state dir are "
+                 "not used)")
+      ->check(CLI::IsMember({"box", "front"}))
+      ->capture_default_str();
+  app.add_option("--fleet-platform", options.fleet_platforms,
+                 "A front's map from a profile's generation to the platform "
+                 "whose boxes time it, GEN=PLATFORM (e.g. npu2=strix), once "
+                 "per generation: Strix and Krackan both load npu2.json but "
+                 "time differently. Without one, a submit naming only the "
+                 "generation is refused");
+  app.add_option("--fleet-connections", options.fleet_connections,
+                 "A front's connections to the fleet store at most, shared by "
+                 "its calls")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--max-connection-age", options.max_connection_age_s,
+                 "Seconds after which a client's connection is closed (its "
+                 "calls finish first), so clients spread again when fronts "
+                 "come and go. Default: 300 on a front, none on a box; 0: "
+                 "none")
+      ->check(CLI::Range(0.0, 86400.0));
   app.add_option("--fleet-lease", options.fleet_lease_s,
                  "Seconds a claimed shard stays this box's without a renewal "
                  "(renewed every third of it): after a box dies, another "

@@ -34,16 +34,20 @@
 #include "daemon/builder/command_builder.h"
 #include "daemon/edge/auth.h"
 #include "daemon/edge/call_gate.h"
+#include "daemon/edge/front_service.h"
 #include "daemon/edge/local_peer.h"
 #include "daemon/edge/refusal_log.h"
 #include "daemon/edge/service.h"
 #include "daemon/edge/stream_quota.h"
 #include "daemon/edge/tls.h"
 #include "daemon/edge/unix_listener.h"
+#include "daemon/fleet/fleet_pool.h"
 #include "daemon/fleet/fleet_store.h"
 #include "daemon/fleet/fleet_url.h"
+#include "daemon/fleet/job_notices.h"
 #include "daemon/process/health_watch.h"
 #include "daemon/scheduler/fleet_box.h"
+#include "daemon/scheduler/fleet_front.h"
 #include "daemon/sim/presets.h"
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
@@ -315,6 +319,12 @@ struct Daemon::Parts {
   std::unique_ptr<DeviceWorker> worker;
   std::unique_ptr<FleetBox> fleet_box;
   std::unique_ptr<TunerService> service;
+  // A front's (--role front): the store's connections, the LISTEN thread,
+  // what it does with calls, and its service.
+  std::unique_ptr<FleetPool> fleet_pool;
+  std::unique_ptr<JobNotices> job_notices;
+  std::unique_ptr<FleetFront> fleet_front;
+  std::unique_ptr<FrontService> front_service;
   std::unique_ptr<grpc::Server> server;
   // irontuned's own accept loop for its unix socket paths, feeding `server`.
   std::unique_ptr<UnixListeners> unix_listeners;
@@ -422,6 +432,17 @@ absl::Status ApplyCaps(const ServerCaps& caps, uint64_t max_message_bytes,
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                              caps.calls_per_connection);
   builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, caps.header_bytes);
+  if (caps.max_connection_age != absl::InfiniteDuration()) {
+    // Clients reconnect, and re-resolve, once their connection is this old;
+    // the calls under way get the grace to finish.
+    const int age_ms =
+        static_cast<int>(absl::ToInt64Milliseconds(caps.max_connection_age));
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, age_ms);
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                               std::numeric_limits<int>::max());
+    spdlog::info("gRPC: a connection closes once {} old",
+                 absl::FormatDuration(caps.max_connection_age));
+  }
   spdlog::info(
       "gRPC caps: {} threads, {} of connection memory, {} calls a "
       "connection, {} of headers a call",
@@ -756,7 +777,60 @@ absl::Status Daemon::StartWorker(DaemonOptions& options,
   return p.worker->Start();
 }
 
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::StartFront(
+    DaemonOptions options) {
+  auto daemon = std::unique_ptr<Daemon>(new Daemon(std::make_unique<Parts>()));
+  Parts& p = *daemon->parts_;
+  if (options.fleet.empty()) {
+    return absl::InvalidArgumentError(
+        "--role front needs --fleet URL: a front serves the fleet's store");
+  }
+  ASSIGN_OR_RETURN(const StreamLimits streams, StreamLimitsOf(options.limits));
+  ASSIGN_OR_RETURN(const Security security, LoadSecurity(options));
+  ASSIGN_OR_RETURN(FleetPlatforms platforms,
+                   FleetPlatforms::Parse(options.fleet_platforms));
+  const std::string name = options.fleet_name.empty()
+                               ? absl::StrCat(HostName(), " front")
+                               : options.fleet_name;
+  FleetUrlOptions url;
+  url.password_file = options.fleet_password_file;
+  url.application_name = absl::StrCat("irontuned front ", name);
+  ASSIGN_OR_RETURN(p.fleet_connection, ResolveFleetUrl(options.fleet, url));
+  // Reached once now, so bad credentials or a newer schema stop the start.
+  RETURN_IF_ERROR(FleetStore::Open(p.fleet_connection, name).status());
+  FleetPool::Opener open = [connection = p.fleet_connection, name] {
+    return FleetStore::Open(connection, name);
+  };
+  p.fleet_pool = std::make_unique<FleetPool>(open, options.fleet_connections);
+  p.job_notices = std::make_unique<JobNotices>(open);
+  p.job_notices->Start();
+  p.fleet_front = std::make_unique<FleetFront>(*p.fleet_pool, *p.job_notices,
+                                               std::move(platforms));
+  p.front_service = std::make_unique<FrontService>(FrontDeps{
+      p.fleet_front.get(), IRONTUNE_VERSION, p.fleet_connection.display,
+      options.limits, streams, security.auth, security.refusals});
+  ASSIGN_OR_RETURN(p.addresses,
+                   Listen(options.listen, options, security,
+                          p.front_service.get(), p.server, p.unix_listeners));
+  p.server->GetHealthCheckService()->SetServingStatus(true);
+  p.server->GetHealthCheckService()->SetServingStatus(
+      v1::Tuner::service_full_name(), true);
+  spdlog::info("irontuned {} front of the fleet at {} on {}", IRONTUNE_VERSION,
+               p.fleet_connection.display, absl::StrJoin(p.addresses, ", "));
+  p.notifier = std::make_unique<SystemdNotifier>(options.notify);
+  if (p.notifier->enabled()) {
+    absl::Status ready = p.notifier->Notify("READY=1");
+    if (!ready.ok()) spdlog::warn("systemd: {}", ready.ToString());
+  }
+  return daemon;
+}
+
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
+  const double age_s = options.max_connection_age_s;
+  if (age_s > 0 || (age_s < 0 && options.role == "front")) {
+    options.caps.max_connection_age = absl::Seconds(age_s < 0 ? 300 : age_s);
+  }
+  if (options.role == "front") return StartFront(std::move(options));
   // Whatever fails below, the parts made so far are released in order.
   auto daemon = std::unique_ptr<Daemon>(new Daemon(std::make_unique<Parts>()));
   Parts& p = *daemon->parts_;
@@ -823,6 +897,7 @@ void Daemon::Shutdown() {
     p.server->GetHealthCheckService()->SetServingStatus(false);
   }
   if (p.service) p.service->BeginShutdown();
+  if (p.front_service) p.front_service->BeginShutdown();
   if (p.fleet_box) p.fleet_box->Stop();  // hands its shard back
   if (p.worker) p.worker->Stop();
   if (p.notifier) p.notifier->Stop();  // before the worker goes
@@ -834,6 +909,11 @@ void Daemon::Shutdown() {
   }
   p.unix_listeners.reset();
   p.service.reset();
+  p.front_service.reset();
+  if (p.job_notices) p.job_notices->Stop();
+  p.fleet_front.reset();
+  p.job_notices.reset();
+  p.fleet_pool.reset();
   p.fleet_box.reset();
   p.worker.reset();  // closes the cache
   p.queue.reset();

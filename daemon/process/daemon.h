@@ -75,6 +75,10 @@ struct ServerCaps {
   // A call's headers, at most (GRPC_ARG_MAX_METADATA_SIZE,
   // --max-header-bytes).
   int header_bytes = 8 << 10;
+  // A connection's age past which gRPC closes it, its calls finished first
+  // (GRPC_ARG_MAX_CONNECTION_AGE_MS); infinite: never
+  // (DaemonOptions::max_connection_age_s).
+  absl::Duration max_connection_age = absl::InfiniteDuration();
 };
 
 struct DaemonOptions {
@@ -152,6 +156,16 @@ struct DaemonOptions {
   std::string fleet_password_file;
   std::string fleet_name;
   double fleet_lease_s = 30;
+  // "box", or "front": a fleet's front, with no NPU (FrontService); it
+  // maps generations to platforms (FleetPlatforms::Parse) and shares at
+  // most `fleet_connections` connections to the store.
+  std::string role = "box";
+  std::vector<std::string> fleet_platforms;
+  int fleet_connections = 8;
+  // Seconds after which gRPC closes a client's connection, its calls
+  // finished first; 0: never; negative: a front's default (300 s), none on
+  // a box.
+  double max_connection_age_s = -1;
   // Tests only: replaces the DeviceJobRunner.
   std::unique_ptr<JobRunner> runner;
   // Admission limits (admission.h), the ended jobs kept in memory (bytes)
@@ -180,6 +194,9 @@ class Daemon {
   // device or the state dir (naming its pid), answers on a unix socket to
   // listen on, or `device` is not built in; DataLoss for a damaged database
   // (saying what to do); the error of whatever else fails to start.
+  // With role "front": no device, lock, state dir or cache; InvalidArgument
+  // without --fleet or for a bad --fleet-platform, and the store's errors
+  // as a box's.
   static absl::StatusOr<std::unique_ptr<Daemon>> Start(DaemonOptions options);
   ~Daemon();  // Shutdown()
   Daemon(const Daemon&) = delete;
@@ -201,6 +218,9 @@ class Daemon {
   absl::Status OpenJobStore(const std::filesystem::path& dir,
                             const DaemonOptions& options,
                             std::unique_ptr<JobStore>& store);
+  // Start for role "front".
+  static absl::StatusOr<std::unique_ptr<Daemon>> StartFront(
+      DaemonOptions options);
   absl::Status StartWorker(DaemonOptions& options,
                            std::unique_ptr<Device> device,
                            std::unique_ptr<Cache> cache);

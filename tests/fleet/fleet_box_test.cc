@@ -13,50 +13,19 @@
 #include "daemon/scheduler/fleet_jobs.h"
 #include "irontune/v1/tuner.pb.h"
 #include "tests/fleet/fleet_fixtures.h"
+#include "tests/fleet/fleet_processes.h"
 #include "tests/testing/daemon_process.h"
 #include "tests/testing/recording_fixtures.h"
 
 namespace irontune {
 namespace {
 
+using testing::AwaitEnd;
+using testing::AwaitPositive;
+using testing::CountRows;
 using testing::FreshUrl;
 using testing::OpenStore;
-
-// An irontuned on sim:npu2 at the performance power mode in the fleet of
-// `url`, as `name`, on the virtual clock; or, `slow`, on the real-time
-// clock with each design's build slept for 2 s on one build thread, so a
-// shard takes several seconds.
-std::unique_ptr<e2e::DaemonProcess> StartBox(const std::string& url,
-                                             const std::string& name,
-                                             bool slow = false) {
-  const std::string dir = e2e::TempDir("fleet-box");
-  const std::string server = "unix:" + dir + "/sock";
-  std::vector<std::string> extra = {
-      "--device",      "sim:npu2", "--power-mode",  "performance",
-      "--fleet",       url,        "--fleet-name",  name,
-      "--fleet-lease", "2",        "--runtime-dir", dir};
-  if (slow) {
-    extra.insert(extra.end(), {"--sim-build-seconds", "2", "--sim-build-sleep",
-                               "--build-jobs", "1"});
-  }
-  return std::make_unique<e2e::DaemonProcess>(
-      name,
-      e2e::SimDaemonArgv(IRONTUNE_IRONTUNED, dir + "/state", server,
-                         slow ? "realtime" : "virtual", extra),
-      dir, IRONTUNE_CLIENT, server);
-}
-
-// Waits up to `seconds` for `sql` (one integer) to be positive.
-bool AwaitPositive(FleetStore& store, const std::string& sql, double seconds) {
-  const auto end =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    auto rows = store.connection().Exec(sql);
-    if (rows.ok() && rows->Int(0, 0).value_or(0) > 0) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return false;
-}
+using testing::StartBox;
 
 // A shard's task: the quick Autotune of `calls`' one shape.
 NewShard Shard(v1::Calls calls) {
@@ -80,33 +49,6 @@ NewJob TwoShapes(const std::string& platform) {
                 Shard(testing::OneCall("silu", {testing::Silu8192({512, 1024})},
                                        {{"s", "t"}}))};
   return job;
-}
-
-// Waits up to `seconds` for job `id` to end; its last view.
-JobView AwaitEnd(FleetQueue& queue, int64_t id, double seconds) {
-  const auto end =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  JobView view;
-  while (std::chrono::steady_clock::now() < end) {
-    absl::StatusOr<JobView> now = queue.GetJob(id);
-    if (!now.ok()) {  // the store may be coming back
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      continue;
-    }
-    view = *now;
-    if (view.state != FleetJobState::kQueued &&
-        view.state != FleetJobState::kRunning) {
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return view;
-}
-
-int64_t CountRows(FleetStore& store, const std::string& sql) {
-  auto rows = store.connection().Exec(sql);
-  REQUIRE(rows.ok());
-  return rows->Int(0, 0).value();
 }
 
 TEST_CASE("A box times its NPU's shards and commits what it timed",

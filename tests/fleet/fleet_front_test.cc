@@ -1,0 +1,184 @@
+// irontuned as a fleet's front, end to end: real fronts and boxes on the
+// simulated NPU against the test cluster, reached by irontune-client.
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "catch2/catch.hpp"
+#include "common/recording.h"
+#include "daemon/fleet/fleet_queue.h"
+#include "tests/fleet/fleet_fixtures.h"
+#include "tests/fleet/fleet_processes.h"
+#include "tests/testing/daemon_process.h"
+#include "tests/testing/recording_fixtures.h"
+
+namespace irontune {
+namespace {
+
+using testing::AwaitEnd;
+using testing::AwaitPositive;
+using testing::CountRows;
+using testing::FreshUrl;
+using testing::OpenStore;
+using testing::StartBox;
+using testing::StartFront;
+
+// A recording of two shapes (an add and a SiLU), written under `dir`.
+std::string SmallModel(const std::string& dir) {
+  const std::string path = dir + "/model.rec";
+  REQUIRE(SaveRecording(testing::AddSiluCalls(), path).ok());
+  return path;
+}
+
+// The client's submit of `model` to Strix boxes at the performance mode,
+// quickly timed, then `extra`.
+std::vector<std::string> Submit(const std::string& model,
+                                std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {
+      "submit",      model,      "--platform", "npu2",    "--power-mode",
+      "performance", "--rounds", "3",          "--calls", "5"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+TEST_CASE("A front makes a submit the fleet's job and answers its profile",
+          "[fleet][pg][e2e]") {
+  const std::string url = FreshUrl();
+  auto a = StartBox(url, "box strix-1");
+  auto b = StartBox(url, "box strix-2");
+  auto front = StartFront(url);
+  auto other = StartFront(url);
+  REQUIRE(a->Up());
+  REQUIRE(b->Up());
+  REQUIRE(front->Up());
+  REQUIRE(other->Up());
+  const std::string model = SmallModel(front->dir());
+
+  const e2e::Result first = front->Client(Submit(model), 120);
+  INFO(first.err + front->Log() + a->Log() + b->Log());
+  REQUIRE(first.code == 0);
+  CHECK_THAT(first.out, Catch::Contains("changed") || Catch::Contains("added"));
+  auto store = OpenStore(*ResolveFleetUrl(url, {}), "test");
+  CHECK(CountRows(*store, "SELECT count(*) FROM irontune.jobs") == 1);
+  CHECK(CountRows(*store,
+                  "SELECT count(*) FROM irontune.shards WHERE "
+                  "state = 'done'") == 2);
+
+  // The same submit through the other front: the store's answer, at once
+  // and byte for byte, with nothing timed again.
+  const int64_t figures =
+      CountRows(*store, "SELECT count(*) FROM irontune.figures");
+  const e2e::Result again = other->Client(Submit(model), 60);
+  INFO(again.err + other->Log());
+  REQUIRE(again.code == 0);
+  CHECK(again.out == first.out);
+  CHECK_THAT(other->Log(), Catch::Contains("answered from the store"));
+  CHECK(CountRows(*store, "SELECT count(*) FROM irontune.jobs") == 1);
+  CHECK(CountRows(*store, "SELECT count(*) FROM irontune.figures") == figures);
+
+  // Either front lists the job and gives its result.
+  const e2e::Result jobs = other->Client({"jobs"}, 30);
+  CHECK(jobs.code == 0);
+  CHECK_THAT(jobs.out, Catch::Contains("f-1"));
+  const e2e::Result result = front->Client({"result", "f-1"}, 30);
+  INFO(result.err);
+  CHECK(result.code == 0);
+}
+
+TEST_CASE("A client that goes away holds nothing; any front serves its job",
+          "[fleet][pg][e2e]") {
+  const std::string url = FreshUrl();
+  auto box = StartBox(url, "box strix-1", /*slow=*/true);
+  auto front = StartFront(url);
+  auto other = StartFront(url);
+  REQUIRE(box->Up());
+  REQUIRE(front->Up());
+  REQUIRE(other->Up());
+  const std::string model = SmallModel(front->dir());
+  auto store = OpenStore(*ResolveFleetUrl(url, {}), "test");
+
+  std::unique_ptr<e2e::Process> client = front->StartClient(Submit(model));
+  REQUIRE(AwaitPositive(*store,
+                        "SELECT count(*) FROM irontune.shards WHERE "
+                        "lease_owner IS NOT NULL",
+                        60));
+  client->Signal(SIGKILL);
+  REQUIRE(client->Wait(10));
+
+  // The job goes on; the other front follows it to its result.
+  const e2e::Result watched = other->Client({"watch", "f-1"}, 120);
+  INFO(watched.err + other->Log() + box->Log());
+  CHECK(watched.code == 0);
+  FleetQueue queue(*store);
+  const JobView view = AwaitEnd(queue, 1, 60);
+  CHECK(view.state == FleetJobState::kDone);
+  CHECK(view.done == 2);
+}
+
+TEST_CASE("A front refuses what it cannot serve, naming why",
+          "[fleet][pg][e2e]") {
+  const std::string url = FreshUrl();
+  auto front = StartFront(url);
+  REQUIRE(front->Up());
+  const std::string model = SmallModel(front->dir());
+
+  SECTION("a submit that names no platform") {
+    const e2e::Result r =
+        front->Client({"submit", model, "--rounds", "3", "--calls", "5"}, 30);
+    CHECK(r.code != 0);
+    CHECK_THAT(r.err, Catch::Contains("name the one the job must run on"));
+  }
+  SECTION("a generation the fleet does not map") {
+    const e2e::Result r = front->Client(
+        {"submit", model, "--platform", "npu1", "--rounds", "3"}, 30);
+    CHECK(r.code != 0);
+    CHECK_THAT(r.err, Catch::Contains("npu1 is a generation"));
+  }
+  SECTION("an RPC only a box serves") {
+    const e2e::Result r = front->Client({"cache", "imports"}, 30);
+    CHECK(r.code != 0);
+    CHECK_THAT(r.err, Catch::Contains("served by a fleet's boxes"));
+  }
+  SECTION("a job no front knows") {
+    const e2e::Result r = front->Client({"result", "f-99"}, 30);
+    CHECK(r.code != 0);
+    CHECK_THAT(r.err, Catch::Contains("no job f-99"));
+  }
+  SECTION("the store down: UNAVAILABLE, and served again once it is back") {
+    testing::PgCluster& cluster = testing::Cluster();
+    REQUIRE(cluster.Stop());
+    const e2e::Result down = front->Client({"jobs"}, 30);
+    REQUIRE(cluster.Start());
+    INFO(down.err + front->Log());
+    CHECK(down.code != 0);
+    CHECK_THAT(down.err, Catch::Contains("unreachable") ||
+                             Catch::Contains("UNAVAILABLE"));
+    bool back = false;
+    for (int i = 0; i < 50 && !back; ++i) {
+      back = front->Client({"jobs"}, 30).code == 0;
+      if (!back) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    CHECK(back);
+  }
+}
+
+TEST_CASE("A front that cannot serve stops its start, saying why",
+          "[fleet][pg][e2e]") {
+  SECTION("no store") {
+    auto front = StartFront("");
+    REQUIRE(front->process().Wait(30));
+    CHECK(front->process().exit_code() == 1);
+    CHECK_THAT(front->Log(), Catch::Contains("--role front needs --fleet"));
+  }
+  SECTION("a generation mapped to another generation's platform") {
+    auto front = StartFront(FreshUrl(), {"--fleet-platform", "npu1=strix"});
+    REQUIRE(front->process().Wait(30));
+    CHECK(front->process().exit_code() == 1);
+    CHECK_THAT(front->Log(), Catch::Contains("NPU Strix is npu2"));
+  }
+}
+
+}  // namespace
+}  // namespace irontune
