@@ -87,7 +87,7 @@ TEST_CASE("A front makes a submit the fleet's job and answers its profile",
   CHECK(result.code == 0);
 }
 
-TEST_CASE("A client that goes away holds nothing; any front serves its job",
+TEST_CASE("A client that goes away holds nothing, and any front serves its job",
           "[fleet][pg][e2e]") {
   const std::string url = FreshUrl();
   auto box = StartBox(url, "box strix-1", /*slow=*/true);
