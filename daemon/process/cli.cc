@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <exception>
 #include <iostream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -139,6 +140,12 @@ void AddBuilderOptions(CLI::App& app, DaemonOptions& options) {
       ->capture_default_str();
   app.add_flag("--sim-build-sleep", options.sim_build_sleep,
                "Sleep the simulated build cost instead of spending CPU");
+  app.add_option("--sim-hang-after-runs", options.sim_hang_after_runs,
+                 "Tests: from its Nth run on (counting from 0), the "
+                 "simulated NPU hangs as a wedged one does: the run never "
+                 "returns. -1: never")
+      ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()))
+      ->capture_default_str();
 }
 
 // The admission limits, the memory budget and what is kept of past jobs

@@ -396,6 +396,7 @@ absl::StatusOr<std::unique_ptr<Device>> OpenDevice(
                   ? SimOptions::Clock::kVirtual
                   : SimOptions::Clock::kRealTime;
   if (options.power_mode) sim.power_mode = *options.power_mode;
+  sim.hang_after_runs = options.sim_hang_after_runs;
   ASSIGN_OR_RETURN(std::unique_ptr<SimDevice> device,
                    MakeSimDevice(options.device, sim));
   return device;

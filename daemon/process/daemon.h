@@ -141,6 +141,8 @@ struct DaemonOptions {
   // (daemon/sim/sim_builder.h): spent on the real-time clock as CPU time
   // (or slept, sim_build_sleep), only counted on the virtual one.
   double sim_build_seconds = 4.0;
+  // SimOptions::hang_after_runs (--sim-hang-after-runs).
+  int64_t sim_hang_after_runs = -1;
   bool sim_build_sleep = false;
   // systemd's notify socket and watchdog (NotifyConfig::FromEnvironment()
   // in irontuned); empty: no notifications.

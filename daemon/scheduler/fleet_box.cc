@@ -288,6 +288,10 @@ bool FleetBox::Follow(const JobPtr& job, const Lease& lease) {
     }
     if (absl::Now() < renew_at) continue;
     renew_at = absl::Now() + options_.lease / 3;
+    if (!worker_->heartbeat().Alive(options_.stall_limit)) {
+      GiveUpHung(job, lease);
+      return false;
+    }
     absl::Status renewed = Reconnect();
     if (renewed.ok()) renewed = queue_db_->RenewLease(lease, options_.lease);
     Noted(renewed);
@@ -300,6 +304,21 @@ bool FleetBox::Follow(const JobPtr& job, const Lease& lease) {
     if (renewed.ok()) Noted(Publish());
   }
   return true;
+}
+
+void FleetBox::GiveUpHung(const JobPtr& job, const Lease& lease) {
+  const std::string why = absl::StrCat(
+      "the NPU hung: the device worker has not come back for ",
+      absl::FormatDuration(worker_->heartbeat().SinceBeat()),
+      " (--stall-limit ", absl::FormatDuration(options_.stall_limit), ")");
+  spdlog::error("fleet: shard {}/{} given up: {}", lease.job_id, lease.shard,
+                why);
+  job->Cancel(why);
+  absl::Status reached = Reconnect();
+  if (reached.ok()) reached = queue_db_->FailShard(lease, why).status();
+  Noted(reached);
+  absl::MutexLock lock(&mu_);
+  ++stats_.failed;
 }
 
 void FleetBox::Finish(const JobPtr& job, const Lease& lease) {

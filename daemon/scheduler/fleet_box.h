@@ -123,6 +123,10 @@ class FleetBox {
   // cancelled and the lease handled).
   bool Follow(const JobPtr& job, const Lease& lease);
   // Commits the ended job's outcome, or gives the attempt up.
+  // The worker hung under `job` (no heartbeat for the stall limit): the
+  // attempt is given up with why, so another box may claim the shard now
+  // rather than once the lease expires.
+  void GiveUpHung(const JobPtr& job, const Lease& lease);
   void Finish(const JobPtr& job, const Lease& lease);
   // Sleeps up to `d`; false once stopping.
   bool Pause(absl::Duration d);

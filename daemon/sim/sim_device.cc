@@ -385,6 +385,9 @@ RunResult SimDevice::TimeRun(int64_t image_id, const sim::SimDesign& design,
                                        : sim::Switching::kFromOtherDesign;
   const double model = sim::RunUs(preset_, design.packaging, design.steps, step,
                                   sim::ColumnsUsed(view, preset_), switching);
+  if (options_.hang_after_runs >= 0 && calls_ >= options_.hang_after_runs) {
+    while (true) std::this_thread::sleep_for(std::chrono::hours(1));
+  }
   const sim::Noise::Draw draw = noise_.Apply(model, now_us(), calls_);
   ++calls_;
   last_image_id_ = image_id;

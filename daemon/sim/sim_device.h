@@ -59,6 +59,10 @@ struct SimOptions {
   // Virtual time one OtherHolders() query takes on kVirtual [sim
   // assumption: about what `xrt-smi examine` takes].
   double holders_query_us = 100'000;
+  // Tests: from run number `hang_after_runs` on (counting every run from
+  // 0) a run never returns, as on an NPU that hangs; the process must be
+  // killed. Negative: never.
+  int64_t hang_after_runs = -1;
 };
 
 class SimDevice : public Device {

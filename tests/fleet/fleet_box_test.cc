@@ -215,6 +215,44 @@ TEST_CASE("A box killed mid-shard: another resumes after its lease",
   CHECK(result.summary().state() == v1::JOB_STATE_SUCCEEDED);
 }
 
+TEST_CASE("An NPU that hangs: its box gives the shard up and claims no more",
+          "[fleet][pg][e2e]") {
+  const std::string url = FreshUrl();
+  auto store = OpenStore(*ResolveFleetUrl(url, {}), "test front");
+  FleetQueue queue(*store);
+  NewJob job = TwoShapes("npu-strix");
+  const int64_t id = queue.SubmitJob(job)->id;
+  auto hung = StartBox(url, "box strix-1", /*slow=*/false,
+                       {"--sim-hang-after-runs", "3", "--stall-limit", "1"});
+  REQUIRE(hung->Up());
+  REQUIRE(AwaitPositive(*store,
+                        "SELECT count(*) FROM irontune.shards WHERE "
+                        "last_error LIKE '%the NPU hung%'",
+                        60));
+  INFO(hung->Log());
+  // Its health says so (HealthWatch looks every second), and it holds no
+  // lease.
+  bool not_serving = false;
+  for (int i = 0; i < 50 && !not_serving; ++i) {
+    not_serving = hung->Client({"--timeout", "5", "health"}, 10).code == 1;
+    if (!not_serving)
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  CHECK(not_serving);
+  CHECK(CountRows(*store,
+                  "SELECT count(*) FROM irontune.shards WHERE "
+                  "lease_owner = 'box strix-1'") == 0);
+  auto healthy = StartBox(url, "box strix-2");
+  REQUIRE(healthy->Up());
+  const JobView view = AwaitEnd(queue, id, 120);
+  INFO(healthy->Log());
+  CHECK(view.state == FleetJobState::kDone);
+  CHECK(view.completed_by ==
+        std::vector<std::string>{"box strix-2", "box strix-2"});
+  hung->process().Signal(SIGKILL);
+  REQUIRE(hung->process().Wait(10));
+}
+
 TEST_CASE(
     "The store down mid-shard: the box finishes and commits when it "
     "returns",

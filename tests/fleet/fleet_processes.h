@@ -18,10 +18,10 @@ namespace irontune::testing {
 // An irontuned on sim:npu2 at the performance power mode in the fleet of
 // `url`, as `name`, on the virtual clock; or, `slow`, on the real-time
 // clock with each design's build slept for 2 s on one build thread, so a
-// shard takes several seconds.
-inline std::unique_ptr<e2e::DaemonProcess> StartBox(const std::string& url,
-                                                    const std::string& name,
-                                                    bool slow = false) {
+// shard takes several seconds; then `more` flags.
+inline std::unique_ptr<e2e::DaemonProcess> StartBox(
+    const std::string& url, const std::string& name, bool slow = false,
+    const std::vector<std::string>& more = {}) {
   const std::string dir = e2e::TempDir("fleet-box");
   const std::string server = "unix:" + dir + "/sock";
   std::vector<std::string> extra = {
@@ -32,6 +32,7 @@ inline std::unique_ptr<e2e::DaemonProcess> StartBox(const std::string& url,
     extra.insert(extra.end(), {"--sim-build-seconds", "2", "--sim-build-sleep",
                                "--build-jobs", "1"});
   }
+  extra.insert(extra.end(), more.begin(), more.end());
   return std::make_unique<e2e::DaemonProcess>(
       name,
       e2e::SimDaemonArgv(IRONTUNE_IRONTUNED, dir + "/state", server,
