@@ -1,5 +1,6 @@
 #include "daemon/scheduler/fleet_front.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/cleanup/cleanup.h"
@@ -86,11 +87,15 @@ std::vector<v1::AutotuneEvent> NewEvents(const JobView& view, Told& told) {
     out.emplace_back().mutable_started();
   }
   for (size_t i = 0; i < n && i < told.states.size(); ++i) {
-    if (view.attempts[i] > told.attempts[i] && view.attempts[i] > 1) {
-      out.push_back(LogEvent(
-          absl::StrCat(ShardName(view, i), ": attempt ", view.attempts[i],
-                       "; the one before ended without a result",
-                       view.errors[i].empty() ? "" : ": ", view.errors[i])));
+    // One line per attempt after the first, also for those begun and
+    // ended between two reads; only the last one's error is kept.
+    for (int a = std::max(told.attempts[i] + 1, 2); a <= view.attempts[i];
+         ++a) {
+      const bool last = a == view.attempts[i] && !view.errors[i].empty();
+      out.push_back(
+          LogEvent(absl::StrCat(ShardName(view, i), ": attempt ", a,
+                                "; the one before ended without a result",
+                                last ? ": " : "", last ? view.errors[i] : "")));
     }
     if (told.states[i] != "done" && view.shard_states[i] == "done") {
       v1::AutotuneEvent& e = out.emplace_back();
