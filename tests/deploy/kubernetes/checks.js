@@ -286,6 +286,61 @@ function runChecks(docs, ctx) {
 
   // -- The kustomizations take every manifest once.
   checkKustomizations(docs, ctx);
+
+  // -- The passfile the init containers write is one libpq and irontuned
+  // take.
+  checkPassfileScript(inv, ctx);
+}
+
+// What each distinct passfile script writes, by its text.
+const passfileRuns = new Map();
+
+// The script an init container runs to write a --fleet-password-file, run
+// with /bin/sh on a login whose password holds the characters libpq's
+// passfile escapes: one line *:*:*:USER:PASSWORD, escaped, mode 0600.
+function checkPassfileScript(inv, ctx) {
+  const fs = require('fs');
+  const os = require('os');
+  const {spawnSync} = require('child_process');
+  const scripts = new Map();
+  for (const w of inv.workloads()) {
+    const spec = M.podSpec(w);
+    for (const {c, init} of M.containers(spec)) {
+      const cmd = [...(c.command || []), ...(c.args || [])].map(String);
+      if (!init || !/(^|\/)sh$/.test(cmd[0] || '') || !/passfile/.test(cmd[1] || '')) continue;
+      const m = M.mountOf(spec, c, cmd[1]);
+      const cm = m && m.volume && m.volume.configMap && inv.find('ConfigMap', m.volume.configMap.name, NAMESPACE);
+      const text = cm && (cm.obj.data || {})[m.rest];
+      if (!text) ctx.fail(w, `init container ${c.name}: ${cmd[1]} is in no ConfigMap it mounts`);
+      else scripts.set(text, w);
+    }
+  }
+  for (const [text, w] of scripts) {
+    if (!passfileRuns.has(text)) {
+      const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'irontune-passfile-'));
+      try {
+        fs.mkdirSync(path.join(tmp, 'login'));
+        fs.writeFileSync(path.join(tmp, 'login/username'), 'irontune');
+        fs.writeFileSync(path.join(tmp, 'login/password'), 'pa:ss\\wo rd');
+        fs.writeFileSync(path.join(tmp, 'script.sh'), text);
+        const out = path.join(tmp, 'pgpass');
+        const run = spawnSync('/bin/sh', [path.join(tmp, 'script.sh'), out], {encoding: 'utf8',
+          env: {PATH: process.env.PATH, STORE_LOGIN: path.join(tmp, 'login')}});
+        const made = fs.existsSync(out);
+        passfileRuns.set(text, {status: run.status, stderr: run.stderr,
+          mode: made ? fs.statSync(out).mode & 0o777 : null,
+          content: made ? fs.readFileSync(out, 'utf8') : null});
+      } finally {
+        fs.rmSync(tmp, {recursive: true, force: true});
+      }
+    }
+    const r = passfileRuns.get(text);
+    const want = '*:*:*:irontune:pa\\:ss\\\\wo rd\n';
+    if (r.status !== 0) ctx.fail(w, `the passfile script exited ${r.status}: ${(r.stderr || '').trim()}`);
+    else if (r.mode !== 0o600) ctx.fail(w, `the passfile script made mode ${r.mode === null ? 'no file' : r.mode.toString(8)}; irontuned and libpq take 0600 only`);
+    else if (r.content !== want) ctx.fail(w, `the passfile script wrote ${JSON.stringify(r.content)}, not ${JSON.stringify(want)}`);
+  }
+  if (scripts.size === 0) ctx.fail(null, 'no init container writes a passfile');
 }
 
 // One pod's irontuned (if any) against the binaries and the rest.
