@@ -25,10 +25,13 @@
 #include <thread>
 #include <vector>
 
+#include "bench/percentile.h"
 #include "common/profile.h"
 #include "common/recording.h"
 #include "daemon/fleet/fleet_queue.h"
 #include "daemon/scheduler/fleet_jobs.h"
+#include "grpcpp/grpcpp.h"
+#include "irontune/v1/tuner.grpc.pb.h"
 #include "tests/testing/daemon_process.h"
 #include "tests/testing/pg_cluster.h"
 #include "tests/testing/recording_fixtures.h"
@@ -44,6 +47,7 @@ struct Fleet {
   std::unique_ptr<FleetStore> store;
   std::unique_ptr<FleetQueue> queue;
   std::vector<std::unique_ptr<DaemonProcess>> boxes;
+  std::vector<std::unique_ptr<DaemonProcess>> fronts;
 };
 
 // A fresh database and this process's connection to it.
@@ -60,18 +64,22 @@ bool OpenFleet(testing::PgCluster& cluster, Fleet& fleet) {
   return true;
 }
 
-// Starts a box named "box SLUG N" on `device`.
-bool AddBox(Fleet& fleet, const std::string& device, const std::string& slug) {
+// Starts a box named "box SLUG N" on `device`, then `more` flags.
+bool AddBox(Fleet& fleet, const std::string& device, const std::string& slug,
+            const std::vector<std::string>& more = {}) {
   const std::string name =
       "box " + slug + " " + std::to_string(fleet.boxes.size());
   const std::string dir = e2e::TempDir("fleet-bench");
   const std::string server = "unix:" + dir + "/sock";
+  std::vector<std::string> flags = {
+      "--device",      device,    "--power-mode", "performance",
+      "--fleet",       fleet.url, "--fleet-name", name,
+      "--runtime-dir", dir,       "--build-jobs", "1"};
+  flags.insert(flags.end(), more.begin(), more.end());
   auto box = std::make_unique<DaemonProcess>(
       name,
       e2e::SimDaemonArgv(IRONTUNE_IRONTUNED, dir + "/state", server, "virtual",
-                         {"--device", device, "--power-mode", "performance",
-                          "--fleet", fleet.url, "--fleet-name", name,
-                          "--runtime-dir", dir, "--build-jobs", "1"}),
+                         flags),
       dir, IRONTUNE_CLIENT, server);
   if (!box->Up(30)) {
     std::printf("%s did not come up: %s\n", name.c_str(), box->Log().c_str());
@@ -265,6 +273,138 @@ void Scale(testing::PgCluster& cluster, int boxes) {
   }
 }
 
+// Starts a front of `fleet` (npu2 mapped to Strix) on a unix socket.
+bool AddFront(Fleet& fleet) {
+  const std::string dir = e2e::TempDir("fleet-bench-front");
+  const std::string server = "unix:" + dir + "/sock";
+  auto front = std::make_unique<DaemonProcess>(
+      "front",
+      std::vector<std::string>{IRONTUNE_IRONTUNED, "--role", "front", "--fleet",
+                               fleet.url, "--fleet-platform", "npu2=strix",
+                               "--listen", server, "--log-level", "warn"},
+      dir, IRONTUNE_CLIENT, server);
+  if (!front->Up(30)) {
+    std::printf("a front did not come up: %s\n", front->Log().c_str());
+    return false;
+  }
+  fleet.fronts.push_back(std::move(front));
+  return true;
+}
+
+std::unique_ptr<v1::Tuner::Stub> StubOf(const DaemonProcess& process) {
+  return v1::Tuner::NewStub(grpc::CreateChannel(
+      process.server(), grpc::InsecureChannelCredentials()));
+}
+
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+// One Autotune through `stub`, read to its end: its status; `*ms` the
+// wall time from the call to its status.
+grpc::Status Autotune(v1::Tuner::Stub& stub, const v1::AutotuneRequest& request,
+                      double* ms) {
+  const auto start = std::chrono::steady_clock::now();
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(120));
+  auto reader = stub.Autotune(&context, request);
+  v1::AutotuneEvent event;
+  while (reader->Read(&event)) {
+  }
+  grpc::Status status = reader->Finish();
+  *ms = MsSince(start);
+  return status;
+}
+
+// A small model's request as a client sends it to a front.
+v1::AutotuneRequest SmallForFront(uint64_t seed) {
+  v1::AutotuneRequest request = testing::SmallAutotune(/*quick=*/true);
+  request.set_platform("npu2");
+  request.set_power_mode("performance");
+  request.set_seed(seed);
+  return request;
+}
+
+// Peak resident memory (VmHWM) of `processes`, in MiB.
+std::string PeakRss(const std::vector<std::unique_ptr<DaemonProcess>>& all) {
+  std::string out;
+  for (const auto& p : all) {
+    const long kib = e2e::ProcStatusKib(p->process().pid(), "VmHWM");
+    out += (out.empty() ? "" : ", ") + std::to_string(kib / 1024) + " MiB";
+  }
+  return out;
+}
+
+void HitPath(testing::PgCluster& cluster, int rate, double seconds) {
+  Fleet fleet;
+  if (!OpenFleet(cluster, fleet)) return;
+  for (int i = 0; i < 2; ++i) {
+    if (!AddBox(fleet, "sim:npu2", "npu-strix") || !AddFront(fleet)) return;
+  }
+  const v1::AutotuneRequest stored = SmallForFront(0);
+  double ms = 0;
+  grpc::Status first = Autotune(*StubOf(*fleet.fronts[0]), stored, &ms);
+  if (!first.ok()) {
+    std::printf("hit path: the first submit failed: %s\n",
+                first.error_message().c_str());
+    return;
+  }
+  // The boxes busy meanwhile: the example queued behind, several times
+  // (distinct seeds, so distinct jobs).
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    v1::AutotuneRequest example = Example();
+    example.set_seed(seed);
+    Submit(fleet, example, "npu-strix");
+  }
+  const int calls = static_cast<int>(rate * seconds);
+  std::vector<std::unique_ptr<v1::Tuner::Stub>> stubs;
+  for (const auto& front : fleet.fronts) stubs.push_back(StubOf(*front));
+  std::vector<double> latency(calls, -1);
+  std::vector<std::thread> senders;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < calls; ++i) {
+    std::this_thread::sleep_until(
+        start + std::chrono::microseconds(1'000'000LL * i / rate));
+    senders.emplace_back([&, i] {
+      double took = 0;
+      if (Autotune(*stubs[i % stubs.size()], stored, &took).ok()) {
+        latency[i] = took;
+      }
+    });
+  }
+  for (std::thread& t : senders) t.join();
+  const int64_t busy = Count(
+      fleet, "SELECT count(*) FROM irontune.shards WHERE state = 'leased'");
+  const int64_t waiting = Count(
+      fleet, "SELECT count(*) FROM irontune.shards WHERE state = 'queued'");
+  std::vector<double> ok;
+  for (double l : latency) {
+    if (l >= 0) ok.push_back(l);
+  }
+  std::printf(
+      "hit path: %d submits of a stored model at %d/s over 2 fronts, the "
+      "2 boxes busy with the example (at the end %lld shards leased, %lld "
+      "waiting): %zu answered; p50 %.1f ms (goal <= 30), p99 %.1f ms (goal "
+      "<= 150)\n",
+      calls, rate, static_cast<long long>(busy),
+      static_cast<long long>(waiting), ok.size(), Percentile(ok, 50),
+      Percentile(ok, 99));
+  std::printf("memory: peak RSS of the fronts %s; of the boxes %s\n",
+              PeakRss(fleet.fronts).c_str(), PeakRss(fleet.boxes).c_str());
+  const int64_t figures = Count(fleet, "SELECT count(*) FROM irontune.figures");
+  const int64_t bytes =
+      Count(fleet, "SELECT pg_total_relation_size('irontune.figures')");
+  std::printf(
+      "  the store: %lld figures in %lld bytes with their indexes (%.0f "
+      "bytes a figure)\n",
+      static_cast<long long>(figures), static_cast<long long>(bytes),
+      figures > 0 ? static_cast<double>(bytes) / static_cast<double>(figures)
+                  : 0.0);
+}
+
 int Main(int argc, char** argv) {
   std::string what = argc > 1 && argv[1][0] != '-' ? argv[1] : "all";
   int jobs = 40, boxes = 4;
@@ -280,6 +420,7 @@ int Main(int argc, char** argv) {
   if (what == "routing" || what == "all") Routing(cluster, jobs);
   if (what == "dedup" || what == "all") Dedup(cluster);
   if (what == "scale" || what == "all") Scale(cluster, boxes);
+  if (what == "hitpath" || what == "all") HitPath(cluster, 20, 10);
   return 0;
 }
 
