@@ -1,10 +1,11 @@
 // fleet_bench: a fleet on one machine. Real irontuned boxes (sim:npu1 and
-// sim:npu2 on the virtual clock, at the performance power mode) share a
-// throwaway PostgreSQL cluster (tests/testing/pg_cluster.h); this process
-// queues jobs as a front will (FleetJobOf, FleetQueue::SubmitJob) and reads
-// what the boxes commit.
+// sim:npu2 on the virtual clock, at the performance power mode) and fronts
+// share a throwaway PostgreSQL cluster (tests/testing/pg_cluster.h); this
+// process queues jobs as a front does (FleetJobOf, FleetQueue::SubmitJob)
+// or calls the fronts over gRPC, and reads what the boxes commit.
 //
-//   fleet_bench [routing|dedup|scale|all] [--jobs N] [--boxes B]
+//   fleet_bench [routing|dedup|scale|hitpath|boxloss|outage|priority|all]
+//               [--jobs N] [--boxes B] [--outage S]
 //
 // routing  2 npu1 + 2 npu2 boxes, N small jobs (default 40) alternating
 //          between the platforms: the share of shards committed by a box
@@ -17,6 +18,24 @@
 //          shards each committed), the longest box against the single box,
 //          each box's share. On this machine the boxes share its cores, so
 //          the wall time says nothing of a lab; the NPU time does.
+// hitpath  2 npu2 boxes busy with 8 copies of the example, 2 fronts: a
+//          stored model's submit at 20/s for 10 s, alternating fronts:
+//          p50/p99 from the call to its status; the fronts' and boxes' peak
+//          RSS; the store's bytes per figure.
+// boxloss  the example on 2 boxes (lease 10 s), one killed -9 once it holds
+//          a shard and has committed figures: how long until the shard is
+//          claimed again, what its second attempt timed and took from the
+//          store, the killed box's rows before and after.
+// outage   the example on 2 boxes with 2 fronts, the store stopped for S
+//          seconds (default 60) once a shard is done: whether the job
+//          completes, the figures before and after, and the fronts' answers
+//          meanwhile (a ListJobs a second each).
+// priority one box; 200 queued batch shards, then 10 interactive submits
+//          one after another: how long each waits for its claim, against a
+//          shard's average time.
+#include <signal.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -28,6 +47,7 @@
 #include "bench/percentile.h"
 #include "common/profile.h"
 #include "common/recording.h"
+#include "common/shape.h"
 #include "daemon/fleet/fleet_queue.h"
 #include "daemon/scheduler/fleet_jobs.h"
 #include "grpcpp/grpcpp.h"
@@ -50,10 +70,12 @@ struct Fleet {
   std::vector<std::unique_ptr<DaemonProcess>> fronts;
 };
 
-// A fresh database and this process's connection to it.
-bool OpenFleet(testing::PgCluster& cluster, Fleet& fleet) {
+// A fresh database (or the one `url` names) and this process's connection
+// to it.
+bool OpenFleet(testing::PgCluster& cluster, Fleet& fleet,
+               const std::string& url = "") {
   fleet.cluster = &cluster;
-  fleet.url = cluster.SocketUrl(cluster.NewDatabase());
+  fleet.url = url.empty() ? cluster.SocketUrl(cluster.NewDatabase()) : url;
   auto store = FleetStore::Open(*ResolveFleetUrl(fleet.url, {}), "bench");
   if (!store.ok()) {
     std::printf("fleet store: %s\n", store.status().ToString().c_str());
@@ -405,12 +427,179 @@ void HitPath(testing::PgCluster& cluster, int rate, double seconds) {
                   : 0.0);
 }
 
+// Waits up to `seconds` for `sql` (one integer) to be positive; the wait
+// in seconds, or -1 when it never was.
+double AwaitPositive(Fleet& fleet, const std::string& sql, double seconds) {
+  const auto start = std::chrono::steady_clock::now();
+  while (MsSince(start) < seconds * 1000) {
+    if (Count(fleet, sql) > 0) return MsSince(start) / 1000;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return -1;
+}
+
+void BoxLoss(testing::PgCluster& cluster, int lease_s) {
+  Fleet fleet;
+  if (!OpenFleet(cluster, fleet)) return;
+  const std::vector<std::string> lease = {"--fleet-lease",
+                                          std::to_string(lease_s)};
+  for (int i = 0; i < 2; ++i) {
+    if (!AddBox(fleet, "sim:npu2", "npu-strix", lease)) return;
+  }
+  const int64_t id = Submit(fleet, Example(), "npu-strix");
+  const std::string victim = "box npu-strix 0";
+  // Killed once it holds a shard and has committed figures.
+  if (AwaitPositive(fleet,
+                    "SELECT count(*) FROM irontune.shards WHERE lease_owner "
+                    "= '" +
+                        victim +
+                        "' AND EXISTS (SELECT 1 FROM "
+                        "irontune.figures WHERE box = '" +
+                        victim + "')",
+                    600) < 0) {
+    std::printf("box loss: the box never held a shard\n");
+    return;
+  }
+  const int64_t shard =
+      Count(fleet, "SELECT shard FROM irontune.shards WHERE lease_owner = '" +
+                       victim + "'");
+  fleet.boxes[0]->process().Signal(SIGKILL);
+  const int64_t kept =
+      Count(fleet, "SELECT count(*) FROM irontune.figures WHERE box = '" +
+                       victim + "'");
+  const double resumed =
+      AwaitPositive(fleet,
+                    "SELECT count(*) FROM irontune.shards WHERE shard = " +
+                        std::to_string(shard) + " AND attempts >= 2",
+                    600);
+  const JobView view = AwaitAll(fleet, {id}, 3600)[0];
+  v1::JobResult redo;
+  redo.ParseFromString(view.results.at(static_cast<size_t>(shard)));
+  const int64_t after =
+      Count(fleet, "SELECT count(*) FROM irontune.figures WHERE box = '" +
+                       victim + "'");
+  std::printf(
+      "box loss: the example on 2 boxes (--fleet-lease %d), one killed -9 "
+      "mid-shard: its shard claimed again %.1f s after (goal <= lease + 5 "
+      "s); the second attempt timed %u settings and took %u from the "
+      "store; the job %s; rows the killed box committed: %lld before, %lld "
+      "after (lost: %lld, goal 0)\n",
+      lease_s, resumed, redo.autotune().stats().settings_timed(),
+      redo.autotune().stats().cache_hits(),
+      std::string(FleetJobStateName(view.state)).c_str(),
+      static_cast<long long>(kept), static_cast<long long>(after),
+      static_cast<long long>(kept - after));
+}
+
+// Every second of an outage, a call to each front: the slowest answer and
+// how many were UNAVAILABLE.
+void ProbeFronts(Fleet& fleet, double seconds, double* slowest_ms,
+                 int* unavailable, int* calls) {
+  const auto start = std::chrono::steady_clock::now();
+  while (MsSince(start) < seconds * 1000) {
+    for (const auto& front : fleet.fronts) {
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() +
+                           std::chrono::seconds(10));
+      v1::ListJobsRequest request;
+      v1::ListJobsResponse response;
+      const auto t = std::chrono::steady_clock::now();
+      grpc::Status s = StubOf(*front)->ListJobs(&context, request, &response);
+      *slowest_ms = std::max(*slowest_ms, MsSince(t));
+      *unavailable += s.error_code() == grpc::StatusCode::UNAVAILABLE;
+      ++*calls;
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
+void Outage(testing::PgCluster& cluster, double seconds) {
+  Fleet fleet;
+  if (!OpenFleet(cluster, fleet)) return;
+  for (int i = 0; i < 2; ++i) {
+    if (!AddBox(fleet, "sim:npu2", "npu-strix") || !AddFront(fleet)) return;
+  }
+  const int64_t id = Submit(fleet, Example(), "npu-strix");
+  AwaitPositive(
+      fleet, "SELECT count(*) FROM irontune.shards WHERE state = 'done'", 600);
+  const int64_t before = Count(fleet, "SELECT count(*) FROM irontune.figures");
+  fleet.store.reset();
+  if (!cluster.Stop()) return;
+  double slowest = 0;
+  int unavailable = 0, calls = 0;
+  ProbeFronts(fleet, seconds, &slowest, &unavailable, &calls);
+  if (!cluster.Start() || !OpenFleet(cluster, fleet, fleet.url)) return;
+  const JobView view = AwaitAll(fleet, {id}, 3600)[0];
+  const int64_t after = Count(fleet, "SELECT count(*) FROM irontune.figures");
+  uint32_t timed = 0;
+  for (const std::string& bytes : view.results) {
+    v1::JobResult r;
+    if (r.ParseFromString(bytes))
+      timed += r.autotune().stats().settings_timed();
+  }
+  std::printf(
+      "outage: the store stopped for %.0f s during the example on 2 boxes: "
+      "the job %s; figures in the store %lld before, %lld after; the "
+      "shards' settings timed %u (a figure timed twice is stored once); "
+      "fronts: %d of %d calls UNAVAILABLE, the slowest answered in %.0f ms "
+      "(goal <= 1000)\n",
+      seconds, std::string(FleetJobStateName(view.state)).c_str(),
+      static_cast<long long>(before), static_cast<long long>(after), timed,
+      unavailable, calls, slowest);
+}
+
+// The quick request of the small model's add alone: one shard.
+v1::AutotuneRequest OneShard(uint64_t seed, v1::Priority priority) {
+  v1::AutotuneRequest request = testing::SmallAutotune(/*quick=*/true);
+  request.set_seed(seed);
+  request.set_priority(priority);
+  request.add_shapes(ShapeKey(request.calls().operators(0)));
+  return request;
+}
+
+void Priority(testing::PgCluster& cluster, int batch) {
+  Fleet fleet;
+  if (!OpenFleet(cluster, fleet)) return;
+  if (!AddBox(fleet, "sim:npu2", "npu-strix", {"--sim-build-seconds", "0"})) {
+    return;
+  }
+  for (int i = 0; i < batch; ++i) {
+    Submit(fleet, OneShard(static_cast<uint64_t>(i), v1::PRIORITY_BATCH),
+           "npu-strix");
+  }
+  std::vector<double> waits;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 10; ++i) {
+    const int64_t id = Submit(
+        fleet, OneShard(100000 + i, v1::PRIORITY_INTERACTIVE), "npu-strix");
+    waits.push_back(AwaitPositive(
+        fleet,
+        "SELECT count(*) FROM irontune.shards WHERE state <> 'queued' AND "
+        "job_id = " +
+            std::to_string(id),
+        600));
+  }
+  const double elapsed = MsSince(start) / 1000;
+  const int64_t done =
+      Count(fleet, "SELECT count(*) FROM irontune.shards WHERE state = 'done'");
+  std::printf(
+      "priority: 10 interactive submits behind %d queued batch shards: "
+      "claimed after p50 %.2f s, p95 %.2f s; a shard took %.2f s on "
+      "average meanwhile (%lld done in %.1f s; goal: p95 within one "
+      "shard's time)\n",
+      batch, Percentile(waits, 50), Percentile(waits, 95),
+      done > 0 ? elapsed / static_cast<double>(done) : 0.0,
+      static_cast<long long>(done), elapsed);
+}
+
 int Main(int argc, char** argv) {
   std::string what = argc > 1 && argv[1][0] != '-' ? argv[1] : "all";
   int jobs = 40, boxes = 4;
+  double outage = 60;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "--jobs") jobs = std::atoi(argv[i + 1]);
     if (std::string(argv[i]) == "--boxes") boxes = std::atoi(argv[i + 1]);
+    if (std::string(argv[i]) == "--outage") outage = std::atof(argv[i + 1]);
   }
   testing::PgCluster cluster;
   if (!cluster.available()) {
@@ -421,6 +610,9 @@ int Main(int argc, char** argv) {
   if (what == "dedup" || what == "all") Dedup(cluster);
   if (what == "scale" || what == "all") Scale(cluster, boxes);
   if (what == "hitpath" || what == "all") HitPath(cluster, 20, 10);
+  if (what == "boxloss" || what == "all") BoxLoss(cluster, 10);
+  if (what == "outage" || what == "all") Outage(cluster, outage);
+  if (what == "priority" || what == "all") Priority(cluster, 200);
   return 0;
 }
 
