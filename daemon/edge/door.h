@@ -14,7 +14,9 @@
 #ifndef IRONTUNE_DAEMON_EDGE_DOOR_H_
 #define IRONTUNE_DAEMON_EDGE_DOOR_H_
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -34,6 +36,12 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 // Whom a stream of `caller` counts against (stream_quota.h): its token's
 // name, else the name of the job it submits or watches, `owner`.
 std::string StreamName(const Caller& caller, const std::string& owner);
+
+// ListJobs' limit: `asked`, 0 meaning 50, at most kMaxListJobs.
+inline constexpr uint32_t kMaxListJobs = 1000;
+inline uint32_t ListJobsLimit(uint32_t asked) {
+  return asked == 0 ? 50 : std::min(asked, kMaxListJobs);
+}
 
 class Door {
  public:

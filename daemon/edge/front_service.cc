@@ -11,13 +11,6 @@
 #include "spdlog/spdlog.h"
 
 namespace irontune {
-namespace {
-
-// ListJobs' default and largest limit, as a box's.
-constexpr uint32_t kDefaultListLimit = 50;
-constexpr uint32_t kMaxListLimit = 1000;
-
-}  // namespace
 
 FrontService::FrontService(FrontDeps deps)
     : deps_(std::move(deps)),
@@ -139,9 +132,7 @@ grpc::Status FrontService::ListJobs(grpc::ServerContext* context,
       !s.ok()) {
     return s;
   }
-  const uint32_t limit = request->limit() == 0
-                             ? kDefaultListLimit
-                             : std::min(request->limit(), kMaxListLimit);
+  const uint32_t limit = ListJobsLimit(request->limit());
   absl::StatusOr<std::vector<v1::JobSummary>> jobs =
       deps_.front->List("", static_cast<int>(limit));
   if (!jobs.ok()) return ToGrpcStatus(jobs.status());
@@ -161,7 +152,7 @@ grpc::Status FrontService::GetStatus(grpc::ServerContext* context,
   response->set_device_state("front");
   response->set_uptime_seconds(absl::ToDoubleSeconds(absl::Now() - started_));
   absl::StatusOr<std::vector<v1::JobSummary>> jobs =
-      deps_.front->List("", static_cast<int>(kMaxListLimit));
+      deps_.front->List("", static_cast<int>(kMaxListJobs));
   if (!jobs.ok()) return ToGrpcStatus(jobs.status());
   for (v1::JobSummary& s : *jobs) {
     if (!IsTerminal(s.state())) *response->add_queue() = std::move(s);

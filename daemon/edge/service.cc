@@ -29,9 +29,6 @@ constexpr absl::Duration kStreamPoll = absl::Milliseconds(100);
 // a few bursts of fewer messages rather than one write each beside the
 // job. Far below what a person watching progress notices.
 constexpr absl::Duration kStreamLinger = absl::Milliseconds(2);
-// ListJobs' default and largest limit.
-constexpr uint32_t kDefaultListLimit = 50;
-constexpr uint32_t kMaxListLimit = 1000;
 // Why a cache RPC fails on a daemon started without a cache.
 constexpr absl::string_view kNoCache = "irontuned runs without a cache";
 // The most an ImportCache stream may send.
@@ -293,9 +290,7 @@ grpc::Status TunerService::ListJobs(grpc::ServerContext* context,
   if (grpc::Status s = door_.AdmitOnly(context, Rpc::kListJobs, request);
       !s.ok())
     return s;
-  const uint32_t limit = request->limit() == 0
-                             ? kDefaultListLimit
-                             : std::min(request->limit(), kMaxListLimit);
+  const uint32_t limit = ListJobsLimit(request->limit());
   std::vector<v1::JobSummary> all;
   std::set<std::string> seen;
   {
