@@ -446,24 +446,37 @@ void BoxLoss(testing::PgCluster& cluster, int lease_s) {
   for (int i = 0; i < 2; ++i) {
     if (!AddBox(fleet, "sim:npu2", "npu-strix", lease)) return;
   }
-  const int64_t id = Submit(fleet, Example(), "npu-strix");
-  const std::string victim = "box npu-strix 0";
-  // Killed once it holds a shard and has committed figures.
-  if (AwaitPositive(fleet,
-                    "SELECT count(*) FROM irontune.shards WHERE lease_owner "
-                    "= '" +
-                        victim +
-                        "' AND EXISTS (SELECT 1 FROM "
-                        "irontune.figures WHERE box = '" +
-                        victim + "')",
-                    600) < 0) {
-    std::printf("box loss: the box never held a shard\n");
+  // The example's lm head alone: one long shard, so the other box is idle
+  // when the lease expires and the kill lands mid-shard.
+  v1::AutotuneRequest request = Example();
+  const std::vector<ShapeGroup> groups = *GroupShapes(request.calls());
+  for (const ShapeGroup& group : groups) {
+    if (group.key.find("M=128256") != std::string::npos) {
+      request.add_shapes(group.key);
+    }
+  }
+  const int64_t id = Submit(fleet, request, "npu-strix");
+  // Killed once it holds the shard and has committed figures of it.
+  const char* const kHolder =
+      "SELECT count(*) FROM irontune.shards s WHERE s.lease_owner IS NOT "
+      "NULL AND EXISTS (SELECT 1 FROM irontune.figures f WHERE f.box = "
+      "s.lease_owner)";
+  if (AwaitPositive(fleet, kHolder, 600) < 0) {
+    std::printf("box loss: no box held the shard with figures committed\n");
     return;
   }
+  std::string victim;
+  if (auto rows = fleet.store->connection().Exec(
+          "SELECT lease_owner FROM irontune.shards WHERE lease_owner IS NOT "
+          "NULL");
+      rows.ok() && rows->rows() == 1) {
+    victim = std::string(rows->Text(0, 0));
+  }
+  const size_t index = victim == "box npu-strix 1" ? 1 : 0;
   const int64_t shard =
       Count(fleet, "SELECT shard FROM irontune.shards WHERE lease_owner = '" +
                        victim + "'");
-  fleet.boxes[0]->process().Signal(SIGKILL);
+  fleet.boxes[index]->process().Signal(SIGKILL);
   const int64_t kept =
       Count(fleet, "SELECT count(*) FROM irontune.figures WHERE box = '" +
                        victim + "'");
@@ -479,7 +492,8 @@ void BoxLoss(testing::PgCluster& cluster, int lease_s) {
       Count(fleet, "SELECT count(*) FROM irontune.figures WHERE box = '" +
                        victim + "'");
   std::printf(
-      "box loss: the example on 2 boxes (--fleet-lease %d), one killed -9 "
+      "box loss: the example's lm head on 2 boxes (--fleet-lease %d), the "
+      "one timing it killed -9 "
       "mid-shard: its shard claimed again %.1f s after (goal <= lease + 5 "
       "s); the second attempt timed %u settings and took %u from the "
       "store; the job %s; rows the killed box committed: %lld before, %lld "

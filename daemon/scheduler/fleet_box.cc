@@ -96,11 +96,25 @@ bool FleetBox::ReadyToClaim() const {
          worker_->heartbeat().Alive(options_.stall_limit);
 }
 
+bool FleetBox::AwaitWork(absl::Duration d) {
+  const absl::Time until = absl::Now() + d;
+  if (!listening_) listening_ = store_->connection().Listen(kJobsChannel).ok();
+  while (listening_ && !stopping() && absl::Now() < until) {
+    absl::StatusOr<std::optional<pg::Notification>> notice =
+        store_->connection().WaitForNotification(
+            std::min(until - absl::Now(), kFollowTick));
+    if (!notice.ok()) listening_ = false;
+    if (!notice.ok() || notice->has_value()) return !stopping();
+  }
+  return Pause(std::max(until - absl::Now(), absl::ZeroDuration()));
+}
+
 absl::Status FleetBox::Reconnect() {
   if (store_->connection().healthy()) return absl::OkStatus();
   ASSIGN_OR_RETURN(std::unique_ptr<FleetStore> fresh,
                    FleetStore::Open(options_.connection, options_.name));
   store_ = std::move(fresh);
+  listening_ = false;
   queue_db_ = std::make_unique<FleetQueue>(*store_);
   return absl::OkStatus();
 }
@@ -206,13 +220,17 @@ void FleetBox::Loop() {
       Pause(options_.idle_poll);
       continue;
     }
-    if (!ReadyToClaim()) {
-      Pause(options_.idle_poll);
+    if (!ReadyToClaim()) {  // in-process checks: cheap to repeat
+      Pause(kFollowTick);
       continue;
     }
     status = Pull();
     Noted(status);
-    if (!status.ok() || !ClaimAndRun()) Pause(options_.idle_poll);
+    if (!status.ok()) {
+      Pause(options_.idle_poll);
+    } else if (!ClaimAndRun()) {
+      AwaitWork(options_.idle_poll);
+    }
   }
 }
 

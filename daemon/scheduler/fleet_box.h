@@ -23,7 +23,10 @@
 //
 // The box claims only while its own queue is empty, nothing runs and the
 // worker's heartbeat is alive: local submits go first, and a box whose NPU
-// hangs stops claiming (its lease then expires and another box resumes).
+// hangs stops claiming and gives up the attempt under way (GiveUpHung), so
+// another box resumes at once. Idle, it waits for the store's job notice
+// (LISTEN on its connection), else idle_poll, so a shard queued for an
+// idle box is claimed at once.
 // While the store cannot be reached it retries every idle_poll; what the
 // worker times meanwhile waits in the cache's outbox (cache_outbox.h).
 //
@@ -123,6 +126,10 @@ class FleetBox {
   // cancelled and the lease handled).
   bool Follow(const JobPtr& job, const Lease& lease);
   // Commits the ended job's outcome, or gives the attempt up.
+  // Waits up to `d` for the store to announce a job change (a shard
+  // queued anywhere), or Stop; false once stopping. Without a LISTEN on
+  // the connection it just waits.
+  bool AwaitWork(absl::Duration d);
   // The worker hung under `job` (no heartbeat for the stall limit): the
   // attempt is given up with why, so another box may claim the shard now
   // rather than once the lease expires.
@@ -137,6 +144,8 @@ class FleetBox {
   const FleetBoxOptions options_;
   std::unique_ptr<FleetStore> store_;
   std::unique_ptr<FleetQueue> queue_db_;  // over store_
+  // Whether store_'s connection LISTENs to kJobsChannel (AwaitWork).
+  bool listening_ = false;
   std::unique_ptr<CacheOutbox> outbox_;
   DeviceWorker* const worker_;
   JobQueue* const queue_;

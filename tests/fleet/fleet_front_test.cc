@@ -178,6 +178,70 @@ TEST_CASE("A box killed mid-shard: the job completes with every shape decided",
   CHECK(EntryShapes(killed) == EntryShapes(calm));
 }
 
+// A tokens file under `dir`: ci and other (submit), ops (admin); each
+// token also in dir/NAME.token.
+std::string MakeTokens(const std::string& dir) {
+  std::string lines;
+  for (const char* name : {"ci", "other", "ops"}) {
+    const std::string role = std::string(name) == "ops" ? "admin" : "submit";
+    const std::string file = dir + "/" + name + ".token";
+    std::ofstream(file) << name << "-token-0123456789abcdef\n";
+    const e2e::Result r =
+        e2e::Run({"/bin/sh", "-c",
+                  std::string(IRONTUNE_IRONTUNED) + " --hash-token " + name +
+                      ":" + role + " < " + file},
+                 dir, 30);
+    REQUIRE(r.code == 0);
+    lines += r.out;
+  }
+  const std::string path = dir + "/tokens";
+  std::ofstream(path) << lines;
+  return path;
+}
+
+TEST_CASE("A job belongs to its token's name on every front",
+          "[fleet][pg][e2e]") {
+  const std::string url = FreshUrl();
+  const std::string dir = e2e::TempDir("fleet-tokens");
+  const std::string tokens = MakeTokens(dir);
+  auto box = StartBox(url, "box strix-1");
+  auto front = StartFront(url, {"--tokens", tokens});
+  auto other = StartFront(url, {"--tokens", tokens});
+  REQUIRE(box->Up());
+  REQUIRE(front->Up());
+  REQUIRE(other->Up());
+  const std::string model = SmallModel(dir);
+  const auto as = [&dir](const char* name, std::vector<std::string> args) {
+    args.insert(args.begin(), {"--token-file", dir + "/" + name + ".token"});
+    return args;
+  };
+  // ci submits through one front, naming another client in the request.
+  const e2e::Result submitted = front->Client(
+      as("ci", Submit(model, {"--client", "someone else", "--detach"})), 60);
+  INFO(submitted.err + front->Log());
+  REQUIRE(submitted.code == 0);
+  auto store = OpenStore(*ResolveFleetUrl(url, {}), "test");
+  CHECK(CountRows(*store,
+                  "SELECT count(*) FROM irontune.jobs WHERE owner "
+                  "= 'ci'") == 1);
+  FleetQueue queue(*store);
+  REQUIRE(AwaitEnd(queue, 1, 120).state == FleetJobState::kDone);
+  // Through the other front: ci's own job is ci's; another submit token's
+  // is not; an admin's token may.
+  const e2e::Result mine = other->Client(as("ci", {"result", "f-1"}), 30);
+  INFO(mine.err);
+  CHECK(mine.code == 0);
+  const e2e::Result theirs = other->Client(as("other", {"result", "f-1"}), 30);
+  CHECK(theirs.code != 0);
+  CHECK_THAT(theirs.err, Catch::Contains("ci"));
+  CHECK(other->Client(as("other", {"cancel", "f-1"}), 30).code != 0);
+  CHECK(other->Client(as("ops", {"result", "f-1"}), 30).code == 0);
+  // No token at all is refused before anything else.
+  const e2e::Result none =
+      other->Client({"--token-file", "/dev/null", "jobs"}, 30);
+  CHECK(none.code != 0);
+}
+
 TEST_CASE("A front refuses what it cannot serve, naming why",
           "[fleet][pg][e2e]") {
   const std::string url = FreshUrl();
