@@ -40,6 +40,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -327,7 +328,7 @@ double MsSince(std::chrono::steady_clock::time_point start) {
 // One Autotune through `stub`, read to its end: its status; `*ms` the
 // wall time from the call to its status.
 grpc::Status Autotune(v1::Tuner::Stub& stub, const v1::AutotuneRequest& request,
-                      double* ms) {
+                      double* ms, std::string* profile = nullptr) {
   const auto start = std::chrono::steady_clock::now();
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() +
@@ -335,6 +336,9 @@ grpc::Status Autotune(v1::Tuner::Stub& stub, const v1::AutotuneRequest& request,
   auto reader = stub.Autotune(&context, request);
   v1::AutotuneEvent event;
   while (reader->Read(&event)) {
+    if (event.has_result() && profile != nullptr) {
+      *profile = event.result().profile().SerializeAsString();
+    }
   }
   grpc::Status status = reader->Finish();
   *ms = MsSince(start);
@@ -385,6 +389,7 @@ void HitPath(testing::PgCluster& cluster, int rate, double seconds) {
   std::vector<std::unique_ptr<v1::Tuner::Stub>> stubs;
   for (const auto& front : fleet.fronts) stubs.push_back(StubOf(*front));
   std::vector<double> latency(calls, -1);
+  std::vector<std::string> profiles(calls);
   std::vector<std::thread> senders;
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < calls; ++i) {
@@ -392,7 +397,8 @@ void HitPath(testing::PgCluster& cluster, int rate, double seconds) {
         start + std::chrono::microseconds(1'000'000LL * i / rate));
     senders.emplace_back([&, i] {
       double took = 0;
-      if (Autotune(*stubs[i % stubs.size()], stored, &took).ok()) {
+      if (Autotune(*stubs[i % stubs.size()], stored, &took, &profiles[i])
+              .ok()) {
         latency[i] = took;
       }
     });
@@ -406,11 +412,12 @@ void HitPath(testing::PgCluster& cluster, int rate, double seconds) {
   for (double l : latency) {
     if (l >= 0) ok.push_back(l);
   }
+  const std::set<std::string> distinct(profiles.begin(), profiles.end());
   std::printf(
       "hit path: %d submits of a stored model at %d/s over 2 fronts, the "
       "2 boxes busy with the example (at the end %lld shards leased, %lld "
       "waiting): %zu answered; p50 %.1f ms (goal <= 30), p99 %.1f ms (goal "
-      "<= 150)\n",
+      "<= 150); %zu distinct profile(s) among the answers (goal 1)\n",
       calls, rate, static_cast<long long>(busy),
       static_cast<long long>(waiting), ok.size(), Percentile(ok, 50),
       Percentile(ok, 99));
