@@ -541,8 +541,11 @@ void Outage(testing::PgCluster& cluster, double seconds) {
     if (!AddBox(fleet, "sim:npu2", "npu-strix") || !AddFront(fleet)) return;
   }
   const int64_t id = Submit(fleet, Example(), "npu-strix");
-  AwaitPositive(
-      fleet, "SELECT count(*) FROM irontune.shards WHERE state = 'done'", 600);
+  // Stopped once a shard is done and figures are in the store.
+  AwaitPositive(fleet,
+                "SELECT count(*) FROM irontune.shards WHERE state = 'done' "
+                "AND EXISTS (SELECT 1 FROM irontune.figures)",
+                600);
   const int64_t before = Count(fleet, "SELECT count(*) FROM irontune.figures");
   fleet.store.reset();
   if (!cluster.Stop()) return;
