@@ -420,7 +420,7 @@ void HitPath(testing::PgCluster& cluster, int rate, double seconds) {
       "<= 150); %zu distinct profile(s) among the answers (goal 1)\n",
       calls, rate, static_cast<long long>(busy),
       static_cast<long long>(waiting), ok.size(), Percentile(ok, 50),
-      Percentile(ok, 99));
+      Percentile(ok, 99), distinct.size());
   std::printf("memory: peak RSS of the fronts %s; of the boxes %s\n",
               PeakRss(fleet.fronts).c_str(), PeakRss(fleet.boxes).c_str());
   const int64_t figures = Count(fleet, "SELECT count(*) FROM irontune.figures");
