@@ -27,7 +27,8 @@ namespace irontune {
 struct FleetPartition {
   std::string platform;  // slug (PlatformSlug): "npu-strix"
   PowerMode power_mode = PowerMode::kDefault;
-  // What the box's figures also follow: firmware, XRT and IRON versions.
+  // What the box's figures also follow: firmware, driver, XRT and builder
+  // (IRON) versions, as FleetToolchain (fleet_toolchain.h) writes them.
   std::string toolchain;
 };
 

@@ -104,6 +104,10 @@ class Device {
 
   // The platform as it is now: the power mode may change while we run.
   virtual absl::StatusOr<Platform> GetPlatform() = 0;
+  // The versions of the firmware, driver and runtime under the device, as
+  // read when it was opened (they cannot change while it is open); each
+  // "" where the device could not tell. Never fails.
+  virtual StackVersions GetStackVersions() = 0;
   // Loads `artifact` into a new image holding one hardware context.
   // ResourceExhausted when every context is taken; InvalidArgument for an
   // artifact built for another device.
@@ -123,6 +127,9 @@ class DeviceWrapper : public Device {
 
   absl::StatusOr<Platform> GetPlatform() override {
     return target_->GetPlatform();
+  }
+  StackVersions GetStackVersions() override {
+    return target_->GetStackVersions();
   }
   absl::StatusOr<std::unique_ptr<Image>> Load(
       const Artifact& artifact) override;

@@ -37,6 +37,14 @@ absl::StatusOr<PowerMode> ParsePowerMode(std::string_view text) {
       "\" (expected ", PowerModeNamesText(), ")"));
 }
 
+std::string DescribeStack(const StackVersions& stack) {
+  const auto known = [](const std::string& v) -> absl::string_view {
+    return v.empty() ? "unknown" : absl::string_view(v);
+  };
+  return absl::StrCat("firmware ", known(stack.firmware), ", driver ",
+                      known(stack.driver), ", XRT ", known(stack.xrt));
+}
+
 std::string PlatformSlug(std::string_view platform_name) {
   std::string slug;
   bool gap = false;

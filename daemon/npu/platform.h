@@ -36,6 +36,24 @@ struct Platform {
   bool full_elf = false;  // supports full-ELF packaging
 };
 
+// The software and firmware under an NPU, as the box reports them: what a
+// figure timed on it depends on besides the platform and the builder, so
+// the fleet keys figures by them too (daemon/fleet/fleet_toolchain.h).
+// Each is one line of text, compared as it is; "" when it is not known.
+struct StackVersions {
+  // The NPU firmware's version as its driver reports it ("1.5.2.380").
+  std::string firmware;
+  // The amdxdna driver's: an out-of-tree module's version and git hash
+  // ("2.21.0_20260821, 856409ca..."), or the kernel it is part of.
+  std::string driver;
+  // The XRT runtime's: its version and git hash ("2.19.0, 7d8151e6...").
+  std::string xrt;
+};
+
+// One line for a log: "firmware F, driver D, XRT X", "unknown" for an
+// empty one.
+std::string DescribeStack(const StackVersions& stack);
+
 // A platform name as a partition slug, as IRON spells its cache
 // directories: lower case, each run of other characters than [a-z0-9] one
 // '-', no '-' at either end ("NPU Strix" -> "npu-strix").

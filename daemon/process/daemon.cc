@@ -43,6 +43,7 @@
 #include "daemon/edge/unix_listener.h"
 #include "daemon/fleet/fleet_pool.h"
 #include "daemon/fleet/fleet_store.h"
+#include "daemon/fleet/fleet_toolchain.h"
 #include "daemon/fleet/fleet_url.h"
 #include "daemon/fleet/job_notices.h"
 #include "daemon/process/health_watch.h"
@@ -759,6 +760,8 @@ absl::Status Daemon::StartWorker(DaemonOptions& options,
                                        options.limits.client_queue_quota);
   WorkerParts wp;
   wp.memory_limit_bytes = options.limits.memory_limit_bytes;
+  const StackVersions stack = device->GetStackVersions();
+  spdlog::info("{}: {}", options.device, DescribeStack(stack));
   wp.device = std::move(device);
   std::unique_ptr<BuildPool> pool =
       MakeBuildPool(options, p.command_builder ? std::move(p.command_builder)
@@ -766,7 +769,7 @@ absl::Status Daemon::StartWorker(DaemonOptions& options,
   const BuildPool* pool_ptr = pool.get();  // the worker owns it
   wp.build_stats = [pool_ptr] { return pool_ptr->stats(); };
   wp.build_jobs = pool_ptr->threads();
-  p.toolchain = pool_ptr->Environment();
+  p.toolchain = FleetToolchain(pool_ptr->Environment(), stack);
   wp.builder = std::move(pool);
   wp.cache = std::move(cache);
   wp.runner = options.runner

@@ -60,7 +60,8 @@ namespace irontune {
 struct FleetBoxOptions {
   FleetConnection connection;  // to reconnect after the store comes back
   std::string name;            // as leases name the box
-  // What the box's figures also follow (FleetPartition::toolchain).
+  // What the box's figures also follow (FleetPartition::toolchain;
+  // FleetToolchain).
   std::string toolchain;
   absl::Duration lease = absl::Seconds(30);
   // Between claims while there is nothing to do or the store is down.

@@ -259,6 +259,10 @@ absl::StatusOr<Platform> SimDevice::GetPlatform() {
   return p;
 }
 
+StackVersions SimDevice::GetStackVersions() {
+  return {absl::StrCat("sim-", kSimStackVersion), "sim", "sim"};
+}
+
 absl::StatusOr<sim::SimDesign> SimDevice::CheckedDesign(
     const Artifact& artifact) const {
   ASSIGN_OR_RETURN(sim::SimDesign design,

@@ -48,6 +48,13 @@ namespace irontune {
 // tick late.
 inline constexpr std::chrono::milliseconds kSpinWholeRun{2};
 
+// The simulated NPU's stack, as GetStackVersions reports it: firmware
+// "sim-<kSimStackVersion>", driver and XRT "sim"; the same on every run
+// and every preset (the preset is the platform). Raise it when the
+// simulation changes what a design times, so a fleet of simulated boxes
+// keys the new figures apart from the old (daemon/fleet/fleet_toolchain.h).
+inline constexpr int kSimStackVersion = 1;
+
 struct SimOptions {
   enum class Clock { kVirtual, kRealTime };
 
@@ -74,6 +81,8 @@ class SimDevice : public Device {
   SimDevice& operator=(const SimDevice&) = delete;
 
   absl::StatusOr<Platform> GetPlatform() override;
+  // {"sim-<kSimStackVersion>", "sim", "sim"}.
+  StackVersions GetStackVersions() override;
   // InvalidArgument for a payload SimBuilder did not make, an artifact of
   // another generation, a packaging this preset lacks (npu1 full ELF) or
   // buffers that disagree with the design; ResourceExhausted past the

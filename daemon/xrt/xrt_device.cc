@@ -21,6 +21,7 @@
 #include "daemon/base/big_bytes.h"
 #include "daemon/xrt/artifact_manifest.h"
 #include "daemon/xrt/span_clock.h"
+#include "daemon/xrt/stack_versions.h"
 #include "spdlog/spdlog.h"
 #include "xrt/experimental/xrt_elf.h"
 #include "xrt/experimental/xrt_ext.h"
@@ -128,6 +129,7 @@ struct XrtDevice::Impl {
   TimingHygiene hygiene;
   int contexts = 0;
   Platform opened;  // as read at open: what does not change
+  StackVersions stack;
 
   Impl(XrtDeviceOptions o)
       : options(std::move(o)), smi(options.smi), hygiene(options.hygiene) {}
@@ -696,6 +698,35 @@ absl::StatusOr<XrtManifest> CheckedManifest(const Artifact& artifact,
   return m;
 }
 
+// The stack under NPU `index` (stack_versions.h); what cannot be read is
+// left "" with a warning.
+StackVersions ReadStack(const ::xrt::device& device, unsigned int index,
+                        const std::string& bdf, const std::string& sys_root) {
+  StackVersions stack;
+  std::string host_info;
+  const absl::Status asked = Guard("xrt::device::get_info<host>", [&] {
+    host_info = device.get_info<::xrt::info::device::host>();
+  });
+  const absl::StatusOr<XrtHostVersions> host =
+      asked.ok() ? ParseXrtHostInfo(host_info, KernelRelease())
+                 : absl::StatusOr<XrtHostVersions>(asked);
+  if (host.ok()) {
+    stack.xrt = host->xrt;
+    stack.driver = host->driver;
+  } else {
+    spdlog::warn("xrt:{}: the XRT and driver versions are unknown: {}", index,
+                 std::string(host.status().message()));
+  }
+  absl::StatusOr<std::string> firmware = ReadFirmwareVersion(sys_root, bdf);
+  if (firmware.ok()) {
+    stack.firmware = *firmware;
+  } else {
+    spdlog::warn("xrt:{}: the NPU firmware's version is unknown: {}", index,
+                 std::string(firmware.status().message()));
+  }
+  return stack;
+}
+
 }  // namespace
 
 XrtDevice::XrtDevice(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -733,6 +764,9 @@ absl::StatusOr<std::unique_ptr<XrtDevice>> XrtDevice::Open(
         absl::StrCat("xrt:", index, ": ", platform.status().message()));
   }
   device->impl_->opened = *platform;
+  device->impl_->stack =
+      ReadStack(device->impl_->device, index, device->impl_->options.smi.bdf,
+                device->impl_->options.sys_root);
   spdlog::info("xrt:{}: {} ({}, power mode {})", index, platform->name,
                platform->generation, PowerModeName(platform->power_mode));
   return device;
@@ -742,6 +776,8 @@ absl::StatusOr<Platform> XrtDevice::GetPlatform() {
   ASSIGN_OR_RETURN(const SmiPlatform smi, impl_->smi.ExaminePlatform());
   return PlatformOf(smi);
 }
+
+StackVersions XrtDevice::GetStackVersions() { return impl_->stack; }
 
 absl::StatusOr<std::unique_ptr<Image>> XrtDevice::Load(
     const Artifact& artifact) {

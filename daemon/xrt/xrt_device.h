@@ -28,7 +28,10 @@
 // Unavailable.
 //
 // The host around it: the platform and power mode from `xrt-smi examine -r
-// platform`, the other holders from `xrt-smi examine -r aie-partitions`,
+// platform`, the stack's versions at open (stack_versions.h: XRT's and the
+// driver's from xrt::device::get_info<host>, the firmware's from the
+// driver's sysfs fw_version), the other holders from `xrt-smi examine -r
+// aie-partitions`,
 // an optional power mode set at open, and timing hygiene
 // (timing_hygiene.h): the thread pinned to the completion CPUs during a
 // Run, spinners on their SMT siblings while any image is loaded, and the
@@ -42,6 +45,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -60,6 +64,8 @@ struct XrtDeviceOptions {
   int own_pid = 0;  // 0: getpid(); excluded from OtherHolders
   // The longest a step may run before the call fails (Unavailable).
   std::chrono::milliseconds run_timeout{10'000};
+  // Where sysfs is: the NPU's fw_version is read under it.
+  std::string sys_root = "/sys";
 };
 
 // "xrt:0" -> 0. InvalidArgument naming the spec otherwise.
@@ -79,6 +85,9 @@ class XrtDevice : public Device {
 
   // The platform as xrt-smi reports it now.
   absl::StatusOr<Platform> GetPlatform() override;
+  // As read at open (stack_versions.h); what could not be read is "", and
+  // Open logged a warning saying why.
+  StackVersions GetStackVersions() override;
   // InvalidArgument for a payload that is no manifest (format /1 included),
   // a packaging the platform lacks, files that are missing or malformed,
   // symbols the manifest does not place, buffers the kernel's arguments do

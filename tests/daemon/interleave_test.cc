@@ -46,6 +46,7 @@ class FakeDevice : public Device {
  public:
   explicit FakeDevice(int* clock) : clock_(clock) {}
   absl::StatusOr<Platform> GetPlatform() override { return Platform(); }
+  StackVersions GetStackVersions() override { return {}; }
   absl::StatusOr<std::unique_ptr<Image>> Load(const Artifact&) override {
     return absl::UnimplementedError("fake");
   }

@@ -83,6 +83,14 @@ TEST_CASE("A box times its NPU's shards and commits what it timed",
   CHECK(CountRows(*store, "SELECT count(*) FROM irontune.decisions") == 2);
   CHECK(CountRows(*store, "SELECT count(DISTINCT box) FROM irontune.figures") ==
         1);
+  // Keyed by the box's toolchain: the simulated NPU's stack (SimDevice::
+  // GetStackVersions) and the sim builder's environment; logged at start.
+  CHECK(CountRows(*store,
+                  "SELECT count(*) FROM irontune.figures WHERE toolchain <> "
+                  "'firmware \"sim-1\"; driver \"sim\"; xrt \"sim\"; "
+                  "builder \"sim-builder/1\"'") == 0);
+  CHECK_THAT(box->Log(),
+             Catch::Contains("sim:npu2: firmware sim-1, driver sim, XRT sim"));
   // The Phoenix job waits for a Phoenix box.
   CHECK(queue.GetJob(phoenix)->state == FleetJobState::kQueued);
   CHECK(box->Stop() == 0);

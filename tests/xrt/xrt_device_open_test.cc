@@ -1,11 +1,13 @@
 // XrtDevice::Open against the test double of XRT and its xrt-smi: which
-// NPU xrt-smi reports on, the names the drivers give, and a power mode the
-// driver does not support.
+// NPU xrt-smi reports on, the names the drivers give, a power mode the
+// driver does not support, and the versions of the stack under it.
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "catch2/catch.hpp"
+#include "daemon/xrt/stack_versions.h"
 #include "daemon/xrt/xrt_device.h"
 #include "tests/fakes/xrt/fake_xrt.h"
 #include "tests/testing/process.h"
@@ -98,6 +100,61 @@ TEST_CASE("an NPU whose power mode is \"not supported\" opens in default",
              Catch::Contains("--power-mode performance: the NPU at "
                              "0000:c5:00.1 reports its power mode as \"not "
                              "supported\""));
+}
+
+// Writes `text` as the fw_version of the NPU at `bdf` under `sys_root`.
+void WriteFirmware(const std::string& sys_root, const std::string& bdf,
+                   const std::string& text) {
+  const std::string dir = sys_root + "/bus/pci/devices/" + bdf;
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/fw_version") << text;
+}
+
+TEST_CASE("xrt:N reports the stack XRT and its NPU's sysfs say",
+          "[xrt][device][versions]") {
+  TwoNpus npus("xrt-open-stack");
+  WriteFirmware(npus.dir + "/sys", "0000:c6:00.1", "1.5.2.380\n");
+  XrtDeviceOptions o = npus.Options(1);
+  o.sys_root = npus.dir + "/sys";
+  absl::StatusOr<std::unique_ptr<XrtDevice>> second = XrtDevice::Open(o);
+  REQUIRE(second.ok());
+  const StackVersions stack = (*second)->GetStackVersions();
+  CHECK(stack.firmware == "1.5.2.380");
+  CHECK(stack.driver ==
+        "2.21.0_20260821, 856409cafc23cee55976ebcaa0a073ab4ec6dfe2");
+  CHECK(stack.xrt == "2.26.0, 963c58ee224491e191b3be78d76f51e55e152177");
+
+  // NPU 0 has no fw_version there: its firmware is unknown, the rest not.
+  o = npus.Options(0);
+  o.sys_root = npus.dir + "/sys";
+  absl::StatusOr<std::unique_ptr<XrtDevice>> first = XrtDevice::Open(o);
+  REQUIRE(first.ok());
+  CHECK((*first)->GetStackVersions().firmware.empty());
+  CHECK((*first)->GetStackVersions().xrt == stack.xrt);
+}
+
+TEST_CASE("XRT 2.19 over the in-tree driver: the kernel names the driver",
+          "[xrt][device][versions]") {
+  const std::string dir = e2e::TempDir("xrt-open-in-tree");
+  std::ofstream(dir + "/script.json")
+      << R"({"driver": "in-tree", "xrt": "2.19"})";
+  setenv("IRONTUNE_FAKE_XRT_SCRIPT", (dir + "/script.json").c_str(), 1);
+  fake_xrt::Reset();
+  WriteFirmware(dir + "/sys", "0000:c5:00.1", "0.0.0.0\n");
+  XrtDeviceOptions o;
+  o.smi.path = IRONTUNE_FAKE_XRT_SMI;
+  o.smi.scratch_file = dir + "/partitions.json";
+  o.hygiene.enabled = false;
+  o.sys_root = dir + "/sys";
+  absl::StatusOr<std::unique_ptr<XrtDevice>> d = XrtDevice::Open(o);
+  unsetenv("IRONTUNE_FAKE_XRT_SCRIPT");
+  fake_xrt::Reset();
+  REQUIRE(d.ok());
+  const StackVersions stack = (*d)->GetStackVersions();
+  CHECK(stack.firmware.empty());  // 0.0.0.0: the driver has none
+  REQUIRE_FALSE(KernelRelease().empty());
+  CHECK(stack.driver == "in-tree (Linux " + KernelRelease() + ")");
+  CHECK(stack.xrt == "2.19.194, 7d8151e6ee73c6ec2e99501a58c9c2eca6cc68ce");
 }
 
 }  // namespace

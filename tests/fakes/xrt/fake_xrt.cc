@@ -9,6 +9,7 @@
 #include <fstream>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -46,6 +47,14 @@ struct Script {
   double jitter = 0.02;     // relative standard deviation of a run's time
   bool real_clock = false;  // wait() sleeps instead of moving the clock on
   std::vector<std::string> bdfs;  // by device index (get_info<bdf>)
+  // What get_info<host> reports (README.md, "Versions"): XRT's version and
+  // hash ("": the "xrt" key's), and the first line of
+  // /sys/module/amdxdna/version (unset: the "driver" key's; nullopt: no
+  // such file).
+  std::string xrt_version;
+  std::string xrt_hash;
+  bool module_version_set = false;
+  std::optional<std::string> module_version;
 };
 
 struct DeviceState {
@@ -192,6 +201,13 @@ void ParseKey(const std::string& key, const nlohmann::json& value, Script& s) {
     s.jitter = value.get<double>();
   } else if (key == "clock") {
     s.real_clock = OneOf(value, "clock", {"virtual", "real"}) == "real";
+  } else if (key == "xrt_version") {
+    s.xrt_version = value.get<std::string>();
+  } else if (key == "xrt_hash") {
+    s.xrt_hash = value.get<std::string>();
+  } else if (key == "module_version") {
+    s.module_version_set = true;
+    if (!value.is_null()) s.module_version = value.get<std::string>();
   } else {
     throw std::runtime_error("fake xrt script: unknown key \"" + key + "\"");
   }
@@ -329,6 +345,58 @@ std::shared_ptr<BoState> AllocateBo(size_t size, uint32_t flags,
   bo->group = group;
   EventLocked(*w, "bo " + std::to_string(bo->id));
   return bo;
+}
+
+// The line /sys/module/amdxdna/version holds, or nullopt for none. The
+// out-of-tree driver's DKMS package sets it to "VERSION_DATE,HASH"
+// (xdna-driver CMake/pkg_driver_source.cmake @856409ca rewrites
+// amdxdna_pci_drv.c's MODULE_VERSION; Makefile's XDNA_DRIVER_VERSION
+// 2.21.0); the in-tree driver declares no MODULE_VERSION (torvalds/linux
+// drivers/accel/amdxdna/amdxdna_pci_drv.c), so there is no file.
+std::optional<std::string> ModuleVersion(const Script& s) {
+  if (s.module_version_set) return s.module_version;
+  if (s.driver == Driver::kInTree) return std::nullopt;
+  return "2.21.0_20260821,856409cafc23cee55976ebcaa0a073ab4ec6dfe2";
+}
+
+// What xrt::device::get_info<host>() returns: the JSON of XRT's build and
+// its drivers, as boost's write_json writes it (every value a string,
+// 4-space indents: xrt_device.cpp @963c58ee, get_info and json_str).
+// XRT's build: version, branch, hash and its date, named build_hash_date
+// on master and build_date in 2.19 (common/sysinfo.cpp get_xrt_info
+// @963c58ee, @7d8151e6; the version is settings.cmake's, 2.26.0 on master,
+// 2.19.194 for the tag). Drivers: each registered driver once, its
+// /sys/module/NAME/version split at the first ',' into version and hash,
+// "unknown" for what the file lacks; xocl and xclmgmt left out when
+// unknown (pcie/linux/system_linux.cpp @963c58ee, driver_version and
+// get_driver_info). The xdna plugin registers two drivers, both named
+// "amdxdna" (src/shim/host/pcidrv_amdxdna.cpp @856409ca), so it is one
+// entry.
+std::string HostInfo(const Script& s) {
+  nlohmann::ordered_json j;
+  j["version"] = !s.xrt_version.empty() ? s.xrt_version
+                                        : (s.xrt_219 ? "2.19.194" : "2.26.0");
+  j["branch"] = s.xrt_219 ? "2025.1" : "master";  // [inferred] the branch
+  j["hash"] = !s.xrt_hash.empty() ? s.xrt_hash
+              : s.xrt_219         ? "7d8151e6ee73c6ec2e99501a58c9c2eca6cc68ce"
+                                  : "963c58ee224491e191b3be78d76f51e55e152177";
+  j[s.xrt_219 ? "build_date" : "build_hash_date"] =
+      s.xrt_219 ? "Sun, 18 May 2025 17:01:38 +0530"
+                : "Thu, 20 Aug 2026 14:58:47 -0700";
+  std::string version = "unknown";
+  std::string hash = "unknown";
+  if (const std::optional<std::string> line = ModuleVersion(s)) {
+    const size_t comma = line->find(',');
+    version = line->substr(0, comma);
+    if (comma != std::string::npos) hash = line->substr(comma + 1);
+    hash = hash.substr(0, hash.find(','));
+  }
+  nlohmann::ordered_json driver;
+  driver["name"] = "amdxdna";
+  driver["version"] = version;
+  driver["hash"] = hash;
+  j["drivers"] = nlohmann::ordered_json::array({driver});
+  return j.dump(4) + "\n";
 }
 
 }  // namespace
@@ -525,6 +593,11 @@ std::any device::get_info_std(info::device param) const {
   switch (param) {
     case info::device::bdf:
       return state_->bdf;
+    case info::device::host: {
+      World* w;
+      auto lock = fake_xrt::Lock(w);
+      return fake_xrt::HostInfo(w->script);
+    }
   }
   throw std::runtime_error("get_info: unknown parameter");
 }

@@ -17,13 +17,17 @@ namespace xrt {
 
 namespace info {
 // XRT's xrt::info::device (xrt/xrt_device.h @ 202510.2.19.194 and master):
-// only `bdf`, which is its first value there too.
-enum class device : unsigned int { bdf };
+// only `bdf` and `host`, with their values there (the first and the 15th).
+enum class device : unsigned int { bdf = 0, host = 14 };
 template <typename Param, Param>
 struct param_traits;
 template <>
 struct param_traits<device, device::bdf> {
   using return_type = std::string;  // "0000:c5:00.1"
+};
+template <>
+struct param_traits<device, device::host> {
+  using return_type = std::string;  // JSON: XRT's version, the drivers'
 };
 }  // namespace info
 
@@ -37,7 +41,9 @@ class device {
   uuid register_xclbin(const xrt::xclbin& xclbin);
 
   // As XRT's: the value of `param`, typed by info::param_traits. bdf is
-  // the script's "bdfs"[index], else 0000:XX:00.1 with XX = c5 + index.
+  // the script's "bdfs"[index], else 0000:XX:00.1 with XX = c5 + index;
+  // host the JSON XRT writes of its build and its drivers' versions
+  // (README.md, "Versions").
   template <info::device param>
   typename info::param_traits<info::device, param>::return_type get_info()
       const {
