@@ -311,7 +311,7 @@ struct Daemon::Parts {
   std::unique_ptr<Builder> command_builder;
   std::unique_ptr<JobStore> store;
   // With --fleet: the store and the cache's outbox until the box takes
-  // them, and the builder's environment for the box's toolchain.
+  // them, and the box's toolchain (FleetToolchain: its NPU stack and builder).
   FleetConnection fleet_connection;
   std::unique_ptr<FleetStore> fleet_store;
   std::unique_ptr<CacheOutbox> outbox;
