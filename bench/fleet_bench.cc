@@ -4,7 +4,8 @@
 // process queues jobs as a front does (FleetJobOf, FleetQueue::SubmitJob)
 // or calls the fronts over gRPC, and reads what the boxes commit.
 //
-//   fleet_bench [routing|dedup|scale|hitpath|boxloss|outage|priority|all]
+//   fleet_bench [routing|dedup|overlap|scale|hitpath|boxloss|outage|
+//                priority|all]
 //               [--jobs N] [--boxes B] [--outage S] [--without-lm-head]
 //
 // routing  2 npu1 + 2 npu2 boxes, N small jobs (default 40) alternating
@@ -13,6 +14,9 @@
 // dedup    one box; 20 identical submits at once, then the example model
 //          (23 shapes) submitted again after it ended: jobs made, settings
 //          timed the first time and the second.
+// overlap  4 boxes; 5 models of 10 of the example's shapes each,
+//          overlapping, submitted at once: settings timed against the
+//          distinct figures stored.
 // scale    the example model on 1 box, then on B boxes (default 4): device
 //          seconds per box (the virtual clock's NPU time, summed over the
 //          shards each committed), the longest box against the single box,
@@ -315,6 +319,37 @@ void Scale(testing::PgCluster& cluster, int boxes, bool lm_head) {
         box.c_str(), s, many_total > 0 ? 100 * s / many_total : 0.0,
         longest > 0 ? s / longest : 0.0);
   }
+}
+
+// Five models that share shapes, submitted at once to 4 boxes: every
+// (key, setting) timed once, however many jobs ask for it.
+void Overlap(testing::PgCluster& cluster) {
+  Fleet fleet;
+  if (!OpenFleet(cluster, fleet)) return;
+  for (int i = 0; i < 4; ++i) {
+    if (!AddBox(fleet, "sim:npu2", "npu-strix")) return;
+  }
+  const v1::AutotuneRequest whole = ExampleShapes(/*lm_head=*/false);
+  std::vector<int64_t> ids;
+  for (int m = 0; m < 5; ++m) {  // shapes [3m, 3m + 10) of the 22
+    v1::AutotuneRequest model = whole;
+    model.clear_shapes();
+    for (int i = 3 * m; i < 3 * m + 10 && i < whole.shapes_size(); ++i) {
+      model.add_shapes(whole.shapes(i));
+    }
+    ids.push_back(Submit(fleet, model, "npu-strix"));
+  }
+  uint32_t timed = 0;
+  for (const JobView& view : AwaitAll(fleet, ids, 3600)) {
+    timed += SettingsTimed(view);
+  }
+  const int64_t figures = Count(fleet, "SELECT count(*) FROM irontune.figures");
+  std::printf(
+      "dedup, overlapping: 5 models of 10 of the example's shapes each, "
+      "overlapping by 7, on 4 boxes at once: %u settings timed, %lld "
+      "distinct figures stored: %lld timed more than once (goal 0)\n",
+      timed, static_cast<long long>(figures),
+      static_cast<long long>(timed) - static_cast<long long>(figures));
 }
 
 // Starts a front of `fleet` (npu2 mapped to Strix) on a unix socket.
@@ -657,6 +692,7 @@ int Main(int argc, char** argv) {
   }
   if (what == "routing" || what == "all") Routing(cluster, jobs);
   if (what == "dedup" || what == "all") Dedup(cluster);
+  if (what == "overlap" || what == "all") Overlap(cluster);
   if (what == "scale" || what == "all") Scale(cluster, boxes, lm_head);
   if (what == "hitpath" || what == "all") HitPath(cluster, 20, 10);
   if (what == "boxloss" || what == "all") BoxLoss(cluster, 10);
