@@ -32,6 +32,13 @@ std::string_view FleetJobStateName(FleetJobState state) {
   return kJobStates[static_cast<int>(state)];
 }
 
+absl::Status FleetQueue::LockJob(int64_t id) {
+  return conn()
+      .Exec("SELECT 1 FROM irontune.jobs WHERE id = $1 FOR UPDATE",
+            {pg::Param::Int(id)})
+      .status();
+}
+
 absl::Status FleetQueue::Notify(int64_t id) {
   return conn()
       .Exec("SELECT pg_notify($1, $2)",
@@ -236,6 +243,7 @@ absl::Status FleetQueue::CompleteShard(const Lease& lease,
                                        const FleetPartition& partition,
                                        const ShardOutcome& outcome) {
   ASSIGN_OR_RETURN(pg::Transaction txn, pg::Transaction::Begin(conn()));
+  RETURN_IF_ERROR(LockJob(lease.job_id));
   ASSIGN_OR_RETURN(auto held, LockHeld(lease, "result"));
   const std::string mode(PowerModeName(partition.power_mode));
   if (held.first != partition.platform || held.second != mode) {
@@ -280,6 +288,7 @@ absl::Status FleetQueue::CompleteShard(const Lease& lease,
 absl::StatusOr<bool> FleetQueue::FailShard(const Lease& lease,
                                            std::string_view error) {
   ASSIGN_OR_RETURN(pg::Transaction txn, pg::Transaction::Begin(conn()));
+  RETURN_IF_ERROR(LockJob(lease.job_id));
   RETURN_IF_ERROR(LockHeld(lease, "failure").status());
   ASSIGN_OR_RETURN(
       pg::Result row,

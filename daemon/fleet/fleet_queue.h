@@ -188,6 +188,12 @@ class FleetQueue {
   // Queues the shards of a new job. REQUIRES: inside SubmitJob's
   // transaction.
   absl::Status InsertShards(int64_t id, const NewJob& job);
+  // Locks job `id`'s row until the transaction ends, so that its shards'
+  // ends are taken one after another and the last one sees every other
+  // done (two boxes completing the last two shards at once would each see
+  // the other's not done, and leave the job running); taken before a
+  // shard's row, as CancelJob takes them. REQUIRES: inside a transaction.
+  absl::Status LockJob(int64_t id);
   // Adds job `id`'s shards to `view`.
   absl::Status ReadShards(int64_t id, JobView& view);
   // Announces a change to job `id` (delivered at commit).

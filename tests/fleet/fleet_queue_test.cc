@@ -1,6 +1,7 @@
 #include "daemon/fleet/fleet_queue.h"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -129,6 +130,50 @@ TEST_CASE("A job completes with its shards' results, figures and decisions",
   CHECK((*figures)[1]->t_step_us() == 2.5);
   CHECK(store->GetDecision(Strix(), "shape 1").value() ==
         std::optional<std::string>("entry 1"));
+}
+
+TEST_CASE("Two boxes completing a job's last shards at once end the job",
+          "[fleet][pg]") {
+  const FleetConnection c = FreshStore();
+  auto submitter = OpenStore(c, "submitter");
+  FleetQueue submits(*submitter);
+  constexpr int kJobs = 20;
+  for (int j = 0; j < kJobs; ++j) {
+    REQUIRE(submits.SubmitJob(Job("pair " + std::to_string(j), 2)).ok());
+  }
+  auto a = OpenStore(c, "box a");
+  auto b = OpenStore(c, "box b");
+  FleetQueue qa(*a), qb(*b);
+  for (int j = 0; j < kJobs; ++j) {
+    // Each box holds one of the job's two shards, then both complete
+    // together.
+    auto la = qa.ClaimShard(Strix(), kTtl);
+    auto lb = qb.ClaimShard(Strix(), kTtl);
+    REQUIRE(la.ok());
+    REQUIRE(lb.ok());
+    REQUIRE(la->has_value());
+    REQUIRE(lb->has_value());
+    REQUIRE((*la)->job_id == (*lb)->job_id);
+    absl::Status sa, sb;
+    std::atomic<int> ready{0};
+    const auto complete = [&ready](FleetQueue& q, const Lease& lease,
+                                   absl::Status& out) {
+      ++ready;
+      while (ready < 2) {
+      }
+      ShardOutcome outcome;
+      outcome.result = "done";
+      out = q.CompleteShard(lease, Strix(), outcome);
+    };
+    std::thread ta(complete, std::ref(qa), **la, std::ref(sa));
+    std::thread tb(complete, std::ref(qb), **lb, std::ref(sb));
+    ta.join();
+    tb.join();
+    REQUIRE(sa.ok());
+    REQUIRE(sb.ok());
+    INFO("job " << (*la)->job_id);
+    CHECK(submits.GetJob((*la)->job_id)->state == FleetJobState::kDone);
+  }
 }
 
 TEST_CASE("An expired lease passes to another box and fences the first",
