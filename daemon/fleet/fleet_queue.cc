@@ -161,11 +161,16 @@ absl::StatusOr<std::optional<Lease>> FleetQueue::ClaimShard(
   ASSIGN_OR_RETURN(
       pg::Result claimed,
       conn().Exec(
-          "WITH c AS (SELECT job_id, shard FROM irontune.shards WHERE "
+          "WITH c AS (SELECT job_id, shard FROM irontune.shards q WHERE "
           "platform = $1 AND power_mode = $2 AND (state = 'queued' OR (state "
-          "= 'leased' AND lease_expires < clock_timestamp())) ORDER BY "
-          "priority DESC, created, job_id, shard LIMIT 1 FOR UPDATE SKIP "
-          "LOCKED) UPDATE irontune.shards s SET state = 'leased', lease_owner "
+          "= 'leased' AND lease_expires < clock_timestamp())) AND NOT EXISTS "
+          "(SELECT 1 FROM irontune.shards o WHERE o.platform = $1 AND "
+          "o.power_mode = $2 AND o.shape_key = q.shape_key AND o.state = "
+          "'leased' AND o.lease_expires >= clock_timestamp()) AND "
+          "pg_try_advisory_xact_lock(hashtextextended($1 || ' ' || $2 || ' ' "
+          "|| q.shape_key, 0)) ORDER BY priority DESC, created, job_id, shard "
+          "LIMIT 1 FOR UPDATE SKIP LOCKED) UPDATE irontune.shards s SET state "
+          "= 'leased', lease_owner "
           "= $3, lease_expires = clock_timestamp() + $4 * interval '1 "
           "millisecond', attempts = s.attempts + 1 FROM c WHERE s.job_id = "
           "c.job_id AND s.shard = c.shard RETURNING s.job_id, s.shard, "

@@ -5,7 +5,12 @@
 // ClaimShard takes the queued shard of the box's platform and power mode
 // with the highest priority, then the oldest, under SELECT ... FOR UPDATE
 // SKIP LOCKED, so boxes claiming together get different shards and never
-// wait on each other. A claim is a lease: it holds until its expiry (the
+// wait on each other. A shard whose shape another box is timing now (a
+// shard of the same shape key in another job, its lease alive) is passed
+// over until that one ends, so overlapping jobs time each setting once:
+// the box that claims it later pulls the figures first. Two boxes claiming
+// at once are kept from taking one shape by a transaction-scoped advisory
+// lock on the shape. A claim is a lease: it holds until its expiry (the
 // database's clock, so boxes' clocks do not matter) unless renewed; a shard
 // whose lease expired is claimed again by another box, and once
 // kMaxShardAttempts claims have ended without completing it, the shard

@@ -53,7 +53,9 @@ TEST_CASE("Shards are claimed by priority, then age, on their own NPU",
   FleetQueue queue(*store);
   const int64_t batch = queue.SubmitJob(Job("batch", 2, 0))->id;
   const int64_t phoenix = queue.SubmitJob(Job("p", 1, 9, "npu-phoenix"))->id;
-  const int64_t urgent = queue.SubmitJob(Job("urgent", 1, 5))->id;
+  NewJob urgent_job = Job("urgent", 1, 5);
+  urgent_job.shards[0].shape_key = "another shape";  // not batch's in flight
+  const int64_t urgent = queue.SubmitJob(urgent_job)->id;
 
   std::vector<std::pair<int64_t, int>> order;
   while (true) {
@@ -174,6 +176,40 @@ TEST_CASE("Two boxes completing a job's last shards at once end the job",
     INFO("job " << (*la)->job_id);
     CHECK(submits.GetJob((*la)->job_id)->state == FleetJobState::kDone);
   }
+}
+
+TEST_CASE("A shape another box is timing is passed over until it ends",
+          "[fleet][pg]") {
+  const FleetConnection c = FreshStore();
+  auto submitter = OpenStore(c, "submitter");
+  FleetQueue submits(*submitter);
+  // Two jobs of one shape ("shape 0"), the second also of "shape 1".
+  REQUIRE(submits.SubmitJob(Job("first", 1)).ok());
+  REQUIRE(submits.SubmitJob(Job("second", 2)).ok());
+  auto a = OpenStore(c, "box a");
+  auto b = OpenStore(c, "box b");
+  FleetQueue qa(*a), qb(*b);
+  auto la = qa.ClaimShard(Strix(), kTtl);
+  REQUIRE(la.ok());
+  REQUIRE(la->has_value());
+  CHECK((*la)->shape_key == "shape 0");
+  // b skips the second job's "shape 0" for its "shape 1".
+  auto lb = qb.ClaimShard(Strix(), kTtl);
+  REQUIRE(lb.ok());
+  REQUIRE(lb->has_value());
+  CHECK((*lb)->shape_key == "shape 1");
+  auto none = qb.ClaimShard(Strix(), kTtl);
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->has_value());
+  // Once a's ends, the second job's "shape 0" is free.
+  ShardOutcome outcome;
+  outcome.result = "done";
+  REQUIRE(qa.CompleteShard(**la, Strix(), outcome).ok());
+  auto next = qb.ClaimShard(Strix(), kTtl);
+  REQUIRE(next.ok());
+  REQUIRE(next->has_value());
+  CHECK((*next)->shape_key == "shape 0");
+  CHECK((*next)->job_id != (*la)->job_id);
 }
 
 TEST_CASE("An expired lease passes to another box and fences the first",
