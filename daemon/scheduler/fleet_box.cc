@@ -250,6 +250,9 @@ bool FleetBox::ClaimAndRun() {
     absl::MutexLock lock(&mu_);
     ++stats_.claimed;
   }
+  // Again, now that the shard is this box's: a box timing its shape in
+  // another job may have committed since the pull before the claim.
+  Noted(Pull());
   RunShard(**lease);
   return true;
 }
