@@ -349,7 +349,7 @@ absl::StatusOr<bool> FleetQueue::CancelJob(int64_t id) {
   return true;
 }
 
-absl::StatusOr<JobView> FleetQueue::GetJob(int64_t id) {
+absl::StatusOr<JobView> FleetQueue::GetJob(int64_t id, bool with_results) {
   ASSIGN_OR_RETURN(
       pg::Result job,
       conn().Exec("SELECT state, kind, owner, error, platform, power_mode, "
@@ -369,17 +369,19 @@ absl::StatusOr<JobView> FleetQueue::GetJob(int64_t id) {
   view.power_mode = std::string(job.Text(0, 5));
   view.interactive = job.Text(0, 6) == "t";
   ASSIGN_OR_RETURN(view.created_unix_ms, job.Int(0, 7));
-  RETURN_IF_ERROR(ReadShards(id, view));
+  RETURN_IF_ERROR(ReadShards(id, with_results, view));
   return view;
 }
 
-absl::Status FleetQueue::ReadShards(int64_t id, JobView& view) {
+absl::Status FleetQueue::ReadShards(int64_t id, bool with_results,
+                                    JobView& view) {
   ASSIGN_OR_RETURN(
       pg::Result shards,
-      conn().Exec("SELECT state, result, completed_by, shape_key, attempts, "
-                  "last_error FROM irontune.shards WHERE job_id = $1 ORDER "
-                  "BY shard",
-                  {pg::Param::Int(id)}));
+      conn().Exec("SELECT state, CASE WHEN $2 THEN result END, "
+                  "completed_by, shape_key, attempts, last_error FROM "
+                  "irontune.shards WHERE job_id = $1 ORDER BY shard",
+                  {pg::Param::Int(id),
+                   pg::Param::Text(with_results ? "true" : "false")}));
   for (int i = 0; i < shards.rows(); ++i) {
     const std::string_view state = shards.Text(i, 0);
     view.done += state == "done";

@@ -162,8 +162,9 @@ class FleetQueue {
   // id; false when the job had already ended.
   absl::StatusOr<bool> CancelJob(int64_t id);
 
-  // NotFound for an unknown id.
-  absl::StatusOr<JobView> GetJob(int64_t id);
+  // NotFound for an unknown id. Without `with_results` the shards' results
+  // are left empty, not read: what a follower polling the job's state needs.
+  absl::StatusOr<JobView> GetJob(int64_t id, bool with_results = true);
   // The request job `id` was submitted with (NewJob::request). NotFound for
   // an unknown id.
   absl::StatusOr<std::string> GetJobRequest(int64_t id);
@@ -199,8 +200,8 @@ class FleetQueue {
   // the other's not done, and leave the job running); taken before a
   // shard's row, as CancelJob takes them. REQUIRES: inside a transaction.
   absl::Status LockJob(int64_t id);
-  // Adds job `id`'s shards to `view`.
-  absl::Status ReadShards(int64_t id, JobView& view);
+  // Adds job `id`'s shards to `view`, their results if `with_results`.
+  absl::Status ReadShards(int64_t id, bool with_results, JobView& view);
   // Announces a change to job `id` (delivered at commit).
   absl::Status Notify(int64_t id);
 

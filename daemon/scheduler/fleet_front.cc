@@ -311,7 +311,8 @@ absl::StatusOr<FrontSubmit> FleetFront::Submit(
 }
 
 absl::StatusOr<JobView> FleetFront::Get(int64_t id) {
-  return WithQueue<JobView>([id](FleetQueue& q) { return q.GetJob(id); });
+  return WithQueue<JobView>(
+      [id](FleetQueue& q) { return q.GetJob(id, /*with_results=*/false); });
 }
 
 absl::StatusOr<bool> FleetFront::Cancel(int64_t id) {

@@ -110,7 +110,7 @@ class FleetFront {
                       const std::function<bool(const v1::AutotuneEvent&)>& emit,
                       const std::function<bool()>& stop);
 
-  // The job (NotFound for an unknown id).
+  // The job without its shards' results (NotFound for an unknown id).
   absl::StatusOr<JobView> Get(int64_t id);
   // The job's summary, and its result (AssembleResult) once it ended.
   absl::StatusOr<v1::JobResult> Result(int64_t id);
