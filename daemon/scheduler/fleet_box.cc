@@ -224,13 +224,7 @@ void FleetBox::Loop() {
       Pause(kFollowTick);
       continue;
     }
-    status = Pull();
-    Noted(status);
-    if (!status.ok()) {
-      Pause(options_.idle_poll);
-    } else if (!ClaimAndRun()) {
-      AwaitWork(options_.idle_poll);
-    }
+    if (!ClaimAndRun()) AwaitWork(options_.idle_poll);
   }
 }
 
@@ -250,8 +244,8 @@ bool FleetBox::ClaimAndRun() {
     absl::MutexLock lock(&mu_);
     ++stats_.claimed;
   }
-  // Again, now that the shard is this box's: a box timing its shape in
-  // another job may have committed since the pull before the claim.
+  // Once the shard is this box's, not before: a box timing its shape in
+  // another job may have committed until the claim.
   Noted(Pull());
   RunShard(**lease);
   return true;

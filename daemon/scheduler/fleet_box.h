@@ -14,12 +14,12 @@
 // CompleteShard), or gives the attempt up with the job's error
 // (FailShard). A lease lost meanwhile cancels the job.
 //
-// Before it claims, the box pulls the figures other boxes of its partition
-// committed since its last pull into its cache (Cache::MergeFromFleet, on
-// the worker), so a setting timed on one box is not timed again on the
-// next, and a box resuming a shard re-times only what was in flight. Each
-// pull starts a minute before the last figure it read, since a late commit
-// may carry an earlier time.
+// Once it holds a shard, before running it, the box pulls the figures
+// other boxes of its partition committed since its last pull into its cache
+// (Cache::MergeFromFleet, on the worker), so a setting timed on one box is not
+// timed again on the next, and a box resuming a shard re-times only what was in
+// flight. Each pull starts a minute before the last figure it read, since a
+// late commit may carry an earlier time.
 //
 // The box claims only while its own queue is empty, nothing runs and the
 // worker's heartbeat is alive: local submits go first, and a box whose NPU
