@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 
@@ -166,6 +167,30 @@ TEST_CASE("both NPU naming schemes give one platform name", "[xrt][smi]") {
     REQUIRE_FALSE(name.ok());
     CHECK_THAT(std::string(name.status().message()),
                Catch::Contains(std::string("\"") + other + "\""));
+  }
+}
+
+TEST_CASE("the platforms a front accepts are those xrt-smi names",
+          "[xrt][smi]") {
+  // KnownPlatforms (daemon/npu/platform.h) and the families here list the
+  // same NPUs: a name one knows and the other not would be a platform a
+  // front queues work for that no box reports, or the reverse.
+  for (const KnownPlatform& k : KnownPlatforms()) {
+    const std::string name(k.name);
+    INFO(name);
+    absl::StatusOr<Platform> p = PlatformOf({name, PowerMode::kDefault});
+    REQUIRE(p.ok());
+    CHECK(p->name == name);
+    CHECK(p->generation == k.generation);
+  }
+  for (const char* reported :
+       {"RyzenAI-npu1", "RyzenAI-npu2", "RyzenAI-npu4", "RyzenAI-npu5",
+        "RyzenAI-npu6", "NPU Kracken", "NPU Hawk Point", "NPU Gorgon Point"}) {
+    INFO(reported);
+    const std::string name = *CanonicalNpuName(reported);
+    CHECK(std::any_of(
+        KnownPlatforms().begin(), KnownPlatforms().end(),
+        [&name](const KnownPlatform& k) { return k.name == name; }));
   }
 }
 
