@@ -6,6 +6,7 @@
 //                  all]...
 //                  [--shapes N] [--seeds S] [--ci-runs N] [--rounds R]
 //                  [--calls C] [--example PATH] [--example-rules]
+//                  [--no-rank] [--no-knowledge]
 //                  [--only TEXT] [--part I/N]
 //
 // Shapes: the example recording's GEMM and GEMV shapes (each alone, with
@@ -69,6 +70,7 @@
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
 #include "daemon/tune/autotune.h"
+#include "daemon/tune/cost_model.h"
 #include "daemon/tune/settings.h"
 #include "spdlog/spdlog.h"
 #include "tests/testing/operator_fixtures.h"
@@ -389,6 +391,10 @@ struct Run {
   Profile tuned;
   int64_t confirmations = 0, confirmed = 0, confirm_timed = 0;
   int64_t device_timed = 0;
+  // Settings whose design was built (distinct 1-step builds: each case is
+  // one operator), and rounds of the ranked search.
+  int64_t settings_built = 0;
+  int64_t rank_rounds = 0;
   // The recorded setting's step time and its reported noise.
   double recorded_us = 0;
   std::optional<double> recorded_noise_us;
@@ -418,6 +424,35 @@ struct Config {
   // The example's shapes on the catalogue's domain rules rather than the
   // domains its recording declares (--example-rules).
   bool example_rules = false;
+  // Rank before building (AutotuneOptions.rank); --no-rank for the search
+  // without it.
+  bool rank = true;
+  // What the ranked searches learn is kept for the later shapes, as a
+  // daemon keeps it (CostKnowledge); --no-knowledge: each shape alone.
+  bool knowledge = true;
+};
+
+// What the ranked searches of this run learned, shape by shape.
+CostKnowledge g_knowledge;
+
+// Counts the distinct 1-step designs built: the settings built.
+class CountingBuilder : public BuilderWrapper {
+ public:
+  using BuilderWrapper::BuilderWrapper;
+  absl::StatusOr<BuildOutcome> Build(const BuildRequest& request) override {
+    if (request.steps == 1) built_.insert(RequestKey(request));
+    return BuilderWrapper::Build(request);
+  }
+  absl::StatusOr<BuildOutcome> Await(
+      const BuildRequest& request,
+      const std::function<bool()>& cancelled) override {
+    if (request.steps == 1) built_.insert(RequestKey(request));
+    return BuilderWrapper::Await(request, cancelled);
+  }
+  int64_t built() const { return static_cast<int64_t>(built_.size()); }
+
+ private:
+  std::set<std::string> built_;
 };
 
 // Where a Tune starts from: the submitted profile (none: empty) and whether
@@ -456,14 +491,17 @@ absl::StatusOr<Run> Tune(const v1::Calls& calls, const Config& config,
   auto sim = MakeSimDevice("sim:npu2", sim_options);
   if (!sim.ok()) return sim.status();
   MeteredDevice device(sim->get());
-  SimBuilder builder;
+  SimBuilder sim_builder;
+  CountingBuilder builder(&sim_builder);
   testing::LocalTuneContext deps(&device, &builder);
+  if (config.knowledge) deps.set_costs(&g_knowledge);
   AutotuneOptions options;
   options.timing = ResolvedTiming(config.timing);
   options.seed = seed;
   options.exhaustive = exhaustive;
   // Timing every setting means the full Timing for each: no race.
   options.race = exhaustive < (1 << 30);
+  options.rank = options.race && config.rank;
   options.remeasure = from.remeasure;
   CountJudging(options);
   const Profile empty;
@@ -484,6 +522,8 @@ absl::StatusOr<Run> Tune(const v1::Calls& calls, const Config& config,
   run.confirmed = result->stats.confirmed;
   run.confirm_timed = result->stats.confirm_timed;
   run.device_timed = result->stats.device_timed;
+  run.settings_built = builder.built();
+  run.rank_rounds = result->stats.rank_rounds;
   run.recorded_us = shape.recorded_us;
   run.recorded_noise_us = shape.recorded_noise_us;
   run.settings_timed = result->stats.settings_timed;
@@ -621,6 +661,9 @@ std::string RowSummary(const Row& r) {
                               static_cast<long long>(r.seed1->device_timed)));
   }
   if (r.seed1) {
+    absl::StrAppend(&out, "built ", r.seed1->settings_built, "/",
+                    r.truth.space.size(), " in ", r.seed1->rank_rounds,
+                    " rounds; ");
     absl::StrAppend(
         &out, absl::StrFormat("gap to the admitted optimum %+.2f%%; ",
                               100 * (TruthOf(r.truth, r.seed1->chosen) /
@@ -817,10 +860,14 @@ void PrintCost(const std::vector<Row>& rows) {
   double dev = 0, ex_dev = 0;
   std::vector<double> ratios;
   int64_t confirmations = 0, confirmed = 0, confirm_timed = 0, dev_timed = 0;
-  int64_t screened = 0, screened_out = 0;
+  int64_t screened = 0, screened_out = 0, built = 0, ex_built = 0;
+  int64_t rounds = 0;
   for (const Row& r : rows) {
     if (!r.seed1 || !r.exhaustive) continue;
     ++n;
+    built += r.seed1->settings_built;
+    ex_built += r.exhaustive->settings_built;
+    rounds += r.seed1->rank_rounds;
     screened += r.seed1->screened;
     screened_out += r.seed1->screened_out;
     confirmations += r.seed1->confirmations;
@@ -846,6 +893,11 @@ void PrintCost(const std::vector<Row>& rows) {
       "exhaustive %lld (%.1f%%)\n",
       static_cast<long long>(timed), 100.0 * timed / space,
       static_cast<long long>(ex_timed), 100.0 * ex_timed / space);
+  std::printf(
+      "  settings built: default %lld (%.3f of the settings that build; "
+      "%lld ranked rounds), exhaustive %lld\n",
+      static_cast<long long>(built), static_cast<double>(built) / space,
+      static_cast<long long>(rounds), static_cast<long long>(ex_built));
   std::printf(
       "  raced: %lld settings screened at the short Timing, %lld of them "
       "given no full Timing\n",
@@ -1220,6 +1272,10 @@ int main(int argc, char** argv) {
       example = next();
     } else if (a == "--example-rules") {
       config.example_rules = true;
+    } else if (a == "--no-rank") {
+      config.rank = false;
+    } else if (a == "--no-knowledge") {
+      config.knowledge = false;
     } else if (a == "spaces") {
       spaces = true;
     } else if (a == "--verbose") {
@@ -1237,8 +1293,8 @@ int main(int argc, char** argv) {
           "usage: autotune_bench [quality|cost|false-gains|"
           "stability|ci|coverage|all]... [--shapes N] [--seeds S] "
           "[--ci-runs N] [--max-mib M] [--rounds R] [--calls C] "
-          "[--example PATH] [--example-rules] [--only TEXT] [--part I/N] "
-          "[--verbose]\n");
+          "[--example PATH] [--example-rules] [--no-rank] [--no-knowledge] "
+          "[--only TEXT] [--part I/N] [--verbose]\n");
       return 2;
     }
   }

@@ -46,6 +46,9 @@ class JobContext : public TuneContext {
   Builder& builder() override { return builder_; }
   Cache* cache() override { return cache_; }
   InputCache& inputs() override { return inputs_; }
+  CostKnowledge* costs() override { return costs_; }
+  // `costs` (may be null) must outlive the context.
+  void set_costs(CostKnowledge* costs) { costs_ = costs; }
   bool cancelled() override;
   void Sleep(absl::Duration d) override { job_->WaitCancelled(d); }
   void Log(const std::string& line) override;
@@ -76,6 +79,7 @@ class JobContext : public TuneContext {
   MeteredDevice meter_;
   Builder& builder_;
   Cache* cache_;
+  CostKnowledge* costs_ = nullptr;
   InputCache inputs_;
   const absl::Time start_;
   uint32_t shapes_total_ = 0;

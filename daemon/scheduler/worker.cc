@@ -391,6 +391,7 @@ std::unique_ptr<DeviceWorker::Running> DeviceWorker::Open(const JobPtr& job) {
   run->saved = run->wall_start;
   run->context = std::make_unique<JobContext>(
       job, *parts_.device, *parts_.builder, parts_.cache.get());
+  run->context->set_costs(&costs_);
   return run;
 }
 

@@ -54,6 +54,7 @@
 #include "daemon/scheduler/runner.h"
 #include "daemon/store/cache.h"
 #include "daemon/store/jobs_store.h"
+#include "daemon/tune/cost_model.h"
 
 namespace irontune {
 
@@ -159,6 +160,9 @@ class DeviceWorker {
   JobRunner* runner_;
   JobQueue* const queue_;
   JobStore* const store_;
+  // What every job's searches learned of step times (tune/cost_model.h),
+  // for the daemon's life; thread-safe.
+  CostKnowledge costs_;
   std::thread thread_;
   std::atomic<bool> stopping_{false};
   // Worker thread only: the Autotune under way, if any.

@@ -57,6 +57,12 @@ struct AutotuneOptions {
   // within reach of the best (docs/search.md, "Racing"). false: every
   // setting tried gets `timing`.
   bool race = true;
+  // Rank before building (docs/search.md, "Ranking before building"): a
+  // shape with more than kRankBatch + 2 settings builds and times the
+  // settings a cost model, fit to what is known, says may beat the best
+  // so far, a round at a time, and stops when none may. false: every
+  // setting (up to `exhaustive`), else a coordinate descent.
+  bool rank = true;
   // Device seconds the job may spend (docs/search.md, "Shape order and the
   // budget"): a shape begins only while less has been spent; the shapes
   // not begun are left untuned. 0: no budget. REQUIRES: >= 0.
@@ -83,17 +89,19 @@ struct TuneStats {
   int64_t confirm_batches = 0;   // batches timed to confirm
   int64_t screened = 0;          // settings given a screening figure
   int64_t screened_out = 0;      // of them, those given no full Timing
+  int64_t rank_rounds = 0;       // rounds of ranked searches (ranking.h)
 
   // Adds `more`'s counts to these, field by field.
   TuneStats& operator+=(const TuneStats& more) {
     using S = TuneStats;
     // A field added to TuneStats joins the list below.
-    static_assert(sizeof(S) == 12 * sizeof(int64_t));
+    static_assert(sizeof(S) == 13 * sizeof(int64_t));
     for (int64_t S::*count :
          {&S::settings_timed, &S::cache_hits, &S::device_timed,
           &S::measure_calls, &S::skipped_by_bound, &S::builder_refused,
           &S::confirmations, &S::confirmed, &S::confirm_timed,
-          &S::confirm_batches, &S::screened, &S::screened_out}) {
+          &S::confirm_batches, &S::screened, &S::screened_out,
+          &S::rank_rounds}) {
       this->*count += more.*count;
     }
     return *this;

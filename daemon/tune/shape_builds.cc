@@ -14,7 +14,9 @@
 #include "daemon/base/sha256.h"
 #include "daemon/base/stats.h"
 #include "daemon/store/cache.h"
+#include "daemon/tune/cost_model.h"
 #include "daemon/tune/measure.h"
+#include "daemon/tune/ranking.h"
 #include "daemon/tune/verdicts.h"
 
 namespace irontune {
@@ -26,6 +28,44 @@ bool MayBeBounded(const Shape& shape, const Platform& platform,
 
 namespace {
 
+// FirstTimed of a ranked search (ShapeSearch::FirstRound): the recorded
+// setting and the incumbent, and unless the cache knows some other
+// setting's figure (a search replayed), the first round the cost model
+// picks from what the context's CostKnowledge holds now.
+std::vector<bool> RankedFirst(const std::vector<TunableValues>& all,
+                              const std::vector<bool>& fits,
+                              const std::vector<bool>& known,
+                              const ShapeTask& task) {
+  std::vector<bool> out(all.size(), false);
+  out[0] = true;
+  std::vector<int> index;  // into all, of the settings that fit
+  std::vector<CostFeatures> features;
+  std::vector<int> besides;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (!fits[i] && i != 0) continue;
+    const bool incumbent =
+        task.incumbent != nullptr && SettingsEqual(all[i], *task.incumbent);
+    if (incumbent) {
+      out[i] = true;
+      besides.push_back(static_cast<int>(index.size()));
+    }
+    if (i != 0 && known[i] && !incumbent) return out;  // replayed
+    index.push_back(static_cast<int>(i));
+    features.push_back(FeaturesOf(task.shape.dims, all[i]));
+  }
+  CostKnowledge* costs = task.context.costs();
+  Ranking ranking(std::move(features),
+                  costs == nullptr
+                      ? std::vector<CostSample>()
+                      : costs->SamplesOf(task.shape.class_name, task.shape.key),
+                  task.options.min_gain);
+  ranking.Dropped(0);
+  absl::StatusOr<std::vector<int>> first = ranking.Next(kRankBatch, besides);
+  if (!first.ok()) return out;  // a forecast: the search will say why
+  for (int k : *first) out[index[k]] = true;
+  return out;
+}
+
 // Which of `all` (ShapeSettings: the recorded setting first) a search
 // times first, before any figure can steer it, where it searches those
 // that `fits` (the recorded one always): all of those where there are at
@@ -36,6 +76,7 @@ namespace {
 // refuses, the search's own lists are shorter: then this is a forecast.
 std::vector<bool> FirstTimed(const std::vector<TunableValues>& all,
                              const std::vector<bool>& fits,
+                             const std::vector<bool>& known,
                              const ShapeTask& task) {
   const TunableValues* incumbent = task.incumbent;
   std::vector<bool> out(all.size(), false);
@@ -45,6 +86,9 @@ std::vector<bool> FirstTimed(const std::vector<TunableValues>& all,
     if (fits[i]) found.push_back(all[i]);
   }
   out[0] = true;
+  if (task.options.rank && found.size() > kRankBatch + 2) {
+    return RankedFirst(all, fits, known, task);
+  }
   if (static_cast<int>(found.size()) <= task.options.exhaustive) {
     if (MayBeBounded(task.shape, task.platform, task.cycles)) return out;
     for (size_t i = 1; i < all.size(); ++i) out[i] = fits[i];
@@ -191,6 +235,32 @@ MemberDesigns AtEverySetting(const Shape& shape, const v1::Calls& calls,
   return out;
 }
 
+// MeasureRequest of each of `ops` (against recorded[k]) at `steps`.
+std::vector<BuildRequest> Requests(const std::vector<v1::Operator>& ops,
+                                   const std::vector<v1::Operator>& recorded,
+                                   const Platform& platform, int steps,
+                                   v1::Packaging packaging) {
+  std::vector<BuildRequest> out;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    out.push_back(
+        MeasureRequest(ops[k], recorded[k], platform, steps, packaging));
+  }
+  return out;
+}
+
+// Of `settings` settings, those whose first member's 1-step design the
+// cache knows as built (`built[k]` of the design of setting[k]): their
+// figures are found without a build.
+std::vector<bool> FirstMemberBuilt(const std::vector<bool>& built,
+                                   const std::vector<size_t>& setting,
+                                   const Shape& shape, size_t settings) {
+  std::vector<bool> out(settings, false);
+  for (size_t k = 0; k < built.size(); k += shape.members.size()) {
+    out[setting[k]] = built[k];
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<BuildRequest>> ShapeBuilds(
@@ -218,13 +288,13 @@ absl::StatusOr<std::vector<BuildRequest>> ShapeBuilds(
       const std::vector<bool> fits,
       FitsNow(ops, setting, found.size(), platform, packaging, context));
   if (!fits[0]) return std::vector<BuildRequest>();
-  const std::vector<bool> timed = FirstTimed(found, fits, task);
-  std::vector<BuildRequest> one_step;
-  for (size_t k = 0; k < ops.size(); ++k)
-    one_step.push_back(
-        MeasureRequest(ops[k], recorded[k], platform, 1, packaging));
+  std::vector<BuildRequest> one_step =
+      Requests(ops, recorded, platform, 1, packaging);
   ASSIGN_OR_RETURN(const std::vector<bool> built,
                    KnownBuilt(one_step, environment, context.cache()));
+  const bool ranked = options.rank && found.size() > kRankBatch + 2;
+  const std::vector<bool> timed = FirstTimed(
+      found, fits, FirstMemberBuilt(built, setting, shape, found.size()), task);
   // Each setting timed first's 1-step design with its many-step one behind
   // (as Measure waits for them); then the 1-step ones only Refusals builds.
   std::vector<BuildRequest> first, refusals;
@@ -235,13 +305,15 @@ absl::StatusOr<std::vector<BuildRequest>> ShapeBuilds(
     if (known || !fits[setting[k]]) continue;
     if (timed[setting[k]]) {
       first.push_back(std::move(one_step[k]));
-    } else if (!checks_fit) {
+    } else if (!checks_fit && !ranked) {
+      // A ranked search learns refusals as it builds.
       refusals.push_back(std::move(one_step[k]));
     }
     if (found.size() > 1 && timed[setting[k]]) {
       first.push_back(MeasureRequest(ops[k], recorded[k], platform,
                                      options.repeats, packaging));
-    } else if (rest != nullptr && found.size() > 1) {
+    } else if (rest != nullptr && found.size() > 1 && !ranked) {
+      // A ranked search's later rounds follow its figures: no guess.
       // Without fit checks its 1-step design is listed above.
       if (checks_fit) rest->push_back(std::move(one_step[k]));
       rest->push_back(MeasureRequest(ops[k], recorded[k], platform,

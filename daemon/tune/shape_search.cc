@@ -5,8 +5,11 @@
 #include <utility>
 
 #include "absl/algorithm/container.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/defaults.h"
 #include "common/status_macros.h"
 #include "common/value.h"
@@ -53,7 +56,9 @@ absl::StatusOr<ShapeResult> ShapeSearch::Run() {
     return out;
   }
   PrepareSearch();
-  if (static_cast<int>(found_.size()) <= options_.exhaustive) {
+  if (options_.rank && found_.size() > kRankBatch + 2) {
+    RETURN_IF_ERROR(Ranked());
+  } else if (static_cast<int>(found_.size()) <= options_.exhaustive) {
     RETURN_IF_ERROR(Exhaustive());
   } else {
     RETURN_IF_ERROR(CoordinateDescent());
@@ -98,6 +103,11 @@ absl::StatusOr<std::string> ShapeSearch::RefusalOf(const TunableValues& s) {
   return std::string();
 }
 
+bool ShapeSearch::RanksWithoutFits() const {
+  return options_.rank && found_.size() > kRankBatch + 2 &&
+         !context_.builder().ChecksFit();
+}
+
 absl::Status ShapeSearch::DropUnbuildable() {
   // Every member at every setting, looked up and built together.
   std::vector<v1::Operator> ops;
@@ -106,10 +116,21 @@ absl::Status ShapeSearch::DropUnbuildable() {
       ops.push_back(WithSetting(OpOf(m), found_[i]));
     }
   }
-  ASSIGN_OR_RETURN(
-      std::vector<std::string> refusals,
-      Refusals(ops, platform_, packaging_, context_.builder(), context_.cache(),
-               [this] { return context_.cancelled(); }));
+  std::vector<std::string> refusals;
+  if (RanksWithoutFits()) {
+    ASSIGN_OR_RETURN(
+        const std::vector<std::optional<std::string>> kept,
+        KeptRefusals(ops, platform_, packaging_,
+                     context_.builder().Environment(), context_.cache()));
+    for (const std::optional<std::string>& why : kept) {
+      refusals.push_back(why.value_or(""));
+    }
+  } else {
+    ASSIGN_OR_RETURN(
+        refusals,
+        Refusals(ops, platform_, packaging_, context_.builder(),
+                 context_.cache(), [this] { return context_.cancelled(); }));
+  }
   std::vector<TunableValues> fit = {found_[0]};
   for (size_t i = 1; i < found_.size(); ++i) {
     const size_t first = (i - 1) * shape_.members.size();
@@ -427,6 +448,164 @@ absl::Status ShapeSearch::Exhaustive() {
   // The recorded setting's own time first, which a bound is held to.
   if (bounded) RETURN_IF_ERROR(TimeBatch({}, true));
   return TimeBatch(found_, false, /*whole=*/true);
+}
+
+absl::Status ShapeSearch::Ranked() {
+  std::vector<CostFeatures> features;
+  for (const TunableValues& s : found_) {
+    features.push_back(FeaturesOf(shape_.dims, s));
+  }
+  CostKnowledge* knowledge = context_.costs();
+  std::vector<CostSample> prior;
+  if (knowledge != nullptr) {
+    prior = knowledge->SamplesOf(shape_.class_name, shape_.key);
+  }
+  Ranking ranking(std::move(features), std::move(prior), options_.min_gain);
+  ASSIGN_OR_RETURN(const std::vector<std::vector<int>> kept, RankedBefore());
+  replayed_ = !kept.empty();
+  std::vector<std::vector<int>> done;
+  std::vector<int> round;
+  if (replayed_) {
+    round = kept[0];
+  } else {
+    ASSIGN_OR_RETURN(round, FirstRound(ranking));
+  }
+  while (!round.empty()) {
+    std::vector<TunableValues> batch;
+    for (int i : round) batch.push_back(found_[i]);
+    RETURN_IF_ERROR(QueueBuilds(batch, /*later=*/false, /*guess=*/false));
+    RETURN_IF_ERROR(TimeBatch(batch, done.empty()));
+    Teach(ranking, round);
+    done.push_back(std::move(round));
+    if (replayed_) {
+      round =
+          done.size() < kept.size() ? kept[done.size()] : std::vector<int>();
+    } else {
+      ASSIGN_OR_RETURN(round, ranking.Next(kRankBatch));
+    }
+  }
+  stats_.rank_rounds += static_cast<int64_t>(done.size());
+  context_.Log(absl::StrFormat(
+      "    ranked: %d rounds%s; the model's error %.3f (log) over %d "
+      "predictions",
+      static_cast<int>(done.size()), replayed_ ? ", replayed" : "",
+      ranking.Error(), ranking.checked()));
+  if (knowledge != nullptr) {
+    knowledge->Learn(shape_.class_name, shape_.key, Samples());
+  }
+  return replayed_ ? absl::OkStatus() : KeepRanked(done);
+}
+
+absl::StatusOr<std::vector<int>> ShapeSearch::FirstRound(Ranking& ranking) {
+  std::vector<int> out;
+  if (incumbent_index_ != 0) out.push_back(incumbent_index_);
+  // Settings whose figures the cache holds (a search cut short) come
+  // without a build.
+  std::vector<BuildRequest> one_step;
+  const ShapeMember& first = shape_.members[0];
+  const v1::Operator recorded = WithSetting(OpOf(first), found_[0]);
+  for (const TunableValues& s : found_) {
+    one_step.push_back(MeasureRequest(WithSetting(OpOf(first), s), recorded,
+                                      platform_, 1, packaging_));
+  }
+  ASSIGN_OR_RETURN(
+      const std::vector<bool> built,
+      KnownBuilt(one_step, context_.builder().Environment(), context_.cache()));
+  for (size_t i = 1; i < found_.size(); ++i) {
+    const int k = static_cast<int>(i);
+    if (built[i] && k != incumbent_index_) out.push_back(k);
+  }
+  ASSIGN_OR_RETURN(const std::vector<int> more, ranking.Next(kRankBatch, out));
+  out.insert(out.end(), more.begin(), more.end());
+  return out;
+}
+
+VerdictKey ShapeSearch::RankedKey() const {
+  std::string text =
+      absl::StrCat("ranked search/1\n", platform_.name, "\n", shape_.key, "\n",
+                   options_.timing.rounds(), "x", options_.timing.calls(), "\n",
+                   options_.min_gain, "\n", incumbent_id_, "\n");
+  for (size_t i = 0; i < found_.size(); ++i) {
+    absl::StrAppend(&text, FoundId(i), "\n");
+  }
+  return {absl::StrCat("ranked:", Sha256Hex(text)),
+          context_.builder().Environment()};
+}
+
+absl::StatusOr<std::vector<std::vector<int>>> ShapeSearch::RankedBefore()
+    const {
+  std::vector<std::vector<int>> rounds;
+  Cache* cache = context_.cache();
+  if (cache == nullptr) return rounds;
+  ASSIGN_OR_RETURN(const std::optional<std::string> kept,
+                   cache->GetVerdict(RankedKey()));
+  if (!kept) return rounds;
+  for (absl::string_view text : absl::StrSplit(*kept, ';')) {
+    std::vector<int>& round = rounds.emplace_back();
+    for (absl::string_view index : absl::StrSplit(text, ',')) {
+      int i = 0;
+      if (!absl::SimpleAtoi(index, &i) || i < 0 ||
+          i >= static_cast<int>(found_.size())) {
+        return std::vector<std::vector<int>>();  // not ours: search afresh
+      }
+      round.push_back(i);
+    }
+  }
+  return rounds;
+}
+
+absl::Status ShapeSearch::KeepRanked(
+    const std::vector<std::vector<int>>& rounds) {
+  Cache* cache = context_.cache();
+  if (cache == nullptr || rounds.empty()) return absl::OkStatus();
+  std::vector<std::string> texts;
+  for (const std::vector<int>& round : rounds) {
+    texts.push_back(absl::StrJoin(round, ","));
+  }
+  return cache->PutVerdict(RankedKey(), absl::StrJoin(texts, ";"));
+}
+
+void ShapeSearch::Teach(Ranking& ranking, const std::vector<int>& round) const {
+  if (!recorded_us_ || !(*recorded_us_ > 0)) return;
+  const double work = LogWork(shape_.dims);
+  ranking.Timed(0, std::log(*recorded_us_) - work);
+  for (int i : round) {
+    if (i == 0) continue;
+    const std::string& key = FoundId(static_cast<size_t>(i));
+    const ShapeTrial* t = nullptr;
+    if (auto it = tried_.find(key); it != tried_.end()) t = &it->second;
+    if (t == nullptr) {
+      if (auto it = screened_in_.find(key); it != screened_in_.end()) {
+        t = &it->second;
+      }
+    }
+    const double us = t != nullptr ? *recorded_us_ + t->trial.delta_us : 0;
+    // A setting the judge refused was timed all the same: its figure
+    // teaches the model, though it is never taken.
+    if (t != nullptr && t->trial.noise_us && us > 0) {
+      ranking.Timed(i, std::log(us) - work, t->trial.refused.empty());
+    } else {
+      ranking.Dropped(i);
+    }
+  }
+}
+
+std::vector<CostSample> ShapeSearch::Samples() const {
+  std::vector<CostSample> out;
+  if (!recorded_us_ || !(*recorded_us_ > 0)) return out;
+  std::map<std::string, const ShapeTrial*> figures;
+  for (const auto& [key, t] : screened_in_) figures[key] = &t;
+  for (const auto& [key, t] : tried_) figures[key] = &t;
+  for (size_t i = 0; i < found_.size(); ++i) {
+    auto it = figures.find(FoundId(i));
+    if (it == figures.end()) continue;
+    const Comparison& c = it->second->trial;
+    const double us = *recorded_us_ + (i == 0 ? 0.0 : c.delta_us);
+    if (!c.noise_us || !(us > 0)) continue;  // refused untimed
+    out.push_back({FeaturesOf(shape_.dims, found_[i]),
+                   std::log(us) - LogWork(shape_.dims), 1.0});
+  }
+  return out;
 }
 
 absl::Status ShapeSearch::CoordinateDescent() {

@@ -24,8 +24,10 @@
 #include "absl/status/statusor.h"
 #include "daemon/npu/builder.h"
 #include "daemon/tune/autotune_options.h"
+#include "daemon/tune/cost_model.h"
 #include "daemon/tune/kernel_cycles.h"
 #include "daemon/tune/measure.h"
+#include "daemon/tune/ranking.h"
 #include "daemon/tune/search.h"
 #include "daemon/tune/settings_timer.h"
 #include "daemon/tune/shape_builds.h"
@@ -188,6 +190,41 @@ class ShapeSearch {
 
   absl::Status Exhaustive();
 
+  // Ranking before building (ranking.h): rounds of the settings the cost
+  // model says may beat the best figure so far, each timed as a batch
+  // (TimeBatch), the model refit after each, until none may. What the
+  // shape showed is added to the context's CostKnowledge as the search
+  // ends, and its rounds are kept in the cache (KeepRanked); a search that
+  // finds them (RankedBefore) times the same rounds again, from the cache
+  // where it holds their figures, and asks the model nothing.
+  absl::Status Ranked();
+
+  // Ranked()'s first round: the incumbent, the settings whose figures the
+  // cache holds (no build), then the model's choice.
+  absl::StatusOr<std::vector<int>> FirstRound(Ranking& ranking);
+
+  // The cache's record of a ranked search of this shape, its settings,
+  // incumbent, Timing and margin: a verdict under a key of its own holding
+  // its rounds (indices into found_). Empty where none is kept or the
+  // record does not parse. A remeasure replays the rounds too: the same
+  // search, timed afresh.
+  VerdictKey RankedKey() const;
+  absl::StatusOr<std::vector<std::vector<int>>> RankedBefore() const;
+  absl::Status KeepRanked(const std::vector<std::vector<int>>& rounds);
+
+  // Tells `ranking` what became of the settings of `round` (indices into
+  // found_) and of the recorded setting: timed (admitted, with a noise),
+  // else dropped.
+  void Teach(Ranking& ranking, const std::vector<int>& round) const;
+
+  // What the search timed, as samples for the context's CostKnowledge.
+  std::vector<CostSample> Samples() const;
+
+  // Whether a ranked search looks only at the refusals the cache keeps
+  // (a builder without fit checks would build every setting to learn
+  // them): the rest are learnt as settings are built.
+  bool RanksWithoutFits() const;
+
   // Passes over the tunables from the incumbent, each timing the Line()
   // through the setting Pick() takes so far, until a pass moves nothing.
   absl::Status CoordinateDescent();
@@ -270,6 +307,8 @@ class ShapeSearch {
   // Screening figures of the settings a screen left in reach, and of the
   // recorded setting, by identity.
   std::map<std::string, ShapeTrial> screened_in_;
+  // A ranked search replaying a search kept in the cache (RankedBefore).
+  bool replayed_ = false;
   // The challengers Nominate() chose for confirmation, where it did.
   std::optional<std::vector<std::string>> nominated_;
 };

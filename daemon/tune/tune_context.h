@@ -27,6 +27,7 @@
 namespace irontune {
 
 class Cache;
+class CostKnowledge;
 
 // A running job's device time: planned, used and still to spend
 // (daemon/tune/plan.h).
@@ -52,6 +53,10 @@ class TuneContext {
   virtual Cache* cache() = 0;
   // Seeded inputs kept across the measurements of one job.
   virtual InputCache& inputs() = 0;
+  // What the searches learned of step times (cost_model.h), shared by every
+  // job of the device; null (the default): a search learns from its own
+  // figures only.
+  virtual CostKnowledge* costs() { return nullptr; }
   // Which of the shapes an AutotuneRun searches at once this context
   // serves (0: the only one): the user whose batch inputs the input cache
   // keeps (InputCache::MakeAll).
@@ -98,6 +103,7 @@ class TuneContextWrapper : public TuneContext {
   Builder& builder() override { return inner_.builder(); }
   Cache* cache() override { return inner_.cache(); }
   InputCache& inputs() override { return inner_.inputs(); }
+  CostKnowledge* costs() override { return inner_.costs(); }
   int lane() override { return inner_.lane(); }
   bool cancelled() override { return inner_.cancelled(); }
   void Sleep(absl::Duration d) override { inner_.Sleep(d); }

@@ -29,6 +29,7 @@
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
 #include "daemon/store/cache.h"
+#include "daemon/tune/cost_model.h"
 #include "daemon/tune/kernel_cycles.h"
 #include "daemon/tune/settings.h"
 #include "daemon/tune/shape_builds.h"
@@ -418,6 +419,7 @@ TEST_CASE("TimeShape: a coordinate descent times fewer settings") {
     options.space = RecordingSearchSpace();
     options.timing = Quick();
     options.exhaustive = exhaustive;
+    options.rank = false;  // this mechanism, not the ranked rounds
     auto shapes = Shapes(calls, options.space, "npu2");
     REQUIRE(shapes.ok());
     REQUIRE(shapes->size() == 1);
@@ -454,6 +456,7 @@ std::pair<ShapeResult, TuneStats> SearchOf(const v1::Operator& op, bool race,
   AutotuneOptions options;
   options.space = RecordingSearchSpace();
   options.timing = Quick();
+  options.rank = false;  // this mechanism, not the ranked rounds
   options.exhaustive = exhaustive;
   options.race = race;
   auto shapes = Shapes(calls, options.space, "npu2");
@@ -555,6 +558,7 @@ TEST_CASE("TimeShape: settings a kernel bound rules out are not timed") {
   options.space = RecordingSearchSpace();
   options.timing = Quick();
   options.cycles_path = path;
+  options.rank = false;  // this mechanism, not the ranked rounds
   auto result = Autotune(calls, Profile(), options, rig.Context());
   REQUIRE(result.ok());
   // tile_m 32, tile_n 32 at 3 column counts: each bound far above any time.
@@ -583,6 +587,7 @@ TEST_CASE("TimeShape: a cycles file prunes, a recipe it lacks is timed") {
   options.space = RecordingSearchSpace();
   options.timing = Quick();
   options.cycles_path = path;
+  options.rank = false;  // this mechanism, not the ranked rounds
   auto result = Autotune(calls, Profile(), options, rig.Context());
   REQUIRE(result.ok());
   CHECK(result->stats.skipped_by_bound == 3);
@@ -1504,6 +1509,7 @@ TEST_CASE(
   // Two GEMMs of three tunables each, searched by coordinate descent.
   AutotuneOptions options;
   options.exhaustive = 2;
+  options.rank = false;  // this mechanism, not the ranked rounds
   const NotedBuilds noted =
       AutotuneNoted(MakeCalls({SearchGemm(512), SearchGemm(256)}, {0, 1}),
                     options, GENERATE(false, true));
@@ -1537,6 +1543,7 @@ TEST_CASE("Autotune: every later shape's first builds go before any spare") {
   // first builds of both after it, and only then their other settings'.
   AutotuneOptions options;
   options.exhaustive = 2;
+  options.rank = false;  // this mechanism, not the ranked rounds
   const NotedBuilds noted = AutotuneNoted(
       MakeCalls({SearchGemm(512), SearchGemm(256), SearchGemm(128)}, {0, 1, 2}),
       options, GENERATE(false, true));
@@ -2002,6 +2009,7 @@ TEST_CASE("Autotune: fit checks build only what is timed and decide the same") {
     options.space = RecordingSearchSpace();
     options.timing = Quick();
     options.exhaustive = exhaustive;
+    options.rank = false;  // this mechanism, not the ranked rounds
     const FitRun building = RunFits(calls, options, false);
     const FitRun checking = RunFits(calls, options, true);
     CHECK(building.fits == 0);
@@ -2078,6 +2086,7 @@ TEST_CASE(
   options.space = RecordingSearchSpace();
   options.timing = Quick();
   options.exhaustive = 8;
+  options.rank = false;  // this mechanism, not the ranked rounds
   auto cache = Cache::Open(TempPath("descent_guesses.db"), "NPU Strix",
                            PowerMode::kDefault);
   REQUIRE(cache.ok());
@@ -2140,6 +2149,7 @@ TEST_CASE("TimeShape: every member's designs are queued before one is built") {
   AutotuneOptions options;
   options.space = RecordingSearchSpace();
   options.timing = Quick();
+  options.rank = false;  // this mechanism, not the ranked rounds
   auto shapes = Shapes(calls, options.space, "npu2");
   REQUIRE(shapes.ok());
   REQUIRE(shapes->size() == 1);
@@ -2165,6 +2175,134 @@ TEST_CASE("TimeShape: every member's designs are queued before one is built") {
   REQUIRE_FALSE(built.empty());
   // Both members' designs, 1-step and many-step, before the first build.
   for (const std::string& key : built) CHECK(queued_first.count(key) == 1);
+}
+
+// ------------------------------------------------------ ranked searches
+
+// One Autotune of `calls` on a noise-free rig, counting builds.
+struct RankedRun {
+  TuneResult result;
+  int builds = 0;
+  std::vector<std::string> lines;
+};
+
+RankedRun RunRanked(const v1::Calls& calls, const AutotuneOptions& options,
+                    CostKnowledge* knowledge, Cache* cache = nullptr) {
+  Rig rig;
+  SimBuilder sim_builder;
+  testing::CountingBuilder builder(sim_builder);
+  testing::LocalTuneContext context(rig.device.get(), &builder, cache);
+  context.set_costs(knowledge);
+  auto run = Autotune(calls, Profile(), options, context);
+  REQUIRE(run.ok());
+  return {*std::move(run), builder.builds, context.lines};
+}
+
+AutotuneOptions RankedOptions() {
+  AutotuneOptions options;
+  options.space = RecordingSearchSpace();
+  options.timing = Quick();
+  return options;
+}
+
+TEST_CASE("Autotune: a ranked search builds few settings, as well chosen") {
+  // 36 combinations, 24 of which the sim builds.
+  const v1::Operator op = WideGemm();
+  const v1::Calls calls = MakeCalls({op}, {0});
+  AutotuneOptions all = RankedOptions();
+  all.rank = false;
+  all.race = false;
+  all.exhaustive = 1000;
+  const RankedRun every = RunRanked(calls, all, nullptr);
+  CostKnowledge knowledge;
+  const RankedRun ranked = RunRanked(calls, RankedOptions(), &knowledge);
+  CHECK(ranked.result.stats.rank_rounds >= 1);
+  CHECK(every.result.stats.rank_rounds == 0);
+  CHECK(ranked.result.stats.settings_timed < every.result.stats.settings_timed);
+  CHECK(ranked.builds < every.builds);
+  CHECK(Saw(ranked.lines, "ranked: "));
+  // What it chose is as fast (the sim without noise is the truth).
+  Rig truth;
+  const auto true_us = [&](const RankedRun& r) {
+    const ShapeResult& s = r.result.shapes[0];
+    return TrueUs(truth, WithSetting(op, s.trials[s.best].trial.tunables));
+  };
+  CHECK(true_us(ranked) <= 1.01 * true_us(every));
+  // The shape is learnt, for the class's next shapes.
+  CHECK(knowledge.shapes() == 1);
+  CHECK(knowledge.SamplesOf("GEMM", "").size() >=
+        static_cast<size_t>(ranked.result.stats.settings_timed) - 1);
+}
+
+TEST_CASE("Autotune: a shape whose class was searched builds no more") {
+  const v1::Operator other = SearchGemm(1024, 256, 512, 64, 64, 1);
+  v1::Operator op = WideGemm();
+  CostKnowledge knowledge;
+  AutotuneOptions options = RankedOptions();
+  v1::Operator taught = other;
+  SetDomain(taught, "tile_m", {32, 64, 128});
+  SetDomain(taught, "tile_n", {32, 64, 128});
+  SetDomain(taught, "num_aie_columns", {1, 2, 4, 8});
+  RunRanked(MakeCalls({taught}, {0}), options, &knowledge);
+  REQUIRE(knowledge.shapes() == 1);
+  const v1::Calls calls = MakeCalls({op}, {0});
+  const RankedRun alone = RunRanked(calls, options, nullptr);
+  const RankedRun after = RunRanked(calls, options, &knowledge);
+  CHECK(after.result.stats.settings_timed <= alone.result.stats.settings_timed);
+  CHECK(after.builds <= alone.builds);
+}
+
+TEST_CASE("Autotune: a ranked search is replayed from the cache as it ran") {
+  ForgetKeptShapes();
+  const v1::Calls calls = MakeCalls({WideGemm()}, {0});
+  auto cache =
+      Cache::Open(TempPath("ranked.db"), "NPU Strix", PowerMode::kDefault);
+  REQUIRE(cache.ok());
+  CostKnowledge knowledge;
+  AutotuneOptions options = RankedOptions();
+  const RankedRun first = RunRanked(calls, options, &knowledge, cache->get());
+  REQUIRE(first.result.stats.device_timed > 0);
+  // Whatever the daemon learned since (here: the shape itself, under
+  // another key), the same rounds are timed from the cache.
+  knowledge.Learn("GEMM", "another shape",
+                  knowledge.SamplesOf("GEMM", "no such shape"));
+  ForgetKeptShapes();
+  const RankedRun again = RunRanked(calls, options, &knowledge, cache->get());
+  CHECK(again.result.stats.device_timed == 0);
+  CHECK(again.builds == 0);
+  CHECK(Saw(again.lines, "replayed"));
+  CHECK(again.result.profile.ToJson() == first.result.profile.ToJson());
+  CHECK(again.result.stats.settings_timed == first.result.stats.settings_timed);
+  CHECK(again.result.stats.rank_rounds == first.result.stats.rank_rounds);
+  // A remeasure times the same rounds afresh.
+  options.remeasure = true;
+  const RankedRun fresh = RunRanked(calls, options, &knowledge, cache->get());
+  CHECK(fresh.result.stats.device_timed > 0);
+  CHECK(fresh.result.stats.rank_rounds == first.result.stats.rank_rounds);
+  const auto settings = [](const RankedRun& r) {
+    std::set<std::string> out;
+    for (const ShapeTrial& t : r.result.shapes[0].trials) {
+      out.insert(SettingIdentity(t.trial.tunables));
+    }
+    return out;
+  };
+  CHECK(settings(fresh) == settings(first));
+}
+
+TEST_CASE("Autotune: a ranked search without fit checks builds no more") {
+  // Without a fit check a ranked search learns refusals as it builds,
+  // rather than building every setting first.
+  const v1::Calls calls = MakeCalls({WideGemm()}, {0});
+  AutotuneOptions options = RankedOptions();
+  const FitRun ranked = RunFits(calls, options, false);
+  options.rank = false;
+  const FitRun descent = RunFits(calls, options, false);
+  CHECK(ranked.fits == 0);
+  REQUIRE(ranked.result.stats.rank_rounds >= 1);
+  // The descent built each of the 35 other combinations' 1-step designs to
+  // learn that 12 do not fit; the ranked search built what it timed.
+  CHECK(descent.builds >= 35);
+  CHECK(ranked.builds < descent.builds);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ class LocalTuneContext : public TuneContext {
   Device& device() override { return *device_; }
   Builder& builder() override { return *builder_; }
   Cache* cache() override { return cache_; }
+  CostKnowledge* costs() override { return costs_; }
   InputCache& inputs() override {
     ++inputs_asked;
     return inputs_;
@@ -37,6 +38,8 @@ class LocalTuneContext : public TuneContext {
 
   void set_device(Device* device) { device_ = device; }
   void set_cache(Cache* cache) { cache_ = cache; }
+  // `costs` (may be null) must outlive the context.
+  void set_costs(CostKnowledge* costs) { costs_ = costs; }
 
   std::function<bool()> cancel_when;  // null: never cancelled
   std::vector<std::string> lines;     // Log lines, in order
@@ -49,6 +52,7 @@ class LocalTuneContext : public TuneContext {
   Device* device_;
   Builder* builder_;
   Cache* cache_;
+  CostKnowledge* costs_ = nullptr;
   InputCache inputs_;
 };
 
