@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <tuple>
 #include <utility>
 
 #include "absl/algorithm/container.h"
@@ -141,16 +140,17 @@ absl::StatusOr<std::vector<int>> Ranking::Next(
   const double error = Error();
   // Those that may be faster (their prediction less kRankZ errors, the
   // error growing with the distance from the settings timed), fastest
-  // predicted first.
-  std::vector<std::tuple<double, double, int>> ranked;
+  // predicted first, then in the settings' order (trees predict many
+  // alike).
+  std::vector<std::pair<double, int>> ranked;
   for (size_t j = 0; j < open.size(); ++j) {
     const double p = predicted[j];
     const double may = p - kRankZ * error * (1 + kFarError * Nearest(open[j]));
-    if (may < mark) ranked.push_back({p, may, open[j]});
+    if (may < mark) ranked.push_back({p, open[j]});
   }
   std::sort(ranked.begin(), ranked.end());
   std::vector<int> out;
-  for (const auto& [p, may, i] : ranked) {
+  for (const auto& [p, i] : ranked) {
     if (static_cast<int>(out.size()) == most) break;
     out.push_back(i);
     offered_[i] = p;
