@@ -85,18 +85,39 @@ std::optional<v1::Measurement> Decode(std::string_view blob,
   return m;
 }
 
-// The columns a lookup of a key's rows reads, the most precise first:
-// rounds x calls, then the newest, then the most rounds (unknown Timings,
-// {0, 0}, last).
+// A key's rows, the most precise first: rounds x calls, then the newest,
+// then the most rounds (unknown Timings, {0, 0}, last). A lookup reads
+// kKeyRows, unsorted (most keys have one row), and ranks with Precedes.
+constexpr std::string_view kKeyRows =
+    "SELECT rounds, calls, row_schema, measurement, written FROM measurements "
+    "WHERE partition = ?1 AND key = ?2";
 constexpr std::string_view kRankedRows =
-    "SELECT rounds, calls, row_schema, measurement FROM measurements "
+    "SELECT rounds, calls, row_schema, measurement, written FROM measurements "
     "WHERE partition = ?1 AND key = ?2 "
     "ORDER BY rounds * calls DESC, written DESC, rounds DESC";
 
-// The Timing of a row read by kRankedRows.
+// The Timing of a row read by kKeyRows or kRankedRows.
 FigureTiming RowTiming(sqlite::Statement& stmt) {
   return {static_cast<uint32_t>(stmt.ColumnInt(0)),
           static_cast<uint32_t>(stmt.ColumnInt(1))};
+}
+
+// A row a lookup may take: its Timing, when it was written, its figure.
+struct Candidate {
+  FigureTiming timing;
+  int64_t written = 0;
+  v1::Measurement m;
+};
+
+// Whether a row at `timing` written at `written` ranks before `other`, as
+// kRankedRows orders them.
+bool Precedes(const FigureTiming& timing, int64_t written,
+              const Candidate& other) {
+  if (timing.calls_timed() != other.timing.calls_timed()) {
+    return timing.calls_timed() > other.timing.calls_timed();
+  }
+  if (written != other.written) return written > other.written;
+  return timing.rounds > other.timing.rounds;
 }
 
 }  // namespace
@@ -170,7 +191,7 @@ absl::StatusOr<std::unique_ptr<CacheReader>> CacheReader::Open(
 }
 
 absl::Status CacheReader::PrepareStatements() {
-  ASSIGN_OR_RETURN(get_, db_->Prepare(kRankedRows));
+  ASSIGN_OR_RETURN(get_, db_->Prepare(kKeyRows));
   ASSIGN_OR_RETURN(get_iron_, db_->Prepare(absl::StrCat(
                                   "SELECT ", kCacheRowSchema,
                                   ", measurement FROM iron_costs "
@@ -205,22 +226,28 @@ absl::StatusOr<std::optional<v1::Measurement>> CacheReader::Best(
   sqlite::ScopedReset reset(get_);
   RETURN_IF_ERROR(get_.BindInt(1, *partition));
   RETURN_IF_ERROR(get_.BindTextUncopied(2, digest));  // outlives `reset`
+  std::optional<Candidate> best, unknown;
   while (true) {
     ASSIGN_OR_RETURN(bool found, get_.Step());
-    if (!found) return std::nullopt;
+    if (!found) break;
     if (get_.ColumnInt(2) != kCacheRowSchema) continue;
     const FigureTiming timing = RowTiming(get_);
-    if (timing.known() && !timing.Covers(asked)) continue;
+    const int64_t written = get_.ColumnInt(4);
+    if (timing.known() &&
+        (!timing.Covers(asked) || (best && !Precedes(timing, written, *best))))
+      continue;
     std::optional<v1::Measurement> m =
         Decode(get_.ColumnBlob(3), platform_, digest, power_mode_);
     if (!m) continue;
-    // Rows of unknown Timing come last: no known one covered the ask. Its
-    // calls are known (0: not recorded), its rounds are not.
-    if (!timing.known() && m->calls() != 0 && m->calls() < asked.calls) {
-      return std::nullopt;
-    }
-    return m;
+    (timing.known() ? best : unknown) =
+        Candidate{timing, written, *std::move(m)};
   }
+  if (best) return std::move(best->m);
+  // A figure of unknown Timing only where no known one covers the ask: its
+  // calls are known (0: not recorded), its rounds are not.
+  if (unknown && (unknown->m.calls() == 0 || unknown->m.calls() >= asked.calls))
+    return std::move(unknown->m);
+  return std::nullopt;
 }
 
 absl::StatusOr<std::vector<CacheEntry>> CacheReader::Figures(

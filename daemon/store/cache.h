@@ -263,7 +263,7 @@ class CacheReader {
   const std::string platform_;  // slug
   const PowerMode power_mode_;
   std::optional<int64_t> partition_id_;
-  sqlite::Statement get_;  // a key's rows, the most precise first
+  sqlite::Statement get_;  // a key's rows (kKeyRows in cache.cc)
   sqlite::Statement get_iron_;
   sqlite::Statement get_verdict_;
   int64_t hits_ = 0;
