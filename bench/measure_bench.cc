@@ -8,17 +8,22 @@
 //                            gemv`, `memory gemm`)
 //   measure_bench precision  spread of t_step_us over 20 measurements of one
 //                            setting at the default Timing, against the noise
+//                            reported, without a cache and with one learning
+//                            from the repeats; the same for a paired delta
 //   measure_bench cpu        host CPU work of a batch: zeroing the example's
 //                            525 MB lm-head weight in 4 KiB pages against
 //                            advised huge pages, and a seeded input of it;
 //                            an elementwise map over 32M elements, looked up
 //                            once against per element
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -29,6 +34,7 @@
 #include "daemon/ops/numeric.h"
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
+#include "daemon/store/cache.h"
 #include "daemon/tune/inputs.h"
 #include "daemon/tune/measure.h"
 #include "tests/testing/operator_fixtures.h"
@@ -132,47 +138,161 @@ int Memory(const std::string& which) {
   return 0;
 }
 
-int Precision() {
+// The spread of a series of figures against the noise reported with them.
+struct Spread {
+  double mean = 0, sd = 0, lo = 0, hi = 0;
+  double median_noise = 0;  // of the noises given
+  int covered = 0;          // within 2 noises of the truth
+  double rms_z = 0;         // root mean square of (figure - truth) / noise
+};
+
+Spread SpreadOf(const std::vector<double>& figures,
+                const std::vector<double>& noises, double truth) {
+  Spread out;
+  for (double f : figures) out.mean += f / figures.size();
+  double var = 0, z2 = 0;
+  for (size_t i = 0; i < figures.size(); ++i) {
+    var += (figures[i] - out.mean) * (figures[i] - out.mean);
+    const double z = (figures[i] - truth) / noises[i];
+    z2 += z * z;
+    if (std::abs(z) <= 2) ++out.covered;
+  }
+  out.sd = std::sqrt(var / (figures.size() - 1));
+  out.rms_z = std::sqrt(z2 / figures.size());
+  auto [lo, hi] = std::minmax_element(figures.begin(), figures.end());
+  out.lo = *lo;
+  out.hi = *hi;
+  out.median_noise = Median(noises);
+  return out;
+}
+
+// What `kMeasurements` Measures in a row of `settings` gave: the first
+// setting's step times with their rounds' SE and reported noise, and the
+// second's (if any) paired deltas with their noise.
+struct Series {
+  std::vector<double> steps, within, noises, deltas, delta_noises;
+  int paired = 0;  // deltas paired round by round (not cut short)
+  double true_step = 0, true_delta = 0;
+  double seconds_each = 0;  // of the device's clock
+};
+
+constexpr int kMeasurements = 20;
+
+// `cache` may be null; with one, each Measure remeasures (a repeat), so the
+// cache sees every figure.
+absl::StatusOr<Series> MeasureSeries(const std::vector<v1::Operator>& settings,
+                                     Cache* cache) {
   auto sim = MakeSimDevice("sim:npu2");
+  if (!sim.ok()) return sim.status();
   SimBuilder builder;
   MeasurePlan request;
   request.packaging = v1::PACKAGING_FULL_ELF;
-  request.settings = {IronGemm(256, 2048, 2048, 64, 64, 64, 8)};
-  testing::LocalTuneContext deps(sim->get(), &builder);
-  Platform platform = *(*sim)->GetPlatform();
-  auto built = builder.Build(
-      {request.settings[0], platform, 1, true, request.packaging});
-  double truth = *(*sim)->TrueStepUs(*built->artifact);
-  std::vector<double> steps, noises;
-  for (int i = 0; i < 20; ++i) {
+  request.settings = settings;
+  request.remeasure = true;
+  testing::LocalTuneContext deps(sim->get(), &builder, cache);
+  const Platform platform = *(*sim)->GetPlatform();
+  Series out;
+  std::vector<double> truth;
+  for (const v1::Operator& op : settings) {
+    auto built = builder.Build({op, platform, 1, true, request.packaging});
+    truth.push_back(*(*sim)->TrueStepUs(*built->artifact));
+  }
+  out.true_step = truth[0];
+  if (truth.size() > 1) out.true_delta = truth[1] - truth[0];
+  for (int i = 0; i < kMeasurements; ++i) {
     auto result = Measure(request, deps);
-    if (!result.ok()) {
-      std::printf("measure failed: %s\n", result.status().ToString().c_str());
+    if (!result.ok()) return result.status();
+    const v1::Measurement& m = result->measurements.at(0);
+    out.steps.push_back(m.t_step_us());
+    std::vector<double> rounds(m.round_us().begin(), m.round_us().end());
+    out.within.push_back(*MedianStandardError(rounds));
+    out.noises.push_back(m.t_step_noise_us());
+    if (settings.size() < 2) continue;
+    const v1::Measurement& other = result->measurements.at(1);
+    if (other.round_us_size() == other.default_round_us_size()) ++out.paired;
+    const Delta d = AgainstDefault(other);
+    out.deltas.push_back(d.delta_us);
+    out.delta_noises.push_back(*d.noise_us);
+  }
+  out.seconds_each = (*sim)->now_us() / 1e6 / kMeasurements;
+  return out;
+}
+
+void PrintSteps(const char* what, const Series& s) {
+  const Spread rounds = SpreadOf(s.steps, s.within, s.true_step);
+  const Spread noise = SpreadOf(s.steps, s.noises, s.true_step);
+  std::printf("  %s\n", what);
+  std::printf(
+      "    measured mean %.2f us (bias %+.2f%%); sd %.3f us (%.3f%%), range "
+      "%.2f .. %.2f us\n",
+      noise.mean, 100 * (noise.mean - s.true_step) / s.true_step, noise.sd,
+      100 * noise.sd / s.true_step, noise.lo, noise.hi);
+  std::printf("    rounds' SE alone: median %.3f us; sd / SE = %.2f\n",
+              rounds.median_noise, rounds.sd / rounds.median_noise);
+  std::printf(
+      "    t_step_noise_us: median %.3f us (%.3f%%), first %.3f, last %.3f; "
+      "sd / noise = %.2f (goal <= 1.5)\n",
+      noise.median_noise, 100 * noise.median_noise / s.true_step,
+      s.noises.front(), s.noises.back(), noise.sd / noise.median_noise);
+  std::printf("    true step within +-2 noises: %d of %zu; rms z %.2f\n",
+              noise.covered, s.steps.size(), noise.rms_z);
+}
+
+void PrintDeltas(const char* what, const Series& s) {
+  const Spread d = SpreadOf(s.deltas, s.delta_noises, s.true_delta);
+  std::printf(
+      "  %s: delta mean %+.3f us (true %+.3f), sd %.3f us, median noise "
+      "%.3f us, sd / noise = %.2f, within +-2 noises %d of %zu, rms z "
+      "%.2f; %d paired round by round\n",
+      what, d.mean, s.true_delta, d.sd, d.median_noise, d.sd / d.median_noise,
+      d.covered, s.deltas.size(), d.rms_z, s.paired);
+}
+
+int Precision() {
+  const std::filesystem::path db =
+      std::filesystem::temp_directory_path() /
+      ("measure_bench_precision_" + std::to_string(getpid()) + ".db");
+  auto cache = Cache::Open(db.string(), "NPU Strix", PowerMode::kDefault);
+  if (!cache.ok()) {
+    std::printf("cache: %s\n", cache.status().ToString().c_str());
+    return 1;
+  }
+  const std::vector<v1::Operator> one = {
+      IronGemm(256, 2048, 2048, 64, 64, 64, 8)};
+  const std::vector<v1::Operator> pair = {
+      IronGemm(256, 2048, 2048, 64, 64, 64, 8),
+      IronGemm(256, 2048, 2048, 64, 64, 32, 8)};
+  // The same device seed each time: the same timings, only the noise
+  // reported with them differs.
+  auto alone = MeasureSeries(one, nullptr);
+  auto learning = MeasureSeries(one, cache->get());
+  auto learned = MeasureSeries(one, cache->get());
+  auto pair_alone = MeasureSeries(pair, nullptr);
+  auto pair_learned = MeasureSeries(pair, cache->get());
+  std::error_code ec;
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    std::filesystem::remove(db.string() + suffix, ec);
+  }
+  for (const auto* s :
+       {&alone, &learning, &learned, &pair_alone, &pair_learned}) {
+    if (!s->ok()) {
+      std::printf("measure failed: %s\n", s->status().ToString().c_str());
       return 1;
     }
-    const v1::Measurement& m = result->measurements.at(0);
-    steps.push_back(m.t_step_us());
-    std::vector<double> rounds(m.round_us().begin(), m.round_us().end());
-    noises.push_back(*MedianStandardError(rounds));
   }
-  double mean = 0;
-  for (double s : steps) mean += s;
-  mean /= steps.size();
-  double var = 0;
-  for (double s : steps) var += (s - mean) * (s - mean);
-  double sd = std::sqrt(var / (steps.size() - 1));
-  auto [lo, hi] = std::minmax_element(steps.begin(), steps.end());
   std::printf(
-      "precision: GEMM 256x2048x2048, 20 measurements at the default "
-      "Timing (8 rounds x 50 calls)\n");
-  std::printf("  true step %.2f us; measured mean %.2f us (bias %+.2f%%)\n",
-              truth, mean, 100 * (mean - truth) / truth);
-  std::printf("  spread: sd %.3f us (%.3f%%), range %.2f .. %.2f us\n", sd,
-              100 * sd / truth, *lo, *hi);
-  std::printf(
-      "  median reported noise (SE of the median) %.3f us; "
-      "sd / noise = %.2f\n",
-      Median(noises), sd / Median(noises));
+      "precision: GEMM 256x2048x2048, %d measurements in a row at the "
+      "default Timing (8 rounds x 50 calls), %.2f s of device clock each\n"
+      "  true step %.2f us\n",
+      kMeasurements, alone->seconds_each, alone->true_step);
+  PrintSteps("without a cache (drift: the floor, or the call's batches)",
+             *alone);
+  PrintSteps("with a new cache, learning from the repeats as they come",
+             *learning);
+  PrintSteps("the same cache again (it has seen the 20 before)", *learned);
+  std::printf("paired deltas, tile_n 32 against 64, the same 20 in a row:\n");
+  PrintDeltas("without a cache", *pair_alone);
+  PrintDeltas("with the cache", *pair_learned);
   std::printf(
       "  simulated noise: 2%% jitter per call, 0.5%% outliers, 1%% "
       "drift over 60 s\n");

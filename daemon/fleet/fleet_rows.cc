@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -33,8 +34,27 @@ std::string FigureRefusal(const FleetPartition& partition,
   if (!std::isfinite(t) || t < 0) {
     return absl::StrCat("step time ", t, " is not a finite time");
   }
+  const FigureTiming& timing = row.timing;
+  constexpr uint32_t kMost = std::numeric_limits<int32_t>::max();
+  if ((!timing.known() && !(timing == FigureTiming{})) ||
+      timing.rounds > kMost || timing.calls > kMost) {
+    return absl::StrCat("a Timing of ", timing.rounds, " rounds x ",
+                        timing.calls, " calls");
+  }
   return "";
 }
+
+// A figure's Timing read from columns `rounds` and `calls` of row `i`.
+absl::StatusOr<FigureTiming> TimingAt(const pg::Result& rows, int i, int rounds,
+                                      int calls) {
+  ASSIGN_OR_RETURN(int64_t r, rows.Int(i, rounds));
+  ASSIGN_OR_RETURN(int64_t c, rows.Int(i, calls));
+  return FigureTiming{static_cast<uint32_t>(r), static_cast<uint32_t>(c)};
+}
+
+// The order of a key's figures, the most precise first (cache.h).
+constexpr char kRanked[] =
+    "r.rounds::bigint * r.calls DESC, r.written DESC, r.rounds DESC";
 
 void Refuse(MergeCounts& counts, std::string_view what, std::string_view key,
             std::string_view why) {
@@ -117,13 +137,16 @@ absl::StatusOr<MergeCounts> InsertFigures(pg::Connection& conn,
     ASSIGN_OR_RETURN(
         pg::Result result,
         conn.Exec("INSERT INTO irontune.figures(partition, toolchain, key, "
-                  "row_schema, t_step_us, measurement, box) VALUES ($1, $2, "
-                  "$3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+                  "row_schema, t_step_us, measurement, box, rounds, calls) "
+                  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
+                  "ON CONFLICT DO NOTHING",
                   {pg::Param::Int(id), pg::Param::Text(partition.toolchain),
                    pg::Param::Text(row.key), pg::Param::Int(kCacheRowSchema),
                    pg::Param::Text(absl::StrFormat("%.17g", m.t_step_us())),
                    pg::Param::Bytes(m.SerializeAsString()),
-                   pg::Param::Text(std::string(box))}));
+                   pg::Param::Text(std::string(box)),
+                   pg::Param::Int(row.timing.rounds),
+                   pg::Param::Int(row.timing.calls)}));
     Count(counts, result);
   }
   return counts;
@@ -141,13 +164,15 @@ absl::StatusOr<std::vector<std::optional<v1::Measurement>>> SelectFigures(
   // Digests are hex digits, so the array literal needs no quoting.
   ASSIGN_OR_RETURN(
       pg::Result rows,
-      conn.Exec(
-          absl::StrCat("SELECT r.key, r.measurement", FromPartition("figures"),
-                       "AND r.row_schema = $4 AND r.key = ANY($5)"),
-          InPartition(partition,
-                      {pg::Param::Int(kCacheRowSchema),
-                       pg::Param::Text(absl::StrCat(
-                           "{", absl::StrJoin(digests, ","), "}"))})));
+      conn.Exec(absl::StrCat("SELECT DISTINCT ON (r.key) r.key, r.measurement",
+                             FromPartition("figures"),
+                             "AND r.row_schema = $4 AND r.key = ANY($5) "
+                             "ORDER BY r.key, ",
+                             kRanked),
+                InPartition(partition,
+                            {pg::Param::Int(kCacheRowSchema),
+                             pg::Param::Text(absl::StrCat(
+                                 "{", absl::StrJoin(digests, ","), "}"))})));
   std::map<std::string, v1::Measurement, std::less<>> found;
   for (int i = 0; i < rows.rows(); ++i) {
     ASSIGN_OR_RETURN(std::string bytes, rows.Bytes(i, 1));
@@ -169,21 +194,30 @@ absl::StatusOr<std::vector<std::optional<v1::Measurement>>> SelectFigures(
 absl::StatusOr<std::vector<StoredFigure>> SelectFiguresAfter(
     pg::Connection& conn, const FleetPartition& partition, std::string_view box,
     const FigureCursor& after, size_t limit) {
+  // The page is of (written, key) pairs, so the cursor (which names one)
+  // never falls between two Timings of a key.
+  const std::string mine = absl::StrCat(
+      FromPartition("figures"),
+      "AND r.row_schema = $4 AND r.box <> $5 AND (r.written, r.key) > "
+      "(to_timestamp($6 / 1000000.0), $7)");
   ASSIGN_OR_RETURN(
       pg::Result rows,
-      conn.Exec(absl::StrCat("SELECT r.key, r.measurement, (extract(epoch "
-                             "FROM r.written) * 1000000)::bigint",
-                             FromPartition("figures"),
-                             "AND r.row_schema = $4 AND r.box <> $5 AND "
-                             "(r.written, r.key) > (to_timestamp($6 / "
-                             "1000000.0), $7) ORDER BY r.written, r.key "
-                             "LIMIT $8"),
-                InPartition(partition,
-                            {pg::Param::Int(kCacheRowSchema),
-                             pg::Param::Text(std::string(box)),
-                             pg::Param::Int(absl::ToUnixMicros(after.written)),
-                             pg::Param::Text(after.key),
-                             pg::Param::Int(static_cast<int64_t>(limit))})));
+      conn.Exec(
+          absl::StrCat("WITH page AS (SELECT DISTINCT r.written, r.key", mine,
+                       "ORDER BY r.written, r.key LIMIT $8) "
+                       "SELECT r.key, r.measurement, (extract(epoch "
+                       "FROM r.written) * 1000000)::bigint, r.rounds, "
+                       "r.calls",
+                       mine,
+                       "AND (r.written, r.key) IN (SELECT * FROM page) "
+                       "ORDER BY r.written, r.key, ",
+                       kRanked),
+          InPartition(partition,
+                      {pg::Param::Int(kCacheRowSchema),
+                       pg::Param::Text(std::string(box)),
+                       pg::Param::Int(absl::ToUnixMicros(after.written)),
+                       pg::Param::Text(after.key),
+                       pg::Param::Int(static_cast<int64_t>(limit))})));
   std::vector<StoredFigure> out;
   for (int i = 0; i < rows.rows(); ++i) {
     StoredFigure f;
@@ -191,6 +225,7 @@ absl::StatusOr<std::vector<StoredFigure>> SelectFiguresAfter(
     ASSIGN_OR_RETURN(std::string bytes, rows.Bytes(i, 1));
     ASSIGN_OR_RETURN(int64_t micros, rows.Int(i, 2));
     f.written = absl::FromUnixMicros(micros);
+    ASSIGN_OR_RETURN(f.entry.timing, TimingAt(rows, i, 3, 4));
     if (!f.entry.measurement.ParseFromString(bytes)) {
       spdlog::warn("fleet store: the figure {} does not decode; skipped",
                    f.entry.key);

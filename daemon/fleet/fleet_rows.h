@@ -44,16 +44,20 @@ struct MergeCounts {
 absl::StatusOr<int64_t> PartitionId(pg::Connection& conn,
                                     const FleetPartition& partition);
 
-// Inserts the figures not already present, `box` naming who timed them.
-// A figure whose key is not a digest, whose power mode is another
-// partition's, or whose step time is not a finite non-negative number is
-// refused (listed and logged), the rest inserted.
+// Inserts the figures not already present (the same key and Timing; a
+// figure at another Timing is kept beside them), `box` naming who timed
+// them. A figure whose key is not a digest, whose power mode is another
+// partition's, whose step time is not a finite non-negative number, or
+// whose Timing has one part 0 or a part above 2^31 - 1 is refused (listed
+// and logged), the rest inserted.
 absl::StatusOr<MergeCounts> InsertFigures(pg::Connection& conn,
                                           const FleetPartition& partition,
                                           std::string_view box,
                                           absl::Span<const CacheEntry> rows);
-// Result i is keys[i]'s figure; nullopt where none, or written under
-// another row schema, or undecodable (logged).
+// Result i is keys[i]'s most precise figure (as the SQLite cache ranks
+// them: the most rounds x calls, then the newest, then the most rounds;
+// unknown Timings last); nullopt where none, or written under another row
+// schema, or undecodable (logged).
 absl::StatusOr<std::vector<std::optional<v1::Measurement>>> SelectFigures(
     pg::Connection& conn, const FleetPartition& partition,
     absl::Span<const std::string> keys);
@@ -72,8 +76,11 @@ struct FigureCursor {
   std::string key;
 };
 
-// Up to `limit` figures of the partition after `after`, in (written, key)
-// order, written by another box than `box` (the current row schema only).
+// The figures of up to `limit` (written, key) pairs of the partition after
+// `after`, in (written, key) order, written by another box than `box` (the
+// current row schema only), each with its Timing. The figures of one pair
+// (one key at several Timings, stored in one transaction) come together,
+// the most precise first, so a page never splits them.
 // A figure whose transaction committed late may carry an earlier time than
 // one read before it: a caller following the store starts its next read a
 // while back (FleetBox: a minute) and merges what it has already.

@@ -18,7 +18,8 @@ constexpr int64_t kMigrationLock = 0x69726f6e74756e65;
 //  - figures: the cache's measurements under the same content-addressed key
 //    digest, and the toolchain (firmware, XRT, IRON) of the box that timed
 //    them, so another toolchain is a miss. Inserted ON CONFLICT DO NOTHING:
-//    the first figure stored wins and a merge never replaces one.
+//    the first figure stored wins and a merge never replaces one (from
+//    version 2, per Timing).
 //  - verdicts: the builder's verdicts, per platform, as in the cache.
 //  - decisions: the profile entry chosen for a shape, one per (partition,
 //    toolchain, shape key); the first committed wins.
@@ -104,8 +105,23 @@ constexpr std::string_view kCreateV1 = R"sql(
     WHERE state IN ('queued', 'leased');
 )sql";
 
+// Version 2. Figures are kept per Timing, as in the SQLite cache (its
+// schema version 4): `rounds` and `calls` of the Timing a figure was taken
+// at join the primary key, so a figure timed at a shorter Timing is stored
+// beside a more precise one of the same key instead of being refused by
+// it (or, first, refusing it). Rows from before are of unknown Timing
+// (0, 0), ranked last.
+constexpr std::string_view kTimingsV2 = R"sql(
+  ALTER TABLE irontune.figures
+    ADD COLUMN rounds integer NOT NULL DEFAULT 0 CHECK (rounds >= 0),
+    ADD COLUMN calls integer NOT NULL DEFAULT 0 CHECK (calls >= 0);
+  ALTER TABLE irontune.figures DROP CONSTRAINT figures_pkey,
+    ADD PRIMARY KEY (partition, toolchain, key, rounds, calls);
+)sql";
+
 constexpr FleetMigration kMigrations[] = {
     {1, "figures, verdicts, decisions, jobs and shards", kCreateV1},
+    {2, "figures kept per Timing", kTimingsV2},
 };
 static_assert(std::size(kMigrations) == kFleetSchemaVersion);
 

@@ -28,7 +28,7 @@
 namespace irontune {
 
 // The layout this build writes.
-inline constexpr int kFleetSchemaVersion = 1;
+inline constexpr int kFleetSchemaVersion = 2;
 
 // One step forward: `sql` turns a store at `version - 1` into one at
 // `version`. It runs inside the migration's transaction and must not begin

@@ -5,8 +5,9 @@
 // Partitions: figures and decisions are bound to a FleetPartition (platform
 // slug, power mode, toolchain) as the SQLite cache binds its rows; nothing
 // is read or merged across one. A merge is an insert that ignores rows
-// already present, so the first figure stored for a key wins and merging
-// twice is harmless.
+// already present, so the first figure stored for a key and Timing wins
+// and merging twice is harmless; a key's figures at other Timings are
+// kept beside it, and a lookup reads the most precise (fleet_rows.h).
 //
 // Threads: a FleetStore is one connection, used by one thread at a time.
 // Failure: the store's errors as pg.h maps them (Unavailable while the

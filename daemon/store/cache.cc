@@ -2,12 +2,15 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "daemon/base/log_safe.h"
+#include "daemon/base/stats.h"
 #include "daemon/store/cache_outbox.h"
 
 namespace irontune {
@@ -82,7 +85,86 @@ std::optional<v1::Measurement> Decode(std::string_view blob,
   return m;
 }
 
+// A key's rows, the most precise first: rounds x calls, then the newest,
+// then the most rounds (unknown Timings, {0, 0}, last). A lookup reads
+// kKeyRows, unsorted (most keys have one row), and ranks with Precedes.
+constexpr std::string_view kKeyRows =
+    "SELECT rounds, calls, row_schema, measurement, written FROM measurements "
+    "WHERE partition = ?1 AND key = ?2";
+constexpr std::string_view kRankedRows =
+    "SELECT rounds, calls, row_schema, measurement, written FROM measurements "
+    "WHERE partition = ?1 AND key = ?2 "
+    "ORDER BY rounds * calls DESC, written DESC, rounds DESC";
+
+// The Timing of a row read by kKeyRows or kRankedRows.
+FigureTiming RowTiming(sqlite::Statement& stmt) {
+  return {static_cast<uint32_t>(stmt.ColumnInt(0)),
+          static_cast<uint32_t>(stmt.ColumnInt(1))};
+}
+
+// A row a lookup may take: its Timing, when it was written, its figure.
+struct Candidate {
+  FigureTiming timing;
+  int64_t written = 0;
+  v1::Measurement m;
+};
+
+// Whether a row at `timing` written at `written` ranks before `other`, as
+// kRankedRows orders them.
+bool Precedes(const FigureTiming& timing, int64_t written,
+              const Candidate& other) {
+  if (timing.calls_timed() != other.timing.calls_timed()) {
+    return timing.calls_timed() > other.timing.calls_timed();
+  }
+  if (written != other.written) return written > other.written;
+  return timing.rounds > other.timing.rounds;
+}
+
 }  // namespace
+
+// ---------------------------------------------------------------------------
+// FigureHistory, RepeatSpread
+
+FigureHistory FigureHistory::With(const v1::Measurement& m) const {
+  const double t = m.t_step_us();
+  const std::vector<double> rounds(m.round_us().begin(), m.round_us().end());
+  const std::optional<double> se = MedianStandardError(rounds);
+  if (!(t > 0) || !std::isfinite(t) || !se || !std::isfinite(*se)) {
+    return *this;
+  }
+  const double x = std::log(t);
+  FigureHistory out = *this;
+  out.seen = seen + 1;
+  const double d = x - log_mean;
+  out.log_mean = log_mean + d / static_cast<double>(out.seen);
+  out.log_m2 = log_m2 + d * (x - out.log_mean);
+  out.within_sq = within_sq + (*se / t) * (*se / t);
+  return out;
+}
+
+std::optional<double> RepeatSpread::share() const {
+  if (!(dof >= kMinDof)) return std::nullopt;
+  return std::sqrt(std::max(0.0, log_m2 - within) / dof);
+}
+
+namespace {
+
+// What one row's history adds to a RepeatSpread: {dof, log_m2, within}.
+RepeatSpread PartOf(const FigureHistory& h) {
+  if (h.seen < 2) return {};
+  const double n = static_cast<double>(h.seen);
+  return {n - 1, h.log_m2, h.within_sq * (n - 1) / n};
+}
+
+}  // namespace
+
+void RepeatSpread::Replace(const FigureHistory& before,
+                           const FigureHistory& after) {
+  const RepeatSpread out = PartOf(before), in = PartOf(after);
+  dof += in.dof - out.dof;
+  log_m2 += in.log_m2 - out.log_m2;
+  within += in.within - out.within;
+}
 
 // ---------------------------------------------------------------------------
 // CacheReader
@@ -109,9 +191,7 @@ absl::StatusOr<std::unique_ptr<CacheReader>> CacheReader::Open(
 }
 
 absl::Status CacheReader::PrepareStatements() {
-  ASSIGN_OR_RETURN(get_, db_->Prepare("SELECT row_schema, measurement "
-                                      "FROM measurements "
-                                      "WHERE partition = ?1 AND key = ?2"));
+  ASSIGN_OR_RETURN(get_, db_->Prepare(kKeyRows));
   ASSIGN_OR_RETURN(get_iron_, db_->Prepare(absl::StrCat(
                                   "SELECT ", kCacheRowSchema,
                                   ", measurement FROM iron_costs "
@@ -131,13 +211,87 @@ absl::StatusOr<std::optional<int64_t>> CacheReader::PartitionId() {
   return partition_id_;
 }
 
+absl::Status CacheReader::CheckDigest(std::string_view digest) {
+  if (IsCacheKeyDigest(digest)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("\"", AsAbsl(digest), "\" is not a cache key (",
+                   kCacheKeyDigits, " lower-case hex digits)"));
+}
+
+absl::StatusOr<std::optional<v1::Measurement>> CacheReader::Best(
+    std::string_view digest, const FigureTiming& asked) {
+  RETURN_IF_ERROR(CheckDigest(digest));
+  ASSIGN_OR_RETURN(std::optional<int64_t> partition, PartitionId());
+  if (!partition.has_value()) return std::nullopt;
+  sqlite::ScopedReset reset(get_);
+  RETURN_IF_ERROR(get_.BindInt(1, *partition));
+  RETURN_IF_ERROR(get_.BindTextUncopied(2, digest));  // outlives `reset`
+  std::optional<Candidate> best, unknown;
+  while (true) {
+    ASSIGN_OR_RETURN(bool found, get_.Step());
+    if (!found) break;
+    if (get_.ColumnInt(2) != kCacheRowSchema) continue;
+    const FigureTiming timing = RowTiming(get_);
+    const int64_t written = get_.ColumnInt(4);
+    if (timing.known() &&
+        (!timing.Covers(asked) || (best && !Precedes(timing, written, *best))))
+      continue;
+    std::optional<v1::Measurement> m =
+        Decode(get_.ColumnBlob(3), platform_, digest, power_mode_);
+    if (!m) continue;
+    (timing.known() ? best : unknown) =
+        Candidate{timing, written, *std::move(m)};
+  }
+  if (best) return std::move(best->m);
+  // A figure of unknown Timing only where no known one covers the ask: its
+  // calls are known (0: not recorded), its rounds are not.
+  if (unknown && (unknown->m.calls() == 0 || unknown->m.calls() >= asked.calls))
+    return std::move(unknown->m);
+  return std::nullopt;
+}
+
+absl::StatusOr<std::vector<CacheEntry>> CacheReader::Figures(
+    std::string_view digest) {
+  RETURN_IF_ERROR(CheckDigest(digest));
+  std::vector<CacheEntry> out;
+  ASSIGN_OR_RETURN(std::optional<int64_t> partition, PartitionId());
+  if (!partition.has_value()) return out;
+  ASSIGN_OR_RETURN(sqlite::Statement stmt, db_->Prepare(kRankedRows));
+  RETURN_IF_ERROR(stmt.BindInt(1, *partition));
+  RETURN_IF_ERROR(stmt.BindText(2, digest));
+  RETURN_IF_ERROR(stmt.ForEachRow([&] {
+    if (stmt.ColumnInt(2) != kCacheRowSchema) return;
+    std::optional<v1::Measurement> m =
+        Decode(stmt.ColumnBlob(3), platform_, digest, power_mode_);
+    if (m) out.push_back({std::string(digest), *std::move(m), RowTiming(stmt)});
+  }));
+  return out;
+}
+
+absl::StatusOr<RepeatSpread> CacheReader::SumRepeatSpread() {
+  RepeatSpread sum;
+  ASSIGN_OR_RETURN(std::optional<int64_t> partition, PartitionId());
+  if (!partition.has_value()) return sum;
+  ASSIGN_OR_RETURN(
+      sqlite::Statement stmt,
+      db_->Prepare("SELECT total(figures_seen - 1), total(log_m2), "
+                   "total(within_sq * (figures_seen - 1) / figures_seen) "
+                   "FROM measurements WHERE partition = ?1 AND "
+                   "row_schema = ?2 AND figures_seen > 1"));
+  RETURN_IF_ERROR(stmt.BindInt(1, *partition));
+  RETURN_IF_ERROR(stmt.BindInt(2, kCacheRowSchema));
+  ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (row) {
+    sum.dof = stmt.ColumnDouble(0);
+    sum.log_m2 = stmt.ColumnDouble(1);
+    sum.within = stmt.ColumnDouble(2);
+  }
+  return sum;
+}
+
 absl::StatusOr<std::optional<v1::Measurement>> CacheReader::Lookup(
     sqlite::Statement& stmt, std::string_view digest) {
-  if (!IsCacheKeyDigest(digest)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("\"", AsAbsl(digest), "\" is not a cache key (",
-                     kCacheKeyDigits, " lower-case hex digits)"));
-  }
+  RETURN_IF_ERROR(CheckDigest(digest));
   ASSIGN_OR_RETURN(std::optional<int64_t> partition, PartitionId());
   if (!partition.has_value()) return std::nullopt;
   sqlite::ScopedReset reset(stmt);
@@ -149,25 +303,26 @@ absl::StatusOr<std::optional<v1::Measurement>> CacheReader::Lookup(
 }
 
 absl::StatusOr<std::optional<v1::Measurement>> CacheReader::Get(
-    const CacheKey& key) {
-  return Get(key.Digest());
+    const CacheKey& key, const FigureTiming& asked) {
+  return Get(key.Digest(), asked);
 }
 
 absl::StatusOr<std::optional<v1::Measurement>> CacheReader::Get(
-    std::string_view digest) {
-  ASSIGN_OR_RETURN(std::optional<v1::Measurement> m, Lookup(get_, digest));
+    std::string_view digest, const FigureTiming& asked) {
+  ASSIGN_OR_RETURN(std::optional<v1::Measurement> m, Best(digest, asked));
   ++(m.has_value() ? hits_ : misses_);
   return m;
 }
 
 absl::StatusOr<std::vector<std::optional<v1::Measurement>>>
-CacheReader::GetMany(absl::Span<const std::string> digests) {
+CacheReader::GetMany(absl::Span<const std::string> digests,
+                     const FigureTiming& asked) {
   ASSIGN_OR_RETURN(sqlite::ReadTransaction snapshot,
                    sqlite::ReadTransaction::Begin(*db_));
   std::vector<std::optional<v1::Measurement>> found;
   found.reserve(digests.size());
   for (const std::string& digest : digests) {
-    ASSIGN_OR_RETURN(std::optional<v1::Measurement> m, Get(digest));
+    ASSIGN_OR_RETURN(std::optional<v1::Measurement> m, Get(digest, asked));
     found.push_back(std::move(m));
   }
   return found;
@@ -311,6 +466,12 @@ absl::StatusOr<std::unique_ptr<Cache>> Cache::Open(
       new Cache(std::move(db), *partition_id, std::move(platform), power_mode));
   RETURN_IF_ERROR(cache->reads_.PrepareStatements());
   ASSIGN_OR_RETURN(cache->put_, PrepareInserts(*cache->db_, "REPLACE"));
+  ASSIGN_OR_RETURN(
+      cache->history_,
+      cache->db_->Prepare("SELECT row_schema, figures_seen, log_mean, "
+                          "log_m2, within_sq FROM measurements WHERE "
+                          "partition = ?1 AND key = ?2 AND rounds = ?3 AND "
+                          "calls = ?4"));
   return cache;
 }
 
@@ -320,11 +481,13 @@ absl::StatusOr<Cache::Inserts> Cache::PrepareInserts(
   Inserts inserts;
   ASSIGN_OR_RETURN(
       inserts.measurement,
-      db.Prepare(absl::StrCat(insert,
-                              " INTO measurements(partition, key, row_schema, "
-                              "t_step_us, measured, written, measurement, "
-                              "import_id) "
-                              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")));
+      db.Prepare(absl::StrCat(
+          insert,
+          " INTO measurements(partition, key, row_schema, t_step_us, "
+          "measured, written, measurement, import_id, rounds, calls, "
+          "figures_seen, log_mean, log_m2, within_sq) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+          "?14)")));
   ASSIGN_OR_RETURN(inserts.iron,
                    db.Prepare(absl::StrCat(
                        insert,
@@ -346,12 +509,13 @@ absl::Status Cache::CheckPowerMode(PowerMode device_mode) const {
       ", not ", AsAbsl(PowerModeName(device_mode))));
 }
 
-absl::Status Cache::Validate(std::string_view digest,
-                             const v1::Measurement& m) const {
-  if (!IsCacheKeyDigest(digest)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("\"", AsAbsl(digest), "\" is not a cache key (",
-                     kCacheKeyDigits, " lower-case hex digits)"));
+absl::Status Cache::Validate(std::string_view digest, const v1::Measurement& m,
+                             const FigureTiming& timing) const {
+  RETURN_IF_ERROR(CacheReader::CheckDigest(digest));
+  if (!timing.known() && !(timing == FigureTiming{})) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a figure's Timing of ", timing.rounds, " rounds x ", timing.calls,
+        " calls: both must be above 0, or both 0 (unknown)"));
   }
   if (m.power_mode().empty()) return absl::OkStatus();
   absl::StatusOr<PowerMode> mode = ParsePowerMode(m.power_mode());
@@ -365,7 +529,9 @@ absl::Status Cache::Validate(std::string_view digest,
 }
 
 absl::Status Cache::Insert(sqlite::Statement& stmt, std::string_view digest,
-                           int64_t row_schema, const v1::Measurement& m) {
+                           int64_t row_schema, const v1::Measurement& m,
+                           const FigureTiming& timing,
+                           const FigureHistory& history) {
   std::string blob;
   if (m.power_mode().empty()) {
     v1::Measurement filled = m;
@@ -383,6 +549,12 @@ absl::Status Cache::Insert(sqlite::Statement& stmt, std::string_view digest,
   RETURN_IF_ERROR(stmt.BindInt(6, NowUnix()));
   RETURN_IF_ERROR(stmt.BindBlob(7, blob));
   if (import_id_) RETURN_IF_ERROR(stmt.BindInt(8, *import_id_));
+  RETURN_IF_ERROR(stmt.BindInt(9, timing.rounds));
+  RETURN_IF_ERROR(stmt.BindInt(10, timing.calls));
+  RETURN_IF_ERROR(stmt.BindInt(11, history.seen));
+  RETURN_IF_ERROR(stmt.BindDouble(12, history.log_mean));
+  RETURN_IF_ERROR(stmt.BindDouble(13, history.log_m2));
+  RETURN_IF_ERROR(stmt.BindDouble(14, history.within_sq));
   return stmt.Run();
 }
 
@@ -414,28 +586,63 @@ absl::Status Cache::InsertVerdict(sqlite::Statement& stmt,
   return stmt.Run();
 }
 
-absl::Status Cache::Put(const CacheKey& key, const v1::Measurement& m) {
-  return Put(key.Digest(), m);
+absl::StatusOr<std::pair<FigureHistory, FigureHistory>> Cache::Store(
+    std::string_view digest, const v1::Measurement& m,
+    const FigureTiming& timing) {
+  FigureHistory before;
+  {
+    sqlite::ScopedReset reset(history_);
+    RETURN_IF_ERROR(history_.BindInt(1, partition_id_));
+    RETURN_IF_ERROR(history_.BindTextUncopied(2, digest));
+    RETURN_IF_ERROR(history_.BindInt(3, timing.rounds));
+    RETURN_IF_ERROR(history_.BindInt(4, timing.calls));
+    ASSIGN_OR_RETURN(bool found, history_.Step());
+    // A row of another row schema is another measurement: its history
+    // does not carry on.
+    if (found && history_.ColumnInt(0) == kCacheRowSchema) {
+      before = {history_.ColumnInt(1), history_.ColumnDouble(2),
+                history_.ColumnDouble(3), history_.ColumnDouble(4)};
+    }
+  }
+  const FigureHistory after = before.With(m);
+  RETURN_IF_ERROR(
+      Insert(put_.measurement, digest, kCacheRowSchema, m, timing, after));
+  return std::make_pair(before, after);
 }
 
-absl::Status Cache::Put(std::string_view digest, const v1::Measurement& m) {
-  RETURN_IF_ERROR(Validate(digest, m));
-  Changed();
-  // One statement in autocommit mode: one transaction.
-  return Insert(put_.measurement, digest, kCacheRowSchema, m);
+absl::Status Cache::Put(const CacheKey& key, const v1::Measurement& m,
+                        const FigureTiming& timing) {
+  return Put(key.Digest(), m, timing);
+}
+
+absl::Status Cache::Put(std::string_view digest, const v1::Measurement& m,
+                        const FigureTiming& timing) {
+  return PutMany({CacheEntry{std::string(digest), m, timing}});
 }
 
 absl::Status Cache::PutMany(absl::Span<const CacheEntry> entries) {
   for (const CacheEntry& entry : entries) {
-    RETURN_IF_ERROR(Validate(entry.key, entry.measurement));
+    RETURN_IF_ERROR(Validate(entry.key, entry.measurement, entry.timing));
   }
   Changed();
+  std::optional<RepeatSpread> spread = std::move(spread_);
+  spread_.reset();  // unknown until this commits
   ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(*db_));
   for (const CacheEntry& entry : entries) {
-    RETURN_IF_ERROR(Insert(put_.measurement, entry.key, kCacheRowSchema,
-                           entry.measurement));
+    ASSIGN_OR_RETURN(auto histories,
+                     Store(entry.key, entry.measurement, entry.timing));
+    if (spread) spread->Replace(histories.first, histories.second);
   }
-  return txn.Commit();
+  RETURN_IF_ERROR(txn.Commit());
+  spread_ = spread;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RepeatSpread> Cache::Spread() {
+  if (!spread_) {
+    ASSIGN_OR_RETURN(spread_, reads_.SumRepeatSpread());
+  }
+  return *spread_;
 }
 
 namespace {
@@ -525,8 +732,8 @@ absl::StatusOr<std::unique_ptr<CacheOutbox>> Cache::KeepOutbox() {
     CREATE TEMP TRIGGER IF NOT EXISTS outbox_measurement
     AFTER INSERT ON main.measurements WHEN NEW.import_id IS NULL
     BEGIN
-      INSERT OR IGNORE INTO outbox_measurements(partition, key)
-      VALUES (NEW.partition, NEW.key);
+      INSERT OR IGNORE INTO outbox_measurements(partition, key, rounds, calls)
+      VALUES (NEW.partition, NEW.key, NEW.rounds, NEW.calls);
     END;
     CREATE TEMP TRIGGER IF NOT EXISTS outbox_verdict
     AFTER INSERT ON main.verdicts WHEN NEW.import_id IS NULL

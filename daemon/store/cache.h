@@ -3,6 +3,14 @@
 // It also keeps the builder's verdicts ("fits" / "refused: why") and the
 // figures imported from IRON's JSON cost cache.
 //
+// Figures per Timing: a key may hold several figures, one per FigureTiming
+// (cache_key.h) it was timed at; a Put replaces only the figure of its own
+// Timing. A lookup asks for a Timing and gets the most precise figure
+// that covers it (docs/statistics.md, "Which figure a lookup returns"):
+// the most rounds x calls, then the newest, then the most rounds; a figure
+// of unknown Timing (from before schema version 4) last, taken only where
+// no figure of known Timing covers the ask and its calls do.
+//
 // Partitions: a Cache or CacheReader is bound at Open to one platform (its
 // slug, as IRON names its cache directories: "npu-strix") and one power
 // mode. Gets and Puts see that partition only; a figure of another mode is
@@ -14,11 +22,11 @@
 // file and refuses a newer one (FailedPrecondition). A row written under
 // another row schema is a miss, never a wrong figure.
 //
-// Durability: each Put is one INSERT OR REPLACE of the whole serialized
-// measurement with its indexed columns, and each PutMany, Import and
-// ImportIronCosts one transaction, so a crash leaves each row either whole
-// or absent. With synchronous=NORMAL a power cut may lose the last
-// transactions (never corrupt the file): they are remeasured.
+// Durability: each Put is one transaction (its row's history read, the
+// whole serialized measurement written with its indexed columns), and
+// each PutMany, Import and ImportIronCosts one transaction, so a crash
+// leaves each row either whole or absent. With synchronous=NORMAL a power cut
+// may lose the last transactions (never corrupt the file): they are remeasured.
 //
 // Ownership: Open gives the caller the Cache or CacheReader, each owning
 // its own connection to the file.
@@ -75,10 +83,47 @@ struct CacheStats {
   int64_t misses = 0;          // Gets that did not (incl. stale, undecodable)
 };
 
-// A measurement and the key digest (CacheKey::Digest) it is stored under.
+// A measurement, the key digest (CacheKey::Digest) it is stored under and
+// the Timing it was taken at ({0, 0}: unknown).
 struct CacheEntry {
   std::string key;
   v1::Measurement measurement;
+  FigureTiming timing;
+};
+
+// What a row keeps of the figures stored under its key and Timing (Put;
+// an import or a pull starts one): how many, the mean and the sum of
+// squared deviations of their log step times (Welford), and the sum of
+// their rounds' squared relative standard errors. Rows from before schema
+// version 4 have none (seen 0).
+struct FigureHistory {
+  int64_t seen = 0;
+  double log_mean = 0;
+  double log_m2 = 0;
+  double within_sq = 0;
+
+  // With `m` added; unchanged where `m` has no finite step time above 0 or
+  // fewer than two rounds (no standard error to tell its own noise apart).
+  FigureHistory With(const v1::Measurement& m) const;
+};
+
+// How far repeated figures of one measurement spread: over every key and
+// Timing of the partition with more than one figure in its history, the
+// pooled variance of their log step times, less the part their rounds'
+// own standard errors account for. What is left is what moved whole
+// measurements between repeats (drift over minutes to days), as a share
+// of the step (docs/statistics.md, "Absolute figures").
+struct RepeatSpread {
+  double dof = 0;     // the sum of (seen - 1)
+  double log_m2 = 0;  // the sum of the histories' log_m2
+  double within = 0;  // the sum of within_sq (seen - 1) / seen
+  // Fewer degrees of freedom than this tell nothing (share() is nullopt).
+  static constexpr double kMinDof = 2;
+
+  // sqrt(max(0, log_m2 - within) / dof); nullopt below kMinDof.
+  std::optional<double> share() const;
+  // `before` of a row replaced by `after`.
+  void Replace(const FigureHistory& before, const FigureHistory& after);
 };
 
 // What a builder verdict follows: the design's recipe and the build
@@ -134,16 +179,26 @@ class CacheReader {
   CacheReader(const CacheReader&) = delete;
   CacheReader& operator=(const CacheReader&) = delete;
 
-  // The measurement stored under `key`; nullopt when there is none, it was
-  // written under another row schema, or it does not decode (logged).
+  // The most precise measurement stored under `key` that covers `asked`
+  // (see the file comment; an unknown `asked`, the default, is covered by
+  // every figure); nullopt when there is none. Rows written under another
+  // row schema are passed over, as are rows that do not decode (logged).
   // InvalidArgument when `digest` is not a key digest.
-  absl::StatusOr<std::optional<v1::Measurement>> Get(const CacheKey& key);
-  absl::StatusOr<std::optional<v1::Measurement>> Get(std::string_view digest);
+  absl::StatusOr<std::optional<v1::Measurement>> Get(
+      const CacheKey& key, const FigureTiming& asked = {});
+  absl::StatusOr<std::optional<v1::Measurement>> Get(
+      std::string_view digest, const FigureTiming& asked = {});
   // Get of each digest (result i is digests[i]'s), in one read transaction:
   // one snapshot, and the file's read lock taken once rather than per key.
   // The way to look up a shape's settings together.
   absl::StatusOr<std::vector<std::optional<v1::Measurement>>> GetMany(
-      absl::Span<const std::string> digests);
+      absl::Span<const std::string> digests, const FigureTiming& asked = {});
+  // Every figure of the current row schema stored under `digest`, each
+  // with its Timing, the most precise first (the order Get takes them
+  // in). Rows that do not decode are left out (logged).
+  absl::StatusOr<std::vector<CacheEntry>> Figures(std::string_view digest);
+  // The partition's RepeatSpread, summed over its rows.
+  absl::StatusOr<RepeatSpread> SumRepeatSpread();
   // A builder verdict for the platform; nullopt when none (or stale).
   absl::StatusOr<std::optional<std::string>> GetVerdict(const VerdictKey& key);
   // GetVerdict of each key (result i is keys[i]'s), in one read
@@ -157,7 +212,9 @@ class CacheReader {
   absl::StatusOr<CacheStats> Stats();
   // Writes the partition as JSON lines, one object a line:
   //   {"kind":"measurement","platform":..,"power_mode":..,"key":..,
-  //    "row_schema":N,"measurement":{proto3 JSON of v1.Measurement}}
+  //    "timing":{"rounds":R,"calls":C},"row_schema":N,
+  //    "measurement":{proto3 JSON of v1.Measurement}}
+  //   (no "timing" for a figure of unknown Timing)
   //   {"kind":"iron_cost","platform":..,"power_mode":..,"key":..,
   //    "measurement":{..}}
   //   {"kind":"verdict","platform":..,"recipe_hash":..,"environment":..,
@@ -186,9 +243,14 @@ class CacheReader {
   absl::StatusOr<std::optional<int64_t>> PartitionId();
   // Prepares the kept statements. REQUIRES: the schema is current.
   absl::Status PrepareStatements();
-  // Runs get_ or get_iron_ for `digest`; counts nothing.
+  // InvalidArgument unless `digest` is a key digest.
+  static absl::Status CheckDigest(std::string_view digest);
+  // Runs get_iron_ for `digest`; counts nothing.
   absl::StatusOr<std::optional<v1::Measurement>> Lookup(
       sqlite::Statement& stmt, std::string_view digest);
+  // Get's choice among the rows of `digest`; counts nothing.
+  absl::StatusOr<std::optional<v1::Measurement>> Best(
+      std::string_view digest, const FigureTiming& asked);
   // Export's steps: the partition's measurements (or, with `iron`, its
   // IRON figures), then the platform's verdicts. REQUIRES: inside Export's
   // read transaction.
@@ -201,7 +263,7 @@ class CacheReader {
   const std::string platform_;  // slug
   const PowerMode power_mode_;
   std::optional<int64_t> partition_id_;
-  sqlite::Statement get_;
+  sqlite::Statement get_;  // a key's rows (kKeyRows in cache.cc)
   sqlite::Statement get_iron_;
   sqlite::Statement get_verdict_;
   int64_t hits_ = 0;
@@ -227,25 +289,42 @@ class Cache {
   absl::Status CheckPowerMode(PowerMode device_mode) const;
 
   // As CacheReader::Get; counted in Stats().hits/misses.
-  absl::StatusOr<std::optional<v1::Measurement>> Get(const CacheKey& key) {
-    return reads_.Get(key);
+  absl::StatusOr<std::optional<v1::Measurement>> Get(
+      const CacheKey& key, const FigureTiming& asked = {}) {
+    return reads_.Get(key, asked);
   }
-  absl::StatusOr<std::optional<v1::Measurement>> Get(std::string_view digest) {
-    return reads_.Get(digest);
+  absl::StatusOr<std::optional<v1::Measurement>> Get(
+      std::string_view digest, const FigureTiming& asked = {}) {
+    return reads_.Get(digest, asked);
   }
   absl::StatusOr<std::vector<std::optional<v1::Measurement>>> GetMany(
-      absl::Span<const std::string> digests) {
-    return reads_.GetMany(digests);
+      absl::Span<const std::string> digests, const FigureTiming& asked = {}) {
+    return reads_.GetMany(digests, asked);
+  }
+  absl::StatusOr<std::vector<CacheEntry>> Figures(std::string_view digest) {
+    return reads_.Figures(digest);
   }
 
-  // Stores `m` under the key, replacing any earlier figure, atomically.
+  // Stores `m` under the key as its figure at `timing`, replacing only an
+  // earlier figure of the same key and Timing (whose history it carries
+  // on: FigureHistory), atomically. Figures of the key at other Timings
+  // stay. `timing` {0, 0} stores a figure of unknown Timing, ranked last
+  // (for figures whose Timing is not known; Measure always gives one).
   // m.power_mode may be empty (the partition's is filled in); another mode
-  // is InvalidArgument, as is a malformed digest.
-  absl::Status Put(const CacheKey& key, const v1::Measurement& m);
-  absl::Status Put(std::string_view digest, const v1::Measurement& m);
-  // Stores every entry in one transaction: all of them or, on any error,
-  // none.
+  // is InvalidArgument, as are a malformed digest and a Timing with one
+  // part 0.
+  absl::Status Put(const CacheKey& key, const v1::Measurement& m,
+                   const FigureTiming& timing = {});
+  absl::Status Put(std::string_view digest, const v1::Measurement& m,
+                   const FigureTiming& timing = {});
+  // Stores every entry (each at its own timing) in one transaction: all of
+  // them or, on any error, none.
   absl::Status PutMany(absl::Span<const CacheEntry> entries);
+
+  // How far repeated figures spread in this partition (RepeatSpread), kept
+  // up to date as figures are stored; read from the rows once after Open
+  // and after any write but Put and PutMany.
+  absl::StatusOr<RepeatSpread> Spread();
 
   // As CacheReader's. Verdicts found are kept in memory (at most
   // kVerdictMemoSize; the file has no other writer), so asking again reads
@@ -289,9 +368,12 @@ class Cache {
 
   // Imports lines written by Export, in one transaction: on any malformed
   // line (InvalidArgument, naming it) or a line of another platform or power
-  // mode (FailedPrecondition) nothing is imported. Rows already present
-  // are kept, not replaced: this box's own figures win over imported ones
-  // (such a line is listed in `skipped`). Blank lines are ignored. The
+  // mode (FailedPrecondition) nothing is imported. A line without "timing"
+  // (an export from before schema version 4) is a figure of unknown
+  // Timing. Rows already present (same key and Timing) are kept, not
+  // replaced: this box's own figures win over imported ones (such a line
+  // is listed in `skipped`); a figure at another Timing is added beside
+  // them, and lookups rank it as any other. Blank lines are ignored. The
   // import is recorded with `origin` (ListImports) in the same
   // transaction, and the rows it adds carry its id. A line of kind
   // "iron_file" carries one of IRON's cost files (ImportIronFile): its bad
@@ -319,7 +401,10 @@ class Cache {
   // that publishes) says the fleet store has it.
   absl::StatusOr<std::unique_ptr<CacheOutbox>> KeepOutbox();
   // Stores the figures and verdicts the fleet store has from other boxes
-  // where this file has none (a row present is kept), in one transaction,
+  // where this file has none (a row present, of the same key and Timing,
+  // is kept; a figure at another Timing is added beside it, so a pulled
+  // figure never replaces a local one and lookups still take the most
+  // precise), in one transaction,
   // as rows of one import recorded with `origin` on the first call
   // (ListImports shows it, DropImport removes what came from the fleet);
   // so they are never noted in the outbox. A figure that fails Put's checks
@@ -343,10 +428,10 @@ class Cache {
  private:
   Cache(std::unique_ptr<sqlite::Db> db, int64_t partition_id,
         std::string platform, PowerMode power_mode);
-  // InvalidArgument unless `digest` is a key digest and `m` is of the
-  // partition's power mode (or of none).
-  absl::Status Validate(std::string_view digest,
-                        const v1::Measurement& m) const;
+  // InvalidArgument unless `digest` is a key digest, `m` is of the
+  // partition's power mode (or of none) and `timing` is known or {0, 0}.
+  absl::Status Validate(std::string_view digest, const v1::Measurement& m,
+                        const FigureTiming& timing = {}) const;
   // The row inserts, prepared with one conflict clause.
   struct Inserts {
     sqlite::Statement measurement;
@@ -360,7 +445,14 @@ class Cache {
   // Binds and runs `stmt` (a measurement insert) for one entry, filling in
   // an empty power mode. REQUIRES: Validate passed.
   absl::Status Insert(sqlite::Statement& stmt, std::string_view digest,
-                      int64_t row_schema, const v1::Measurement& m);
+                      int64_t row_schema, const v1::Measurement& m,
+                      const FigureTiming& timing, const FigureHistory& history);
+  // Put's step: `m` stored at `timing`, its row's history carried on;
+  // returns the history before and after. REQUIRES: Validate passed,
+  // inside a transaction.
+  absl::StatusOr<std::pair<FigureHistory, FigureHistory>> Store(
+      std::string_view digest, const v1::Measurement& m,
+      const FigureTiming& timing);
   // Binds and runs `stmt` (an IRON figure insert) for `m` as it is.
   absl::Status InsertIron(sqlite::Statement& stmt, std::string_view iron_key,
                           const v1::Measurement& m);
@@ -390,8 +482,11 @@ class Cache {
   std::optional<int64_t> import_id_;
   // MergeFromFleet's import record, once made.
   std::optional<int64_t> fleet_import_;
-  CacheReader reads_;  // over db_
-  Inserts put_;        // INSERT OR REPLACE
+  CacheReader reads_;          // over db_
+  Inserts put_;                // INSERT OR REPLACE
+  sqlite::Statement history_;  // a row's FigureHistory
+  // Spread() as of the last write; nullopt: to be read from the rows.
+  std::optional<RepeatSpread> spread_;
   // Verdicts found or stored, by VerdictMemoKey.
   absl::flat_hash_map<std::string, std::string> verdict_memo_;
   void KeepVerdict(const VerdictKey& key, std::string verdict);

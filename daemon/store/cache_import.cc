@@ -138,11 +138,11 @@ absl::Status CacheReader::ExportFigures(std::ostream& out, int64_t partition,
   const std::string mode(PowerModeName(power_mode_));
   ASSIGN_OR_RETURN(
       sqlite::Statement stmt,
-      db_->Prepare(iron ? "SELECT key, 0, measurement FROM iron_costs "
+      db_->Prepare(iron ? "SELECT key, 0, measurement, 0, 0 FROM iron_costs "
                           "WHERE partition = ?1 ORDER BY key"
-                        : "SELECT key, row_schema, measurement "
-                          "FROM measurements "
-                          "WHERE partition = ?1 ORDER BY key"));
+                        : "SELECT key, row_schema, measurement, rounds, "
+                          "calls FROM measurements WHERE partition = ?1 "
+                          "ORDER BY key, rounds, calls"));
   RETURN_IF_ERROR(stmt.BindInt(1, partition));
   return stmt.ForEachRow([&] {
     std::string key(stmt.ColumnText(0));
@@ -155,8 +155,10 @@ absl::Status CacheReader::ExportFigures(std::ostream& out, int64_t partition,
     }
     std::optional<int64_t> row_schema;
     if (!iron) row_schema = stmt.ColumnInt(1);
+    const FigureTiming timing{static_cast<uint32_t>(stmt.ColumnInt(3)),
+                              static_cast<uint32_t>(stmt.ColumnInt(4))};
     out << FigureLine(iron ? "iron_cost" : "measurement", platform_, mode, key,
-                      row_schema, m)
+                      row_schema, m, timing)
         << '\n';
   });
 }
@@ -180,6 +182,7 @@ absl::Status CacheReader::ExportVerdicts(std::ostream& out) {
 absl::StatusOr<ImportCounts> Cache::Import(std::istream& in,
                                            const ImportOrigin& origin) {
   verdict_memo_.clear();
+  spread_.reset();
   Changed();
   ASSIGN_OR_RETURN(Inserts add, PrepareInserts(*db_, "IGNORE"));
   ImportCounts counts;
@@ -225,6 +228,7 @@ absl::StatusOr<int64_t> Cache::RecordImport(const ImportOrigin& origin) {
 
 absl::StatusOr<int64_t> Cache::DropImport(int64_t id) {
   verdict_memo_.clear();
+  spread_.reset();
   if (fleet_import_ == id) fleet_import_.reset();  // the next pull opens one
   Changed();
   ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(*db_));
@@ -261,6 +265,7 @@ absl::StatusOr<int64_t> Cache::DropImport(int64_t id) {
 
 absl::StatusOr<ClearCounts> Cache::Clear() {
   verdict_memo_.clear();
+  spread_.reset();
   fleet_import_.reset();
   Changed();
   ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(*db_));
@@ -352,14 +357,19 @@ absl::Status Cache::ImportFigure(Inserts& add, const ImportLine& line,
   }
   ASSIGN_OR_RETURN(std::string key, line.String("key"));
   ASSIGN_OR_RETURN(v1::Measurement m, line.Measurement());
-  absl::Status valid = Validate(key, m);
+  FigureTiming timing;
+  if (!iron) {
+    ASSIGN_OR_RETURN(timing, line.Timing());
+  }
+  absl::Status valid = Validate(key, m, timing);
   if (!valid.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("line ", line.number(), ": ", valid.message()));
   }
   if (!iron) {
     ASSIGN_OR_RETURN(int64_t row_schema, line.Int("row_schema"));
-    return Insert(add.measurement, key, row_schema, m);
+    return Insert(add.measurement, key, row_schema, m, timing,
+                  FigureHistory{}.With(m));
   }
   if (m.power_mode().empty()) m.set_power_mode(mode);
   return InsertIron(add.iron, key, m);

@@ -135,11 +135,14 @@ absl::StatusOr<v1::Measurement> MeasurementFromJson(std::string_view json) {
 std::string FigureLine(std::string_view kind, std::string_view platform,
                        std::string_view power_mode, std::string_view key,
                        std::optional<int64_t> row_schema,
-                       const v1::Measurement& m) {
+                       const v1::Measurement& m, const FigureTiming& timing) {
   json line = {{"kind", kind},
                {"platform", platform},
                {"power_mode", power_mode},
                {"key", key}};
+  if (timing.known()) {
+    line["timing"] = {{"rounds", timing.rounds}, {"calls", timing.calls}};
+  }
   if (row_schema.has_value()) line["row_schema"] = *row_schema;
   line["measurement"] = json::parse(MeasurementToJson(m), nullptr,
                                     /*allow_exceptions=*/false);
@@ -202,6 +205,30 @@ absl::StatusOr<v1::Measurement> ImportLine::Measurement() const {
         absl::StrCat("line ", number_, ": ", m.status().message()));
   }
   return m;
+}
+
+absl::StatusOr<FigureTiming> ImportLine::Timing() const {
+  auto it = json_->find("timing");
+  if (it == json_->end()) return FigureTiming{};
+  const std::string where = absl::StrCat("line ", number_, ": timing");
+  if (!it->is_object() || it->size() != 2 || !it->contains("rounds") ||
+      !it->contains("calls")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": not an object of rounds and calls"));
+  }
+  FigureTiming timing;
+  for (auto [name, part] :
+       {std::pair<const char*, uint32_t*>{"rounds", &timing.rounds},
+        {"calls", &timing.calls}}) {
+    const json& value = it->at(name);
+    if (!value.is_number_unsigned() ||
+        value.get<uint64_t>() > std::numeric_limits<uint32_t>::max()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ".", name, ": not a count"));
+    }
+    *part = value.get<uint32_t>();
+  }
+  return timing;
 }
 
 }  // namespace irontune

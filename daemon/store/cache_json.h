@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "daemon/store/cache_key.h"
 #include "irontune/v1/measurement.pb.h"
 #include "nlohmann/json_fwd.hpp"
 
@@ -32,13 +33,15 @@ std::string MeasurementToJson(const v1::Measurement& m);
 absl::StatusOr<v1::Measurement> MeasurementFromJson(std::string_view json);
 
 // An export line of a measurement (kind "measurement", with its
-// `row_schema`) or of an imported IRON figure (kind "iron_cost", no
-// `row_schema`): one JSON object, no newline. Bytes that are not UTF-8 are
-// replaced rather than thrown on.
+// `row_schema`, and its `timing` {"rounds", "calls"} where known) or of an
+// imported IRON figure (kind "iron_cost", no `row_schema`, no `timing`):
+// one JSON object, no newline. Bytes that are not UTF-8 are replaced
+// rather than thrown on.
 std::string FigureLine(std::string_view kind, std::string_view platform,
                        std::string_view power_mode, std::string_view key,
                        std::optional<int64_t> row_schema,
-                       const v1::Measurement& m);
+                       const v1::Measurement& m,
+                       const FigureTiming& timing = {});
 // An export line of a builder verdict (kind "verdict"), as FigureLine.
 std::string VerdictLine(std::string_view platform, std::string_view recipe_hash,
                         std::string_view environment, int64_t row_schema,
@@ -61,6 +64,10 @@ class ImportLine {
   absl::StatusOr<int64_t> Int(const char* name) const;
   // The "measurement" object, as MeasurementFromJson reads it.
   absl::StatusOr<v1::Measurement> Measurement() const;
+  // The "timing" object: {"rounds": R, "calls": C}, counts of 0 to 2^32 -
+  // 1, no other field; {0, 0} (unknown) when the line has none, as lines
+  // exported before the cache kept Timings.
+  absl::StatusOr<FigureTiming> Timing() const;
 
   int number() const { return number_; }
 

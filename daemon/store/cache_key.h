@@ -19,8 +19,8 @@
 //     reason (SoC cache hits between steps change the step's time).
 // Deliberately NOT in the key: the Timing (rounds, calls, settle, cutoff).
 // They decide how precise the figure is, not what it estimates, as in IRON.
-// A measurement carries its round_us and calls, so a caller wanting more
-// rounds than a cached figure has can see that and remeasure.
+// The cache keeps a figure of each key per FigureTiming (below), side by
+// side, and a lookup takes the most precise that is precise enough.
 //
 // Digest(): the first 32 hex digits of the sha256 of a canonical encoding:
 // a version tag, then every part length-prefixed (strings) or fixed-width
@@ -64,6 +64,36 @@ struct CacheKey {
   std::string Encode() const;
   // kCacheKeyDigits lower-case hex digits.
   std::string Digest() const;
+};
+
+// How precisely a figure was taken: the rounds and calls a round of the
+// Timing its Measure call was given (a setting the cutoff stopped early
+// keeps its call's Timing: a repeat would stop it alike). Settle and
+// cutoff are left out: they decide which settings are timed in full, not
+// how precise a full figure is. {0, 0} is unknown: a figure stored before
+// the cache kept Timings (schema version 4), or given without one.
+// docs/statistics.md, "Which figure a lookup returns", says how figures
+// of one key at several Timings rank.
+struct FigureTiming {
+  uint32_t rounds = 0;
+  uint32_t calls = 0;
+
+  static FigureTiming Of(const ResolvedTiming& timing) {
+    return {timing.rounds(), timing.calls()};
+  }
+  bool known() const { return rounds > 0 && calls > 0; }
+  // The calls a round timed, over all rounds: what ranks figures.
+  uint64_t calls_timed() const { return uint64_t{rounds} * calls; }
+  // At least as precise as `asked` in both parts: as many rounds or more
+  // (the median and its noise from fewer rounds are rougher whatever the
+  // calls) and as many calls a round or more (each round's jitter). Every
+  // known Timing covers an unknown ask. REQUIRES: known().
+  bool Covers(const FigureTiming& asked) const {
+    return rounds >= asked.rounds && calls >= asked.calls;
+  }
+  friend bool operator==(const FigureTiming& a, const FigureTiming& b) {
+    return a.rounds == b.rounds && a.calls == b.calls;
+  }
 };
 
 // The sha256 hex of an input buffer's bytes, as CacheKey::input_sha256

@@ -14,7 +14,8 @@ absl::Status CacheOutbox::DropOrphans() {
   return db_->Exec(absl::StrCat(R"sql(
     DELETE FROM outbox_measurements AS o WHERE NOT EXISTS (
       SELECT 1 FROM measurements AS m WHERE m.partition = o.partition
-        AND m.key = o.key AND m.row_schema = )sql",
+        AND m.key = o.key AND m.rounds = o.rounds AND m.calls = o.calls
+        AND m.row_schema = )sql",
                                 kCacheRowSchema, R"sql();
     DELETE FROM outbox_verdicts AS o WHERE NOT EXISTS (
       SELECT 1 FROM verdicts AS v WHERE v.platform = o.platform
@@ -30,15 +31,18 @@ absl::StatusOr<Outbox> CacheOutbox::Pending(size_t limit) {
   ASSIGN_OR_RETURN(
       sqlite::Statement figures,
       db_->Prepare(absl::StrCat(
-          "SELECT o.key, m.measurement FROM outbox_measurements AS o JOIN "
-          "measurements AS m ON m.partition = o.partition AND m.key = o.key "
-          "WHERE o.partition = ?1 AND m.row_schema = ",
+          "SELECT o.key, m.measurement, o.rounds, o.calls FROM "
+          "outbox_measurements AS o JOIN measurements AS m USING "
+          "(partition, key, rounds, calls) WHERE o.partition = ?1 AND "
+          "m.row_schema = ",
           kCacheRowSchema, " LIMIT ?2")));
   RETURN_IF_ERROR(figures.BindInt(1, partition_));
   RETURN_IF_ERROR(figures.BindInt(2, static_cast<int64_t>(limit)));
   RETURN_IF_ERROR(figures.ForEachRow([&] {
     CacheEntry e;
     e.key = std::string(figures.ColumnText(0));
+    e.timing = {static_cast<uint32_t>(figures.ColumnInt(2)),
+                static_cast<uint32_t>(figures.ColumnInt(3))};
     const std::string_view blob = figures.ColumnBlob(1);
     if (e.measurement.ParseFromArray(blob.data(),
                                      static_cast<int>(blob.size()))) {
@@ -68,10 +72,13 @@ absl::Status CacheOutbox::Published(const Outbox& sent) {
   ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(*db_));
   ASSIGN_OR_RETURN(sqlite::Statement figure,
                    db_->Prepare("DELETE FROM outbox_measurements WHERE "
-                                "partition = ?1 AND key = ?2"));
+                                "partition = ?1 AND key = ?2 AND rounds = ?3 "
+                                "AND calls = ?4"));
   for (const CacheEntry& e : sent.figures) {
     RETURN_IF_ERROR(figure.BindInt(1, partition_));
     RETURN_IF_ERROR(figure.BindText(2, e.key));
+    RETURN_IF_ERROR(figure.BindInt(3, e.timing.rounds));
+    RETURN_IF_ERROR(figure.BindInt(4, e.timing.calls));
     RETURN_IF_ERROR(figure.Run());
     figure.Reset();
   }
@@ -111,9 +118,10 @@ absl::StatusOr<int64_t> Cache::MergeFromFleet(
   absl::Cleanup clear = [this] { import_id_.reset(); };
   int64_t added = 0;
   for (const CacheEntry& e : figures) {
-    if (!Validate(e.key, e.measurement).ok()) continue;
-    RETURN_IF_ERROR(
-        Insert(add.measurement, e.key, kCacheRowSchema, e.measurement));
+    if (!Validate(e.key, e.measurement, e.timing).ok()) continue;
+    RETURN_IF_ERROR(Insert(add.measurement, e.key, kCacheRowSchema,
+                           e.measurement, e.timing,
+                           FigureHistory{}.With(e.measurement)));
     added += db_->Changes();
   }
   for (const auto& [key, verdict] : verdicts) {
@@ -132,6 +140,7 @@ absl::StatusOr<int64_t> Cache::MergeFromFleet(
   if (added > 0) {
     Changed();
     verdict_memo_.clear();
+    spread_.reset();
   }
   return added;
 }

@@ -89,10 +89,64 @@ absl::Status AddOutbox(sqlite::Db& db) {
   )sql");
 }
 
+// Version 4. Figures of one key are kept per Timing (FigureTiming in
+// cache_key.h): `rounds` and `calls` join the measurements' primary key
+// and the outbox's, so a figure timed at a shorter Timing is stored beside
+// a more precise one instead of replacing it. Rows from before keep their
+// figures at Timing {0, 0}, unknown. Each row also keeps the history of
+// the figures stored under its key and Timing, the last of which it holds
+// (`figures_seen`; the mean and the sum of squared deviations of their
+// log step times; the sum of their rounds' squared relative standard
+// errors): the cache learns from it how far repeats of a measurement
+// spread (RepeatSpread in cache.h, summed over the rows through the index
+// measurements_repeated). Rows from before have none (0).
+absl::Status KeepTimings(sqlite::Db& db) {
+  return db.Exec(R"sql(
+    CREATE TABLE measurements_v4(
+      partition INTEGER NOT NULL,
+      key TEXT NOT NULL,
+      rounds INTEGER NOT NULL,
+      calls INTEGER NOT NULL,
+      row_schema INTEGER NOT NULL,
+      t_step_us REAL NOT NULL,
+      measured TEXT NOT NULL,
+      written INTEGER NOT NULL,
+      measurement BLOB NOT NULL,
+      import_id INTEGER,
+      figures_seen INTEGER NOT NULL,
+      log_mean REAL NOT NULL,
+      log_m2 REAL NOT NULL,
+      within_sq REAL NOT NULL,
+      PRIMARY KEY(partition, key, rounds, calls)) WITHOUT ROWID;
+    INSERT INTO measurements_v4
+      SELECT partition, key, 0, 0, row_schema, t_step_us, measured, written,
+             measurement, import_id, 0, 0, 0, 0
+      FROM measurements;
+    DROP TABLE measurements;
+    ALTER TABLE measurements_v4 RENAME TO measurements;
+    CREATE INDEX measurements_by_import ON measurements(import_id)
+      WHERE import_id IS NOT NULL;
+    CREATE INDEX measurements_repeated
+      ON measurements(partition, row_schema, figures_seen, log_m2, within_sq)
+      WHERE figures_seen > 1;
+    CREATE TABLE outbox_measurements_v4(
+      partition INTEGER NOT NULL,
+      key TEXT NOT NULL,
+      rounds INTEGER NOT NULL,
+      calls INTEGER NOT NULL,
+      PRIMARY KEY(partition, key, rounds, calls)) WITHOUT ROWID;
+    INSERT INTO outbox_measurements_v4
+      SELECT partition, key, 0, 0 FROM outbox_measurements;
+    DROP TABLE outbox_measurements;
+    ALTER TABLE outbox_measurements_v4 RENAME TO outbox_measurements;
+  )sql");
+}
+
 constexpr Migration kMigrations[] = {
     {1, "measurements, IRON imports and build verdicts", &CreateV1},
     {2, "the origin of imported rows", &AddImportOrigins},
     {3, "the fleet's outbox", &AddOutbox},
+    {4, "figures kept per Timing, with their history", &KeepTimings},
 };
 static_assert(std::size(kMigrations) == kCacheSchemaVersion);
 

@@ -25,7 +25,7 @@
 namespace irontune {
 
 // The layout this build writes (PRAGMA user_version).
-inline constexpr int kCacheSchemaVersion = 3;
+inline constexpr int kCacheSchemaVersion = 4;
 // What a row's figure means; see above.
 inline constexpr int kCacheRowSchema = 1;
 

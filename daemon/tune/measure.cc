@@ -206,7 +206,9 @@ absl::StatusOr<MeasureOutcome> Measure(const MeasurePlan& plan,
 Delta AgainstDefault(const v1::Measurement& m) {
   v1::Measurement def = m;
   def.clear_round_us();
-  def.clear_t_step_noise_us();  // m's noise; the drift share is m's
+  // m's noise; the drift share is m's (the batch's, shared by both).
+  def.clear_t_step_noise_us();
+  def.clear_batch_drift_share();
   for (double r : m.default_round_us()) def.add_round_us(r);
   def.set_t_step_us(
       m.default_round_us().empty()
@@ -218,17 +220,27 @@ Delta AgainstDefault(const v1::Measurement& m) {
 
 namespace {
 
-// The share of `m`'s step that moved its whole batch (drift): its
+// The share of `m`'s step that a repeat of it may move by (drift): its
 // t_step_noise_us less the rounds' own standard error, over its step time
-// (kDriftFloor or the spread between batches, as Record set it); 0 where
-// it has no noise or no rounds.
-double DriftShare(const v1::Measurement& m) {
+// (the largest of kDriftFloor, the spread between the call's batches and
+// the spread of repeats the cache has seen, as Record set it); 0 where it
+// has no noise or no rounds.
+double RepeatShare(const v1::Measurement& m) {
   if (!m.has_t_step_noise_us() || !(m.t_step_us() > 0)) return 0;
   const std::vector<double> rounds(m.round_us().begin(), m.round_us().end());
   const double within = MedianStandardError(rounds).value_or(0);
   const double noise = m.t_step_noise_us();
   return std::sqrt(std::max(0.0, noise * noise - within * within)) /
          m.t_step_us();
+}
+
+// The share of `m`'s step that moved its whole batch (the drift while it
+// was timed), which scales a delta paired within the batch alike:
+// batch_drift_share; in a figure from before it, t_step_noise_us held
+// only this drift (RepeatShare).
+double BatchShare(const v1::Measurement& m) {
+  if (m.has_batch_drift_share()) return m.batch_drift_share();
+  return RepeatShare(m);
 }
 
 }  // namespace
@@ -242,21 +254,28 @@ Delta MeasurementDifference(const v1::Measurement& a,
   // per-round differences and its standard error; unpaired, the difference
   // of the medians and the two errors in quadrature (docs/statistics.md).
   // A drift moves both of a pair alike, so it cancels from the rounds'
-  // differences but scales the delta itself: that share of |delta| is
-  // added in quadrature. Measured apart, each figure's own drift counts.
+  // differences but scales the delta itself: the batch's share of |delta|
+  // is added in quadrature. Unpaired, each figure's own drift counts: the
+  // batch's where both were timed in one (a setting the cutoff stopped
+  // early), else what moves a repeat.
   if (a.run() == b.run() && ra.size() == rb.size() && !ra.empty()) {
     const Difference d = PairedDifference(ra, rb);
     out.delta_us = d.delta;
     if (d.noise) {
-      const double drift = std::max(DriftShare(a), DriftShare(b));
+      const double drift = std::max(BatchShare(a), BatchShare(b));
       out.noise_us = std::hypot(*d.noise, drift * d.delta);
     }
   } else if (!ra.empty() && !rb.empty()) {
     const Difference d = UnpairedDifference(ra, rb);
     out.delta_us = d.delta;
     if (d.noise) {
-      out.noise_us = std::hypot(*d.noise, DriftShare(a) * a.t_step_us(),
-                                DriftShare(b) * b.t_step_us());
+      // Timed in one batch (a setting the cutoff stopped early), both
+      // moved with the batch; timed apart, each as a repeat would.
+      const bool together = a.run() == b.run();
+      const double share_a = together ? BatchShare(a) : RepeatShare(a);
+      const double share_b = together ? BatchShare(b) : RepeatShare(b);
+      out.noise_us = std::hypot(*d.noise, share_a * a.t_step_us(),
+                                share_b * b.t_step_us());
     }
   } else {
     out.delta_us = a.t_step_us() - b.t_step_us();

@@ -37,9 +37,11 @@ inline constexpr uint64_t kDistinctBytes = 256ull << 20;
 
 // The least spread between runs irontune assumes, as a share of the step:
 // drift slower than a run (a clock, a temperature) moves all of it and
-// cannot be seen from its own rounds. A measurement's t_step_noise_us is
-// its rounds' standard error combined with this, or with the spread of the
-// default's figure between the call's batches where that is larger
+// cannot be seen from its own rounds. A measurement's batch_drift_share is
+// this, or the spread of the default's figure between the call's batches
+// where that is larger; its t_step_noise_us is its rounds' standard error
+// combined with that share, or with the spread of repeated figures the
+// cache has seen (MeasureCache::RepeatDrift) where that is larger
 // (docs/statistics.md, "Absolute figures").
 inline constexpr double kDriftFloor = 0.005;
 
@@ -135,10 +137,14 @@ Delta AgainstDefault(const v1::Measurement& m);
 // standard error (PairedDifference); else the difference of the medians
 // with the two standard errors in quadrature (UnpairedDifference). Either
 // way the noise describes the delta it is given with, and holds the drift
-// too: paired, the larger drift share of the two (t_step_noise_us beyond
-// the rounds' own error, over t_step_us) times |delta|, since a drift
-// scales both alike; unpaired, each one's drift share of its own step. No
-// rounds: the t_step_us difference with no noise.
+// too: paired, the larger batch_drift_share of the two times |delta|,
+// since a drift scales both alike; unpaired, each one's drift share of its
+// own step: batch_drift_share where both were timed in one run (rounds
+// cut short by the cutoff), else the drift between repeats
+// (t_step_noise_us beyond the rounds' own error).
+// A figure from before batch_drift_share pairs with its t_step_noise_us
+// beyond the rounds' error. No rounds: the t_step_us difference with no
+// noise.
 Delta MeasurementDifference(const v1::Measurement& a, const v1::Measurement& b);
 
 }  // namespace irontune

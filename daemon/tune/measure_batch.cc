@@ -366,21 +366,27 @@ class MeasureBatches::Impl {
                                absl::ToUnixNanos(absl::Now())))
             .substr(0, 32);
     const size_t m = probes.size();
+    ASSIGN_OR_RETURN(const std::optional<double> repeats, cache_.RepeatDrift());
     Pending pending;
     std::vector<double> default_steps;
-    double drift = kDriftFloor;  // between batches, a share of the step
+    // Shares of the step: what moved this batch (the floor, or the spread
+    // of the call's batches), and what moves a repeat of it (at least
+    // that, or the spread of the repeats the cache has seen).
+    double batch = kDriftFloor, repeat = kDriftFloor;
     for (size_t j = 0; j < m; ++j) {
       const auto& many = times.runs[m + j].rounds_us;
       const std::vector<double> steps =
           StepTimes(times.runs[j].rounds_us, many);
       if (j == 0) {
         default_steps = steps;
-        drift = BetweenBatches(Median(steps));
+        batch = BetweenBatches(Median(steps));
+        repeat = std::max(batch, repeats.value_or(0));
       }
       v1::Measurement out;
       out.set_t_step_us(Median(steps));
       if (const std::optional<double> within = MedianStandardError(steps)) {
-        out.set_t_step_noise_us(std::hypot(*within, drift * out.t_step_us()));
+        out.set_t_step_noise_us(std::hypot(*within, repeat * out.t_step_us()));
+        out.set_batch_drift_share(batch);
       }
       for (double s : steps) out.add_round_us(s);
       out.set_run(run);

@@ -52,7 +52,7 @@ absl::Status MeasureCache::KnownFigures(std::vector<bool>& known,
     digests.push_back(keys_[i]);
   }
   ASSIGN_OR_RETURN(std::vector<std::optional<v1::Measurement>> hits,
-                   cache->GetMany(digests));
+                   cache->GetMany(digests, FigureTiming::Of(plan_.timing)));
   for (size_t k = 0; k < which.size(); ++k) {
     if (!hits[k]) continue;
     outcome.measurements[which[k]] = *std::move(hits[k]);
@@ -72,8 +72,9 @@ absl::Status MeasureCache::Built(int i, const Artifact& one) {
 
 absl::StatusOr<bool> MeasureCache::TakeCached(int i, MeasureOutcome& outcome) {
   if (context_.cache() == nullptr || plan_.remeasure) return false;
-  ASSIGN_OR_RETURN(std::optional<v1::Measurement> hit,
-                   context_.cache()->Get(keys_[i]));
+  ASSIGN_OR_RETURN(
+      std::optional<v1::Measurement> hit,
+      context_.cache()->Get(keys_[i], FigureTiming::Of(plan_.timing)));
   if (!hit) return false;
   outcome.measurements[i] = *std::move(hit);
   outcome.cached.push_back(i);
@@ -82,7 +83,19 @@ absl::StatusOr<bool> MeasureCache::TakeCached(int i, MeasureOutcome& outcome) {
 
 absl::Status MeasureCache::Put(int i, const v1::Measurement& m) {
   if (context_.cache() == nullptr) return absl::OkStatus();
-  return context_.cache()->Put(keys_[i], m);
+  return context_.cache()->Put(keys_[i], m, FigureTiming::Of(plan_.timing));
+}
+
+absl::StatusOr<std::optional<double>> MeasureCache::RepeatDrift() {
+  if (!repeat_drift_) {
+    std::optional<double> share;
+    if (context_.cache() != nullptr) {
+      ASSIGN_OR_RETURN(const RepeatSpread spread, context_.cache()->Spread());
+      share = spread.share();
+    }
+    repeat_drift_ = share;
+  }
+  return *repeat_drift_;
 }
 
 std::string MeasureCache::KeyOf(const std::string& recipe_hash,

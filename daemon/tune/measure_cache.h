@@ -3,7 +3,9 @@
 // artifact hash, a verdict under BuiltIdentityKey), so a setting whose
 // figure is cached is found with one batched lookup of identities and one
 // of figures (KnownFigures), and is not built again. Figures are cached
-// under a CacheKey of everything they depend on but the Timing. Cached
+// under a CacheKey of everything they depend on but the Timing, each at
+// the plan's Timing (FigureTiming), and looked up at it: the cache gives
+// the most precise figure that is at least as precise (cache.h). Cached
 // figures are not taken with remeasure; without a cache, nothing is found
 // or kept.
 //
@@ -13,6 +15,7 @@
 #define IRONTUNE_DAEMON_TUNE_MEASURE_CACHE_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,8 +46,15 @@ class MeasureCache {
   // one. REQUIRES: its key is known (KnownFigures or Built).
   absl::StatusOr<bool> TakeCached(int i, MeasureOutcome& outcome);
 
-  // Caches `m` as setting `i`'s figure.
+  // Caches `m` as setting `i`'s figure at the plan's Timing: it replaces
+  // only a figure of the same Timing, never a more precise one.
   absl::Status Put(int i, const v1::Measurement& m);
+
+  // How far repeats of a measurement spread on this device beyond their
+  // rounds' own noise, as a share of the step, as the cache has seen it
+  // (Cache::Spread, RepeatSpread::share), read once per call; nullopt
+  // without a cache or before it has seen enough repeats.
+  absl::StatusOr<std::optional<double>> RepeatDrift();
 
   // Setting `i`'s cache key ("" until known).
   const std::string& key(int i) const { return keys_[i]; }
@@ -61,6 +71,7 @@ class MeasureCache {
   std::vector<std::string> keys_;             // each setting's cache key
   std::map<std::string, std::string> given_;  // the given inputs' digests
   std::string environment_;                   // the builder's, for IdentityKey
+  std::optional<std::optional<double>> repeat_drift_;  // once read
 };
 
 }  // namespace irontune

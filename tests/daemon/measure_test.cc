@@ -1,9 +1,12 @@
 #include "daemon/tune/measure.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -658,11 +661,21 @@ TEST_CASE("+-2 noises cover the true delta and the true step time") {
       {Gemm(256, 512, 512, 64, 64, 64, 8), Gemm(256, 512, 512, 64, 64, 64, 1)},
   };
   const ResolvedTiming timing = ResolvedTiming().WithRounds(8).WithCalls(20);
-  int n = 0, delta_in = 0, step_in = 0;
+  // Each seed's device twice: alone, and with a cache that learns from the
+  // repeats of the recorded setting how far a repeat moves (one cache over
+  // every seed, as a daemon's over its runs).
+  const std::string path = TempDb("coverage");
+  auto cache = Cache::Open(path, "NPU Strix", PowerMode::kDefault);
+  REQUIRE(cache.ok());
+  int n = 0, delta_in = 0, step_in = 0, learned_in = 0, wider = 0;
+  double z2 = 0, alone_z2 = 0;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
-    Rig rig("sim:npu2", seed);
-    rig.device->ScriptInterference({20e6, 2e6, 4242});
+    Rig rig("sim:npu2", seed), twin("sim:npu2", seed);
+    for (Rig* r : {&rig, &twin}) {
+      r->device->ScriptInterference({20e6, 2e6, 4242});
+    }
     auto context = rig.Context();
+    auto learning = twin.Context(cache->get());
     for (const auto& [a, b] : pairs) {
       const double ta = TrueStep(rig, a);
       const double tb = TrueStep(rig, b);
@@ -671,33 +684,194 @@ TEST_CASE("+-2 noises cover the true delta and the true step time") {
         // many phases.
         for (uint64_t q = (seed * 7 + k * 13) % 50; q > 0; --q) {
           REQUIRE(rig.device->OtherHolders().ok());
+          REQUIRE(twin.device->OtherHolders().ok());
         }
         MeasurePlan plan = Request({a, b});
         plan.timing = timing;
         plan.remeasure = true;
         auto outcome = Measure(plan, *context);
+        auto twin_outcome = Measure(plan, *learning);
         REQUIRE(outcome.ok());
+        REQUIRE(twin_outcome.ok());
         REQUIRE(outcome->measurements.size() == 2);
         const v1::Measurement& ma = outcome->measurements.at(0);
+        const v1::Measurement& la = twin_outcome->measurements.at(0);
         const Delta d = AgainstDefault(outcome->measurements.at(1));
+        const Delta ld = AgainstDefault(twin_outcome->measurements.at(1));
         REQUIRE(d.noise_us.has_value());
         REQUIRE(ma.has_t_step_noise_us());
+        // The same timings; the deltas and their noises exactly as alone.
+        REQUIRE(la.t_step_us() == ma.t_step_us());
+        CHECK(ld.delta_us == d.delta_us);
+        CHECK(ld.noise_us == d.noise_us);
         ++n;
         if (std::abs(d.delta_us - (tb - ta)) <= 2 * *d.noise_us) ++delta_in;
-        if (std::abs(ma.t_step_us() - ta) <= 2 * ma.t_step_noise_us()) {
-          ++step_in;
-        }
+        const double alone_z = (ma.t_step_us() - ta) / ma.t_step_noise_us();
+        alone_z2 += alone_z * alone_z;
+        if (std::abs(alone_z) <= 2) ++step_in;
+        const double z = (la.t_step_us() - ta) / la.t_step_noise_us();
+        z2 += z * z;
+        if (std::abs(z) <= 2) ++learned_in;
+        if (la.t_step_noise_us() > ma.t_step_noise_us()) ++wider;
       }
     }
   }
   const double delta_coverage = static_cast<double>(delta_in) / n;
   const double step_coverage = static_cast<double>(step_in) / n;
+  const double learned_coverage = static_cast<double>(learned_in) / n;
+  const double rms_z = std::sqrt(z2 / n);
+  const std::optional<double> share = (*cache)->Spread()->share();
+  REQUIRE(share.has_value());
   INFO("delta coverage " << delta_coverage << ", step coverage "
-                         << step_coverage << " over " << n);
+                         << step_coverage << ", learned " << learned_coverage
+                         << " (rms z " << rms_z << ", alone "
+                         << std::sqrt(alone_z2 / n) << ", " << wider
+                         << " wider, repeats spread " << *share << ") over "
+                         << n);
   CHECK(delta_coverage >= 0.88);
   CHECK(delta_coverage <= 0.995);
   CHECK(step_coverage >= 0.90);
   CHECK(step_coverage <= 0.99);
+  // The sim drifts by 1% (an sd of 0.71% over its period): the cache sees
+  // more than the floor's 0.5%, and the step times' noise follows it.
+  CHECK(*share > kDriftFloor);
+  CHECK(wider > n / 2);
+  CHECK(learned_coverage >= step_coverage);
+  CHECK(learned_coverage <= 0.995);
+  CHECK(rms_z >= 0.7);
+  CHECK(rms_z <= 1.3);
+}
+
+// GEMM 256x512x512 settings that build on `rig`'s device, the recorded
+// setting first: more than one batch holds.
+std::vector<v1::Operator> ManySettings(Rig& rig, size_t n) {
+  auto platform = rig.device->GetPlatform();
+  std::vector<v1::Operator> out;
+  for (int64_t cols : {8, 4, 2}) {
+    for (int64_t tm : {64, 32, 16}) {
+      for (int64_t tk : {64, 32}) {
+        for (int64_t tn : {64, 32}) {
+          const v1::Operator op = Gemm(256, 512, 512, tm, tk, tn, cols);
+          auto built = rig.builder.Build(
+              {op, *platform, 1, true, v1::PACKAGING_FULL_ELF});
+          if (built.ok() && built->artifact && out.size() < n) {
+            out.push_back(op);
+          }
+        }
+      }
+    }
+  }
+  REQUIRE(out.size() == n);
+  return out;
+}
+
+// The cache's export, one line each.
+std::set<std::string> Exported(Cache& cache) {
+  std::ostringstream out;
+  REQUIRE(cache.Export(out).ok());
+  std::set<std::string> lines;
+  std::istringstream in(out.str());
+  for (std::string line; std::getline(in, line);) lines.insert(line);
+  return lines;
+}
+
+size_t CountWith(const std::set<std::string>& lines, const std::string& text) {
+  return std::count_if(lines.begin(), lines.end(), [&](const std::string& l) {
+    return l.find(text) != std::string::npos;
+  });
+}
+
+TEST_CASE("a remeasure at a shorter Timing keeps the better figures") {
+  Rig rig;
+  auto cache = Cache::Open(TempDb("shorter"), "NPU Strix", PowerMode::kDefault);
+  REQUIRE(cache.ok());
+  const std::vector<v1::Operator> settings = ThreeSettings();
+  const MeasurePlan full = Request(settings);  // 6 rounds x 5 calls
+  MeasurePlan shorter = Request(settings);
+  shorter.timing = Quick().WithRounds(2).WithCalls(2);
+  shorter.remeasure = true;
+  auto first = Measure(full, *rig.Context(cache->get()));
+  REQUIRE(first.ok());
+  const std::set<std::string> before = Exported(**cache);
+  const std::string at_full = "\"timing\":{\"calls\":5,\"rounds\":6}";
+  const std::string at_shorter = "\"timing\":{\"calls\":2,\"rounds\":2}";
+  REQUIRE(CountWith(before, at_full) == 3);
+
+  auto again = Measure(shorter, *rig.Context(cache->get()));
+  REQUIRE(again.ok());
+  CHECK(again->cached.empty());
+  const std::set<std::string> after = Exported(**cache);
+  // Every line kept as it was, and the shorter figures added beside them.
+  CHECK(
+      std::includes(after.begin(), after.end(), before.begin(), before.end()));
+  CHECK(after.size() == before.size() + 3);
+  CHECK(CountWith(after, at_shorter) == 3);
+
+  // Asked at the full Timing, or the shorter one: the full figures.
+  const int64_t calls = rig.device->calls();
+  const MeasurePlan replay = [&] {
+    MeasurePlan p = shorter;
+    p.remeasure = false;
+    return p;
+  }();
+  for (const MeasurePlan* plan : {&full, &replay}) {
+    auto found = Measure(*plan, *rig.Context(cache->get()));
+    REQUIRE(found.ok());
+    CHECK(found->cached.size() == 3);
+    for (const auto& [i, m] : first->measurements) {
+      CHECK(found->measurements.at(i).SerializeAsString() ==
+            m.SerializeAsString());
+    }
+  }
+  CHECK(rig.device->calls() == calls);
+  // Asked at a longer Timing than any kept: timed.
+  MeasurePlan longer = Request(settings);
+  longer.timing = Quick().WithRounds(7);
+  auto timed = Measure(longer, *rig.Context(cache->get()));
+  REQUIRE(timed.ok());
+  CHECK(timed->cached.empty());
+}
+
+TEST_CASE("a cancelled remeasure leaves every stored figure as it was") {
+  Rig rig;
+  auto cache = Cache::Open(TempDb("cancel"), "NPU Strix", PowerMode::kDefault);
+  REQUIRE(cache.ok());
+  const std::vector<v1::Operator> settings = ManySettings(rig, 10);
+  auto first = Measure(Request(settings), *rig.Context(cache->get()));
+  REQUIRE(first.ok());
+  const std::set<std::string> before = Exported(**cache);
+  REQUIRE(CountWith(before, "\"kind\":\"measurement\"") == 10);
+
+  SECTION("at a shorter Timing, cancelled as its second batch begins") {
+    MeasurePlan shorter = Request(settings);
+    shorter.timing = Quick().WithRounds(2).WithCalls(2);
+    shorter.remeasure = true;
+    auto context = rig.Context(cache->get());
+    context->cancel_when = [&] {
+      return CountWith({context->lines.begin(), context->lines.end()},
+                       "timing") >= 2;
+    };
+    auto cancelled = Measure(shorter, *context);
+    CHECK(absl::IsCancelled(cancelled.status()));
+    const std::set<std::string> after = Exported(**cache);
+    CHECK(std::includes(after.begin(), after.end(), before.begin(),
+                        before.end()));
+    // The first batch finished (the recorded setting and 7 others): its
+    // figures are added at their Timing; the rest of the call's are not.
+    CHECK(after.size() == before.size() + 8);
+    CHECK(CountWith(after, "\"timing\":{\"calls\":2,\"rounds\":2}") == 8);
+  }
+  SECTION("at the same Timing, cancelled within its first batch") {
+    MeasurePlan same = Request(settings);
+    same.remeasure = true;
+    auto context = rig.Context(cache->get());
+    const int64_t start = rig.device->calls();
+    context->cancel_when = [&] { return rig.device->calls() > start + 40; };
+    auto cancelled = Measure(same, *context);
+    CHECK(absl::IsCancelled(cancelled.status()));
+    CHECK(rig.device->calls() > start);
+    CHECK(Exported(**cache) == before);
+  }
 }
 
 // Counts builds, and fails those of tile_m 16 with an error.
