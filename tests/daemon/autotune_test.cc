@@ -1128,6 +1128,9 @@ TEST_CASE("Autotune: +-2 noises cover a search's recorded step time") {
   Rig truth;
   const double true_us = TrueUs(truth, gemm);
   AutotuneOptions options = NoisyOptions();
+  // The descent's batches. A ranked search times the recorded setting in
+  // fewer of them: 22 of 24 covered, rms z 1.46 (docs/statistics.md).
+  options.rank = false;
   int n = 0, in = 0;
   double z2 = 0;
   for (uint64_t seed = 1; seed <= 24; ++seed) {
