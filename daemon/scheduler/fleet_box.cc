@@ -137,6 +137,11 @@ absl::Status FleetBox::Publish() {
   }
 }
 
+std::string FleetBox::RecentKey(const CacheEntry& entry) {
+  return absl::StrCat(entry.key, "@", entry.timing.rounds, "x",
+                      entry.timing.calls);
+}
+
 absl::Status FleetBox::Pull() {
   const FleetPartition partition = Partition();
   FigureCursor after{pulled_.written - kPullOverlap, ""};
@@ -148,12 +153,12 @@ absl::Status FleetBox::Pull() {
     after = {rows.back().written, rows.back().entry.key};
     std::vector<CacheEntry> fresh;
     for (StoredFigure& row : rows) {
-      if (recent_.emplace(row.entry.key, row.written).second) {
+      if (recent_.emplace(RecentKey(row.entry), row.written).second) {
         fresh.push_back(std::move(row.entry));
       }
     }
     if (absl::Status merged = MergePulled(fresh, {}); !merged.ok()) {
-      for (const CacheEntry& e : fresh) recent_.erase(e.key);
+      for (const CacheEntry& e : fresh) recent_.erase(RecentKey(e));
       return merged;
     }
     if (after.written > pulled_.written) pulled_ = after;

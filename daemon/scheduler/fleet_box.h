@@ -100,6 +100,9 @@ class FleetBox {
   FleetBoxStats stats() const;
 
  private:
+  // A pulled figure's key in recent_: its cache key and its Timing, since
+  // the store keeps a key's figures at each Timing apart.
+  static std::string RecentKey(const CacheEntry& entry);
   void Loop();
   // Whether to claim now: the queue empty, nothing running, the worker
   // alive.
@@ -152,8 +155,8 @@ class FleetBox {
   JobQueue* const queue_;
   std::thread thread_;
   // Where the next pull starts, and the figures read in the minute before
-  // it, by key, so a pull merges only what it has not (the loop's thread
-  // only).
+  // it, by key and Timing (RecentKey), so a pull merges only what it has
+  // not (the loop's thread only).
   FigureCursor pulled_;
   absl::flat_hash_map<std::string, absl::Time> recent_;
   VerdictCursor pulled_verdicts_;
