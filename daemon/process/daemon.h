@@ -44,6 +44,7 @@
 #include "daemon/npu/device.h"
 #include "daemon/process/systemd_notify.h"
 #include "daemon/scheduler/admission.h"
+#include "daemon/scheduler/cached_answers.h"
 #include "daemon/scheduler/runner.h"
 #include "daemon/store/jobs_store.h"
 
@@ -168,7 +169,12 @@ struct DaemonOptions {
   // finished first; 0: never; negative: a front's default (300 s), none on
   // a box.
   double max_connection_age_s = -1;
-  // Tests only: replaces the DeviceJobRunner.
+  // Threads answering jobs whose figures are all stored, beside the
+  // device worker (--cached-answers; daemon/scheduler/cached_answers.h);
+  // 0: every job is queued for the worker.
+  int cached_answers = kCachedAnswerThreads;
+  // Tests only: replaces the DeviceJobRunner (and turns cached answers
+  // off: every job goes through it).
   std::unique_ptr<JobRunner> runner;
   // Admission limits (admission.h), the ended jobs kept in memory (bytes)
   // and in jobs.db.
@@ -226,6 +232,11 @@ class Daemon {
   absl::Status StartWorker(DaemonOptions& options,
                            std::unique_ptr<Device> device,
                            std::unique_ptr<Cache> cache);
+  // With --cached-answers above 0 (and no test runner): the threads
+  // answering from the cache beside the worker, over their own connections
+  // to `cache_path`. REQUIRES: StartWorker succeeded.
+  absl::Status StartCachedAnswers(const DaemonOptions& options,
+                                  const std::string& cache_path);
   // With --fleet: reaches the store (its schema migrated), keeps the
   // cache's outbox, and after the worker starts, claims shards. The
   // store's errors (a URL that does not parse, credentials refused, a

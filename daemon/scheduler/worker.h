@@ -108,6 +108,12 @@ class DeviceWorker {
   // then. Unavailable once stopping.
   absl::Status RunOnWorker(std::function<absl::Status(Cache*)> task);
 
+  // How many posted tasks (RunOnWorker) have run. Each may rewrite the
+  // cache (an import, a drop, a clear), so a reader beside the worker that
+  // remembers verdicts reopens when it moves (cached_answers.h). Any
+  // thread.
+  uint64_t tasks_run() const { return tasks_run_.load(); }
+
   // Ends `job` (queued, already removed from the queue) as cancelled and
   // saves it. Any thread.
   void FinishUnrun(const JobPtr& job, absl::Status status);
@@ -165,6 +171,7 @@ class DeviceWorker {
   CostKnowledge costs_;
   std::thread thread_;
   std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> tasks_run_{0};
   // Worker thread only: the Autotune under way, if any.
   std::unique_ptr<Running> autotune_;
   // Worker thread only: the process's resident bytes after the last trim.
