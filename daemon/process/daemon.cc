@@ -762,7 +762,8 @@ void Daemon::StartFleetBox(const DaemonOptions& options) {
 
 absl::Status Daemon::StartWorker(DaemonOptions& options,
                                  std::unique_ptr<Device> device,
-                                 std::unique_ptr<Cache> cache) {
+                                 std::unique_ptr<Cache> cache,
+                                 const std::string& cache_path) {
   Parts& p = *parts_;
   p.queue = std::make_unique<JobQueue>(options.queue_limit,
                                        options.limits.client_queue_quota);
@@ -790,7 +791,8 @@ absl::Status Daemon::StartWorker(DaemonOptions& options,
                                                       options.shapes_at_once);
   p.worker = std::make_unique<DeviceWorker>(std::move(wp), p.queue.get(),
                                             p.store.get());
-  return p.worker->Start();
+  RETURN_IF_ERROR(p.worker->Start());
+  return StartCachedAnswers(options, cache_path);
 }
 
 absl::Status Daemon::StartCachedAnswers(const DaemonOptions& options,
@@ -902,14 +904,14 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   RETURN_IF_ERROR(daemon->OpenJobStore(dir, options, p.store));
   if (!options.fleet.empty())
     RETURN_IF_ERROR(daemon->OpenFleet(options, *cache));
-  RETURN_IF_ERROR(
-      daemon->StartWorker(options, std::move(device), std::move(cache)));
-  RETURN_IF_ERROR(daemon->StartCachedAnswers(options, cache_path));
+  RETURN_IF_ERROR(daemon->StartWorker(options, std::move(device),
+                                      std::move(cache), cache_path));
   daemon->StartFleetBox(options);
-  const ServiceDeps parts{.queue = p.queue.get(),
-                          .worker = p.worker.get(),
-                          .cached = p.cached.get(),
-                          .store = p.store.get()};
+  ServiceDeps parts;
+  parts.queue = p.queue.get();
+  parts.worker = p.worker.get();
+  parts.cached = p.cached.get();
+  parts.store = p.store.get();
   ServiceDeps deps = DepsOf(options, parts, cache_path, platform, streams);
   deps.auth = security.auth;
   deps.refusals = security.refusals;

@@ -229,9 +229,12 @@ class Daemon {
   // Start for role "front".
   static absl::StatusOr<std::unique_ptr<Daemon>> StartFront(
       DaemonOptions options);
+  // The queue, the device worker over `device` and `cache` (the file at
+  // `cache_path`), then the cached answers beside it.
   absl::Status StartWorker(DaemonOptions& options,
                            std::unique_ptr<Device> device,
-                           std::unique_ptr<Cache> cache);
+                           std::unique_ptr<Cache> cache,
+                           const std::string& cache_path);
   // With --cached-answers above 0 (and no test runner): the threads
   // answering from the cache beside the worker, over their own connections
   // to `cache_path`. REQUIRES: StartWorker succeeded.
