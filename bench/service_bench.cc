@@ -29,6 +29,16 @@
 //                              admission's memory estimate, at repeats
 //                              0 (the default, 9), 64 and 256; then the
 //                              example's Autotune at the default Timing
+//   service_bench busy         fully cached Autotunes of the example from
+//                              24 client threads (and irontune-client
+//                              processes) on the real-time clock: one
+//                              client alone, the clients on the idle
+//                              daemon, then while the example's Autotune
+//                              remeasured holds the device: p50/p99;
+//                              --irontuned PATH and --client PATH run
+//                              other builds (e.g. main's, for a before),
+//                              --clients N, --seconds S, --think-ms M,
+//                              the rest go to irontuned
 //   service_bench all          cached, concurrent, utilisation
 #include <fcntl.h>
 #include <signal.h>
@@ -39,6 +49,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -54,6 +65,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_join.h"
 #include "bench/percentile.h"
 #include "common/profile.h"
 #include "common/recording.h"
@@ -122,21 +134,31 @@ int RunBlocking(const std::vector<std::string>& argv,
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// Which irontuned a Daemon runs, and in which state dir.
+struct DaemonSetup {
+  std::string binary = kDaemon;
+  // Empty: a fresh one, removed at the end; else this one, kept.
+  std::string dir;
+};
+
 // irontuned on loopback TCP with a fresh state dir; SIGTERM on destruction.
 class Daemon {
  public:
   // With a non-empty `token`, irontuned runs with a tokens file that makes
   // it the only (admin) token, and every channel call must carry it.
   Daemon(const std::string& tag, const std::string& clock,
-         std::vector<std::string> extra = {}, std::string token = "")
-      : dir_(e2e::TempDir("bench-" + tag)), token_(std::move(token)) {
+         std::vector<std::string> extra = {}, std::string token = "",
+         const DaemonSetup& setup = DaemonSetup())
+      : dir_(setup.dir.empty() ? e2e::TempDir("bench-" + tag) : setup.dir),
+        keep_dir_(!setup.dir.empty()),
+        token_(std::move(token)) {
     if (!token_.empty()) {
       WriteTokensFile(dir_ + "/tokens", token_);
       extra.insert(extra.end(), {"--tokens", dir_ + "/tokens"});
     }
     // Log level info: the start-up line names the port it picked for :0.
     std::vector<std::string> argv = {
-        kDaemon,       "--state-dir",
+        setup.binary,  "--state-dir",
         dir_,          "--listen",
         "127.0.0.1:0", "--sim-clock",
         clock,         "--log-level",
@@ -157,7 +179,7 @@ class Daemon {
       return;
     }
     std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
+    if (!keep_dir_) std::filesystem::remove_all(dir_, ignored);
   }
   bool up() const { return up_; }
   pid_t pid() const { return process_->pid(); }
@@ -206,6 +228,7 @@ class Daemon {
   }
 
   std::string dir_;
+  bool keep_dir_;
   std::string token_;
   std::string address_;
   std::unique_ptr<e2e::Process> process_;
@@ -1123,6 +1146,278 @@ int BigJob() {
   return BigAutotune();
 }
 
+// ----------------------------------------------------------- cached busy
+
+// What `service_bench busy` is given.
+struct BusyArgs {
+  DaemonSetup daemon;
+  std::string client = kClient;
+  int clients = 24;
+  double seconds = 20;
+  double think_ms = 300;           // mean pause between a client's submits
+  std::vector<std::string> flags;  // more irontuned flags
+};
+
+// The example's Autotune remeasured, on a stream of its own until Stop
+// cancels it: a long job holding the device.
+class LongJob {
+ public:
+  explicit LongJob(const Daemon& daemon)
+      : stub_(v1::Tuner::NewStub(daemon.Channel())) {
+    v1::AutotuneRequest request = ExampleRequest(2, 3);
+    request.set_remeasure(true);
+    request.set_client("long-job");
+    thread_ = std::thread([this, request] { Follow(request); });
+  }
+  ~LongJob() { Stop(); }
+  // Waits up to 60 s for its Started event; its job id, or "".
+  std::string WaitStarted() {
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait_for(lock, std::chrono::seconds(60),
+                      [this] { return started_ || ended_; });
+    return started_ ? id_ : std::string();
+  }
+  bool ended() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ended_;
+  }
+  void Stop() {
+    context_.TryCancel();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Follow(const v1::AutotuneRequest& request) {
+    auto reader = stub_->Autotune(&context_, request);
+    v1::AutotuneEvent e;
+    while (reader->Read(&e)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (id_.empty()) id_ = e.job_id();
+      if (e.has_started()) started_ = true;
+      changed_.notify_all();
+    }
+    reader->Finish();
+    std::lock_guard<std::mutex> lock(mu_);
+    ended_ = true;
+    changed_.notify_all();
+  }
+
+  std::unique_ptr<v1::Tuner::Stub> stub_;
+  grpc::ClientContext context_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::string id_;
+  bool started_ = false, ended_ = false;
+  std::thread thread_;
+};
+
+struct LoadRun {
+  std::vector<double> latency_s;  // raw stub submits
+  std::vector<double> client_s;   // irontune-client processes
+  int failures = 0;
+  double seconds = 0;
+};
+
+// `args.clients` threads, each with its own channel, submitting the
+// example's cached Autotune for `args.seconds`, pausing a uniform
+// [0, 2 think_ms] between submits; beside them irontune-client processes
+// submitting it one after another.
+LoadRun CachedLoad(const Daemon& daemon, const BusyArgs& args) {
+  LoadRun run;
+  std::mutex mu;
+  const v1::AutotuneRequest request = ExampleRequest(2, 3);
+  const auto end =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(args.seconds));
+  auto client = [&](int index) {
+    auto stub = v1::Tuner::NewStub(daemon.Channel());
+    std::mt19937 rng(index);
+    std::uniform_real_distribution<double> think(0, 2 * args.think_ms);
+    std::this_thread::sleep_for(
+        std::chrono::duration<double, std::milli>(think(rng)));
+    while (Clock::now() < end) {
+      const auto start = Clock::now();
+      AutotuneOutcome o = RunAutotune(*stub, request);
+      const double took = Since(start);
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        run.latency_s.push_back(took);
+        if (!o.status.ok() || !o.has_result) ++run.failures;
+      }
+      std::this_thread::sleep_for(
+          std::chrono::duration<double, std::milli>(think(rng)));
+    }
+  };
+  auto processes = [&] {
+    const std::vector<std::string> submit = {
+        args.client, "--server", daemon.address(), "submit", kExample,
+        "--profile", kProfile,   "--rounds",       "2",      "--calls",
+        "3",         "--json"};
+    while (Clock::now() < end) {
+      const auto start = Clock::now();
+      const int rc = RunBlocking(submit);
+      std::lock_guard<std::mutex> lock(mu);
+      run.client_s.push_back(Since(start));
+      if (rc != 0) ++run.failures;
+    }
+  };
+  const auto start = Clock::now();
+  std::vector<std::thread> threads;
+  for (int i = 0; i < args.clients; ++i) threads.emplace_back(client, i);
+  threads.emplace_back(processes);
+  for (std::thread& t : threads) t.join();
+  run.seconds = Since(start);
+  return run;
+}
+
+void PrintLoad(const char* title, const LoadRun& r) {
+  std::printf(
+      "  %s: %zu stub submits and %zu client processes in %.1f s "
+      "(%.1f/s), %d failed\n",
+      title, r.latency_s.size(), r.client_s.size(), r.seconds,
+      (r.latency_s.size() + r.client_s.size()) / r.seconds, r.failures);
+  PrintLatencies("  raw stub->Autotune, each client its channel", r.latency_s);
+  PrintLatencies("  irontune-client submit (process, wall)", r.client_s);
+}
+
+// The jobs irontuned's log says it answered from the cache.
+int AnsweredFromCache(const std::string& log) {
+  int n = 0;
+  for (size_t at = log.find("(from the cache)\n"); at != std::string::npos;
+       at = log.find("(from the cache)\n", at + 1)) {
+    if (log.rfind(" ended: ", at) > log.rfind('\n', at)) ++n;
+  }
+  return n;
+}
+
+// Fills a state dir's cache with the example's figures, on the virtual
+// clock; false when the submit fails.
+bool FillCache(const BusyArgs& args, const std::string& dir) {
+  DaemonSetup setup = args.daemon;
+  setup.dir = dir;
+  Daemon fill("busy-fill", "virtual", {}, "", setup);
+  if (!fill.up()) return false;
+  const int rc = RunBlocking({args.client, "--server", fill.address(), "submit",
+                              kExample, "--profile", kProfile, "--rounds", "2",
+                              "--calls", "3", "--json"});
+  std::printf("  cache filled on the virtual clock: exit %d\n", rc);
+  return rc == 0;
+}
+
+// One client's cached submits, one after another, on an idle daemon.
+std::vector<double> OneIdle(const Daemon& daemon) {
+  auto stub = v1::Tuner::NewStub(daemon.Channel());
+  const v1::AutotuneRequest request = ExampleRequest(2, 3);
+  for (int i = 0; i < 2; ++i) RunAutotune(*stub, request);  // connect, warm
+  std::vector<double> out;
+  for (int i = 0; i < 30; ++i) {
+    const auto start = Clock::now();
+    RunAutotune(*stub, request);
+    out.push_back(Since(start));
+  }
+  return out;
+}
+
+// The job on the device now, as GetStatus says; "" when idle.
+std::string RunningJob(const Daemon& daemon) {
+  v1::StatusResponse status;
+  auto stub = v1::Tuner::NewStub(daemon.Channel());
+  if (!GetStatusOf(*stub, &status) || !status.has_running()) return "";
+  return status.running().job_id();
+}
+
+// The phases of `busy` on the realtime daemon: one client alone, the
+// clients on the idle daemon, then the clients while the long job runs.
+int BusyPhases(const Daemon& daemon, const BusyArgs& args) {
+  const std::vector<double> one = OneIdle(daemon);
+  const LoadRun idle = CachedLoad(daemon, args);
+  const int idle_answered = AnsweredFromCache(daemon.Log());
+  LongJob long_job(daemon);
+  const std::string id = long_job.WaitStarted();
+  if (id.empty()) {
+    std::printf("  the long job did not start\n");
+    return 1;
+  }
+  const auto busy_start = Clock::now();
+  const LoadRun busy = CachedLoad(daemon, args);
+  const std::string running = RunningJob(daemon);
+  const bool held = running == id && !long_job.ended();
+  const double held_s = Since(busy_start);
+  long_job.Stop();
+  std::printf(
+      "  answered from the cache (irontuned's log): %d while idle, "
+      "%d while busy\n",
+      idle_answered, AnsweredFromCache(daemon.Log()) - idle_answered);
+  std::printf("  the long job %s was %s on the device after %.1f s of load\n",
+              id.c_str(), held ? "still running" : "NOT running", held_s);
+  PrintLatencies("one client alone, raw stub->Autotune", one);
+  PrintLoad("idle", idle);
+  PrintLoad("while the long job runs", busy);
+  const double p50 = Percentile(busy.latency_s, 50);
+  const double p99 = Percentile(busy.latency_s, 99);
+  std::printf("  busy / idle p50 %.2f, p99 %.2f\n",
+              p50 / Percentile(idle.latency_s, 50),
+              p99 / Percentile(idle.latency_s, 99));
+  std::printf("  goal while busy: p50 <= 30 ms: %s; p99 <= 100 ms: %s\n",
+              p50 <= 0.030 ? "met" : "NOT met",
+              p99 <= 0.100 ? "met" : "NOT met");
+  return busy.failures == 0 && idle.failures == 0 && held ? 0 : 1;
+}
+
+int Busy(const BusyArgs& args) {
+  std::printf(
+      "busy: fully cached Autotunes of the example (--rounds 2 --calls 3) "
+      "from %d clients (mean pause %.0f ms) for %.0f s, idle and while the "
+      "example's Autotune remeasured holds the device; irontuned "
+      "--sim-clock realtime --sim-build-seconds 0%s%s, %s\n",
+      args.clients, args.think_ms, args.seconds, args.flags.empty() ? "" : " ",
+      absl::StrJoin(args.flags, " ").c_str(), args.daemon.binary.c_str());
+  const std::string dir = e2e::TempDir("bench-busy");
+  if (!FillCache(args, dir)) return 1;
+  std::vector<std::string> flags = {"--sim-build-seconds", "0"};
+  flags.insert(flags.end(), args.flags.begin(), args.flags.end());
+  DaemonSetup setup = args.daemon;
+  setup.dir = dir;
+  int rc = 1;
+  {
+    Daemon daemon("busy", "realtime", flags, "", setup);
+    if (daemon.up()) rc = BusyPhases(daemon, args);
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+  return rc;
+}
+
+}  // namespace
+}  // namespace irontune
+
+namespace irontune {
+namespace {
+
+// `busy`'s arguments: --irontuned PATH, --client PATH, --clients N,
+// --seconds S, --think-ms M; the rest go to irontuned. False on a flag
+// without its value.
+bool ParseBusy(int argc, char** argv, BusyArgs& args) {
+  for (int i = 2; i < argc; ++i) {
+    const std::string flag = argv[i];
+    const bool ours = flag == "--irontuned" || flag == "--client" ||
+                      flag == "--clients" || flag == "--seconds" ||
+                      flag == "--think-ms";
+    if (!ours) {
+      args.flags.push_back(flag);
+      continue;
+    }
+    if (i + 1 >= argc) return false;
+    const std::string value = argv[++i];
+    if (flag == "--irontuned") args.daemon.binary = value;
+    if (flag == "--client") args.client = value;
+    if (flag == "--clients") args.clients = std::max(1, std::atoi(argv[i]));
+    if (flag == "--seconds") args.seconds = std::atof(argv[i]);
+    if (flag == "--think-ms") args.think_ms = std::atof(argv[i]);
+  }
+  return true;
+}
+
 }  // namespace
 }  // namespace irontune
 
@@ -1133,6 +1428,14 @@ int main(int argc, char** argv) {
   for (int i = decode ? 3 : 2; i < argc; ++i) flags.push_back(argv[i]);
   setvbuf(stdout, nullptr, _IOLBF, 0);
   if (what == "cached") return irontune::Cached();
+  if (what == "busy") {
+    irontune::BusyArgs args;
+    if (!irontune::ParseBusy(argc, argv, args)) {
+      std::fprintf(stderr, "service_bench busy: a flag without its value\n");
+      return 2;
+    }
+    return irontune::Busy(args);
+  }
   if (what == "concurrent") return irontune::Concurrent();
   if (what == "utilisation") return irontune::Utilisation(decode, flags);
   if (what == "--mixed-load" || what == "mixed") {
@@ -1153,7 +1456,8 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "usage: service_bench cached|concurrent|utilisation "
-               "[decode] [irontuned flags...]|all|--mixed-load 60s|"
-               "--big-job\n");
+               "[decode] [irontuned flags...]|busy [--irontuned PATH] "
+               "[--client PATH] [--clients N] [--seconds S] [--think-ms M] "
+               "[irontuned flags...]|all|--mixed-load 60s|--big-job\n");
   return 2;
 }

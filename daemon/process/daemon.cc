@@ -317,6 +317,8 @@ struct Daemon::Parts {
   std::unique_ptr<CacheOutbox> outbox;
   std::string toolchain;
   std::unique_ptr<JobQueue> queue;
+  // With cached answers: what the worker may be rewriting (outlives both).
+  std::unique_ptr<CacheWrites> cache_writes;
   std::unique_ptr<DeviceWorker> worker;
   // What the cached answers take from the worker's parts (StartWorker),
   // and the cached answers.
@@ -785,10 +787,17 @@ absl::Status Daemon::StartWorker(DaemonOptions& options,
   p.cached_options.build_jobs = pool_ptr->threads();
   wp.builder = std::move(pool);
   wp.cache = std::move(cache);
+  const bool cached = options.cached_answers > 0 && options.runner == nullptr;
   wp.runner = options.runner
                   ? std::move(options.runner)
                   : std::make_unique<DeviceJobRunner>(options.kernel_cycles,
                                                       options.shapes_at_once);
+  if (cached) {
+    ASSIGN_OR_RETURN(std::unique_ptr<CacheEpoch> epoch,
+                     CacheEpoch::Open(cache_path));
+    p.cache_writes = std::make_unique<CacheWrites>(std::move(epoch));
+    wp.writes = p.cache_writes.get();
+  }
   p.worker = std::make_unique<DeviceWorker>(std::move(wp), p.queue.get(),
                                             p.store.get());
   RETURN_IF_ERROR(p.worker->Start());
@@ -798,10 +807,9 @@ absl::Status Daemon::StartWorker(DaemonOptions& options,
 absl::Status Daemon::StartCachedAnswers(const DaemonOptions& options,
                                         const std::string& cache_path) {
   Parts& p = *parts_;
-  if (options.cached_answers <= 0 || options.runner != nullptr) {
-    return absl::OkStatus();
-  }
+  if (p.cache_writes == nullptr) return absl::OkStatus();
   CachedAnswersOptions o = p.cached_options;
+  o.writes = p.cache_writes.get();
   o.threads = options.cached_answers;
   o.waiting = options.queue_limit;
   o.cache_path = cache_path;
@@ -968,6 +976,7 @@ void Daemon::Shutdown() {
   p.fleet_box.reset();
   p.cached.reset();
   p.worker.reset();  // closes the cache
+  p.cache_writes.reset();
   p.queue.reset();
   p.store.reset();
   for (int* fd : {&p.lock_fd, &p.state_dir_fd, &p.device_lock_fd}) {

@@ -6,17 +6,13 @@
 #include "common/status_macros.h"
 
 namespace irontune {
-namespace {
 
-// Numbers CacheEpoch gives out: the top bit set, so none is a Cache
-// generation (a count of the process's cache writes from 1); unique in the
-// process.
-uint64_t NextEpoch() {
+// The top bit set, so none is a Cache generation (a count of the process's
+// cache writes from 1).
+uint64_t NextCacheVersion() {
   static std::atomic<uint64_t> last{0};
   return (uint64_t{1} << 63) | (last.fetch_add(1) + 1);
 }
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<CacheEpoch>> CacheEpoch::Open(
     const std::string& path) {
@@ -40,13 +36,13 @@ uint64_t CacheEpoch::Now() {
   absl::StatusOr<bool> row = version_.Step();
   if (!row.ok() || !*row) {
     seen_ = false;  // whatever comes next counts as changed
-    return NextEpoch();
+    return NextCacheVersion();
   }
   const int64_t now = version_.ColumnInt(0);
   if (!seen_ || now != data_version_) {
     seen_ = true;
     data_version_ = now;
-    epoch_ = NextEpoch();
+    epoch_ = NextCacheVersion();
   }
   return epoch_;
 }

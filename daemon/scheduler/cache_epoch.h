@@ -28,6 +28,10 @@
 
 namespace irontune {
 
+// A number unique in the process and never a Cache's generation: what
+// CacheEpoch::Now() and CacheWrites (cache_writes.h) give out. Any thread.
+uint64_t NextCacheVersion();
+
 class CacheEpoch {
  public:
   // Watches the cache file at `path`. REQUIRES: a Cache has created it.

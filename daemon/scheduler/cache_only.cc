@@ -52,16 +52,33 @@ absl::StatusOr<std::string> CacheOnlyBuilder::Fit(
 }
 
 CacheOnlyContext::CacheOnlyContext(JobPtr job, Device& device, Builder& builder,
-                                   Cache* cache, CacheEpoch& epoch,
+                                   Cache* cache, CacheWrites& writes,
                                    NeedsDevice& needs)
     : JobContext(std::move(job), device, builder, cache, Events::kHeld),
-      epoch_(epoch),
+      writes_(writes),
       needs_(needs) {}
 
 InputCache& CacheOnlyContext::inputs() { return inputs_; }
 
 bool CacheOnlyContext::cancelled() {
   return needs_.asked() || JobContext::cancelled();
+}
+
+void CacheOnlyContext::OnShape(int index, int total, const std::string& key) {
+  shape_ = key;
+  Watch(key);
+  JobContext::OnShape(index, total, key);
+}
+
+void CacheOnlyContext::Watch(const std::string& key) {
+  watched_.emplace(key, writes_.Version(key));
+}
+
+bool CacheOnlyContext::Unchanged() {
+  for (const auto& [key, version] : watched_) {
+    if (writes_.Version(key) != version) return false;
+  }
+  return true;
 }
 
 }  // namespace irontune

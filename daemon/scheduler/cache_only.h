@@ -23,6 +23,8 @@
 #ifndef IRONTUNE_DAEMON_SCHEDULER_CACHE_ONLY_H_
 #define IRONTUNE_DAEMON_SCHEDULER_CACHE_ONLY_H_
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,7 +34,7 @@
 #include "absl/synchronization/mutex.h"
 #include "daemon/npu/builder.h"
 #include "daemon/npu/device.h"
-#include "daemon/scheduler/cache_epoch.h"
+#include "daemon/scheduler/cache_writes.h"
 #include "daemon/scheduler/job_context.h"
 
 namespace irontune {
@@ -104,28 +106,41 @@ class CacheOnlyBuilder : public Builder {
 
 // A JobContext over the cache-only parts whose events are held
 // (JobContext::Events::kHeld) and which counts itself cancelled once the
-// run needs the device. Its shape memo version is `epoch`'s (the cache is
-// read beside its writer). Seeded inputs are not refused: a run asks for
+// run needs the device. The cache is read beside its writer: the shape
+// memo's version is that of the shape being searched (the last OnShape)
+// by `writes` (cache_writes.h), and the context keeps each shape's version
+// as its search begins, so Unchanged() says whether every shape it read
+// was read in one state. Seeded inputs are not refused: a run asks for
 // them ahead of the builds a shape may need (AutotuneRun prefetches them
 // while they build), which a cached shape's search then never asks for;
 // they come from an input cache of the context's own, which keeps none
 // beyond those in use.
 class CacheOnlyContext : public JobContext {
  public:
-  // `cache` is a read connection (never written through); `epoch` watches
-  // its file. Both borrowed, as are `device` and `builder`.
+  // `cache` is a read connection (never written through); `writes` knows
+  // what its file's writer may be rewriting. Both borrowed, as are
+  // `device` and `builder`.
   CacheOnlyContext(JobPtr job, Device& device, Builder& builder, Cache* cache,
-                   CacheEpoch& epoch, NeedsDevice& needs);
+                   CacheWrites& writes, NeedsDevice& needs);
 
   InputCache& inputs() override;
   bool cancelled() override;
-  uint64_t cache_version() override { return epoch_.Now(); }
+  void OnShape(int index, int total, const std::string& key) override;
+  uint64_t cache_version() override { return writes_.Version(shape_); }
+
+  // Keeps shape `key`'s version now, for Unchanged() (OnShape does it for
+  // each shape searched; a Measure's caller for its operator's shape).
+  void Watch(const std::string& key);
+  // Whether every shape watched still has the version it was watched at.
+  bool Unchanged();
   // Bytes of seeded inputs made for the run.
   uint64_t inputs_made() const { return inputs_.made_bytes(); }
 
  private:
-  CacheEpoch& epoch_;
+  CacheWrites& writes_;
   NeedsDevice& needs_;
+  std::string shape_;  // the shape being searched
+  std::map<std::string, uint64_t> watched_;
   InputCache inputs_{0};
 };
 

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/time/clock.h"
+#include "common/shape.h"
 #include "common/status_macros.h"
 #include "daemon/base/log_safe.h"
 #include "daemon/base/thread_roles.h"
@@ -58,11 +59,10 @@ void KeepOffTimingCpus() {
 
 // One attempt's parts, which outlive the run: the context refers to them.
 struct CachedAnswers::Attempt {
-  Attempt(const JobPtr& job, const CachedAnswersOptions& options, Cache* cache,
-          CacheEpoch& epoch)
+  Attempt(const JobPtr& job, const CachedAnswersOptions& options, Cache* cache)
       : device(options.platform(), options.stack, &needs),
         builder(options.builder_environment, options.checks_fit, &needs),
-        context(job, device, builder, cache, epoch, needs),
+        context(job, device, builder, cache, *options.writes, needs),
         start(absl::Now()) {}
   NeedsDevice needs;
   CacheOnlyDevice device;
@@ -88,7 +88,6 @@ absl::StatusOr<std::unique_ptr<Cache>> CachedAnswers::OpenCache() const {
 }
 
 absl::Status CachedAnswers::Start() {
-  ASSIGN_OR_RETURN(epoch_, CacheEpoch::Open(options_.cache_path));
   std::vector<Reader> readers;
   for (int i = 0; i < std::max(1, options_.threads); ++i) {
     Reader reader;
@@ -231,8 +230,10 @@ CachedAnswers::Outcome CachedAnswers::Try(Reader& reader, const JobPtr& job,
                                           std::string& why) {
   Refresh(reader);
   const uint64_t generation = reader.cache->generation();
-  const uint64_t epoch = epoch_->Now();
-  Attempt attempt(job, options_, reader.cache.get(), *epoch_);
+  Attempt attempt(job, options_, reader.cache.get());
+  if (const auto* m = std::get_if<v1::MeasureRequest>(&request)) {
+    attempt.context.Watch(ShapeKey(m->operator_()));
+  }
   absl::StatusOr<JobResultVariant> result =
       RunToEnd(*runner_, request, attempt.context);
   if (attempt.context.inputs_made() > 0) {
@@ -257,7 +258,7 @@ CachedAnswers::Outcome CachedAnswers::Try(Reader& reader, const JobPtr& job,
     why = result.status().ToString();
     return Outcome::kWorker;
   }
-  if (epoch_->Now() != epoch) {
+  if (!attempt.context.Unchanged()) {
     why = "the cache changed while it was read";
     return Outcome::kChanged;
   }

@@ -12,12 +12,14 @@
 // cache-only parts (cache_only.h): a Device and a Builder that refuse, and
 // a context that holds the job's events.
 //
-// An attempt that ends with its answer, having read one state of the file
-// (CacheEpoch the same at its start and end), ends the job: Queued
+// An attempt that ends with its answer, having read each shape in one state
+// (its CacheWrites version the same when its search began and when the
+// attempt ended), ends the job: Queued
 // {position 0}, Started, the events it held, then the result, as the
 // worker's path streams them; the record saved and the end logged as the
 // worker does it (job_end.h), with " (from the cache)". An attempt that
-// read across a commit is tried again, up to kCachedTries times. One that
+// read a shape across a change is tried again, up to kCachedTries times
+// (the shapes that held are replayed from the shape memo). One that
 // needed the device, failed or kept reading across commits is dropped (its
 // events with it) and the job is queued for the worker (JobQueue::Push, which
 // says Queued{position}); a Push the queue refuses ends the job with its
@@ -54,7 +56,7 @@
 #include "absl/time/time.h"
 #include "daemon/npu/device.h"
 #include "daemon/npu/platform.h"
-#include "daemon/scheduler/cache_epoch.h"
+#include "daemon/scheduler/cache_writes.h"
 #include "daemon/scheduler/job_queue.h"
 #include "daemon/scheduler/jobs.h"
 #include "daemon/scheduler/runner.h"
@@ -83,6 +85,9 @@ struct CachedAnswersOptions {
   // connection when it has moved, so no verdict it remembers is stale.
   // Null: never reopened.
   std::function<uint64_t()> rewrites;
+  // What the worker may be rewriting (cache_writes.h). REQUIRES: non-null;
+  // not owned, outlives the pool.
+  CacheWrites* writes = nullptr;
   StackVersions stack;
   // The worker's Builder's Environment() and ChecksFit().
   std::string builder_environment;
@@ -101,8 +106,8 @@ class CachedAnswers {
   CachedAnswers(const CachedAnswers&) = delete;
   CachedAnswers& operator=(const CachedAnswers&) = delete;
 
-  // Opens each thread's connection and the epoch's, and starts the
-  // threads. Errors: the cache's.
+  // Opens each thread's connection and starts the threads. Errors: the
+  // cache's.
   absl::Status Start();
   void Stop();
 
@@ -154,7 +159,6 @@ class CachedAnswers {
   const std::unique_ptr<JobRunner> runner_;
   JobQueue* const queue_;
   JobStore* const store_;
-  std::unique_ptr<CacheEpoch> epoch_;
   std::vector<std::thread> threads_;
 
   mutable absl::Mutex mu_;

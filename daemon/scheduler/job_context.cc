@@ -10,8 +10,9 @@
 namespace irontune {
 
 JobContext::JobContext(JobPtr job, Device& device, Builder& builder,
-                       Cache* cache, Events events)
+                       Cache* cache, Events events, CacheWrites* writes)
     : job_(std::move(job)),
+      writes_(writes),
       held_(events == Events::kHeld),
       meter_(&device),
       builder_(builder),
@@ -70,6 +71,7 @@ double JobContext::wall_seconds() const {
 }
 
 void JobContext::OnShape(int index, int total, const std::string& key) {
+  if (writes_ != nullptr) writes_->Expose(job_->id(), key);
   keys_[index] = key;
   shape_ = key;
   index_ = index;

@@ -34,6 +34,7 @@
 
 #include "absl/time/time.h"
 #include "daemon/npu/metered.h"
+#include "daemon/scheduler/cache_writes.h"
 #include "daemon/scheduler/jobs.h"
 #include "daemon/tune/tune_context.h"
 #include "irontune/v1/tuner.pb.h"
@@ -47,8 +48,11 @@ inline constexpr absl::Duration kProgressEvery = absl::Milliseconds(100);
 class JobContext : public TuneContext {
  public:
   enum class Events { kLive, kHeld };
+  // `writes` (may be null; borrowed): where the device worker says which
+  // shapes' rows it may be rewriting (OnShape exposes the shape begun
+  // until the job ends; cache_writes.h).
   JobContext(JobPtr job, Device& device, Builder& builder, Cache* cache,
-             Events events = Events::kLive);
+             Events events = Events::kLive, CacheWrites* writes = nullptr);
 
   Device& device() override { return meter_; }
   Builder& builder() override { return builder_; }
@@ -87,6 +91,7 @@ class JobContext : public TuneContext {
   v1::AutotuneEvent Progress() const;
 
   JobPtr job_;
+  CacheWrites* const writes_;
   bool held_;
   std::vector<v1::AutotuneEvent> held_events_;
   std::optional<std::pair<uint32_t, uint32_t>> held_shapes_;

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/shape.h"
 #include "daemon/base/log_safe.h"
 #include "daemon/scheduler/job_end.h"
 #include "daemon/scheduler/replies.h"
@@ -21,6 +22,8 @@ namespace irontune {
 namespace {
 
 constexpr char kShuttingDown[] = "irontuned is shutting down";
+// What a task's writes are exposed under (CacheWrites): no job id is one.
+constexpr char kTaskWrites[] = "task";
 // A running Autotune's record is saved after a shape at most this often.
 constexpr absl::Duration kSaveProgressEvery = absl::Milliseconds(100);
 
@@ -257,7 +260,10 @@ void DeviceWorker::RunTasks() {
       tasks_.pop_front();
     }
     heartbeat_.Beat();
+    // A task may replace or remove any stored row.
+    if (parts_.writes) parts_.writes->ExposeAll(kTaskWrites);
     absl::Status result = task->fn(parts_.cache.get());
+    if (parts_.writes) parts_.writes->Release(kTaskWrites);
     tasks_run_.fetch_add(1);
     Refresh();
     absl::MutexLock lock(&mu_);
@@ -304,8 +310,12 @@ void DeviceWorker::RunMeasure(const JobPtr& job) {
   }
   std::unique_ptr<Running> run = Open(job);
   if (run == nullptr) return;
-  absl::StatusOr<v1::MeasureResult> result = runner_->RunMeasure(
-      std::get<v1::MeasureRequest>(*run->request), *run->context);
+  const auto& request = std::get<v1::MeasureRequest>(*run->request);
+  if (parts_.writes) {
+    parts_.writes->Expose(job->id(), ShapeKey(request.operator_()));
+  }
+  absl::StatusOr<v1::MeasureResult> result =
+      runner_->RunMeasure(request, *run->context);
   if (result.ok()) {
     End(*run, absl::OkStatus(), *std::move(result));
   } else {
@@ -365,7 +375,8 @@ std::unique_ptr<DeviceWorker::Running> DeviceWorker::Open(const JobPtr& job) {
   run->wall_start = absl::Now();
   run->saved = run->wall_start;
   run->context = std::make_unique<JobContext>(
-      job, *parts_.device, *parts_.builder, parts_.cache.get());
+      job, *parts_.device, *parts_.builder, parts_.cache.get(),
+      JobContext::Events::kLive, parts_.writes);
   run->context->set_costs(&costs_);
   return run;
 }
@@ -375,6 +386,8 @@ void DeviceWorker::End(Running& run, absl::Status status,
   // Status readers see the job's cache lookups once it has ended.
   Refresh();
   const std::optional<v1::BuildStats> builds = JobBuilds(run);
+  // Its writes are all committed.
+  if (parts_.writes) parts_.writes->Release(run.job->id());
   EndJob(run.job, std::move(status), std::move(result), *run.context, builds,
          run.wall_start, store_, "");
   Reserve(*run.job, false);

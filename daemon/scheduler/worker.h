@@ -48,6 +48,7 @@
 #include "daemon/builder/build_pool.h"
 #include "daemon/npu/builder.h"
 #include "daemon/npu/device.h"
+#include "daemon/scheduler/cache_writes.h"
 #include "daemon/scheduler/heartbeat.h"
 #include "daemon/scheduler/job_queue.h"
 #include "daemon/scheduler/jobs.h"
@@ -69,6 +70,10 @@ struct WorkerParts {
   // the builder is no BuildPool.
   std::function<BuildPoolStats()> build_stats;
   int build_jobs = 0;
+  // Where the worker says which shapes' stored rows it may be rewriting
+  // (cache_writes.h), for the readers beside it; null: nobody asks. Not
+  // owned; outlives the worker.
+  CacheWrites* writes = nullptr;
   // What the running jobs' memory estimates (Job::memory_bytes) may add up
   // to. A job starts only when its estimate fits beside those running; a
   // Measure that does not fit beside an Autotune under way waits for it.
