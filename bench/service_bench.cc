@@ -38,7 +38,9 @@
 //                              --irontuned PATH and --client PATH run
 //                              other builds (e.g. main's, for a before),
 //                              --clients N, --seconds S, --think-ms M,
-//                              the rest go to irontuned
+//                              --long example|other (the long job: the
+//                              example remeasured, or another
+//                              recording), the rest go to irontuned
 //   service_bench all          cached, concurrent, utilisation
 #include <fcntl.h>
 #include <signal.h>
@@ -1154,19 +1156,33 @@ struct BusyArgs {
   std::string client = kClient;
   int clients = 24;
   double seconds = 20;
-  double think_ms = 300;           // mean pause between a client's submits
+  double think_ms = 300;  // mean pause between a client's submits
+  // "example": the example's Autotune remeasured (it rewrites the rows the
+  // cached submits read); "other": a long Autotune of another recording
+  // (testing::SmallAutotune: two shapes, 1000 rounds of 1000 calls).
+  std::string long_job = "example";
   std::vector<std::string> flags;  // more irontuned flags
 };
 
-// The example's Autotune remeasured, on a stream of its own until Stop
-// cancels it: a long job holding the device.
+// The long job's request.
+v1::AutotuneRequest LongRequest(const std::string& which) {
+  v1::AutotuneRequest request;
+  if (which == "other") {
+    request = testing::SmallAutotune(/*quick=*/false);
+  } else {
+    request = ExampleRequest(2, 3);
+    request.set_remeasure(true);
+  }
+  request.set_client("long-job");
+  return request;
+}
+
+// A long Autotune (LongRequest), on a stream of its own until Stop
+// cancels it: a job holding the device.
 class LongJob {
  public:
-  explicit LongJob(const Daemon& daemon)
+  LongJob(const Daemon& daemon, const v1::AutotuneRequest& request)
       : stub_(v1::Tuner::NewStub(daemon.Channel())) {
-    v1::AutotuneRequest request = ExampleRequest(2, 3);
-    request.set_remeasure(true);
-    request.set_client("long-job");
     thread_ = std::thread([this, request] { Follow(request); });
   }
   ~LongJob() { Stop(); }
@@ -1220,8 +1236,8 @@ struct LoadRun {
 
 // `args.clients` threads, each with its own channel, submitting the
 // example's cached Autotune for `args.seconds`, pausing a uniform
-// [0, 2 think_ms] between submits; beside them irontune-client processes
-// submitting it one after another.
+// [0, 2 think_ms] between submits; beside them one more client that runs
+// irontune-client processes, pausing as they do.
 LoadRun CachedLoad(const Daemon& daemon, const BusyArgs& args) {
   LoadRun run;
   std::mutex mu;
@@ -1253,12 +1269,18 @@ LoadRun CachedLoad(const Daemon& daemon, const BusyArgs& args) {
         args.client, "--server", daemon.address(), "submit", kExample,
         "--profile", kProfile,   "--rounds",       "2",      "--calls",
         "3",         "--json"};
+    std::mt19937 rng(args.clients);
+    std::uniform_real_distribution<double> think(0, 2 * args.think_ms);
     while (Clock::now() < end) {
       const auto start = Clock::now();
       const int rc = RunBlocking(submit);
-      std::lock_guard<std::mutex> lock(mu);
-      run.client_s.push_back(Since(start));
-      if (rc != 0) ++run.failures;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        run.client_s.push_back(Since(start));
+        if (rc != 0) ++run.failures;
+      }
+      std::this_thread::sleep_for(
+          std::chrono::duration<double, std::milli>(think(rng)));
     }
   };
   const auto start = Clock::now();
@@ -1332,7 +1354,7 @@ int BusyPhases(const Daemon& daemon, const BusyArgs& args) {
   const std::vector<double> one = OneIdle(daemon);
   const LoadRun idle = CachedLoad(daemon, args);
   const int idle_answered = AnsweredFromCache(daemon.Log());
-  LongJob long_job(daemon);
+  LongJob long_job(daemon, LongRequest(args.long_job));
   const std::string id = long_job.WaitStarted();
   if (id.empty()) {
     std::printf("  the long job did not start\n");
@@ -1367,11 +1389,16 @@ int BusyPhases(const Daemon& daemon, const BusyArgs& args) {
 int Busy(const BusyArgs& args) {
   std::printf(
       "busy: fully cached Autotunes of the example (--rounds 2 --calls 3) "
-      "from %d clients (mean pause %.0f ms) for %.0f s, idle and while the "
-      "example's Autotune remeasured holds the device; irontuned "
-      "--sim-clock realtime --sim-build-seconds 0%s%s, %s\n",
-      args.clients, args.think_ms, args.seconds, args.flags.empty() ? "" : " ",
-      absl::StrJoin(args.flags, " ").c_str(), args.daemon.binary.c_str());
+      "from %d clients (mean pause %.0f ms) for %.0f s, idle and while %s "
+      "holds the device; irontuned --sim-clock realtime "
+      "--sim-build-seconds 0%s%s, %s\n",
+      args.clients, args.think_ms, args.seconds,
+      args.long_job == "other"
+          ? "an Autotune of another recording (2 shapes, 1000 rounds of 1000 "
+            "calls)"
+          : "the example's Autotune remeasured",
+      args.flags.empty() ? "" : " ", absl::StrJoin(args.flags, " ").c_str(),
+      args.daemon.binary.c_str());
   const std::string dir = e2e::TempDir("bench-busy");
   if (!FillCache(args, dir)) return 1;
   std::vector<std::string> flags = {"--sim-build-seconds", "0"};
@@ -1402,7 +1429,7 @@ bool ParseBusy(int argc, char** argv, BusyArgs& args) {
     const std::string flag = argv[i];
     const bool ours = flag == "--irontuned" || flag == "--client" ||
                       flag == "--clients" || flag == "--seconds" ||
-                      flag == "--think-ms";
+                      flag == "--think-ms" || flag == "--long";
     if (!ours) {
       args.flags.push_back(flag);
       continue;
@@ -1414,6 +1441,7 @@ bool ParseBusy(int argc, char** argv, BusyArgs& args) {
     if (flag == "--clients") args.clients = std::max(1, std::atoi(argv[i]));
     if (flag == "--seconds") args.seconds = std::atof(argv[i]);
     if (flag == "--think-ms") args.think_ms = std::atof(argv[i]);
+    if (flag == "--long") args.long_job = value;
   }
   return true;
 }
@@ -1458,6 +1486,7 @@ int main(int argc, char** argv) {
                "usage: service_bench cached|concurrent|utilisation "
                "[decode] [irontuned flags...]|busy [--irontuned PATH] "
                "[--client PATH] [--clients N] [--seconds S] [--think-ms M] "
-               "[irontuned flags...]|all|--mixed-load 60s|--big-job\n");
+               "[--long example|other] [irontuned flags...]|all|"
+               "--mixed-load 60s|--big-job\n");
   return 2;
 }

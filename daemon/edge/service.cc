@@ -294,7 +294,15 @@ grpc::Status TunerService::GetStatus(grpc::ServerContext* context,
     }
   }
   if (w.running) *response->mutable_running() = w.running->Summary();
-  if (w.cache) *response->mutable_cache() = CacheSummaryOf(*w.cache);
+  if (w.cache) {
+    CacheStats stats = *w.cache;
+    if (deps_.cached != nullptr) {
+      const auto [hits, misses] = deps_.cached->lookups();
+      stats.hits += hits;
+      stats.misses += misses;
+    }
+    *response->mutable_cache() = CacheSummaryOf(stats);
+  }
   if (w.builds) *response->mutable_builds() = *w.builds;
   response->set_uptime_seconds(absl::ToDoubleSeconds(absl::Now() - started_));
   return grpc::Status::OK;

@@ -39,6 +39,11 @@ void CacheWrites::Release(const std::string& job) {
   by_job_.erase(it);
 }
 
+bool CacheWrites::exposed(const std::string& key) {
+  absl::MutexLock lock(&mu_);
+  return all_ > 0 || exposed_.contains(key);
+}
+
 uint64_t CacheWrites::Version(const std::string& key) {
   {
     absl::MutexLock lock(&mu_);

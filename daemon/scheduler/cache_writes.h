@@ -56,6 +56,8 @@ class CacheWrites {
 
   // See the file comment.
   uint64_t Version(const std::string& key) ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether shape `key` is exposed now (by its own job or by every shape's).
+  bool exposed(const std::string& key) ABSL_LOCKS_EXCLUDED(mu_);
 
   CacheEpoch& epoch() { return *epoch_; }
 

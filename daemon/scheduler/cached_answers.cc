@@ -96,9 +96,9 @@ absl::Status CachedAnswers::Start() {
     readers.push_back(std::move(reader));
   }
   for (size_t i = 0; i < readers.size(); ++i) {
-    threads_.emplace_back([this, i, r = std::move(readers[i])]() mutable {
-      Loop(static_cast<int>(i), std::move(r));
-    });
+    readers[i].thread = static_cast<int>(i);
+    threads_.emplace_back(
+        [this, i, r = std::move(readers[i])]() mutable { Loop(std::move(r)); });
   }
   absl::MutexLock lock(&mu_);
   started_ = true;
@@ -143,7 +143,9 @@ bool CachedAnswers::Offer(const JobPtr& job) {
 std::vector<JobPtr> CachedAnswers::Snapshot() const {
   absl::MutexLock lock(&mu_);
   std::vector<JobPtr> out;
-  for (const auto& [thread, busy] : busy_) out.push_back(busy.first);
+  for (const auto& [thread, busy] : busy_) {
+    if (!IsTerminal(busy.first->state())) out.push_back(busy.first);
+  }
   out.insert(out.end(), waiting_.begin(), waiting_.end());
   return out;
 }
@@ -177,12 +179,38 @@ void CachedAnswers::Done(int thread) {
   busy_.erase(thread);
 }
 
-void CachedAnswers::Loop(int thread, Reader reader) {
+void CachedAnswers::Loop(Reader reader) {
   KeepOffTimingCpus();
-  while (JobPtr job = Next(thread)) {
+  while (JobPtr job = Next(reader.thread)) {
     Answer(reader, job);
-    Done(thread);
+    Done(reader.thread);
   }
+}
+
+std::pair<int64_t, int64_t> CachedAnswers::lookups() const {
+  absl::MutexLock lock(&mu_);
+  int64_t hits = 0, misses = 0;
+  for (const auto& [thread, l] : lookups_) {
+    hits += l.hits + l.closed_hits;
+    misses += l.misses + l.closed_misses;
+  }
+  return {hits, misses};
+}
+
+void CachedAnswers::CountLookups(Reader& reader, bool closing) {
+  const absl::Time now = absl::Now();
+  if (!closing && now - reader.counted < kCountLookupsEvery) return;
+  reader.counted = now;
+  absl::StatusOr<CacheStats> stats = reader.cache->Stats();
+  if (!stats.ok()) return;
+  absl::MutexLock lock(&mu_);
+  Lookups& l = lookups_[reader.thread];
+  l.hits = stats->hits;
+  l.misses = stats->misses;
+  if (!closing) return;
+  l.closed_hits += l.hits;
+  l.closed_misses += l.misses;
+  l.hits = l.misses = 0;
 }
 
 void CachedAnswers::Answer(Reader& reader, const JobPtr& job) {
@@ -216,6 +244,7 @@ void CachedAnswers::Refresh(Reader& reader) {
   const uint64_t now = options_.rewrites();
   if (now == reader.rewrites) return;
   absl::StatusOr<std::unique_ptr<Cache>> fresh = OpenCache();
+  if (fresh.ok()) CountLookups(reader, /*closing=*/true);
   if (!fresh.ok()) {
     spdlog::warn("cached answers: cannot reopen the cache: {}",
                  fresh.status().ToString());
@@ -263,11 +292,14 @@ CachedAnswers::Outcome CachedAnswers::Try(Reader& reader, const JobPtr& job,
     return Outcome::kChanged;
   }
   attempt.result = *std::move(result);
-  Commit(job, attempt);
+  Commit(reader, job, attempt);
   return Outcome::kAnswered;
 }
 
-void CachedAnswers::Commit(const JobPtr& job, Attempt& attempt) {
+void CachedAnswers::Commit(Reader& reader, const JobPtr& job,
+                           Attempt& attempt) {
+  // Status readers see its lookups once it has ended, as the worker's.
+  CountLookups(reader, /*closing=*/false);
   v1::AutotuneEvent queued;
   queued.mutable_queued()->set_position(0);
   job->Emit(std::move(queued));
@@ -280,10 +312,12 @@ void CachedAnswers::Commit(const JobPtr& job, Attempt& attempt) {
   if (options_.build_jobs) {
     builds = BuildStatsOf(BuildPoolStats(), *options_.build_jobs);
   }
+  {
+    absl::MutexLock lock(&mu_);
+    ++counts_.answered;
+  }
   EndJob(job, absl::OkStatus(), std::move(attempt.result), attempt.context,
          builds, attempt.start, store_, " (from the cache)");
-  absl::MutexLock lock(&mu_);
-  ++counts_.answered;
 }
 
 void CachedAnswers::HandOver(const JobPtr& job, const std::string& why) {

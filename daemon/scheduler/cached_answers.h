@@ -48,6 +48,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -114,7 +115,8 @@ class CachedAnswers {
   // Takes `job` (made, charged and remembered by the caller, not queued)
   // to answer; false when it declines, and the caller queues the job.
   bool Offer(const JobPtr& job);
-  // The jobs taken and not ended, in the order taken.
+  // The jobs taken and not ended: those being answered, then those
+  // waiting, in the order taken.
   std::vector<JobPtr> Snapshot() const;
   // False while an attempt has run longer than `stall`.
   bool Alive(absl::Duration stall) const;
@@ -126,19 +128,32 @@ class CachedAnswers {
     uint64_t retried = 0;      // attempts tried again after a commit
   };
   Counts counts() const;
+  // The figures its threads' connections looked up, found and not, since
+  // Start (counted as each answer ends, at most every kCountLookupsEvery
+  // a thread): GetStatus adds them to the worker's.
+  std::pair<int64_t, int64_t> lookups() const;
+  static constexpr absl::Duration kCountLookupsEvery = absl::Milliseconds(50);
 
  private:
   // A thread's own read connection.
   struct Reader {
+    int thread = 0;
     std::unique_ptr<Cache> cache;
     uint64_t rewrites = 0;  // options.rewrites() when it was opened
+    absl::Time counted = absl::InfinitePast();  // lookups last counted
+  };
+  // A thread's cache lookups: its connections' before this one, and this
+  // one's as last counted.
+  struct Lookups {
+    int64_t hits = 0, misses = 0;
+    int64_t closed_hits = 0, closed_misses = 0;
   };
   enum class Outcome { kAnswered, kEnded, kChanged, kWorker };
   struct Attempt;
 
   static bool Eligible(const Job& job);
   absl::StatusOr<std::unique_ptr<Cache>> OpenCache() const;
-  void Loop(int thread, Reader reader);
+  void Loop(Reader reader);
   // The next job taken; null once stopping.
   JobPtr Next(int thread) ABSL_LOCKS_EXCLUDED(mu_);
   void Done(int thread) ABSL_LOCKS_EXCLUDED(mu_);
@@ -150,7 +165,10 @@ class CachedAnswers {
   // Reopens `reader`'s connection where the worker has rewritten the file.
   void Refresh(Reader& reader);
   // Ends `job` with the attempt's answer.
-  void Commit(const JobPtr& job, Attempt& attempt);
+  void Commit(Reader& reader, const JobPtr& job, Attempt& attempt);
+  // Counts `reader`'s lookups (Cache::Stats), unless it did so lately;
+  // with `closing`, for the last time.
+  void CountLookups(Reader& reader, bool closing);
   void HandOver(const JobPtr& job, const std::string& why);
   // Ends `job`, which never ran, with `status`.
   void EndUnrun(const JobPtr& job, absl::Status status);
@@ -169,6 +187,7 @@ class CachedAnswers {
   // By thread: the job it answers and since when.
   std::map<int, std::pair<JobPtr, absl::Time>> busy_ ABSL_GUARDED_BY(mu_);
   Counts counts_ ABSL_GUARDED_BY(mu_);
+  std::map<int, Lookups> lookups_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace irontune
