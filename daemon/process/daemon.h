@@ -7,7 +7,9 @@
 // the pid holding it), the device, the databases' quick_check (a damaged
 // one is refused, or moved aside with move_corrupt_aside), the measurement
 // cache (irontune.db), the job store (jobs.db; jobs a crash interrupted are
-// marked so), the device worker, then the gRPC server on every listen
+// marked so), the device worker and the cached answers beside it
+// (--cached-answers; daemon/scheduler/cached_answers.h), then the gRPC
+// server on every listen
 // address with health (grpc.health.v1, SERVING) and reflection, each
 // listener's calls checked for a token before their message is read
 // (call_gate.h) and gRPC's caps set (ServerCaps). A unix
@@ -15,13 +17,16 @@
 // it.
 //
 // Shutdown, in order: health NOT_SERVING and every new request refused
-// (UNAVAILABLE); queued jobs end UNAVAILABLE "irontuned is shutting down";
+// (UNAVAILABLE); the cached answers stop (their waiting jobs end
+// UNAVAILABLE, those being answered are cancelled); queued jobs end
+// UNAVAILABLE "irontuned is shutting down";
 // the running job is cancelled at its next round (or finishes); the worker
 // is joined; the server stops (streams have ended with their jobs); the
 // databases are closed; the lock is released.
 //
-// While the device worker is hung (no heartbeat within --stall-limit),
-// health answers NOT_SERVING, and SERVING once it beats (health_watch.h).
+// While the device worker is hung (no heartbeat within --stall-limit), or a
+// cached answer has run that long, health answers NOT_SERVING, and SERVING
+// once it beats (health_watch.h).
 //
 // systemd (systemd_notify.h): READY=1 once listening, then STATUS= (queue
 // length, running job) and WATCHDOG=1 pings while the device worker is
