@@ -267,10 +267,16 @@ struct AutotuneOutcome {
 
 AutotuneOutcome RunAutotune(v1::Tuner::Stub& stub,
                             const v1::AutotuneRequest& request,
-                            const Daemon* daemon = nullptr) {
+                            const Daemon* daemon = nullptr,
+                            double deadline_s = 0) {
   AutotuneOutcome out;
   grpc::ClientContext context;
   if (daemon != nullptr) daemon->Authorize(&context);
+  if (deadline_s > 0) {
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::duration<double>(deadline_s)));
+  }
   auto reader = stub.Autotune(&context, request);
   v1::AutotuneEvent event;
   Clock::time_point queued;
@@ -1170,7 +1176,9 @@ v1::AutotuneRequest LongRequest(const std::string& which) {
   if (which == "other") {
     request = testing::SmallAutotune(/*quick=*/false);
   } else {
-    request = ExampleRequest(2, 3);
+    // Timed longer than the submits' figures (the Timing is not in the
+    // cache key), so it outlasts the load.
+    request = ExampleRequest(8, 6);
     request.set_remeasure(true);
   }
   request.set_client("long-job");
@@ -1227,10 +1235,15 @@ class LongJob {
   std::thread thread_;
 };
 
+// A submit's deadline in `busy`: one waiting longer counts as failed
+// (DEADLINE_EXCEEDED), its latency as this.
+constexpr double kBusyDeadlineS = 10;
+
 struct LoadRun {
   std::vector<double> latency_s;  // raw stub submits
   std::vector<double> client_s;   // irontune-client processes
   int failures = 0;
+  std::map<std::string, int> codes;  // the stub submits' failures by code
   double seconds = 0;
 };
 
@@ -1253,12 +1266,15 @@ LoadRun CachedLoad(const Daemon& daemon, const BusyArgs& args) {
         std::chrono::duration<double, std::milli>(think(rng)));
     while (Clock::now() < end) {
       const auto start = Clock::now();
-      AutotuneOutcome o = RunAutotune(*stub, request);
+      AutotuneOutcome o = RunAutotune(*stub, request, nullptr, kBusyDeadlineS);
       const double took = Since(start);
       {
         std::lock_guard<std::mutex> lock(mu);
         run.latency_s.push_back(took);
-        if (!o.status.ok() || !o.has_result) ++run.failures;
+        if (!o.status.ok() || !o.has_result) {
+          ++run.failures;
+          ++run.codes[CodeName(o.status.error_code())];
+        }
       }
       std::this_thread::sleep_for(
           std::chrono::duration<double, std::milli>(think(rng)));
@@ -1266,8 +1282,10 @@ LoadRun CachedLoad(const Daemon& daemon, const BusyArgs& args) {
   };
   auto processes = [&] {
     const std::vector<std::string> submit = {
-        args.client, "--server", daemon.address(), "submit", kExample,
-        "--profile", kProfile,   "--rounds",       "2",      "--calls",
+        args.client, "--server",  daemon.address(),
+        "--timeout", "10",        "submit",
+        kExample,    "--profile", kProfile,
+        "--rounds",  "2",         "--calls",
         "3",         "--json"};
     std::mt19937 rng(args.clients);
     std::uniform_real_distribution<double> think(0, 2 * args.think_ms);
@@ -1298,6 +1316,13 @@ void PrintLoad(const char* title, const LoadRun& r) {
       "(%.1f/s), %d failed\n",
       title, r.latency_s.size(), r.client_s.size(), r.seconds,
       (r.latency_s.size() + r.client_s.size()) / r.seconds, r.failures);
+  if (!r.codes.empty()) {
+    std::printf("    stub failures by code:");
+    for (const auto& [code, n] : r.codes) {
+      std::printf(" %s %d", code.c_str(), n);
+    }
+    std::printf(" (a submit waits at most %.0f s)\n", kBusyDeadlineS);
+  }
   PrintLatencies("  raw stub->Autotune, each client its channel", r.latency_s);
   PrintLatencies("  irontune-client submit (process, wall)", r.client_s);
 }
