@@ -819,6 +819,7 @@ absl::Status Daemon::StartCachedAnswers(const DaemonOptions& options,
   o.cache_power_mode = platform.power_mode;
   o.platform = [worker] { return worker->Status().platform; };
   o.rewrites = [worker] { return worker->tasks_run(); };
+  o.costs = &worker->costs();
   p.cached = std::make_unique<CachedAnswers>(
       std::move(o),
       std::make_unique<DeviceJobRunner>(options.kernel_cycles,

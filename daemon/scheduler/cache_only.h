@@ -10,11 +10,12 @@
 // asked for is noted (NeedsDevice), and the caller hands the job to the
 // device worker instead, dropping what it did.
 //
-// Writes: every write the method makes to the cache follows a build, a
-// fit check, a device run or a judging of outputs read from the device
-// (the figures, the builder's verdicts, the judgements), all refused here,
-// so a run against these parts writes nothing; CachedAnswers also checks
-// that its read connection's generation did not move.
+// Writes: most writes the method makes to the cache follow a build, a fit
+// check, a device run or a judging of outputs read from the device (the
+// figures, the builder's verdicts, the judgements), all refused here; the
+// rest (a ranked search's rounds, kept once) CachedAnswers' read-only
+// connection refuses (read_only_cache.h), and it hands such a job to the
+// worker, the one writer, as it does one that needs the device.
 //
 // Threads: a NeedsDevice is thread-safe; the Device, the Builder and the
 // context are used by the thread answering the job (one at a time, as

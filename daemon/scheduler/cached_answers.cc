@@ -14,6 +14,7 @@
 #include "daemon/scheduler/admission.h"
 #include "daemon/scheduler/cache_only.h"
 #include "daemon/scheduler/job_end.h"
+#include "daemon/scheduler/read_only_cache.h"
 #include "daemon/scheduler/replies.h"
 #include "spdlog/spdlog.h"
 
@@ -63,7 +64,9 @@ struct CachedAnswers::Attempt {
       : device(options.platform(), options.stack, &needs),
         builder(options.builder_environment, options.checks_fit, &needs),
         context(job, device, builder, cache, *options.writes, needs),
-        start(absl::Now()) {}
+        start(absl::Now()) {
+    context.set_costs(options.costs);
+  }
   NeedsDevice needs;
   CacheOnlyDevice device;
   CacheOnlyBuilder builder;
@@ -83,8 +86,8 @@ CachedAnswers::CachedAnswers(CachedAnswersOptions options,
 CachedAnswers::~CachedAnswers() { Stop(); }
 
 absl::StatusOr<std::unique_ptr<Cache>> CachedAnswers::OpenCache() const {
-  return Cache::Open(options_.cache_path, options_.cache_platform,
-                     options_.cache_power_mode);
+  return OpenReadOnlyCache(options_.cache_path, options_.cache_platform,
+                           options_.cache_power_mode);
 }
 
 absl::Status CachedAnswers::Start() {
@@ -270,13 +273,13 @@ CachedAnswers::Outcome CachedAnswers::Try(Reader& reader, const JobPtr& job,
                   job->id(), FormatBytes(attempt.context.inputs_made()));
   }
   if (attempt.needs.asked()) {
-    why = attempt.needs.first() + " was needed";
+    why = attempt.needs.first();
     return Outcome::kWorker;
   }
   if (reader.cache->generation() != generation) {
-    // Never expected (cache_only.h): the worker does it over.
-    spdlog::error("job {}: its cached answer wrote to the cache", job->id());
-    why = "its cached answer wrote to the cache";
+    // It asked to write (and could not: read_only_cache.h); the worker,
+    // the one writer, does it over.
+    why = "a write to the cache";
     return Outcome::kWorker;
   }
   if (!result.ok() && job->cancelled()) {
@@ -321,8 +324,8 @@ void CachedAnswers::Commit(Reader& reader, const JobPtr& job,
 }
 
 void CachedAnswers::HandOver(const JobPtr& job, const std::string& why) {
-  spdlog::debug("job {}: not answered from the cache ({}); queued", job->id(),
-                LogSafe(why));
+  spdlog::debug("job {}: not answered from the cache ({} was needed); queued",
+                job->id(), LogSafe(why));
   {
     absl::MutexLock lock(&mu_);
     ++counts_.handed_over;

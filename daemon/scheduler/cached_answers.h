@@ -7,10 +7,15 @@
 // `waiting` jobs already wait for one of its threads or once it stops: the
 // caller queues those for the worker as before. A job it takes waits in
 // arrival order for one of `threads` threads; each thread has its own read
-// connection to the cache file (a Cache it never writes through) and runs
+// connection to the cache file (a Cache that cannot write:
+// read_only_cache.h) and runs
 // the job there through the same JobRunner code as the worker, against the
 // cache-only parts (cache_only.h): a Device and a Builder that refuse, and
 // a context that holds the job's events.
+//
+// A run that would write to the cache (a ranked search keeping its
+// rounds, ranking.h) fails there and is queued for the worker, the one
+// writer, as one that needs the device is.
 //
 // An attempt that ends with its answer, having read each shape in one state
 // (its CacheWrites version the same when its search began and when the
@@ -63,6 +68,7 @@
 #include "daemon/scheduler/runner.h"
 #include "daemon/store/cache.h"
 #include "daemon/store/jobs_store.h"
+#include "daemon/tune/cost_model.h"
 
 namespace irontune {
 
@@ -90,6 +96,10 @@ struct CachedAnswersOptions {
   // not owned, outlives the pool.
   CacheWrites* writes = nullptr;
   StackVersions stack;
+  // What the worker's searches learned of step times (thread-safe; not
+  // owned, outlives the pool), shared so a search learns and ranks here as
+  // it would there; null: none.
+  CostKnowledge* costs = nullptr;
   // The worker's Builder's Environment() and ChecksFit().
   std::string builder_environment;
   bool checks_fit = false;

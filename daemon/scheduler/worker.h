@@ -113,6 +113,10 @@ class DeviceWorker {
   // then. Unavailable once stopping.
   absl::Status RunOnWorker(std::function<absl::Status(Cache*)> task);
 
+  // What every job's searches learned of step times, for the daemon's
+  // life; thread-safe (cost_model.h), so the cached answers share it.
+  CostKnowledge& costs() { return costs_; }
+
   // How many posted tasks (RunOnWorker) have run. Each may rewrite the
   // cache (an import, a drop, a clear), so a reader beside the worker that
   // remembers verdicts reopens when it moves (cached_answers.h). Any

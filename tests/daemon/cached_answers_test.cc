@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "common/status_macros.h"
 #include "daemon/scheduler/worker.h"
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
@@ -196,9 +197,10 @@ TEST_CASE("cached answers: a job the cache cannot answer goes to the worker") {
 }
 
 // A runner whose Measure runs as the test says, by the request's client:
-// "block" waits for `proceed`; "device" asks for a device load; "change"
-// exposes its shape to a writer once, so its first attempt reads across a
-// change; anything else answers at once.
+// "block" waits for `proceed`; "device" asks for a device load; "write"
+// writes a verdict to the cache; "change" exposes its shape to a writer
+// once, so its first attempt reads across a change; anything else answers
+// at once.
 class FakeRunner : public JobRunner {
  public:
   explicit FakeRunner(CacheWrites* writes) : writes_(writes) {}
@@ -216,6 +218,8 @@ class FakeRunner : public JobRunner {
       if (context.cancelled()) return absl::CancelledError("cancelled");
     } else if (request.client() == "device") {
       return context.device().Load(Artifact()).status();
+    } else if (request.client() == "write") {
+      RETURN_IF_ERROR(context.cache()->PutVerdict({"r", "e"}, ""));
     } else if (request.client() == "change" && !changed_) {
       changed_ = true;
       writes_->Expose("a worker job", "shape");
@@ -311,6 +315,22 @@ TEST_CASE(
   REQUIRE(events.size() == 1);
   CHECK(events[0].has_queued());
   CHECK(rig.answers->counts().handed_over == 1);
+}
+
+TEST_CASE("cached answers: a run that would write goes to the worker") {
+  FakeRig rig;
+  const JobPtr job = rig.Offer("write");
+  const auto end = absl::Now() + absl::Seconds(60);
+  while (rig.queue.size() == 0 && absl::Now() < end) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  REQUIRE(rig.queue.Snapshot().size() == 1);
+  CHECK(rig.queue.Snapshot()[0] == job);
+  CHECK(rig.answers->counts().handed_over == 1);
+  // Its write was refused: the file has no such verdict.
+  auto verdict = rig.cache->GetVerdict({"r", "e"});
+  REQUIRE(verdict.ok());
+  CHECK(!verdict->has_value());
 }
 
 TEST_CASE(
