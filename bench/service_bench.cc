@@ -29,6 +29,18 @@
 //                              admission's memory estimate, at repeats
 //                              0 (the default, 9), 64 and 256; then the
 //                              example's Autotune at the default Timing
+//   service_bench busy         fully cached Autotunes of the example from
+//                              24 client threads (and irontune-client
+//                              processes) on the real-time clock: one
+//                              client alone, the clients on the idle
+//                              daemon, then while the example's Autotune
+//                              remeasured holds the device: p50/p99;
+//                              --irontuned PATH and --client PATH run
+//                              other builds (e.g. main's, for a before),
+//                              --clients N, --seconds S, --think-ms M,
+//                              --long example|other (the long job: the
+//                              example remeasured, or another
+//                              recording), the rest go to irontuned
 //   service_bench all          cached, concurrent, utilisation
 #include <fcntl.h>
 #include <signal.h>
@@ -39,6 +51,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -49,11 +62,13 @@
 #include <mutex>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_join.h"
 #include "bench/percentile.h"
 #include "common/profile.h"
 #include "common/recording.h"
@@ -122,21 +137,31 @@ int RunBlocking(const std::vector<std::string>& argv,
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// Which irontuned a Daemon runs, and in which state dir.
+struct DaemonSetup {
+  std::string binary = kDaemon;
+  // Empty: a fresh one, removed at the end; else this one, kept.
+  std::string dir;
+};
+
 // irontuned on loopback TCP with a fresh state dir; SIGTERM on destruction.
 class Daemon {
  public:
   // With a non-empty `token`, irontuned runs with a tokens file that makes
   // it the only (admin) token, and every channel call must carry it.
   Daemon(const std::string& tag, const std::string& clock,
-         std::vector<std::string> extra = {}, std::string token = "")
-      : dir_(e2e::TempDir("bench-" + tag)), token_(std::move(token)) {
+         std::vector<std::string> extra = {}, std::string token = "",
+         const DaemonSetup& setup = DaemonSetup())
+      : dir_(setup.dir.empty() ? e2e::TempDir("bench-" + tag) : setup.dir),
+        keep_dir_(!setup.dir.empty()),
+        token_(std::move(token)) {
     if (!token_.empty()) {
       WriteTokensFile(dir_ + "/tokens", token_);
       extra.insert(extra.end(), {"--tokens", dir_ + "/tokens"});
     }
     // Log level info: the start-up line names the port it picked for :0.
     std::vector<std::string> argv = {
-        kDaemon,       "--state-dir",
+        setup.binary,  "--state-dir",
         dir_,          "--listen",
         "127.0.0.1:0", "--sim-clock",
         clock,         "--log-level",
@@ -157,7 +182,7 @@ class Daemon {
       return;
     }
     std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
+    if (!keep_dir_) std::filesystem::remove_all(dir_, ignored);
   }
   bool up() const { return up_; }
   pid_t pid() const { return process_->pid(); }
@@ -206,6 +231,7 @@ class Daemon {
   }
 
   std::string dir_;
+  bool keep_dir_;
   std::string token_;
   std::string address_;
   std::unique_ptr<e2e::Process> process_;
@@ -242,10 +268,16 @@ struct AutotuneOutcome {
 
 AutotuneOutcome RunAutotune(v1::Tuner::Stub& stub,
                             const v1::AutotuneRequest& request,
-                            const Daemon* daemon = nullptr) {
+                            const Daemon* daemon = nullptr,
+                            double deadline_s = 0) {
   AutotuneOutcome out;
   grpc::ClientContext context;
   if (daemon != nullptr) daemon->Authorize(&context);
+  if (deadline_s > 0) {
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::duration<double>(deadline_s)));
+  }
   auto reader = stub.Autotune(&context, request);
   v1::AutotuneEvent event;
   Clock::time_point queued;
@@ -1123,6 +1155,374 @@ int BigJob() {
   return BigAutotune();
 }
 
+// ----------------------------------------------------------- cached busy
+
+// What `service_bench busy` is given.
+struct BusyArgs {
+  DaemonSetup daemon;
+  std::string client = kClient;
+  int clients = 24;
+  double seconds = 20;
+  double think_ms = 300;  // mean pause between a client's submits
+  // "example": the example's Autotune remeasured (it rewrites the rows the
+  // cached submits read); "other": a long Autotune of another recording
+  // (testing::SmallAutotune: two shapes, 1000 rounds of 1000 calls).
+  std::string long_job = "example";
+  std::vector<std::string> flags;  // more irontuned flags
+};
+
+// The long job's request.
+v1::AutotuneRequest LongRequest(const std::string& which) {
+  v1::AutotuneRequest request;
+  if (which == "other") {
+    request = testing::SmallAutotune(/*quick=*/false);
+  } else {
+    // Timed longer than the submits' figures (the Timing is not in the
+    // cache key), so it outlasts the load.
+    request = ExampleRequest(8, 6);
+    request.set_remeasure(true);
+  }
+  request.set_client("long-job");
+  return request;
+}
+
+// A long Autotune (LongRequest), on a stream of its own until Stop
+// cancels it: a job holding the device.
+class LongJob {
+ public:
+  LongJob(const Daemon& daemon, const v1::AutotuneRequest& request)
+      : stub_(v1::Tuner::NewStub(daemon.Channel())) {
+    thread_ = std::thread([this, request] { Follow(request); });
+  }
+  ~LongJob() { Stop(); }
+  // Waits up to 60 s for its Started event; its job id, or "".
+  std::string WaitStarted() {
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait_for(lock, std::chrono::seconds(60),
+                      [this] { return started_ || ended_; });
+    return started_ ? id_ : std::string();
+  }
+  bool ended() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ended_;
+  }
+  void Stop() {
+    context_.TryCancel();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Follow(const v1::AutotuneRequest& request) {
+    auto reader = stub_->Autotune(&context_, request);
+    v1::AutotuneEvent e;
+    while (reader->Read(&e)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (id_.empty()) id_ = e.job_id();
+      if (e.has_started()) started_ = true;
+      changed_.notify_all();
+    }
+    reader->Finish();
+    std::lock_guard<std::mutex> lock(mu_);
+    ended_ = true;
+    changed_.notify_all();
+  }
+
+  std::unique_ptr<v1::Tuner::Stub> stub_;
+  grpc::ClientContext context_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::string id_;
+  bool started_ = false, ended_ = false;
+  std::thread thread_;
+};
+
+// A submit's deadline in `busy`: one waiting longer counts as failed
+// (DEADLINE_EXCEEDED), its latency as this.
+constexpr double kBusyDeadlineS = 10;
+
+struct LoadRun {
+  std::vector<double> latency_s;  // raw stub submits
+  std::vector<double> client_s;   // irontune-client processes
+  int failures = 0;
+  std::map<std::string, int> codes;  // the stub submits' failures by code
+  double seconds = 0;
+};
+
+// `args.clients` threads, each with its own channel, submitting the
+// example's cached Autotune for `args.seconds`, pausing a uniform
+// [0, 2 think_ms] between submits; beside them one more client that runs
+// irontune-client processes, pausing as they do.
+LoadRun CachedLoad(const Daemon& daemon, const BusyArgs& args) {
+  LoadRun run;
+  std::mutex mu;
+  const v1::AutotuneRequest request = ExampleRequest(2, 3);
+  const auto end =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(args.seconds));
+  auto client = [&](int index) {
+    auto stub = v1::Tuner::NewStub(daemon.Channel());
+    std::mt19937 rng(index);
+    std::uniform_real_distribution<double> think(0, 2 * args.think_ms);
+    std::this_thread::sleep_for(
+        std::chrono::duration<double, std::milli>(think(rng)));
+    while (Clock::now() < end) {
+      const auto start = Clock::now();
+      AutotuneOutcome o = RunAutotune(*stub, request, nullptr, kBusyDeadlineS);
+      const double took = Since(start);
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        run.latency_s.push_back(took);
+        if (!o.status.ok() || !o.has_result) {
+          ++run.failures;
+          ++run.codes[CodeName(o.status.error_code())];
+        }
+      }
+      std::this_thread::sleep_for(
+          std::chrono::duration<double, std::milli>(think(rng)));
+    }
+  };
+  auto processes = [&] {
+    const std::vector<std::string> submit = {
+        args.client, "--server",  daemon.address(),
+        "--timeout", "10",        "submit",
+        kExample,    "--profile", kProfile,
+        "--rounds",  "2",         "--calls",
+        "3",         "--json"};
+    std::mt19937 rng(args.clients);
+    std::uniform_real_distribution<double> think(0, 2 * args.think_ms);
+    while (Clock::now() < end) {
+      const auto start = Clock::now();
+      const int rc = RunBlocking(submit);
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        run.client_s.push_back(Since(start));
+        if (rc != 0) ++run.failures;
+      }
+      std::this_thread::sleep_for(
+          std::chrono::duration<double, std::milli>(think(rng)));
+    }
+  };
+  const auto start = Clock::now();
+  std::vector<std::thread> threads;
+  for (int i = 0; i < args.clients; ++i) threads.emplace_back(client, i);
+  threads.emplace_back(processes);
+  for (std::thread& t : threads) t.join();
+  run.seconds = Since(start);
+  return run;
+}
+
+void PrintLoad(const char* title, const LoadRun& r) {
+  std::printf(
+      "  %s: %zu stub submits and %zu client processes in %.1f s "
+      "(%.1f/s), %d failed\n",
+      title, r.latency_s.size(), r.client_s.size(), r.seconds,
+      (r.latency_s.size() + r.client_s.size()) / r.seconds, r.failures);
+  if (!r.codes.empty()) {
+    std::printf("    stub failures by code:");
+    for (const auto& [code, n] : r.codes) {
+      std::printf(" %s %d", code.c_str(), n);
+    }
+    std::printf(" (a submit waits at most %.0f s)\n", kBusyDeadlineS);
+  }
+  PrintLatencies("  raw stub->Autotune, each client its channel", r.latency_s);
+  PrintLatencies("  irontune-client submit (process, wall)", r.client_s);
+}
+
+// The jobs irontuned's log says it answered from the cache.
+int AnsweredFromCache(const std::string& log) {
+  int n = 0;
+  for (size_t at = log.find("(from the cache)\n"); at != std::string::npos;
+       at = log.find("(from the cache)\n", at + 1)) {
+    if (log.rfind(" ended: ", at) > log.rfind('\n', at)) ++n;
+  }
+  return n;
+}
+
+// Fills a state dir's cache with the example's figures, on the virtual
+// clock; false when the submit fails.
+bool FillCache(const BusyArgs& args, const std::string& dir) {
+  DaemonSetup setup = args.daemon;
+  setup.dir = dir;
+  Daemon fill("busy-fill", "virtual", {}, "", setup);
+  if (!fill.up()) return false;
+  const int rc = RunBlocking({args.client, "--server", fill.address(), "submit",
+                              kExample, "--profile", kProfile, "--rounds", "2",
+                              "--calls", "3", "--json"});
+  std::printf("  cache filled on the virtual clock: exit %d\n", rc);
+  return rc == 0;
+}
+
+// One client's cached submits, one after another, on an idle daemon.
+std::vector<double> OneIdle(const Daemon& daemon) {
+  auto stub = v1::Tuner::NewStub(daemon.Channel());
+  const v1::AutotuneRequest request = ExampleRequest(2, 3);
+  for (int i = 0; i < 2; ++i) RunAutotune(*stub, request);  // connect, warm
+  std::vector<double> out;
+  for (int i = 0; i < 30; ++i) {
+    const auto start = Clock::now();
+    RunAutotune(*stub, request);
+    out.push_back(Since(start));
+  }
+  return out;
+}
+
+// The job on the device now, as GetStatus says; "" when idle.
+std::string RunningJob(const Daemon& daemon) {
+  v1::StatusResponse status;
+  auto stub = v1::Tuner::NewStub(daemon.Channel());
+  if (!GetStatusOf(*stub, &status) || !status.has_running()) return "";
+  return status.running().job_id();
+}
+
+// The phases of `busy` on the realtime daemon: one client alone, the
+// clients on the idle daemon, then the clients while the long job runs.
+// The CPU seconds process `pid` has used (its threads, those ended too).
+double ProcessCpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  // The fields after the command's closing parenthesis; utime and stime
+  // are the 14th and 15th of the line.
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(text.substr(close + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i >= 14) ticks += std::atof(field.c_str());
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// irontuned's CPU over a phase, and the submits answered in it.
+struct PhaseCpu {
+  double seconds = 0, wall = 0;
+  size_t submits = 0;
+};
+
+void PrintBusy(const LoadRun& idle, const LoadRun& busy, const PhaseCpu& a,
+               const PhaseCpu& alone, const PhaseCpu& b) {
+  PrintLoad("idle", idle);
+  PrintLoad("while the long job runs", busy);
+  const double rate = alone.wall > 0 ? alone.seconds / alone.wall : 0;
+  std::printf(
+      "  irontuned's CPU: %.2f ms a submit idle; the long job alone %.0f%% "
+      "of a core; %.2f ms a submit while it runs (beyond it)\n",
+      a.seconds / std::max<size_t>(1, a.submits) * 1e3, rate * 100,
+      (b.seconds - rate * b.wall) / std::max<size_t>(1, b.submits) * 1e3);
+  const double p50 = Percentile(busy.latency_s, 50);
+  const double p99 = Percentile(busy.latency_s, 99);
+  std::printf("  busy / idle p50 %.2f, p99 %.2f\n",
+              p50 / Percentile(idle.latency_s, 50),
+              p99 / Percentile(idle.latency_s, 99));
+  const bool answered = busy.failures == 0;
+  std::printf("  goal while busy: p50 <= 30 ms: %s; p99 <= 100 ms: %s\n",
+              answered && p50 <= 0.030 ? "met" : "NOT met",
+              answered && p99 <= 0.100 ? "met" : "NOT met");
+}
+
+// Runs the load on `daemon` as `cpu` counts it.
+LoadRun CountedLoad(const Daemon& daemon, const BusyArgs& args, PhaseCpu& cpu) {
+  const double before = ProcessCpuSeconds(daemon.pid());
+  const auto start = Clock::now();
+  LoadRun run = CachedLoad(daemon, args);
+  cpu.seconds = ProcessCpuSeconds(daemon.pid()) - before;
+  cpu.wall = Since(start);
+  cpu.submits = run.latency_s.size() + run.client_s.size();
+  return run;
+}
+
+int BusyPhases(const Daemon& daemon, const BusyArgs& args) {
+  const std::vector<double> one = OneIdle(daemon);
+  PhaseCpu idle_cpu, alone, busy_cpu;
+  const LoadRun idle = CountedLoad(daemon, args, idle_cpu);
+  const int idle_answered = AnsweredFromCache(daemon.Log());
+  LongJob long_job(daemon, LongRequest(args.long_job));
+  const std::string id = long_job.WaitStarted();
+  if (id.empty()) {
+    std::printf("  the long job did not start\n");
+    return 1;
+  }
+  const double before = ProcessCpuSeconds(daemon.pid());
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  alone = {ProcessCpuSeconds(daemon.pid()) - before, 3, 0};
+  const auto busy_start = Clock::now();
+  const LoadRun busy = CountedLoad(daemon, args, busy_cpu);
+  const std::string running = RunningJob(daemon);
+  const bool held = running == id && !long_job.ended();
+  const double held_s = Since(busy_start);
+  long_job.Stop();
+  std::printf(
+      "  answered from the cache (irontuned's log): %d while idle, "
+      "%d while busy\n",
+      idle_answered, AnsweredFromCache(daemon.Log()) - idle_answered);
+  std::printf("  the long job %s was %s on the device after %.1f s of load\n",
+              id.c_str(), held ? "still running" : "NOT running", held_s);
+  PrintLatencies("one client alone, raw stub->Autotune", one);
+  PrintBusy(idle, busy, idle_cpu, alone, busy_cpu);
+  return busy.failures == 0 && idle.failures == 0 && held ? 0 : 1;
+}
+
+int Busy(const BusyArgs& args) {
+  std::printf(
+      "busy: fully cached Autotunes of the example (--rounds 2 --calls 3) "
+      "from %d clients (mean pause %.0f ms) for %.0f s, idle and while %s "
+      "holds the device; irontuned --sim-clock realtime "
+      "--sim-build-seconds 0%s%s, %s\n",
+      args.clients, args.think_ms, args.seconds,
+      args.long_job == "other"
+          ? "an Autotune of another recording (2 shapes, 1000 rounds of 1000 "
+            "calls)"
+          : "the example's Autotune remeasured",
+      args.flags.empty() ? "" : " ", absl::StrJoin(args.flags, " ").c_str(),
+      args.daemon.binary.c_str());
+  const std::string dir = e2e::TempDir("bench-busy");
+  if (!FillCache(args, dir)) return 1;
+  std::vector<std::string> flags = {"--sim-build-seconds", "0"};
+  flags.insert(flags.end(), args.flags.begin(), args.flags.end());
+  DaemonSetup setup = args.daemon;
+  setup.dir = dir;
+  int rc = 1;
+  {
+    Daemon daemon("busy", "realtime", flags, "", setup);
+    if (daemon.up()) rc = BusyPhases(daemon, args);
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+  return rc;
+}
+
+}  // namespace
+}  // namespace irontune
+
+namespace irontune {
+namespace {
+
+// `busy`'s arguments: --irontuned PATH, --client PATH, --clients N,
+// --seconds S, --think-ms M; the rest go to irontuned. False on a flag
+// without its value.
+bool ParseBusy(int argc, char** argv, BusyArgs& args) {
+  for (int i = 2; i < argc; ++i) {
+    const std::string flag = argv[i];
+    const bool ours = flag == "--irontuned" || flag == "--client" ||
+                      flag == "--clients" || flag == "--seconds" ||
+                      flag == "--think-ms" || flag == "--long";
+    if (!ours) {
+      args.flags.push_back(flag);
+      continue;
+    }
+    if (i + 1 >= argc) return false;
+    const std::string value = argv[++i];
+    if (flag == "--irontuned") args.daemon.binary = value;
+    if (flag == "--client") args.client = value;
+    if (flag == "--clients") args.clients = std::max(1, std::atoi(argv[i]));
+    if (flag == "--seconds") args.seconds = std::atof(argv[i]);
+    if (flag == "--think-ms") args.think_ms = std::atof(argv[i]);
+    if (flag == "--long") args.long_job = value;
+  }
+  return true;
+}
+
 }  // namespace
 }  // namespace irontune
 
@@ -1133,6 +1533,14 @@ int main(int argc, char** argv) {
   for (int i = decode ? 3 : 2; i < argc; ++i) flags.push_back(argv[i]);
   setvbuf(stdout, nullptr, _IOLBF, 0);
   if (what == "cached") return irontune::Cached();
+  if (what == "busy") {
+    irontune::BusyArgs args;
+    if (!irontune::ParseBusy(argc, argv, args)) {
+      std::fprintf(stderr, "service_bench busy: a flag without its value\n");
+      return 2;
+    }
+    return irontune::Busy(args);
+  }
   if (what == "concurrent") return irontune::Concurrent();
   if (what == "utilisation") return irontune::Utilisation(decode, flags);
   if (what == "--mixed-load" || what == "mixed") {
@@ -1153,7 +1561,9 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "usage: service_bench cached|concurrent|utilisation "
-               "[decode] [irontuned flags...]|all|--mixed-load 60s|"
-               "--big-job\n");
+               "[decode] [irontuned flags...]|busy [--irontuned PATH] "
+               "[--client PATH] [--clients N] [--seconds S] [--think-ms M] "
+               "[--long example|other] [irontuned flags...]|all|"
+               "--mixed-load 60s|--big-job\n");
   return 2;
 }

@@ -80,6 +80,15 @@ absl::Status TunerService::Submit(const JobPtr& job) {
     order_.push_back(job->id());
     TrimHistory();
   }
+  if (deps_.cached != nullptr && deps_.cached->Offer(job)) {
+    spdlog::info(
+        "job {} queued: client={} kind={} to answer from the cache, else "
+        "the device worker; request={} (queued requests {})",
+        job->id(), LogSafe(job->client()),
+        job->kind() == v1::JOB_KIND_AUTOTUNE ? "autotune" : "measure",
+        FormatBytes(job->request_bytes()), FormatBytes(budget_->used()));
+    return absl::OkStatus();
+  }
   absl::StatusOr<size_t> position = deps_.queue->Push(job);
   if (!position.ok()) {
     absl::MutexLock lock(&mu_);
@@ -277,8 +286,23 @@ grpc::Status TunerService::GetStatus(grpc::ServerContext* context,
   for (const JobPtr& job : deps_.queue->Snapshot()) {
     *response->add_queue() = job->Summary();
   }
+  // Then those the cached answers hold (answered in turn, beside the
+  // device).
+  if (deps_.cached != nullptr) {
+    for (const JobPtr& job : deps_.cached->Snapshot()) {
+      *response->add_queue() = job->Summary();
+    }
+  }
   if (w.running) *response->mutable_running() = w.running->Summary();
-  if (w.cache) *response->mutable_cache() = CacheSummaryOf(*w.cache);
+  if (w.cache) {
+    CacheStats stats = *w.cache;
+    if (deps_.cached != nullptr) {
+      const auto [hits, misses] = deps_.cached->lookups();
+      stats.hits += hits;
+      stats.misses += misses;
+    }
+    *response->mutable_cache() = CacheSummaryOf(stats);
+  }
   if (w.builds) *response->mutable_builds() = *w.builds;
   response->set_uptime_seconds(absl::ToDoubleSeconds(absl::Now() - started_));
   return grpc::Status::OK;

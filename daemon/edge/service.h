@@ -47,6 +47,7 @@
 #include "daemon/edge/stream_quota.h"
 #include "daemon/npu/device.h"
 #include "daemon/scheduler/admission.h"
+#include "daemon/scheduler/cached_answers.h"
 #include "daemon/scheduler/job_queue.h"
 #include "daemon/scheduler/jobs.h"
 #include "daemon/scheduler/queue_budget.h"
@@ -60,8 +61,11 @@ namespace irontune {
 struct ServiceDeps {
   JobQueue* queue = nullptr;       // not owned; REQUIRES: non-null
   DeviceWorker* worker = nullptr;  // not owned; REQUIRES: non-null
-  JobStore* store = nullptr;       // not owned; may be null
-  std::string device_spec;         // as --device gave it
+  // Not owned; null: every job is queued for the worker. Offered each job
+  // before it is queued (cached_answers.h).
+  CachedAnswers* cached = nullptr;
+  JobStore* store = nullptr;  // not owned; may be null
+  std::string device_spec;    // as --device gave it
   std::string version;
   // The cache file and the partition it was opened at, for ExportCache's
   // read connection; empty path: no cache.
@@ -133,7 +137,8 @@ class TunerService final : public v1::Tuner::Service {
  private:
   // The stored result of job `id` (nullopt when none, or no store).
   absl::StatusOr<std::optional<v1::JobResult>> Stored(const std::string& id);
-  // Remembers `job` and queues it (the queue emits its Queued event).
+  // Remembers `job`, and hands it to the cached answers where they take it,
+  // else queues it (the queue emits its Queued event).
   absl::Status Submit(const JobPtr& job);
   // Makes `request` a job of `owner` (OwnerOf `caller`), charges its
   // bytes to the queue budget, submits it and follows it through `write`

@@ -75,6 +75,13 @@ void AddOptions(CLI::App& app, DaemonOptions& options, std::string& log_level,
                  "RESOURCE_EXHAUSTED")
       ->check(CLI::Range(size_t{1}, size_t{1} << 20))
       ->capture_default_str();
+  app.add_option("--cached-answers", options.cached_answers,
+                 "Threads answering, beside the device worker, the jobs "
+                 "whose figures are all in the cache (no remeasure): such "
+                 "a job waits for no device job; 0: every job waits for "
+                 "the device worker")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
   app.add_option("--kernel-cycles", options.kernel_cycles,
                  "mlir-aie's nightly kernel cycle counts (a JSON file, "
                  "docs/search.md): GEMM settings their kernel alone shows "

@@ -317,7 +317,13 @@ struct Daemon::Parts {
   std::unique_ptr<CacheOutbox> outbox;
   std::string toolchain;
   std::unique_ptr<JobQueue> queue;
+  // With cached answers: what the worker may be rewriting (outlives both).
+  std::unique_ptr<CacheWrites> cache_writes;
   std::unique_ptr<DeviceWorker> worker;
+  // What the cached answers take from the worker's parts (StartWorker),
+  // and the cached answers.
+  CachedAnswersOptions cached_options;
+  std::unique_ptr<CachedAnswers> cached;
   std::unique_ptr<FleetBox> fleet_box;
   std::unique_ptr<TunerService> service;
   // A front's (--role front): the store's connections, the LISTEN thread,
@@ -659,10 +665,14 @@ absl::Status Daemon::OpenJobStore(const std::filesystem::path& dir,
 void Daemon::WatchHealth(const DaemonOptions& options) {
   Parts& p = *parts_;
   DeviceWorker* worker = p.worker.get();
+  const CachedAnswers* cached = p.cached.get();
   grpc::HealthCheckServiceInterface* health = p.server->GetHealthCheckService();
   const absl::Duration stall = options.stall_limit;
   p.health = std::make_unique<HealthWatch>(
-      [worker, stall] { return worker->heartbeat().Alive(stall); },
+      [worker, cached, stall] {
+        return worker->heartbeat().Alive(stall) &&
+               (cached == nullptr || cached->Alive(stall));
+      },
       [health](bool serving) {
         health->SetServingStatus(serving);
         health->SetServingStatus(v1::Tuner::service_full_name(), serving);
@@ -754,7 +764,8 @@ void Daemon::StartFleetBox(const DaemonOptions& options) {
 
 absl::Status Daemon::StartWorker(DaemonOptions& options,
                                  std::unique_ptr<Device> device,
-                                 std::unique_ptr<Cache> cache) {
+                                 std::unique_ptr<Cache> cache,
+                                 const std::string& cache_path) {
   Parts& p = *parts_;
   p.queue = std::make_unique<JobQueue>(options.queue_limit,
                                        options.limits.client_queue_quota);
@@ -770,15 +781,56 @@ absl::Status Daemon::StartWorker(DaemonOptions& options,
   wp.build_stats = [pool_ptr] { return pool_ptr->stats(); };
   wp.build_jobs = pool_ptr->threads();
   p.toolchain = FleetToolchain(pool_ptr->Environment(), stack);
+  p.cached_options.stack = stack;
+  p.cached_options.builder_environment = pool_ptr->Environment();
+  p.cached_options.checks_fit = pool_ptr->ChecksFit();
+  p.cached_options.build_jobs = pool_ptr->threads();
   wp.builder = std::move(pool);
   wp.cache = std::move(cache);
+  const bool cached = options.cached_answers > 0 && options.runner == nullptr;
   wp.runner = options.runner
                   ? std::move(options.runner)
                   : std::make_unique<DeviceJobRunner>(options.kernel_cycles,
                                                       options.shapes_at_once);
+  if (cached) {
+    ASSIGN_OR_RETURN(std::unique_ptr<CacheEpoch> epoch,
+                     CacheEpoch::Open(cache_path));
+    p.cache_writes = std::make_unique<CacheWrites>(std::move(epoch));
+    wp.writes = p.cache_writes.get();
+  }
   p.worker = std::make_unique<DeviceWorker>(std::move(wp), p.queue.get(),
                                             p.store.get());
-  return p.worker->Start();
+  RETURN_IF_ERROR(p.worker->Start());
+  return StartCachedAnswers(options, cache_path);
+}
+
+absl::Status Daemon::StartCachedAnswers(const DaemonOptions& options,
+                                        const std::string& cache_path) {
+  Parts& p = *parts_;
+  if (p.cache_writes == nullptr) return absl::OkStatus();
+  CachedAnswersOptions o = p.cached_options;
+  o.writes = p.cache_writes.get();
+  o.threads = options.cached_answers;
+  o.waiting = options.queue_limit;
+  o.cache_path = cache_path;
+  DeviceWorker* worker = p.worker.get();
+  const Platform platform = worker->Status().platform;
+  o.cache_platform = platform.name;
+  o.cache_power_mode = platform.power_mode;
+  o.platform = [worker] { return worker->Status().platform; };
+  o.rewrites = [worker] { return worker->tasks_run(); };
+  o.costs = &worker->costs();
+  p.cached = std::make_unique<CachedAnswers>(
+      std::move(o),
+      std::make_unique<DeviceJobRunner>(options.kernel_cycles,
+                                        options.shapes_at_once),
+      p.queue.get(), p.store.get());
+  RETURN_IF_ERROR(p.cached->Start());
+  spdlog::info(
+      "cached answers: {} threads answer the jobs whose figures are all "
+      "stored, beside the device worker",
+      options.cached_answers);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::StartFront(
@@ -861,12 +913,13 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   RETURN_IF_ERROR(daemon->OpenJobStore(dir, options, p.store));
   if (!options.fleet.empty())
     RETURN_IF_ERROR(daemon->OpenFleet(options, *cache));
-  RETURN_IF_ERROR(
-      daemon->StartWorker(options, std::move(device), std::move(cache)));
+  RETURN_IF_ERROR(daemon->StartWorker(options, std::move(device),
+                                      std::move(cache), cache_path));
   daemon->StartFleetBox(options);
   ServiceDeps parts;
   parts.queue = p.queue.get();
   parts.worker = p.worker.get();
+  parts.cached = p.cached.get();
   parts.store = p.store.get();
   ServiceDeps deps = DepsOf(options, parts, cache_path, platform, streams);
   deps.auth = security.auth;
@@ -902,6 +955,9 @@ void Daemon::Shutdown() {
   }
   if (p.service) p.service->BeginShutdown();
   if (p.front_service) p.front_service->BeginShutdown();
+  // Jobs waiting for a cached answer end UNAVAILABLE, those being answered
+  // are cancelled.
+  if (p.cached) p.cached->Stop();
   if (p.fleet_box) p.fleet_box->Stop();  // hands its shard back
   if (p.worker) p.worker->Stop();
   if (p.notifier) p.notifier->Stop();  // before the worker goes
@@ -919,7 +975,9 @@ void Daemon::Shutdown() {
   p.job_notices.reset();
   p.fleet_pool.reset();
   p.fleet_box.reset();
+  p.cached.reset();
   p.worker.reset();  // closes the cache
+  p.cache_writes.reset();
   p.queue.reset();
   p.store.reset();
   for (int* fd : {&p.lock_fd, &p.state_dir_fd, &p.device_lock_fd}) {

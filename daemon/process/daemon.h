@@ -7,7 +7,9 @@
 // the pid holding it), the device, the databases' quick_check (a damaged
 // one is refused, or moved aside with move_corrupt_aside), the measurement
 // cache (irontune.db), the job store (jobs.db; jobs a crash interrupted are
-// marked so), the device worker, then the gRPC server on every listen
+// marked so), the device worker and the cached answers beside it
+// (--cached-answers; daemon/scheduler/cached_answers.h), then the gRPC
+// server on every listen
 // address with health (grpc.health.v1, SERVING) and reflection, each
 // listener's calls checked for a token before their message is read
 // (call_gate.h) and gRPC's caps set (ServerCaps). A unix
@@ -15,13 +17,16 @@
 // it.
 //
 // Shutdown, in order: health NOT_SERVING and every new request refused
-// (UNAVAILABLE); queued jobs end UNAVAILABLE "irontuned is shutting down";
+// (UNAVAILABLE); the cached answers stop (their waiting jobs end
+// UNAVAILABLE, those being answered are cancelled); queued jobs end
+// UNAVAILABLE "irontuned is shutting down";
 // the running job is cancelled at its next round (or finishes); the worker
 // is joined; the server stops (streams have ended with their jobs); the
 // databases are closed; the lock is released.
 //
-// While the device worker is hung (no heartbeat within --stall-limit),
-// health answers NOT_SERVING, and SERVING once it beats (health_watch.h).
+// While the device worker is hung (no heartbeat within --stall-limit), or a
+// cached answer has run that long, health answers NOT_SERVING, and SERVING
+// once it beats (health_watch.h).
 //
 // systemd (systemd_notify.h): READY=1 once listening, then STATUS= (queue
 // length, running job) and WATCHDOG=1 pings while the device worker is
@@ -44,6 +49,7 @@
 #include "daemon/npu/device.h"
 #include "daemon/process/systemd_notify.h"
 #include "daemon/scheduler/admission.h"
+#include "daemon/scheduler/cached_answers.h"
 #include "daemon/scheduler/runner.h"
 #include "daemon/store/jobs_store.h"
 
@@ -168,7 +174,12 @@ struct DaemonOptions {
   // finished first; 0: never; negative: a front's default (300 s), none on
   // a box.
   double max_connection_age_s = -1;
-  // Tests only: replaces the DeviceJobRunner.
+  // Threads answering jobs whose figures are all stored, beside the
+  // device worker (--cached-answers; daemon/scheduler/cached_answers.h);
+  // 0: every job is queued for the worker.
+  int cached_answers = kCachedAnswerThreads;
+  // Tests only: replaces the DeviceJobRunner (and turns cached answers
+  // off: every job goes through it).
   std::unique_ptr<JobRunner> runner;
   // Admission limits (admission.h), the ended jobs kept in memory (bytes)
   // and in jobs.db.
@@ -223,9 +234,17 @@ class Daemon {
   // Start for role "front".
   static absl::StatusOr<std::unique_ptr<Daemon>> StartFront(
       DaemonOptions options);
+  // The queue, the device worker over `device` and `cache` (the file at
+  // `cache_path`), then the cached answers beside it.
   absl::Status StartWorker(DaemonOptions& options,
                            std::unique_ptr<Device> device,
-                           std::unique_ptr<Cache> cache);
+                           std::unique_ptr<Cache> cache,
+                           const std::string& cache_path);
+  // With --cached-answers above 0 (and no test runner): the threads
+  // answering from the cache beside the worker, over their own connections
+  // to `cache_path`. REQUIRES: StartWorker succeeded.
+  absl::Status StartCachedAnswers(const DaemonOptions& options,
+                                  const std::string& cache_path);
   // With --fleet: reaches the store (its schema migrated), keeps the
   // cache's outbox, and after the worker starts, claims shards. The
   // store's errors (a URL that does not parse, credentials refused, a

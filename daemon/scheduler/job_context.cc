@@ -10,8 +10,10 @@
 namespace irontune {
 
 JobContext::JobContext(JobPtr job, Device& device, Builder& builder,
-                       Cache* cache)
+                       Cache* cache, Events events, CacheWrites* writes)
     : job_(std::move(job)),
+      writes_(writes),
+      held_(events == Events::kHeld),
       meter_(&device),
       builder_(builder),
       cache_(cache),
@@ -39,9 +41,29 @@ void JobContext::Log(const std::string& line) {
   Emit(std::move(event));
 }
 
+void JobContext::Emit(v1::AutotuneEvent event) {
+  if (held_) {
+    held_events_.push_back(std::move(event));
+  } else {
+    job_->Emit(std::move(event));
+  }
+}
+
 void JobContext::SetShapes(uint32_t done, uint32_t total) {
-  job_->SetShapes(done, total);
+  if (held_) {
+    held_shapes_.emplace(done, total);
+  } else {
+    job_->SetShapes(done, total);
+  }
   shapes_total_ = total;
+}
+
+void JobContext::Release() {
+  held_ = false;
+  for (v1::AutotuneEvent& event : held_events_) job_->Emit(std::move(event));
+  held_events_.clear();
+  if (held_shapes_) job_->SetShapes(held_shapes_->first, held_shapes_->second);
+  held_shapes_.reset();
 }
 
 double JobContext::wall_seconds() const {
@@ -49,6 +71,7 @@ double JobContext::wall_seconds() const {
 }
 
 void JobContext::OnShape(int index, int total, const std::string& key) {
+  if (writes_ != nullptr) writes_->Expose(job_->id(), key);
   keys_[index] = key;
   shape_ = key;
   index_ = index;

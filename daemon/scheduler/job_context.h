@@ -13,6 +13,11 @@
 // their index; the progress counts (settings timed, the best so far) are
 // the shape begun last's.
 //
+// Held events: a context made with Events::kHeld keeps the job's events
+// and shape counts to itself until Release() gives them to the job (a
+// cached answer's attempt, cached_answers.h, whose events are the job's
+// only once it is answered).
+//
 // Threads: the device worker's, or a thread holding the Autotune's turn
 // in its stead (tune/device_turn.h): one at a time. Ownership: the job is
 // shared; the device, builder and cache are borrowed from the worker and must
@@ -24,10 +29,12 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
 #include "daemon/npu/metered.h"
+#include "daemon/scheduler/cache_writes.h"
 #include "daemon/scheduler/jobs.h"
 #include "daemon/tune/tune_context.h"
 #include "irontune/v1/tuner.pb.h"
@@ -40,7 +47,12 @@ inline constexpr absl::Duration kProgressEvery = absl::Milliseconds(100);
 
 class JobContext : public TuneContext {
  public:
-  JobContext(JobPtr job, Device& device, Builder& builder, Cache* cache);
+  enum class Events { kLive, kHeld };
+  // `writes` (may be null; borrowed): where the device worker says which
+  // shapes' rows it may be rewriting (OnShape exposes the shape begun
+  // until the job ends; cache_writes.h).
+  JobContext(JobPtr job, Device& device, Builder& builder, Cache* cache,
+             Events events = Events::kLive, CacheWrites* writes = nullptr);
 
   Device& device() override { return meter_; }
   Builder& builder() override { return builder_; }
@@ -62,10 +74,13 @@ class JobContext : public TuneContext {
   // emits a last progress event (remaining 0).
   void OnEstimate(const JobEstimate& estimate) override;
 
-  // Appends an event to the job's log.
-  void Emit(v1::AutotuneEvent event) { job_->Emit(std::move(event)); }
+  // Appends an event to the job's log (held, with Events::kHeld).
+  void Emit(v1::AutotuneEvent event);
   // Counts for the job's summary and the end-of-job log line.
   void SetShapes(uint32_t done, uint32_t total);
+  // With Events::kHeld: gives the events and the shape counts held so far
+  // to the job, in order, and lets those that follow through.
+  void Release();
   uint32_t shapes_total() const { return shapes_total_; }
 
   // Device time the job's runs took so far, and wall time since it began.
@@ -76,6 +91,10 @@ class JobContext : public TuneContext {
   v1::AutotuneEvent Progress() const;
 
   JobPtr job_;
+  CacheWrites* const writes_;
+  bool held_;
+  std::vector<v1::AutotuneEvent> held_events_;
+  std::optional<std::pair<uint32_t, uint32_t>> held_shapes_;
   MeteredDevice meter_;
   Builder& builder_;
   Cache* cache_;

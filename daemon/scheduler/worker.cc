@@ -11,7 +11,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/shape.h"
 #include "daemon/base/log_safe.h"
+#include "daemon/scheduler/job_end.h"
 #include "daemon/scheduler/replies.h"
 #include "daemon/scheduler/requests.h"
 #include "spdlog/spdlog.h"
@@ -20,35 +22,10 @@ namespace irontune {
 namespace {
 
 constexpr char kShuttingDown[] = "irontuned is shutting down";
+// What a task's writes are exposed under (CacheWrites): no job id is one.
+constexpr char kTaskWrites[] = "task";
 // A running Autotune's record is saved after a shape at most this often.
 constexpr absl::Duration kSaveProgressEvery = absl::Milliseconds(100);
-
-const char* KindName(v1::JobKind kind) {
-  return kind == v1::JOB_KIND_AUTOTUNE ? "autotune" : "measure";
-}
-
-using JobResultVariant =
-    std::variant<std::monostate, v1::AutotuneResult, v1::MeasureResult>;
-
-// Settings given a figure, and those of them timed on the device.
-struct SettingCounts {
-  uint32_t settings = 0;
-  uint32_t timed = 0;
-};
-
-SettingCounts CountSettings(const JobResultVariant& result) {
-  SettingCounts counts;
-  if (const auto* a = std::get_if<v1::AutotuneResult>(&result)) {
-    counts.timed = a->stats().settings_timed();
-    counts.settings = counts.timed + a->stats().cache_hits();
-  } else if (const auto* m = std::get_if<v1::MeasureResult>(&result)) {
-    for (const auto& s : m->settings()) {
-      ++counts.settings;
-      if (s.has_measurement() && !s.cached()) ++counts.timed;
-    }
-  }
-  return counts;
-}
 
 // A Builder that beats `heartbeat` while the worker waits for a build
 // (the builds run on the pool's threads: waiting for them is not a hang),
@@ -283,7 +260,11 @@ void DeviceWorker::RunTasks() {
       tasks_.pop_front();
     }
     heartbeat_.Beat();
+    // A task may replace or remove any stored row.
+    if (parts_.writes) parts_.writes->ExposeAll(kTaskWrites);
     absl::Status result = task->fn(parts_.cache.get());
+    if (parts_.writes) parts_.writes->Release(kTaskWrites);
+    tasks_run_.fetch_add(1);
     Refresh();
     absl::MutexLock lock(&mu_);
     task->result = std::move(result);
@@ -329,8 +310,12 @@ void DeviceWorker::RunMeasure(const JobPtr& job) {
   }
   std::unique_ptr<Running> run = Open(job);
   if (run == nullptr) return;
-  absl::StatusOr<v1::MeasureResult> result = runner_->RunMeasure(
-      std::get<v1::MeasureRequest>(*run->request), *run->context);
+  const auto& request = std::get<v1::MeasureRequest>(*run->request);
+  if (parts_.writes) {
+    parts_.writes->Expose(job->id(), ShapeKey(request.operator_()));
+  }
+  absl::StatusOr<v1::MeasureResult> result =
+      runner_->RunMeasure(request, *run->context);
   if (result.ok()) {
     End(*run, absl::OkStatus(), *std::move(result));
   } else {
@@ -390,50 +375,26 @@ std::unique_ptr<DeviceWorker::Running> DeviceWorker::Open(const JobPtr& job) {
   run->wall_start = absl::Now();
   run->saved = run->wall_start;
   run->context = std::make_unique<JobContext>(
-      job, *parts_.device, *parts_.builder, parts_.cache.get());
+      job, *parts_.device, *parts_.builder, parts_.cache.get(),
+      JobContext::Events::kLive, parts_.writes);
   run->context->set_costs(&costs_);
   return run;
 }
 
 void DeviceWorker::End(Running& run, absl::Status status,
                        JobResultVariant result) {
-  const JobPtr& job = run.job;
-  if (!status.ok() && job->cancelled()) {
-    status = job->cancel_status();
-  }
   // Status readers see the job's cache lookups once it has ended.
   Refresh();
-  const SettingCounts counts =
-      status.ok() ? CountSettings(result) : SettingCounts();
   const std::optional<v1::BuildStats> builds = JobBuilds(run);
-  if (auto* a = std::get_if<v1::AutotuneResult>(&result); a && builds) {
-    *a->mutable_stats()->mutable_builds() = *builds;
+  // Its writes are all committed.
+  if (parts_.writes) parts_.writes->Release(run.job->id());
+  EndJob(run.job, std::move(status), std::move(result), *run.context, builds,
+         run.wall_start, store_, "");
+  Reserve(*run.job, false);
+  if (builds) {
+    LogBuilds(*run.job, *builds, run.context->device_seconds(),
+              absl::ToDoubleSeconds(absl::Now() - run.wall_start));
   }
-  job->Finish(status, std::move(result));
-  Reserve(*job, false);
-  // The job's runs, metered (the sim's clock is wall time on kRealTime).
-  const double device_s = run.context->device_seconds();
-  const double wall_s = absl::ToDoubleSeconds(absl::Now() - run.wall_start);
-  if (job->kind() == v1::JOB_KIND_MEASURE && status.ok()) {
-    v1::AutotuneStats stats;
-    stats.set_shapes(1);
-    stats.set_settings_timed(counts.timed);
-    stats.set_cache_hits(counts.settings - counts.timed);
-    stats.set_device_seconds(device_s);
-    stats.set_wall_seconds(wall_s);
-    if (builds) *stats.mutable_builds() = *builds;
-    job->SetStats(stats);
-  }
-  Save(*job).IgnoreError();
-  spdlog::info(
-      "job {} ended: client={} kind={} shapes={} settings_timed={}/{} "
-      "device_time={:.3f}s wall={:.3f}s outcome={}",
-      job->id(), LogSafe(job->client()), KindName(job->kind()),
-      run.context->shapes_total(), counts.timed, counts.settings, device_s,
-      wall_s,
-      status.ok() ? std::string("OK")
-                  : LogSafe(status.ToString(), kLogSafeLongBytes));
-  if (builds) LogBuilds(*job, *builds, device_s, wall_s);
   SetRunning(autotune_ != nullptr ? autotune_->job : nullptr);
 }
 
@@ -476,14 +437,6 @@ void DeviceWorker::Refresh() {
   if (stats) cache_stats_ = stats;
 }
 
-absl::Status DeviceWorker::Save(const Job& job) {
-  if (store_ == nullptr) return absl::OkStatus();
-  absl::Status s = store_->Save(job.Record());
-  if (!s.ok()) {
-    spdlog::warn("job {}: not saved in the job store: {}", job.id(),
-                 s.ToString());
-  }
-  return s;
-}
+absl::Status DeviceWorker::Save(const Job& job) { return SaveJob(store_, job); }
 
 }  // namespace irontune

@@ -48,6 +48,7 @@
 #include "daemon/builder/build_pool.h"
 #include "daemon/npu/builder.h"
 #include "daemon/npu/device.h"
+#include "daemon/scheduler/cache_writes.h"
 #include "daemon/scheduler/heartbeat.h"
 #include "daemon/scheduler/job_queue.h"
 #include "daemon/scheduler/jobs.h"
@@ -69,6 +70,10 @@ struct WorkerParts {
   // the builder is no BuildPool.
   std::function<BuildPoolStats()> build_stats;
   int build_jobs = 0;
+  // Where the worker says which shapes' stored rows it may be rewriting
+  // (cache_writes.h), for the readers beside it; null: nobody asks. Not
+  // owned; outlives the worker.
+  CacheWrites* writes = nullptr;
   // What the running jobs' memory estimates (Job::memory_bytes) may add up
   // to. A job starts only when its estimate fits beside those running; a
   // Measure that does not fit beside an Autotune under way waits for it.
@@ -107,6 +112,16 @@ class DeviceWorker {
   // Autotune's shapes) and returns its status; blocks the caller until
   // then. Unavailable once stopping.
   absl::Status RunOnWorker(std::function<absl::Status(Cache*)> task);
+
+  // What every job's searches learned of step times, for the daemon's
+  // life; thread-safe (cost_model.h), so the cached answers share it.
+  CostKnowledge& costs() { return costs_; }
+
+  // How many posted tasks (RunOnWorker) have run. Each may rewrite the
+  // cache (an import, a drop, a clear), so a reader beside the worker that
+  // remembers verdicts reopens when it moves (cached_answers.h). Any
+  // thread.
+  uint64_t tasks_run() const { return tasks_run_.load(); }
 
   // Ends `job` (queued, already removed from the queue) as cancelled and
   // saves it. Any thread.
@@ -165,6 +180,7 @@ class DeviceWorker {
   CostKnowledge costs_;
   std::thread thread_;
   std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> tasks_run_{0};
   // Worker thread only: the Autotune under way, if any.
   std::unique_ptr<Running> autotune_;
   // Worker thread only: the process's resident bytes after the last trim.

@@ -180,7 +180,7 @@ std::optional<std::string> ShapeMemoKey(const ShapeTask& task) {
   std::string key = "shape-memo/1\n";
   Part(key, absl::StrCat(cache->platform(), "/",
                          std::string(PowerModeName(cache->power_mode())), "/",
-                         cache->generation()));
+                         context.cache_version()));
   Part(key, context.builder().Environment());
   AddPlatform(key, platform);
   AddOptions(key, options);
@@ -204,13 +204,12 @@ absl::StatusOr<ShapeResult> TimeShapeKept(const ShapeTask& task) {
     if (stats != nullptr) *stats += kept->stats;
     return kept->result;
   }
-  const uint64_t generation = context.cache()->generation();
+  const uint64_t version = context.cache_version();
   Recorder recorder(context);
   auto kept = std::make_shared<Kept>();
   ASSIGN_OR_RETURN(kept->result, TimeShape(task.For(recorder, &kept->stats)));
   if (stats != nullptr) *stats += kept->stats;
-  if (kept->stats.device_timed == 0 &&
-      context.cache()->generation() == generation) {
+  if (kept->stats.device_timed == 0 && context.cache_version() == version) {
     kept->told = std::move(recorder).Take();
     ShapeResult result = kept->result;
     Memo::Get().Keep(*key, std::move(kept));

@@ -7,12 +7,14 @@
 // the same setting. TimeShapeKept keeps such a search's result, what it
 // told the context (lines, trials, picks, in order) and the stats it added,
 // under a key naming every input of the search (ShapeMemoKey) and the
-// cache's generation (Cache::generation()). A later search with the same
-// key replays them to its own context and stats instead of searching.
+// version of the cache its context reads (TuneContext::cache_version(): the
+// cache's generation, Cache::generation(), where the context's cache is the
+// file's writer). A later search with the same key replays them to its own
+// context and stats instead of searching.
 //
-// A search is kept only when it timed nothing on the device and the cache
-// was not written while it ran; any cache write moves the generation on, so
-// nothing kept before it is found again. Never kept: a search with
+// A search is kept only when it timed nothing on the device and the version
+// did not move while it ran; any cache write moves it on, so nothing kept
+// before it is found again. Never kept: a search with
 // remeasure, without a cache, or in a search space other than the default
 // one (whose functions a key cannot name). A search that fails or is
 // cancelled is not kept either.

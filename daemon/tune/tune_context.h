@@ -15,6 +15,7 @@
 #ifndef IRONTUNE_DAEMON_TUNE_TUNE_CONTEXT_H_
 #define IRONTUNE_DAEMON_TUNE_TUNE_CONTEXT_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,13 @@ class TuneContext {
   // job of the device; null (the default): a search learns from its own
   // figures only.
   virtual CostKnowledge* costs() { return nullptr; }
+  // A version of what cache() holds, for the shape memo (shape_memo.h):
+  // what a search worked out from the cache while this returned V still
+  // holds while it returns V. The default is the cache's generation()
+  // (right where cache() is the file's only writer); 0 without a cache. A
+  // context reading the file beside its writer overrides it. Called on the
+  // context's thread.
+  virtual uint64_t cache_version();
   // Which of the shapes an AutotuneRun searches at once this context
   // serves (0: the only one): the user whose batch inputs the input cache
   // keeps (InputCache::MakeAll).
@@ -104,6 +112,7 @@ class TuneContextWrapper : public TuneContext {
   Cache* cache() override { return inner_.cache(); }
   InputCache& inputs() override { return inner_.inputs(); }
   CostKnowledge* costs() override { return inner_.costs(); }
+  uint64_t cache_version() override { return inner_.cache_version(); }
   int lane() override { return inner_.lane(); }
   bool cancelled() override { return inner_.cancelled(); }
   void Sleep(absl::Duration d) override { inner_.Sleep(d); }

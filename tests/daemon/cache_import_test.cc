@@ -109,7 +109,8 @@ TEST_CASE("An import is recorded with its origin and can be dropped",
   CHECK(r.imported_unix_ms() > 0);
   CHECK(r.dropped_unix_ms() == 0);
 
-  absl::StatusOr<int64_t> dropped = cache->DropImport(static_cast<int64_t>(r.id()));
+  absl::StatusOr<int64_t> dropped =
+      cache->DropImport(static_cast<int64_t>(r.id()));
   REQUIRE(dropped.ok());
   CHECK(*dropped == 4);
   for (int i = 0; i < 3; ++i)

@@ -1,9 +1,15 @@
 #include "daemon/scheduler/job_context.h"
 
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <string>
+#include <vector>
 
+#include "daemon/scheduler/cache_writes.h"
 #include "daemon/sim/sim_builder.h"
 #include "daemon/sim/sim_device.h"
+#include "daemon/store/cache.h"
+#include "tests/testing/process.h"
 
 namespace irontune {
 namespace {
@@ -141,6 +147,53 @@ TEST_CASE("progress carries the job's device-time estimate and its end") {
   CHECK(progress[2].eta_seconds() == 0);
   CHECK(progress[2].done() == 2);
   CHECK(job->Summary().shapes_done() == 2);
+}
+
+TEST_CASE("held events and shape counts reach the job only at Release") {
+  auto job =
+      std::make_shared<Job>("j-held", Job::Request(v1::AutotuneRequest()),
+                            "ann", v1::PRIORITY_INTERACTIVE,
+                            /*detach=*/false);
+  auto device = *MakeSimDevice("sim:npu2", SimOptions());
+  SimBuilder builder;
+  JobContext context(job, *device, builder, nullptr, JobContext::Events::kHeld);
+  context.Log("first");
+  context.OnShape(0, 1, "GEMM 1");
+  context.SetShapes(1, 1);
+  bool done = false;
+  CHECK(job->EventsFrom(0, absl::ZeroDuration(), &done).empty());
+  CHECK(job->Summary().shapes_total() == 0);
+  context.Release();
+  const std::vector<v1::AutotuneEvent> events =
+      job->EventsFrom(0, absl::ZeroDuration(), &done);
+  REQUIRE(events.size() == 2);
+  CHECK(events[0].log().text() == "first");
+  CHECK(events[1].progress().shape() == "GEMM 1");
+  CHECK(job->Summary().shapes_done() == 1);
+  CHECK(job->Summary().shapes_total() == 1);
+  // From now on they go straight through.
+  context.Log("second");
+  CHECK(job->EventsFrom(2, absl::ZeroDuration(), &done).size() == 1);
+}
+
+TEST_CASE("the worker's context exposes each shape it begins, for the job") {
+  const std::string dir = e2e::TempDir("job-context-writes");
+  const std::string path = dir + "/irontune.db";
+  auto cache = *Cache::Open(path, "NPU Strix", PowerMode::kDefault);
+  CacheWrites writes(*CacheEpoch::Open(path));
+  {
+    JobRig rig("j-writes");
+    JobContext context(rig.job, *rig.device, rig.builder, cache.get(),
+                       JobContext::Events::kLive, &writes);
+    CHECK(!writes.exposed("GEMM 1"));
+    context.OnShape(0, 2, "GEMM 1");
+    CHECK(writes.exposed("GEMM 1"));
+    CHECK(!writes.exposed("GEMM 2"));
+    // Released by whoever ends the job, by its id.
+    writes.Release("j-writes");
+    CHECK(!writes.exposed("GEMM 1"));
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
