@@ -142,7 +142,7 @@ class CachedAnswers {
   // Start (counted as each answer ends, at most every kCountLookupsEvery
   // a thread): GetStatus adds them to the worker's.
   std::pair<int64_t, int64_t> lookups() const;
-  static constexpr absl::Duration kCountLookupsEvery = absl::Milliseconds(50);
+  static constexpr absl::Duration kCountLookupsEvery = absl::Seconds(1);
 
  private:
   // A thread's own read connection.
