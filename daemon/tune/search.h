@@ -164,10 +164,16 @@ bool Reaches(const Comparison& screened, const Comparison& best, double z,
              double practical_us);
 
 // Independent figures of one comparison (e.g. one per confirmation batch)
-// as one: the mean delta, with noise the square root of the sum of the
-// squared noises over their count; refused (the first reason) where any
-// was, noise unknown where any was. Tunables are the first's.
-// REQUIRES: !figures.empty().
+// as one. From kSpreadBatches figures on: the median delta, with noise
+// the larger of the Maritz-Jarrett standard error of that median (the
+// spread seen between the figures) and the figures' median noise over the
+// square root of their count; so a figure whose own noise is far off (an
+// outlier round in a batch of three) moves neither. Fewer: the mean
+// delta, with noise the square root of the sum of the squared noises over
+// their count. Refused (the first reason) where any was, noise unknown
+// where any was. Tunables are the first's. docs/statistics.md ("Close
+// calls") says why. REQUIRES: !figures.empty().
+inline constexpr int kSpreadBatches = 4;
 Comparison Pooled(const std::vector<Comparison>& figures);
 
 // Where a challenger's figure against the incumbent (delta_us its time

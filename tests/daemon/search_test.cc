@@ -3,6 +3,7 @@
 #include <google/protobuf/text_format.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <limits>
 #include <random>
 #include <string>
@@ -560,6 +561,44 @@ TEST_CASE("Pooled: the mean, its noise, refusals and unknowns kept",
   Comparison unknown = Trial(32, 64, -1, 0.4);
   unknown.noise_us.reset();
   CHECK_FALSE(Pooled({unknown, Trial(32, 64, -1, 0.4)}).noise_us.has_value());
+}
+
+TEST_CASE("Pooled: from kSpreadBatches on, the median and the spread",
+          "[search]") {
+  REQUIRE(kSpreadBatches <= 8);
+  // Seven batches near -1 and one whose rounds held an outlier: its noise
+  // of 9 would have made the mean's noise 1.1; the median's is the
+  // batches' own, 0.3 over sqrt(8).
+  std::vector<Comparison> batches;
+  for (double d : {-1.1, -0.9, -1.0, -1.05, -0.95, -1.0, -1.02}) {
+    batches.push_back(Trial(32, 64, d, 0.3));
+  }
+  batches.push_back(Trial(32, 64, -1.2, 9.0));
+  const Comparison p = Pooled(batches);
+  CHECK(p.delta_us == Approx(-1.01));  // the mean of the middle two
+  REQUIRE(p.noise_us.has_value());
+  CHECK(*p.noise_us == Approx(0.3 / std::sqrt(8.0)));
+  // Batches that disagree more than their own noises say: the spread
+  // between them is the noise.
+  std::vector<Comparison> spread;
+  for (double d : {-2.0, 0.0, -1.5, -0.5, -1.0, 1.0, -3.0, -1.0}) {
+    spread.push_back(Trial(32, 64, d, 0.05));
+  }
+  const Comparison q = Pooled(spread);
+  CHECK(q.delta_us == Approx(-1.0));
+  REQUIRE(q.noise_us.has_value());
+  CHECK(*q.noise_us > 0.3);
+  // Fewer than kSpreadBatches: the mean, as above, which the outlier
+  // batch's noise still swamps.
+  std::vector<Comparison> few = {Trial(32, 64, -1.2, 9.0)};
+  double sum = -1.2;
+  for (int i = 1; i < kSpreadBatches - 1; ++i) {
+    few.push_back(Trial(32, 64, -0.4 * i, 0.3));
+    sum += -0.4 * i;
+  }
+  const Comparison f = Pooled(few);
+  CHECK(f.delta_us == Approx(sum / few.size()));
+  CHECK(*f.noise_us > 9.0 / few.size());
 }
 
 TEST_CASE("Weigh: clears, falls short, or stays open", "[search]") {
