@@ -433,11 +433,11 @@ bool ConfirmationOpen(const Confirmation& c, const TunableValues& incumbent,
 std::vector<TunableValues> Line(const std::vector<TunableValues>& found,
                                 const TunableValues& through,
                                 const std::string& name) {
-  // Per distinct value of `name`, in first-seen order: the best setting so
-  // far and how many other tunables it moves.
+  // Per distinct value of `name`, in first-seen order: the settings that
+  // move the fewest other tunables so far, and how many they move.
   struct Best {
     const v1::Value* value;
-    const TunableValues* setting;
+    std::vector<const TunableValues*> settings;
     int moved;
   };
   std::vector<Best> best;
@@ -454,15 +454,18 @@ std::vector<TunableValues> Line(const std::vector<TunableValues>& found,
       return ValuesEqual(*b.value, *value);
     });
     if (it == best.end()) {
-      best.push_back(Best{value, &s, moved});
+      best.push_back(Best{value, {&s}, moved});
     } else if (moved < it->moved) {
-      it->setting = &s;
+      it->settings = {&s};
       it->moved = moved;
+    } else if (moved == it->moved) {
+      it->settings.push_back(&s);
     }
   }
   std::vector<TunableValues> out;
-  out.reserve(best.size());
-  for (const Best& b : best) out.push_back(*b.setting);
+  for (const Best& b : best) {
+    for (const TunableValues* s : b.settings) out.push_back(*s);
+  }
   return out;
 }
 

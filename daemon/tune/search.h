@@ -242,11 +242,13 @@ bool ConfirmationOpen(const Confirmation& c, const TunableValues& incumbent,
 
 // The settings of `found` a coordinate descent tries for tunable `name`
 // from `through`: for each distinct value of `name` among `found`
-// (ValuesEqual; in first-seen order), the setting with that value that
+// (ValuesEqual; in first-seen order), every setting with that value that
 // differs from `through` in the fewest other tunables (compared by name with
-// ValuesEqual; a tunable `through` lacks counts as differing), the first in
-// `found` on a tie. Where tunables are coupled, a value is reached by moving
-// the others with it. Settings without `name` are ignored.
+// ValuesEqual; a tunable `through` lacks counts as differing), in `found`'s
+// order. Where tunables are coupled, a value is reached by moving the
+// others with it, each way the fewest moves allow (not the one the domain
+// lists first, which would make the descent's path follow the domain's
+// order). Settings without `name` are ignored.
 std::vector<TunableValues> Line(const std::vector<TunableValues>& found,
                                 const TunableValues& through,
                                 const std::string& name);
