@@ -16,6 +16,7 @@
 #include "client/render.h"
 #include "client/rpc.h"
 #include "common/profile.h"
+#include "common/profile_diff.h"
 #include "common/recording.h"
 
 namespace irontune {
@@ -27,13 +28,15 @@ bool DiffIsEmpty(const v1::ProfileDiff& diff) {
 }
 
 // Prints a finished autotune's result (the diff table and summary, or
-// JSON) and writes the profile to `write_path` if given. Returns the exit
+// JSON, with `check_json`, CheckJson's text, where given) and writes the
+// profile to `write_path` if given. Returns the exit
 // code (OK: kExitOk; a failed write: kExitError).
 int ShowResult(const CommandContext& ctx, const std::string& job_id,
                const v1::AutotuneResult& result, bool changed, bool json,
-               const std::string& write_path) {
+               const std::string& write_path,
+               const std::string& check_json = "") {
   if (json) {
-    ctx.io.out << AutotuneResultJson(job_id, result, changed);
+    ctx.io.out << AutotuneResultJson(job_id, result, changed, check_json);
   } else {
     ctx.io.out << RenderDiffTable(result.diff())
                << RenderDiffSummary(result.diff(), result.has_stats()
@@ -100,6 +103,7 @@ struct SubmitCommand {
   bool check = false;
   bool detach = false;
   bool json = false;
+  std::string check_min_gain;  // as given; "" for the default
   JobFlags job;
 
   void Bind(CLI::App& cmd) {
@@ -116,11 +120,21 @@ struct SubmitCommand {
          "rewrite the --profile file with the tuned profile (created if "
          "missing)"},
         {"--check", &check,
-         "exit 3 if the tuned profile differs from --profile"},
+         "exit 3 if the tuned profile differs from --profile in an entry "
+         "whose gain over the model's calls clears --check-min-gain"},
         {"--detach", &detach,
          "print the job id and return; the job keeps running"},
     };
     for (const auto& f : switches) cmd.add_flag(f.name, *f.value, f.help);
+    cmd.add_option(
+        "--check-min-gain", check_min_gain,
+        absl::StrCat("with --check, the least gain of a changed entry, "
+                     "weighted over the model's calls and less 2 of its "
+                     "noises, that fails the check: a share of the model's "
+                     "time per pass (0.1% or 0.001) or microseconds per pass "
+                     "(25us); every entry that moved is listed either way "
+                     "(default: ",
+                     CheckMinGainText(kDefaultCheckMinGain), ")"));
     AddJsonFlag(cmd, &json, "print the result as JSON");
     AddJobFlags(cmd, &job);
   }
@@ -128,6 +142,10 @@ struct SubmitCommand {
   int Run(const CommandContext& ctx) const {
     if (std::string conflict = FlagConflict(); !conflict.empty()) {
       return UsageError(ctx.io.err, conflict);
+    }
+    absl::StatusOr<CheckMinGain> min_gain = MinGain();
+    if (!min_gain.ok()) {
+      return UsageError(ctx.io.err, std::string(min_gain.status().message()));
     }
     absl::StatusOr<v1::Calls> calls = LoadRecording(model);
     if (!calls.ok()) return Fail(ctx.io.err, calls.status());
@@ -139,13 +157,22 @@ struct SubmitCommand {
     ApplyJobFlags(job, ctx.env, &request);
     request.set_detach(detach);
     return detach ? RunDetached(ctx, request)
-                  : RunAttached(ctx, request, *given);
+                  : RunAttached(ctx, request, *given, *min_gain);
+  }
+
+  // --check-min-gain as given, else the default.
+  absl::StatusOr<CheckMinGain> MinGain() const {
+    if (check_min_gain.empty()) return kDefaultCheckMinGain;
+    return ParseCheckMinGain(check_min_gain);
   }
 
   // Why the flags cannot go together; empty if they can.
   std::string FlagConflict() const {
     if ((write || check) && profile.empty()) {
       return "--write and --check need --profile";
+    }
+    if (!check_min_gain.empty() && !check) {
+      return "--check-min-gain needs --check";
     }
     if (detach && (write || check)) {
       return "--detach returns at once: it cannot --write or --check; use "
@@ -193,10 +220,10 @@ struct SubmitCommand {
   }
 
   // Submits the job, follows it to its result, and shows (and with --write
-  // saves) the result; with --check, a changed profile is
-  // kExitProfileChanged.
+  // saves) the result; with --check, a change that clears `min_gain`
+  // (WeighCheck) is kExitProfileChanged.
   int RunAttached(const CommandContext& ctx, const v1::AutotuneRequest& request,
-                  const Profile& given) const {
+                  const Profile& given, const CheckMinGain& min_gain) const {
     std::optional<Finished> done = Follow(
         ctx, &TunerConnection::Autotune, request, [](const std::string& id) {
           return absl::StrCat("irontuned ended job ", id, " without a result");
@@ -204,16 +231,32 @@ struct SubmitCommand {
     if (!done.has_value()) return kExitError;
     const bool changed =
         Profile(done->result.profile()).ToJson() != given.ToJson();
+    const v1::ProfileDiff& diff = done->result.diff();
+    const CheckVerdict verdict = WeighCheck(diff, min_gain);
+    const std::string check_json =
+        check && json ? CheckJson(diff, verdict, min_gain) : "";
     if (int code = ShowResult(ctx, done->job_id, done->result, changed, json,
-                              write ? profile : "");
+                              write ? profile : "", check_json);
         code != kExitOk) {
       return code;
     }
-    if (check && changed) {
-      ctx.io.err << "irontune-client: the tuned profile differs from "
-                 << profile << (write ? " (rewritten)" : "") << "\n";
+    if (!check || !changed) return kExitOk;
+    return Checked(ctx, diff, verdict, min_gain);
+  }
+
+  // The end of --check where the tuned profile differs from --profile:
+  // the verdict on standard error; kExitProfileChanged where it fails.
+  int Checked(const CommandContext& ctx, const v1::ProfileDiff& diff,
+              const CheckVerdict& verdict, const CheckMinGain& min_gain) const {
+    ctx.io.err << RenderCheck(diff, verdict, min_gain);
+    ctx.io.err << "irontune-client: the tuned profile differs from " << profile
+               << (write ? " (rewritten)" : "");
+    if (verdict.fails) {
+      ctx.io.err << "\n";
       return kExitProfileChanged;
     }
+    ctx.io.err << ", but no entry's gain clears --check-min-gain "
+               << CheckMinGainText(min_gain) << ": the check passes\n";
     return kExitOk;
   }
 };

@@ -27,8 +27,8 @@ constexpr char kFooter[] =
     "A token is sent only over TLS, to a unix socket, or to localhost, "
     "127.0.0.0/8 or [::1]: for any other address give --tls-ca FILE or "
     "--tls, else the command is refused.\n"
-    "Exit codes: 0 success, 1 error, 2 usage, 3 profile changed (submit "
-    "--check).";
+    "Exit codes: 0 success, 1 error, 2 usage, 3 profile changed by a gain "
+    "that clears --check-min-gain (submit --check).";
 
 struct InspectCommand {
   static constexpr char kName[] = "inspect";

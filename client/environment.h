@@ -13,7 +13,8 @@ enum ExitCode : int {
   kExitOk = 0,
   kExitError = 1,
   kExitUsage = 2,
-  kExitProfileChanged = 3,  // submit --check: the tuned profile differs
+  kExitProfileChanged = 3,  // submit --check: an entry's gain clears the
+                            // --check-min-gain
 };
 
 // What the client reads from its process rather than from argv; main.cc

@@ -420,6 +420,88 @@ std::string RenderMeasureResult(const v1::MeasureResult& result) {
   return table.Render();
 }
 
+namespace {
+
+// The moved entry `e` of `diff`: its mark (~ + -) and name.
+std::pair<std::string, std::string> MovedEntry(const v1::ProfileDiff& diff,
+                                               const CheckedEntry& e) {
+  switch (e.kind) {
+    case CheckedEntry::Kind::kChanged: {
+      const v1::EntryChange& c = diff.changed(e.index);
+      return {"~", EntryName(c.operator_class(), c.dims())};
+    }
+    case CheckedEntry::Kind::kAdded: {
+      const v1::ProfileEntry& a = diff.added(e.index);
+      return {"+", EntryName(a.operator_class(), a.dims())};
+    }
+    case CheckedEntry::Kind::kRemoved:
+      break;
+  }
+  const v1::ProfileEntry& r = diff.removed(e.index);
+  return {"-", EntryName(r.operator_class(), r.dims())};
+}
+
+}  // namespace
+
+std::string RenderCheck(const v1::ProfileDiff& diff,
+                        const CheckVerdict& verdict,
+                        const CheckMinGain& min_gain) {
+  if (verdict.entries.empty()) return "";
+  if (!verdict.weighed) {
+    return absl::StrCat("--check: ", verdict.fallback,
+                        "; every moved entry counts, whatever "
+                        "--check-min-gain\n");
+  }
+  int counted = 0;
+  Table table;
+  for (const CheckedEntry& e : verdict.entries) {
+    counted += e.counts ? 1 : 0;
+    const auto [mark, name] = MovedEntry(diff, e);
+    table.Row({e.counts ? "counts" : "below", mark, name,
+               e.has_gain ? absl::StrCat(FormatGain(e.gain_us, e.noise_us),
+                                         " µs per pass")
+                          : "gain unknown"});
+  }
+  std::string base =
+      min_gain.unit == CheckMinGain::Unit::kShare
+          ? absl::StrFormat("%s of the model's %.2f µs per pass: %.2f µs",
+                            CheckMinGainText(min_gain), verdict.model_time_us,
+                            verdict.threshold_us)
+          : CheckMinGainText(min_gain);
+  return absl::StrFormat(
+             "--check: %d of %d moved %s counts (weighted gain less %g "
+             "noises above %s per pass)\n",
+             counted, static_cast<int>(verdict.entries.size()),
+             verdict.entries.size() == 1 ? "entry" : "entries", kCheckGainZ,
+             base) +
+         table.Render("  ");
+}
+
+std::string CheckJson(const v1::ProfileDiff& diff, const CheckVerdict& verdict,
+                      const CheckMinGain& min_gain) {
+  nlohmann::json doc;
+  doc["min_gain"] = CheckMinGainText(min_gain);
+  doc["weighed"] = verdict.weighed;
+  doc["fallback"] = verdict.fallback;
+  doc["threshold_us"] = verdict.threshold_us;
+  doc["model_time_us"] = verdict.model_time_us;
+  doc["fails"] = verdict.fails;
+  nlohmann::json entries = nlohmann::json::array();
+  for (const CheckedEntry& e : verdict.entries) {
+    const auto [mark, name] = MovedEntry(diff, e);
+    entries.push_back({{"kind", mark == "~"   ? "changed"
+                                : mark == "+" ? "added"
+                                              : "removed"},
+                       {"entry", name},
+                       {"has_gain", e.has_gain},
+                       {"weighted_gain_us", e.gain_us},
+                       {"weighted_noise_us", e.noise_us},
+                       {"counts", e.counts}});
+  }
+  doc["entries"] = std::move(entries);
+  return doc.dump();
+}
+
 std::string MessageJson(const google::protobuf::Message& message) {
   std::string out;
   google::protobuf::util::JsonPrintOptions options;
@@ -433,7 +515,8 @@ std::string MessageJson(const google::protobuf::Message& message) {
 }
 
 std::string AutotuneResultJson(std::string_view job_id,
-                               const v1::AutotuneResult& result, bool changed) {
+                               const v1::AutotuneResult& result, bool changed,
+                               const std::string& check) {
   nlohmann::json doc;
   doc["job_id"] = std::string(job_id);
   doc["changed"] = changed;
@@ -443,6 +526,10 @@ std::string AutotuneResultJson(std::string_view job_id,
                                       /*allow_exceptions=*/false);
   doc["stats"] = nlohmann::json::parse(MessageJson(result.stats()), nullptr,
                                        /*allow_exceptions=*/false);
+  if (!check.empty()) {
+    doc["check"] =
+        nlohmann::json::parse(check, nullptr, /*allow_exceptions=*/false);
+  }
   return doc.dump(2) + "\n";
 }
 

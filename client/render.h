@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/profile_diff.h"
 #include "google/protobuf/repeated_field.h"
 #include "irontune/v1/tuner.pb.h"
 
@@ -46,6 +47,20 @@ std::string RenderDiffTable(const v1::ProfileDiff& diff);
 std::string RenderDiffSummary(const v1::ProfileDiff& diff,
                               const v1::AutotuneStats* stats);
 
+// What `submit --check` found, for standard error: how the moved entries
+// of `diff` were weighed against `min_gain` (`verdict`, WeighCheck), one
+// row per entry with its weighted gain and whether it counts; where they
+// could not be weighed, why, and that every one counts.
+std::string RenderCheck(const v1::ProfileDiff& diff,
+                        const CheckVerdict& verdict,
+                        const CheckMinGain& min_gain);
+
+// The same as a JSON object (one line): min_gain, weighed, fallback,
+// threshold_us, model_time_us, fails, and entries (kind, entry,
+// has_gain, weighted_gain_us, weighted_noise_us, counts).
+std::string CheckJson(const v1::ProfileDiff& diff, const CheckVerdict& verdict,
+                      const CheckMinGain& min_gain);
+
 enum class ProgressStyle {
   kBar,    // a terminal: one line redrawn in place, cut to the width
   kLines,  // a pipe or a file: a full sentence per update
@@ -81,9 +96,11 @@ std::string RenderMeasureResult(const v1::MeasureResult& result);
 
 // An autotune result as one JSON document:
 //   {"job_id", "changed", "profile" (IRON's profile JSON), "diff", "stats"}
-// where diff and stats follow the protobuf JSON mapping.
+// where diff and stats follow the protobuf JSON mapping; with `check`
+// (CheckJson's text), also "check".
 std::string AutotuneResultJson(std::string_view job_id,
-                               const v1::AutotuneResult& result, bool changed);
+                               const v1::AutotuneResult& result, bool changed,
+                               const std::string& check = "");
 
 // Any message in the protobuf JSON mapping, field names as in the .proto.
 std::string MessageJson(const google::protobuf::Message& message);

@@ -158,6 +158,10 @@ void TakeShard(const v1::AutotuneResult& shard, Profile& profile,
   diff.set_has_recording_gain(has);
   diff.set_recording_gain_us(gain);
   diff.set_recording_noise_us(noise);
+  if (part.has_model_time()) {  // the shapes' times per pass add up
+    diff.set_has_model_time(true);
+    diff.set_model_time_us(diff.model_time_us() + part.model_time_us());
+  }
   for (const v1::UntunedShape& u : part.untuned()) *diff.add_untuned() = u;
 }
 

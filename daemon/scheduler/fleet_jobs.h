@@ -57,7 +57,8 @@ struct ShardOutcomeView {
 // (replacing the entry of its class and dims, else appended, in shard
 // order); the diff lists every shard's changed and added entries with
 // their gains, the submitted entries no shard changed as kept, the model
-// and recording gains summed (noise: the root of the summed squares), and
+// and recording gains summed (noise: the root of the summed squares), the
+// model's time per pass summed over the shards that give it, and
 // each shard not done as untuned with `why`; the stats summed. REQUIRES:
 // `shards` in FleetJobOf's order for `request`.
 v1::AutotuneResult AssembleResult(const v1::AutotuneRequest& request,

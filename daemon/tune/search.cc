@@ -14,6 +14,7 @@
 #include "common/recording.h"
 #include "common/shape.h"
 #include "common/status_macros.h"
+#include "daemon/base/stats.h"
 
 namespace irontune {
 namespace {
@@ -248,12 +249,16 @@ bool Reaches(const Comparison& screened, const Comparison& best, double z,
 Comparison Pooled(const std::vector<Comparison>& figures) {
   Comparison out;
   out.tunables = figures.front().tunables;
+  std::vector<double> deltas;
+  std::vector<double> noises;
   double sum = 0;
   double squares = 0;
   bool known = true;
   for (const Comparison& f : figures) {
+    deltas.push_back(f.delta_us);
     sum += f.delta_us;
     if (f.noise_us) {
+      noises.push_back(*f.noise_us);
       squares += *f.noise_us * *f.noise_us;
     } else {
       known = false;
@@ -261,8 +266,15 @@ Comparison Pooled(const std::vector<Comparison>& figures) {
     if (out.refused.empty()) out.refused = f.refused;
   }
   const double n = static_cast<double>(figures.size());
-  out.delta_us = sum / n;
-  if (known) out.noise_us = std::sqrt(squares) / n;
+  if (static_cast<int>(figures.size()) < kSpreadBatches) {
+    out.delta_us = sum / n;
+    if (known) out.noise_us = std::sqrt(squares) / n;
+    return out;
+  }
+  out.delta_us = Median(deltas);
+  if (!known) return out;
+  const double typical = Median(noises) / std::sqrt(n);
+  out.noise_us = std::max(MedianStandardError(deltas).value_or(0), typical);
   return out;
 }
 
@@ -421,11 +433,11 @@ bool ConfirmationOpen(const Confirmation& c, const TunableValues& incumbent,
 std::vector<TunableValues> Line(const std::vector<TunableValues>& found,
                                 const TunableValues& through,
                                 const std::string& name) {
-  // Per distinct value of `name`, in first-seen order: the best setting so
-  // far and how many other tunables it moves.
+  // Per distinct value of `name`, in first-seen order: the settings that
+  // move the fewest other tunables so far, and how many they move.
   struct Best {
     const v1::Value* value;
-    const TunableValues* setting;
+    std::vector<const TunableValues*> settings;
     int moved;
   };
   std::vector<Best> best;
@@ -442,15 +454,18 @@ std::vector<TunableValues> Line(const std::vector<TunableValues>& found,
       return ValuesEqual(*b.value, *value);
     });
     if (it == best.end()) {
-      best.push_back(Best{value, &s, moved});
+      best.push_back(Best{value, {&s}, moved});
     } else if (moved < it->moved) {
-      it->setting = &s;
+      it->settings = {&s};
       it->moved = moved;
+    } else if (moved == it->moved) {
+      it->settings.push_back(&s);
     }
   }
   std::vector<TunableValues> out;
-  out.reserve(best.size());
-  for (const Best& b : best) out.push_back(*b.setting);
+  for (const Best& b : best) {
+    for (const TunableValues* s : b.settings) out.push_back(*s);
+  }
   return out;
 }
 

@@ -164,10 +164,16 @@ bool Reaches(const Comparison& screened, const Comparison& best, double z,
              double practical_us);
 
 // Independent figures of one comparison (e.g. one per confirmation batch)
-// as one: the mean delta, with noise the square root of the sum of the
-// squared noises over their count; refused (the first reason) where any
-// was, noise unknown where any was. Tunables are the first's.
-// REQUIRES: !figures.empty().
+// as one. From kSpreadBatches figures on: the median delta, with noise
+// the larger of the Maritz-Jarrett standard error of that median (the
+// spread seen between the figures) and the figures' median noise over the
+// square root of their count; so a figure whose own noise is far off (an
+// outlier round in a batch of three) moves neither. Fewer: the mean
+// delta, with noise the square root of the sum of the squared noises over
+// their count. Refused (the first reason) where any was, noise unknown
+// where any was. Tunables are the first's. docs/statistics.md ("Close
+// calls") says why. REQUIRES: !figures.empty().
+inline constexpr int kSpreadBatches = 4;
 Comparison Pooled(const std::vector<Comparison>& figures);
 
 // Where a challenger's figure against the incumbent (delta_us its time
@@ -236,11 +242,13 @@ bool ConfirmationOpen(const Confirmation& c, const TunableValues& incumbent,
 
 // The settings of `found` a coordinate descent tries for tunable `name`
 // from `through`: for each distinct value of `name` among `found`
-// (ValuesEqual; in first-seen order), the setting with that value that
+// (ValuesEqual; in first-seen order), every setting with that value that
 // differs from `through` in the fewest other tunables (compared by name with
-// ValuesEqual; a tunable `through` lacks counts as differing), the first in
-// `found` on a tie. Where tunables are coupled, a value is reached by moving
-// the others with it. Settings without `name` are ignored.
+// ValuesEqual; a tunable `through` lacks counts as differing), in `found`'s
+// order. Where tunables are coupled, a value is reached by moving the
+// others with it, each way the fewest moves allow (not the one the domain
+// lists first, which would make the descent's path follow the domain's
+// order). Settings without `name` are ignored.
 std::vector<TunableValues> Line(const std::vector<TunableValues>& found,
                                 const TunableValues& through,
                                 const std::string& name);

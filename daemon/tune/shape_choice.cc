@@ -127,6 +127,8 @@ absl::StatusOr<ShapeChoice::Confirmed> ShapeChoice::Confirm(
     RETURN_IF_ERROR(
         ConfirmBatch(out, contenders, open, batches, figures, pairs));
     done = PooledConfirmation(figures, pairs);
+    // Nothing is decided on fewer batches than show their spread.
+    if (batches + 1 < kSpreadBatches) continue;
     ConfirmationOpen(done.figures, out.trials[out.incumbent].trial.tunables,
                      incumbent_us, options_.min_gain, kGainZ, open);
   }

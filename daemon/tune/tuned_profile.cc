@@ -100,6 +100,25 @@ void AddGains(const Shape& shape, const ShapeTrial& trial, double& gain,
   }
 }
 
+// The time of one pass of the calls over `shape` with the setting taken:
+// the recorded setting's step time, its members alike, times their mean
+// steps, plus each member's delta times its steps. nullopt where the
+// recorded setting was not timed.
+std::optional<double> PassUs(const Shape& shape, const ShapeResult& result) {
+  if (!(result.recorded_us > 0) || shape.members.empty()) return std::nullopt;
+  const ShapeTrial& best = result.trials[result.best];
+  double steps = 0;
+  double delta = 0;
+  for (size_t m = 0; m < shape.members.size(); ++m) {
+    const double n = static_cast<double>(shape.members[m].steps);
+    steps += n;
+    delta += n * best.member_delta_us[m];
+  }
+  return std::max(0.0, result.recorded_us * steps /
+                               static_cast<double>(shape.members.size()) +
+                           delta);
+}
+
 }  // namespace
 
 void TunedProfile::Add(size_t s, const ShapeResult& result) {
@@ -108,6 +127,10 @@ void TunedProfile::Add(size_t s, const ShapeResult& result) {
   AddGains(shape, result.against_incumbent, model_gain_, model_noise_);
   if (result.best != 0) {
     AddGains(shape, best, recording_gain_, recording_noise_);
+  }
+  if (std::optional<double> pass = PassUs(shape, result)) {
+    model_time_ += *pass;
+    timed_ = true;
   }
   v1::ProfileEntry entry;
   entry.set_operator_class(shape.class_name);
@@ -141,13 +164,26 @@ void TunedProfile::Untuned(size_t s, const std::string& reason,
 
 namespace {
 
-// The gain of the new entry `entry` made for a shape: its confirmation
-// against the incumbent, or 0 where the incumbent stays.
-void SetGain(const ShapeResult& shape, v1::EntryGain& gain) {
-  const Comparison& t = shape.against_incumbent.trial;
+// The gain of the new entry made for `shape` (its search `result`): the
+// confirmation against the incumbent, or 0 where the incumbent stays; per
+// step, and weighted by the steps that run each member.
+v1::EntryGain GainOf(const Shape& shape, const ShapeResult& result) {
+  const ShapeTrial& against = result.against_incumbent;
+  const Comparison& t = against.trial;
+  v1::EntryGain gain;
   gain.set_has_gain(t.noise_us.has_value());
   gain.set_gain_us(t.noise_us && t.delta_us != 0 ? -t.delta_us : 0);
   gain.set_noise_us(t.noise_us.value_or(0));
+  double weighted = 0;
+  std::vector<std::optional<double>> noises;
+  AddGains(shape, against, weighted, noises);
+  const std::optional<double> noise = Quadrature(noises);
+  gain.set_has_weighted_gain(gain.has_gain() && noise.has_value());
+  if (gain.has_weighted_gain()) {
+    gain.set_weighted_gain_us(weighted != 0 ? weighted : 0);
+    gain.set_weighted_noise_us(*noise);
+  }
+  return gain;
 }
 
 }  // namespace
@@ -172,17 +208,19 @@ std::pair<Profile, v1::ProfileDiff> TunedProfile::Finish(
     const std::optional<size_t> s =
         MadeFor(change.operator_class(), change.dims());
     if (!s) continue;
-    v1::EntryGain gain;
-    SetGain(results[*s], gain);
+    const v1::EntryGain gain = GainOf(shapes_[*s], results[*s]);
     change.set_has_gain(gain.has_gain());
     change.set_gain_us(gain.gain_us());
     change.set_noise_us(gain.noise_us());
+    change.set_has_weighted_gain(gain.has_weighted_gain());
+    change.set_weighted_gain_us(gain.weighted_gain_us());
+    change.set_weighted_noise_us(gain.weighted_noise_us());
   }
   for (const v1::ProfileEntry& added : diff.added()) {
     v1::EntryGain* gain = diff.add_added_gains();
     const std::optional<size_t> s =
         MadeFor(added.operator_class(), added.dims());
-    if (s) SetGain(results[*s], *gain);
+    if (s) *gain = GainOf(shapes_[*s], results[*s]);
   }
   const std::optional<double> noise = Quadrature(model_noise_);
   diff.set_has_model_gain(noise.has_value());
@@ -192,6 +230,8 @@ std::pair<Profile, v1::ProfileDiff> TunedProfile::Finish(
   diff.set_has_recording_gain(recording.has_value());
   diff.set_recording_gain_us(recording ? recording_gain_ : 0);
   diff.set_recording_noise_us(recording.value_or(0));
+  diff.set_has_model_time(timed_);
+  diff.set_model_time_us(model_time_);
   for (v1::UntunedShape& u : untuned_) *diff.add_untuned() = std::move(u);
   return {std::move(out_), std::move(diff)};
 }

@@ -9,9 +9,14 @@
 // incumbent stays) and two model-level gains, each shape's member gains
 // weighted by how many steps run the member, summed, noises in quadrature:
 // against the submitted profile (0 where nothing changed), and against the
-// recorded settings (the trials' deltas), labelled per recording. A shape
-// left untuned (Untuned) keeps its submitted entries and is listed in the
-// diff's `untuned`.
+// recorded settings (the trials' deltas), labelled per recording. Each
+// changed and added entry's gain is also given weighted as the model-level
+// one is (its shape's members' gains times their steps). The diff's
+// model_time_us is the tuned profile's time per pass over the shapes whose
+// recorded setting was timed: the recorded step time times the members'
+// mean steps (exact where the members run alike or equally often) plus
+// each member's delta times its steps. A shape left untuned (Untuned)
+// keeps its submitted entries and is listed in the diff's `untuned`.
 //
 // Threads: one at a time. Ownership: `calls` and `shapes` are borrowed and
 // must outlive the builder.
@@ -85,6 +90,9 @@ class TunedProfile {
   std::vector<v1::UntunedShape> untuned_;
   double recording_gain_ = 0;
   std::vector<std::optional<double>> recording_noise_;
+  // The tuned profile's time per pass over the shapes timed (PassUs).
+  double model_time_ = 0;
+  bool timed_ = false;
 };
 
 }  // namespace irontune

@@ -105,6 +105,87 @@ TEST_CASE(
   CHECK_THAT(again.out, Catch::Contains("no changes"));
 }
 
+TEST_CASE(
+    "submit --check fails only on a change whose weighted gain clears "
+    "--check-min-gain") {
+  FakeServer server;
+  const std::string profile = CopyExampleProfile(server);
+  // The change: 30 +- 2 us a pass of a model of 10 ms.
+  const auto check = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = {
+        "--server", server.address(), "submit",
+        kExample,   "--profile",      profile,
+        "--check",  "--client",       "weighted 30 2 10000"};
+    args.insert(args.end(), more.begin(), more.end());
+    return Client(args);
+  };
+  // The default, 0.1% of 10 ms: 10 us, which 30 - 2 x 2 clears.
+  Run fails = check({});
+  CHECK(fails.code == kExitProfileChanged);
+  CHECK_THAT(fails.err, Catch::Contains("1 of 1 moved entry counts"));
+  CHECK_THAT(fails.err, Catch::Contains("0.1% of the model's 10000.00 µs"));
+  CHECK_THAT(fails.err, Catch::Contains("counts  +  RMSNorm rows=1"));
+  CHECK_THAT(fails.err, Catch::Contains("+30.00 ± 2.00 µs per pass"));
+  CHECK_THAT(fails.err, Catch::Contains("differs from " + profile));
+  // 0.5%: 50 us. The diff still lists the entry; the check passes.
+  Run passes = check({"--check-min-gain", "0.5%"});
+  CHECK(passes.code == kExitOk);
+  CHECK_THAT(passes.out, Catch::Contains("(new)"));
+  CHECK_THAT(passes.err, Catch::Contains("below  +  RMSNorm rows=1"));
+  CHECK_THAT(passes.err,
+             Catch::Contains("no entry's gain clears --check-min-gain 0.5%"));
+  // Microseconds a pass, the noise counted: 26 > 25, not > 27.
+  CHECK(check({"--check-min-gain", "25us"}).code == kExitProfileChanged);
+  CHECK(check({"--check-min-gain", "27us"}).code == kExitOk);
+  CHECK(check({"--check-min-gain", "0.003"}).code == kExitOk);  // 30 us
+  // The profile was never rewritten.
+  CHECK(Read(profile) == Read(kExampleProfile));
+}
+
+TEST_CASE("submit --check --json adds the verdict; bad thresholds exit 2") {
+  FakeServer server;
+  const std::string profile = CopyExampleProfile(server);
+  Run r = Client({"--server", server.address(), "submit", kExample, "--profile",
+                  profile, "--check", "--json", "--client",
+                  "weighted 30 2 10000", "--check-min-gain", "40us"});
+  CHECK(r.code == kExitOk);
+  nlohmann::json doc = nlohmann::json::parse(r.out);
+  const nlohmann::json& check = doc["check"];
+  CHECK(check["min_gain"] == "40 µs");
+  CHECK(check["weighed"] == true);
+  CHECK(check["fails"] == false);
+  CHECK(check["threshold_us"] == 40.0);
+  REQUIRE(check["entries"].size() == 1);
+  CHECK(check["entries"][0]["kind"] == "added");
+  CHECK(check["entries"][0]["weighted_gain_us"] == 30.0);
+  CHECK(check["entries"][0]["counts"] == false);
+  CHECK(doc["diff"]["added_gains"][0]["weighted_gain_us"] == 30.0);
+  CHECK(doc["diff"]["model_time_us"] == 10000.0);
+
+  Run bad =
+      Client({"--server", server.address(), "submit", kExample, "--profile",
+              profile, "--check", "--check-min-gain", "fast"});
+  CHECK(bad.code == kExitUsage);
+  CHECK_THAT(bad.err, Catch::Contains("--check-min-gain \"fast\""));
+  Run alone = Client({"--server", server.address(), "submit", kExample,
+                      "--profile", profile, "--check-min-gain", "1%"});
+  CHECK(alone.code == kExitUsage);
+  CHECK_THAT(alone.err, Catch::Contains("--check-min-gain needs --check"));
+}
+
+TEST_CASE(
+    "submit --check against a daemon without weighted gains counts "
+    "every change, and says why") {
+  FakeServer server;
+  const std::string profile = CopyExampleProfile(server);
+  Run r = Client({"--server", server.address(), "submit", kExample, "--profile",
+                  profile, "--check", "--check-min-gain", "50%"});
+  CHECK(r.code == kExitProfileChanged);
+  CHECK_THAT(r.err, Catch::Contains("irontuned sent no weighted gains (a "
+                                    "daemon older than this client"));
+  CHECK_THAT(r.err, Catch::Contains("every moved entry counts"));
+}
+
 TEST_CASE("submit --write creates a missing profile") {
   FakeServer server;
   std::string profile = server.dir() + "/new.json";

@@ -4,12 +4,17 @@
 //  - Autotune tunes the recording's first tunable shape by moving its first
 //    tunable with a choice to another value of its domain, keeps the rest of
 //    the given profile, and diffs against it (so resubmitting the tuned
-//    profile changes nothing). timing.rounds == 1 is refused with
+//    profile changes nothing), each changed and added entry's gain 12.5 +-
+//    0.25 us a step. timing.rounds == 1 is refused with
 //    INVALID_ARGUMENT naming the field. A detached request sends its job id
 //    and waits for the client to leave.
 //  - Measure times the recorded setting and each given one.
 //  - Jobs "job-1" (a succeeded autotune of an empty profile), "job-m" (a
 //    measurement) and "job-f" (failed) exist; others are NOT_FOUND.
+//  - Autotune from client "weighted G N T" sends each changed and added
+//    entry's gain weighted over the model's calls as G +- N us a pass, and
+//    the model's time T us a pass; from any other client neither (as a
+//    daemon older than those fields).
 //  - Autotune from client "held" is UNAVAILABLE (the NPU held elsewhere);
 //    Watch of "job-slow" waits for the client to give up.
 //  - ExportCache sends two lines; ImportCache counts the lines it gets.
@@ -23,6 +28,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <mutex>
 #include <string>
@@ -97,6 +103,12 @@ class FakeTuner final : public v1::Tuner::Service {
       c.set_gain_us(12.5);
       c.set_noise_us(0.25);
     }
+    for (int i = 0; i < result.diff().added_size(); ++i) {
+      v1::EntryGain* g = result.mutable_diff()->add_added_gains();
+      g->set_has_gain(true);
+      g->set_gain_us(12.5);
+      g->set_noise_us(0.25);
+    }
     result.mutable_diff()->set_has_model_gain(true);
     result.mutable_diff()->set_model_gain_us(40.0);
     result.mutable_diff()->set_model_noise_us(1.5);
@@ -131,7 +143,8 @@ class FakeTuner final : public v1::Tuner::Service {
       detached_client_left = context->IsCancelled();
       return grpc::Status::OK;
     }
-    Stream(request->calls(), Profile(request->profile()), writer);
+    Stream(request->calls(), Profile(request->profile()), writer,
+           request->client());
     return grpc::Status::OK;
   }
 
@@ -293,8 +306,31 @@ class FakeTuner final : public v1::Tuner::Service {
     return result;
   }
 
+  // With `client` "weighted G N T", the weighted gains and model time
+  // above into `diff`.
+  static void Weigh(const std::string& client, v1::ProfileDiff& diff) {
+    double gain = 0, noise = 0, model = 0;
+    if (std::sscanf(client.c_str(), "weighted %lf %lf %lf", &gain, &noise,
+                    &model) != 3) {
+      return;
+    }
+    for (v1::EntryChange& c : *diff.mutable_changed()) {
+      c.set_has_weighted_gain(true);
+      c.set_weighted_gain_us(gain);
+      c.set_weighted_noise_us(noise);
+    }
+    for (v1::EntryGain& g : *diff.mutable_added_gains()) {
+      g.set_has_weighted_gain(true);
+      g.set_weighted_gain_us(gain);
+      g.set_weighted_noise_us(noise);
+    }
+    diff.set_has_model_time(true);
+    diff.set_model_time_us(model);
+  }
+
   static void Stream(const v1::Calls& calls, const Profile& given,
-                     grpc::ServerWriter<v1::AutotuneEvent>* writer) {
+                     grpc::ServerWriter<v1::AutotuneEvent>* writer,
+                     const std::string& client = "") {
     v1::AutotuneEvent e;
     e.set_job_id("job-1");
     e.mutable_started();
@@ -318,6 +354,7 @@ class FakeTuner final : public v1::Tuner::Service {
     v1::AutotuneEvent r;
     r.set_job_id("job-1");
     *r.mutable_result() = Tune(calls, given);
+    Weigh(client, *r.mutable_result()->mutable_diff());
     writer->Write(r);
   }
 };

@@ -3,6 +3,7 @@
 #include <google/protobuf/text_format.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <limits>
 #include <random>
 #include <string>
@@ -323,11 +324,14 @@ TEST_CASE("Line tries each value of a tunable, moving the fewest others",
     CHECK(SameAll(Line(found, through, "tile_m"),
                   {S(32, 32, 4), S(64, 32, 4), S(128, 64, 4)}));
   }
-  SECTION("a tie goes to the first in found") {
-    const std::vector<TunableValues> a = {S(16, 64, 4), S(16, 32, 8)};
-    CHECK(SameAll(Line(a, through, "tile_m"), {S(16, 64, 4)}));
+  SECTION("every setting tied for the fewest moves is in, in found order") {
+    // tile_m = 16 moves one other tunable either way: both are tried, so
+    // the line does not depend on which the domain lists first.
+    const std::vector<TunableValues> a = {S(16, 64, 4), S(16, 32, 8),
+                                          S(16, 64, 8)};
+    CHECK(SameAll(Line(a, through, "tile_m"), {S(16, 64, 4), S(16, 32, 8)}));
     const std::vector<TunableValues> b = {S(16, 32, 8), S(16, 64, 4)};
-    CHECK(SameAll(Line(b, through, "tile_m"), {S(16, 32, 8)}));
+    CHECK(SameAll(Line(b, through, "tile_m"), {S(16, 32, 8), S(16, 64, 4)}));
   }
   SECTION("values in first-seen order, along another tunable") {
     const std::vector<TunableValues> found = {S(64, 32, 8), S(32, 32, 2),
@@ -560,6 +564,44 @@ TEST_CASE("Pooled: the mean, its noise, refusals and unknowns kept",
   Comparison unknown = Trial(32, 64, -1, 0.4);
   unknown.noise_us.reset();
   CHECK_FALSE(Pooled({unknown, Trial(32, 64, -1, 0.4)}).noise_us.has_value());
+}
+
+TEST_CASE("Pooled: from kSpreadBatches on, the median and the spread",
+          "[search]") {
+  REQUIRE(kSpreadBatches <= 8);
+  // Seven batches near -1 and one whose rounds held an outlier: its noise
+  // of 9 would have made the mean's noise 1.1; the median's is the
+  // batches' own, 0.3 over sqrt(8).
+  std::vector<Comparison> batches;
+  for (double d : {-1.1, -0.9, -1.0, -1.05, -0.95, -1.0, -1.02}) {
+    batches.push_back(Trial(32, 64, d, 0.3));
+  }
+  batches.push_back(Trial(32, 64, -1.2, 9.0));
+  const Comparison p = Pooled(batches);
+  CHECK(p.delta_us == Approx(-1.01));  // the mean of the middle two
+  REQUIRE(p.noise_us.has_value());
+  CHECK(*p.noise_us == Approx(0.3 / std::sqrt(8.0)));
+  // Batches that disagree more than their own noises say: the spread
+  // between them is the noise.
+  std::vector<Comparison> spread;
+  for (double d : {-2.0, 0.0, -1.5, -0.5, -1.0, 1.0, -3.0, -1.0}) {
+    spread.push_back(Trial(32, 64, d, 0.05));
+  }
+  const Comparison q = Pooled(spread);
+  CHECK(q.delta_us == Approx(-1.0));
+  REQUIRE(q.noise_us.has_value());
+  CHECK(*q.noise_us > 0.3);
+  // Fewer than kSpreadBatches: the mean, as above, which the outlier
+  // batch's noise still swamps.
+  std::vector<Comparison> few = {Trial(32, 64, -1.2, 9.0)};
+  double sum = -1.2;
+  for (int i = 1; i < kSpreadBatches - 1; ++i) {
+    few.push_back(Trial(32, 64, -0.4 * i, 0.3));
+    sum += -0.4 * i;
+  }
+  const Comparison f = Pooled(few);
+  CHECK(f.delta_us == Approx(sum / few.size()));
+  CHECK(*f.noise_us > 9.0 / few.size());
 }
 
 TEST_CASE("Weigh: clears, falls short, or stays open", "[search]") {

@@ -156,6 +156,57 @@ TEST_CASE("e2e: a profile that differs fails --check with exit 3") {
   CHECK(daemon.Stop() == 0);
 }
 
+TEST_CASE("e2e: submit --check weighs a change by its gain over the model") {
+  const std::string dir = TempDir("check_min_gain");
+  Daemon daemon(dir);
+  const std::string profile = dir + "/stale.json";
+  std::ofstream(profile)
+      << "{\"entries\": [\n{\"operator\": \"SiLU\", \"size\": 8192, "
+         "\"tile_size\": 1024, \"num_aie_columns\": 1}\n]}\n";
+  // The default threshold, 0.1% of the model's time: one column of eight
+  // is far slower, so the stale entry counts.
+  Result r = daemon.Client(
+      SubmitSmall(dir, {"--profile", profile, "--check", "--json"}));
+  INFO(r.err);
+  REQUIRE(r.code == 3);
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  const nlohmann::json& diff = doc["diff"];
+  REQUIRE(diff["has_model_time"] == true);
+  const double model_us = diff["model_time_us"].get<double>();
+  CHECK(model_us > 0);
+  const nlohmann::json& check = doc["check"];
+  CHECK(check["weighed"] == true);
+  CHECK(check["fails"] == true);
+  CHECK(check["threshold_us"].get<double>() == Approx(0.001 * model_us));
+  const nlohmann::json* silu = nullptr;
+  for (const nlohmann::json& e : check["entries"]) {
+    if (e["entry"] == "SiLU size=8192") silu = &e;
+  }
+  REQUIRE(silu != nullptr);
+  CHECK((*silu)["kind"] == "changed");
+  CHECK((*silu)["counts"] == true);
+  // Its weighted gain is the diff's, its step's gain times the one step.
+  REQUIRE(diff["changed"].size() >= 1);
+  const double gain = (*silu)["weighted_gain_us"].get<double>();
+  CHECK(gain > 0);
+  CHECK_THAT(r.err, Catch::Contains("counts"));
+  // A threshold above that gain: the check passes, the entry still listed.
+  const std::string above = std::to_string(static_cast<int>(gain) + 1) + "us";
+  Result passes = daemon.Client(SubmitSmall(
+      dir, {"--profile", profile, "--check", "--check-min-gain", above}));
+  INFO(passes.err);
+  CHECK(passes.code == 0);
+  CHECK_THAT(passes.out, Catch::Contains("SiLU size=8192"));
+  CHECK_THAT(passes.err, Catch::Contains("no entry's gain clears "
+                                         "--check-min-gain"));
+  // A bad threshold never reaches the daemon.
+  Result bad = daemon.Client(SubmitSmall(
+      dir, {"--profile", profile, "--check", "--check-min-gain", "-1%"}));
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--check-min-gain"));
+  CHECK(daemon.Stop() == 0);
+}
+
 TEST_CASE("e2e: two clients at once are both served, in queue order") {
   const std::string dir = TempDir("two");
   Daemon daemon(dir);
