@@ -6,30 +6,27 @@
 // (Offer). It declines a job that asks to remeasure, and any job while
 // `waiting` jobs already wait for one of its threads or once it stops: the
 // caller queues those for the worker as before. A job it takes waits in
-// arrival order for one of `threads` threads; each thread has its own read
+// arrival order for one of `threads` threads; each thread has its own
 // connection to the cache file (a Cache that cannot write:
-// read_only_cache.h) and runs
-// the job there through the same JobRunner code as the worker, against the
-// cache-only parts (cache_only.h): a Device and a Builder that refuse, and
-// a context that holds the job's events.
+// read_only_cache.h) and runs the job there through the same JobRunner
+// code as the worker, against the cache-only parts (cache_only.h): a
+// Device and a Builder that refuse, and a context that holds the job's
+// events and shares the worker's CostKnowledge.
 //
-// A run that would write to the cache (a ranked search keeping its
-// rounds, ranking.h) fails there and is queued for the worker, the one
-// writer, as one that needs the device is.
-//
-// An attempt that ends with its answer, having read each shape in one state
-// (its CacheWrites version the same when its search began and when the
-// attempt ended), ends the job: Queued
-// {position 0}, Started, the events it held, then the result, as the
-// worker's path streams them; the record saved and the end logged as the
-// worker does it (job_end.h), with " (from the cache)". An attempt that
-// read a shape across a change is tried again, up to kCachedTries times
-// (the shapes that held are replayed from the shape memo). One that
-// needed the device, failed or kept reading across commits is dropped (its
-// events with it) and the job is queued for the worker (JobQueue::Push, which
-// says Queued{position}); a Push the queue refuses ends the job with its
-// error. The shape searches an attempt finished stay in the shape memo,
-// under the pool's cache versions.
+// An attempt that ends with its answer, having read each shape in one
+// state (its CacheWrites version the same when its search began and when
+// the attempt ended), ends the job: Queued{position 0}, Started, the
+// events it held, then the result, as the worker's path streams them; the
+// record saved and the end logged as the worker does it (job_end.h), with
+// " (from the cache)". An attempt that read a shape across a change is
+// tried again, up to kCachedTries times (the shapes that held are replayed
+// from the shape memo). One that needed the device, would write to the
+// cache (a ranked search keeping its rounds, refused by its connection),
+// failed or kept reading across changes is dropped (its events with it)
+// and the job is queued for the worker, the one writer (JobQueue::Push,
+// which says Queued{position}); a Push the queue refuses ends the job with
+// its error. The shape searches an attempt finished stay in the shape
+// memo, under the pool's cache versions.
 //
 // Cancellation: a job cancelled (Job::Cancel, or past its deadline) stops
 // at its attempt's next check and ends with its cancel status; one
