@@ -132,6 +132,12 @@ bool Job::Finish(
   if (IsTerminal(state_)) return false;
   ended_ms_ = NowMs();
   dropped = TakeRequestLocked();
+  {
+    // The charge goes before the end is seen, so whoever sees the job
+    // ended sees its bytes free (the budget's lock is a leaf); the request
+    // itself is freed after the lock.
+    QueueBudget::Charge freed = std::move(dropped.second);
+  }
   if (status.ok()) {
     state_ = v1::JOB_STATE_SUCCEEDED;
     if (auto* a = std::get_if<v1::AutotuneResult>(&result)) {

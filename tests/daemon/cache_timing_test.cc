@@ -248,7 +248,7 @@ TEST_CASE("An export carries each figure's Timing and imports as it was",
   CHECK(counts->skipped.size() == 3);
 }
 
-TEST_CASE("An import line's Timing is checked; one without it is unknown",
+TEST_CASE("An import line's Timing is checked, one without it is unknown",
           "[cache]") {
   ScratchDir dir;
   auto cache = Open(dir.File("c.db"));
