@@ -101,7 +101,7 @@ absl::Status CachedAnswers::Start() {
   for (size_t i = 0; i < readers.size(); ++i) {
     readers[i].thread = static_cast<int>(i);
     threads_.emplace_back(
-        [this, i, r = std::move(readers[i])]() mutable { Loop(std::move(r)); });
+        [this, r = std::move(readers[i])]() mutable { Loop(std::move(r)); });
   }
   absl::MutexLock lock(&mu_);
   started_ = true;
