@@ -142,7 +142,7 @@ TEST_CASE(
   CHECK(Read(profile) == Read(kExampleProfile));
 }
 
-TEST_CASE("submit --check --json adds the verdict; bad thresholds exit 2") {
+TEST_CASE("submit --check --json adds the verdict, bad thresholds exit 2") {
   FakeServer server;
   const std::string profile = CopyExampleProfile(server);
   Run r = Client({"--server", server.address(), "submit", kExample, "--profile",
