@@ -190,8 +190,8 @@ Pair RunPair(const Config& config, const std::vector<std::string>& timing,
   const std::string profile = dir + "/npu2.json";
   std::filesystem::copy_file(kExampleProfile, profile);
   auto t0 = std::chrono::steady_clock::now();
-  Result first =
-      TuneOnce(config, dir, seed, timing, {"--profile", profile, "--write"});
+  Result first = TuneOnce(config, dir, seed, timing,
+                          {"--profile", profile, "--write", "--json"});
   pair.first_s = Since(t0);
   t0 = std::chrono::steady_clock::now();
   Result second = first.code != 0
@@ -207,7 +207,12 @@ Pair RunPair(const Config& config, const std::vector<std::string>& timing,
   const json doc = json::parse(second.out, nullptr, false);
   const json first_doc = json::parse(first.out, nullptr, false);
   if (doc.is_discarded() || first_doc.is_discarded()) {
-    pair.error = "a tune printed no JSON";
+    const Result& bad = first_doc.is_discarded() ? first : second;
+    pair.error = absl::StrCat(first_doc.is_discarded() ? "the tune"
+                                                       : "the "
+                                                         "re-tune",
+                              " printed no JSON: ", bad.out.substr(0, 200),
+                              bad.err.substr(0, 200));
     return pair;
   }
   pair.first_npu_s = first_doc["stats"].value("device_seconds", 0.0);
@@ -231,13 +236,13 @@ void PrintPair(int k, int seed, const Pair& p) {
     return;
   }
   std::printf(
-      "pair %2d  seeds %d/%d  strict %s  --check %s  (exit %d; tunes %.0f s, "
-      "%.0f s)\n",
+      "pair %2d  seeds %d/%d  strict %s  --check %s  (exit %d; tunes %.0f s "
+      "and %.0f s wall, %.0f s and %.0f s on the NPU)\n",
       k, seed, seed + 1, p.strict_pass ? "pass" : "FAIL",
       !p.gated_known ? "-   "
       : p.gated_pass ? "pass"
                      : "FAIL",
-      p.check_code, p.first_s, p.second_s);
+      p.check_code, p.first_s, p.second_s, p.first_npu_s, p.second_npu_s);
   for (const Moved& m : p.moved) std::printf("    %s\n", m.text.c_str());
   std::fflush(stdout);
 }
